@@ -1,0 +1,96 @@
+// Shared pieces of the contract: headers, the RFC 9457 problem body, pagination and ids.
+import { z } from 'zod';
+
+export const Uuid = z.string().uuid();
+
+/** Agent slug as used in paths: `[a-z0-9][a-z0-9-]{0,62}`. */
+export const Slug = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must match [a-z0-9][a-z0-9-]{0,62}')
+  .describe('Agent slug');
+
+export const TenantId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 characters of letters, digits, ".", "_" or "-"')
+  .describe('Tenant identifier');
+
+export const Timestamp = z.string().datetime({ offset: true }).describe('ISO 8601 UTC timestamp');
+
+/** Headers every /api/v1 endpoint takes. */
+export const TenantHeaders = z.object({
+  'tenant-id': TenantId,
+  'x-request-id': z.string().max(200).optional().describe('Trace id; echoed back, generated when absent'),
+  authorization: z.string().optional().describe('`Bearer <key>` when the server runs with AUTH_MODE=api_key'),
+});
+
+export const UserHeaders = TenantHeaders.extend({
+  'user-id': z.string().min(1).max(256).optional().describe('External user id, the fallback when the context carries none'),
+});
+
+export const ConverseHeaders = UserHeaders.extend({
+  'idempotency-key': z
+    .string()
+    .min(1)
+    .max(255)
+    .optional()
+    .describe('A retried request with the same key and body returns the stored response'),
+});
+
+export const ProblemFieldError = z.object({
+  path: z.string().describe('Where the problem is: a JSON path into the body, or query.NAME, header.NAME, path.NAME'),
+  message: z.string(),
+});
+
+export const ProblemCode = z.enum([
+  'validation_error',
+  'tenant_required',
+  'unauthorized',
+  'forbidden',
+  'agent_not_found',
+  'conversation_not_found',
+  'not_found',
+  'conversation_closed',
+  'invalid_transition',
+  'payload_too_large',
+  'unsupported_media_type',
+  'idempotency_mismatch',
+  'rate_limited',
+  'unavailable',
+  'internal_error',
+]);
+export type ProblemCode = z.infer<typeof ProblemCode>;
+
+/** RFC 9457 problem details, served as application/problem+json. */
+export const Problem = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: ProblemCode,
+    request_id: z.string(),
+    errors: z.array(ProblemFieldError).optional(),
+  })
+  .describe('RFC 9457 problem details');
+export type Problem = z.infer<typeof Problem>;
+
+const problem = (description: string) => Problem.describe(description);
+
+/** Error responses shared by every /api/v1 route. */
+export const commonErrors = {
+  400: problem('Invalid input (`validation_error`) or no tenant-id header (`tenant_required`)'),
+  401: problem('API-key mode: no key, or a wrong one (`unauthorized`)'),
+  403: problem('The key belongs to another tenant or lacks the scope (`forbidden`)'),
+  404: problem('Unknown, foreign or archived agent or conversation'),
+  413: problem('Body over the size limit (`payload_too_large`)'),
+  415: problem('A body that is not application/json (`unsupported_media_type`)'),
+  429: problem('Per-tenant rate limit (`rate_limited`); see retry-after'),
+  500: problem('Unexpected failure (`internal_error`); the detail carries no internals'),
+  503: problem('The database cannot be reached (`unavailable`); see retry-after'),
+} as const;
+
+export const Page = <T extends z.ZodTypeAny>(item: T) =>
+  z.object({
+    data: z.array(item),
+    next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
+  });

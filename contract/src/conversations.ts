@@ -1,0 +1,152 @@
+// Conversation records, summaries, history and audit entries.
+import { z } from 'zod';
+import { Timestamp } from './common.js';
+import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
+
+export const Turn = z.object({
+  role: z.enum(['user', 'agent']),
+  message: z.string(),
+  timestamp: Timestamp,
+  phase: z.string().optional().describe('Agent turns: the phase the reply came from'),
+  options: z.array(Option).optional().describe('Agent turns: the options offered'),
+  author: z.string().optional().describe('Agent turns written by a human operator: who wrote it'),
+});
+export type Turn = z.infer<typeof Turn>;
+
+const RecordBase = z.object({
+  id: z.string().uuid(),
+  agent_id: z.string().uuid(),
+  capability_id: z.string().uuid(),
+  user_id: z.string().nullable(),
+  status: ConversationStatus,
+  outcome: z.string().nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  completed_at: Timestamp.nullable(),
+});
+
+export const ConversationRecord = RecordBase.extend({ turns: z.array(Turn) }).describe(
+  'A conversation with its turns, oldest first',
+);
+export type ConversationRecord = z.infer<typeof ConversationRecord>;
+
+export const ConversationSummary = RecordBase.extend({
+  capability: z.string(),
+  turn_count: z.number().int(),
+});
+export type ConversationSummary = z.infer<typeof ConversationSummary>;
+
+export const ConversationDetail = ConversationRecord.extend({
+  capability: z.string(),
+  phase: z.string(),
+  awaiting_input: z.boolean(),
+  agent_version: z.number().int(),
+  slots: z.record(z.unknown()),
+  context: ContextEnvelope.nullable(),
+}).describe('A conversation with its turns and live state');
+export type ConversationDetail = z.infer<typeof ConversationDetail>;
+
+export const ListConversationsQuery = z.object({
+  status: ConversationStatus.optional(),
+  user_id: z.string().min(1).max(256).optional(),
+  capability: z.string().min(1).max(64).optional(),
+  created_after: Timestamp.optional(),
+  created_before: Timestamp.optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(500).optional(),
+});
+
+export const AuditType = z.enum([
+  'routing_decision',
+  'action_call',
+  'phase_transition',
+  'status_change',
+  'turn_timing',
+  'error',
+]);
+export type AuditType = z.infer<typeof AuditType>;
+
+export const RoutingDecisionData = z.object({
+  strategy: z.enum(['classifier', 'sticky', 'fallback', 'llm']),
+  selected: z.object({ capability: z.string(), capability_id: z.string().uuid(), score: z.number() }),
+  candidates: z.array(
+    z.object({ capability: z.string(), score: z.number(), eligible: z.boolean(), reason: z.string().optional() }),
+  ),
+  threshold: z.number(),
+  reason: z.string().optional(),
+  model: z.string().optional(),
+});
+
+export const ActionCallData = z.object({
+  action: z.string(),
+  request: z.object({
+    method: z.string(),
+    url: z.string(),
+    headers: z.record(z.string()),
+    body: z.unknown().optional(),
+  }),
+  response: z.object({ status: z.number().int(), body: z.unknown() }).nullable(),
+  outcome: z.enum(['ok', 'http_error', 'timeout', 'network_error', 'blocked']),
+  attempts: z.number().int(),
+  error: z.string().optional(),
+});
+
+export const PhaseTransitionData = z.object({
+  capability: z.string(),
+  from: z.string().nullable(),
+  to: z.string(),
+});
+
+export const StatusChangeData = z.object({
+  from: ConversationStatus.nullable(),
+  to: ConversationStatus,
+  reason: z.string(),
+  outcome: z.string().nullable(),
+});
+
+export const TurnTimingData = z.object({
+  total_ms: z.number(),
+  routing_ms: z.number(),
+  engine_ms: z.number(),
+  actions_ms: z.number(),
+  storage_ms: z.number(),
+});
+
+export const ErrorData = z.object({ code: z.string(), message: z.string() }).passthrough();
+
+const entry = <T extends string, D extends z.ZodTypeAny>(type: T, data: D) =>
+  z.object({
+    id: z.string().uuid(),
+    conversation_id: z.string().uuid(),
+    sequence: z.number().int().describe('1, 2, … per conversation'),
+    turn_index: z.number().int().nullable().describe('Index in turns of the user turn that caused it'),
+    type: z.literal(type),
+    request_id: z.string(),
+    timestamp: Timestamp,
+    duration_ms: z.number().nullable(),
+    data,
+  });
+
+export const AuditEntry = z.discriminatedUnion('type', [
+  entry('routing_decision', RoutingDecisionData),
+  entry('action_call', ActionCallData),
+  entry('phase_transition', PhaseTransitionData),
+  entry('status_change', StatusChangeData),
+  entry('turn_timing', TurnTimingData),
+  entry('error', ErrorData),
+]);
+export type AuditEntry = z.infer<typeof AuditEntry>;
+
+export const AuditLogQuery = z.object({
+  type: AuditType.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(100),
+  cursor: z.string().max(500).optional(),
+});
+
+export const AuditLogPage = z
+  .object({
+    conversation_id: z.string().uuid(),
+    data: z.array(AuditEntry),
+    next_cursor: z.string().nullable(),
+  })
+  .describe('Audit entries, oldest first');

@@ -1,0 +1,144 @@
+// The Switchboard HTTP contract: every endpoint, header, query, body and response.
+// The server, the typed client and openapi.json are all derived from this router.
+import { initContract } from '@ts-rest/core';
+import { z } from 'zod';
+import { Agent } from './agents.js';
+import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, UserHeaders, Uuid } from './common.js';
+import {
+  AuditLogPage,
+  AuditLogQuery,
+  ConversationDetail,
+  ConversationRecord,
+  ConversationSummary,
+  ListConversationsQuery,
+} from './conversations.js';
+import { ConverseRequest, ConverseResponse } from './converse.js';
+import { AgentDefinition } from './definition.js';
+
+export * from './agents.js';
+export * from './common.js';
+export * from './conversations.js';
+export * from './converse.js';
+export * from './definition.js';
+
+const c = initContract();
+
+const SlugParams = z.object({ slug: Slug });
+const ConversationParams = z.object({ slug: Slug, id: Uuid.describe('Conversation id') });
+
+export const conversationsContract = c.router({
+  converse: {
+    method: 'POST',
+    path: '/agents/:slug/converse',
+    pathParams: SlugParams,
+    headers: ConverseHeaders,
+    body: ConverseRequest,
+    responses: {
+      200: ConverseResponse,
+      409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+      422: Problem.describe('Same idempotency key with another body (`idempotency_mismatch`)'),
+    },
+    summary: 'Send a message to an agent, starting or continuing a conversation',
+  },
+  listConversations: {
+    method: 'GET',
+    path: '/agents/:slug/conversations',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ListConversationsQuery,
+    responses: { 200: Page(ConversationSummary).describe('Conversation summaries, newest first') },
+    summary: "List an agent's conversations, newest first",
+  },
+  getConversation: {
+    method: 'GET',
+    path: '/agents/:slug/conversations/:id',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    responses: { 200: ConversationDetail },
+    summary: 'Get a conversation with its turns and live state',
+  },
+  getHistory: {
+    method: 'GET',
+    path: '/agents/:slug/conversations/:id/history',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    responses: { 200: ConversationRecord },
+    summary: 'Get a conversation record with its turns, oldest first',
+  },
+  getAuditLogs: {
+    method: 'GET',
+    path: '/agents/:slug/conversations/:id/audit-logs',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    query: AuditLogQuery,
+    responses: { 200: AuditLogPage },
+    summary: 'Get the audit log of a conversation: routing decisions, action calls, timing',
+  },
+});
+
+export const agentsContract = c.router({
+  putAgent: {
+    method: 'PUT',
+    path: '/agents/:slug',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: AgentDefinition,
+    responses: { 200: Agent },
+    summary: 'Create or update an agent; a changed definition makes a new version',
+  },
+  listAgents: {
+    method: 'GET',
+    path: '/agents',
+    headers: TenantHeaders,
+    responses: { 200: z.object({ data: z.array(Agent) }).describe("The tenant's agents") },
+    summary: "List the tenant's agents",
+  },
+  getAgent: {
+    method: 'GET',
+    path: '/agents/:slug',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    responses: { 200: Agent },
+    summary: 'Get an agent and its current definition',
+  },
+  deleteAgent: {
+    method: 'DELETE',
+    path: '/agents/:slug',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 204: c.noBody() },
+    summary: 'Archive an agent; its conversations stay readable',
+  },
+});
+
+export const apiContract = c.router(
+  { ...conversationsContract, ...agentsContract },
+  { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true },
+);
+
+export const Health = z.object({ status: z.enum(['ok', 'unavailable']) });
+
+export const opsContract = c.router(
+  {
+    healthz: {
+      method: 'GET',
+      path: '/healthz',
+      responses: { 200: Health.describe('The process is up') },
+      summary: 'Liveness',
+    },
+    readyz: {
+      method: 'GET',
+      path: '/readyz',
+      responses: {
+        200: Health.describe('The database is reachable'),
+        503: Problem.describe('The database cannot be reached'),
+      },
+      summary: 'Readiness',
+    },
+  },
+  { strictStatusCodes: true },
+);
+
+export const contract = c.router({ api: apiContract, ops: opsContract });
+export type Contract = typeof contract;

@@ -1,0 +1,20 @@
+// `npm start`: the service on the embedded SQLite default, with the example agents loaded into
+// tenant "demo" and the example orders backend running beside it (allow-listed for actions).
+import { startOrdersBackend } from '../examples/orders-backend.js';
+import { loadConfig } from '../server/src/config.js';
+import { start } from '../server/src/main.js';
+
+const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
+const backend = await startOrdersBackend(backendPort);
+const allowed = [process.env.ACTION_ALLOWED_HOSTS, `127.0.0.1:${backendPort}`].filter(Boolean).join(',');
+const config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
+const running = await start(config);
+console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);
+console.log(`Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`);
+for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(sig, async () => {
+    await running.stop();
+    backend.close();
+    process.exit(0);
+  });
+}

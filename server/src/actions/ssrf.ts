@@ -1,0 +1,79 @@
+// Which addresses an HTTP action may reach. Loopback, private, link-local, shared, multicast,
+// reserved and cloud-metadata ranges are refused unless the operator allow-lists the host.
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+
+const blocked = new BlockList();
+for (const [net, bits] of [
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const) {
+  blocked.addSubnet(net, bits, 'ipv4');
+}
+for (const [net, bits] of [
+  ['::', 128],
+  ['::1', 128],
+  ['64:ff9b::', 96],
+  ['100::', 64],
+  ['2001:db8::', 32],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['ff00::', 8],
+] as const) {
+  blocked.addSubnet(net, bits, 'ipv6');
+}
+
+/** True for an address no action may reach without an allow-list entry. */
+export function isBlockedAddress(ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 4) return blocked.check(ip, 'ipv4');
+  if (family === 6) {
+    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+    if (mapped) return blocked.check(mapped[1], 'ipv4');
+    return blocked.check(ip, 'ipv6');
+  }
+  return true;
+}
+
+export class BlockedAddressError extends Error {
+  readonly code = 'EBLOCKED';
+}
+
+export class AddressPolicy {
+  private readonly allowed: Set<string>;
+
+  constructor(allowedHosts: readonly string[]) {
+    this.allowed = new Set(allowedHosts.map((h) => h.toLowerCase().replace(/^\[(.*)\](:\d+)?$/, '$1$2')));
+  }
+
+  private isAllowed(host: string, port: string): boolean {
+    const h = host.toLowerCase();
+    return this.allowed.has(h) || this.allowed.has(`${h}:${port}`);
+  }
+
+  /**
+   * Resolves a host and returns the address to connect to, or throws BlockedAddressError.
+   * The caller connects to exactly this address, so a second DNS answer cannot slip past.
+   */
+  async resolve(hostname: string, port: string): Promise<string> {
+    const host = hostname.replace(/^\[|\]$/g, '');
+    const nameAllowed = this.isAllowed(host, port);
+    const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    for (const ip of addresses) {
+      if (!isBlockedAddress(ip) || nameAllowed || this.isAllowed(ip, port)) return ip;
+    }
+    throw new BlockedAddressError(`${host} resolves to a private or reserved address (${addresses[0]}); allow it with ACTION_ALLOWED_HOSTS`);
+  }
+}

@@ -1,0 +1,139 @@
+// Builds the Express application from configuration and dependencies; never listens itself.
+import { randomUUID } from 'node:crypto';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { createExpressEndpoints } from '@ts-rest/express';
+import { pino, type Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+import swaggerUi from 'swagger-ui-express';
+import { contract, TenantId } from '@switchboard/contract';
+import { HttpActionRunner } from './actions/http-action.js';
+import type { Config } from './config.js';
+import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
+import { getOpenApi } from './http/openapi.js';
+import { createRouter } from './http/routes.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { AgentService } from './service/agent-service.js';
+import { ConversationService } from './service/conversation-service.js';
+import { AgentStore } from './store/agent-store.js';
+import { ConversationStore } from './store/conversation-store.js';
+import type { Database } from './store/db.js';
+
+export interface AppDeps {
+  db: Database;
+  clock?: Clock;
+  logger?: Logger;
+  /** First retry delay of HTTP actions (tests shorten it). */
+  actionRetryBaseMs?: number;
+}
+
+export interface App {
+  app: express.Express;
+  agents: AgentService;
+  conversations: ConversationService;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:\/+=-]{1,200}$/;
+
+export function createApp(config: Config, deps: AppDeps): App {
+  const clock = deps.clock ?? systemClock;
+  const logger =
+    deps.logger ??
+    pino({
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '***' },
+    });
+  const agentStore = new AgentStore(deps.db);
+  const store = new ConversationStore(deps.db);
+  const actions = new HttpActionRunner({
+    allowedHosts: config.actionAllowedHosts,
+    secrets: config.secrets,
+    maxResponseBytes: config.actionMaxResponseBytes,
+    retryBaseMs: deps.actionRetryBaseMs,
+  });
+  const agents = new AgentService(agentStore, clock);
+  const conversations = new ConversationService(agents, store, actions, clock, {
+    maxMessageChars: config.maxMessageChars,
+    secrets: config.secrets,
+  });
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  // Request id: the caller's when it is a sane token, else a fresh one; echoed on every response.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    (req as Request & { id: string }).id = id;
+    req.headers['x-request-id'] = id;
+    res.setHeader('x-request-id', id);
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as unknown as { id: string }).id,
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: req.url, tenant: req.headers?.['tenant-id'] }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+    }),
+  );
+
+  // A body must be JSON; anything else is refused before it is read.
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+    if (hasBody && !req.is(['application/json', 'application/*+json'])) {
+      return sendProblem(req, res, 415, 'unsupported_media_type', 'The body must be application/json');
+    }
+    next();
+  });
+  app.put('/api/v1/agents/:slug', express.json({ limit: config.agentBodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+
+  // Every /api/v1 call names its tenant; this check runs before the contract's so it can say so plainly.
+  app.use('/api/v1', (req: Request, res: Response, next: NextFunction) => {
+    const tenant = req.headers['tenant-id'];
+    if (tenant === undefined || tenant === '') {
+      return sendProblem(req, res, 400, 'tenant_required', 'The tenant-id header is required', [
+        { path: 'header.tenant-id', message: 'required' },
+      ]);
+    }
+    if (!TenantId.safeParse(tenant).success) {
+      return sendProblem(req, res, 400, 'validation_error', 'The tenant-id header is not valid', [
+        { path: 'header.tenant-id', message: 'must be 1-64 characters of letters, digits, ".", "_" or "-"' },
+      ]);
+    }
+    next();
+  });
+
+  createExpressEndpoints(contract, createRouter({ agents, conversations, store }), app, {
+    responseValidation: false,
+    jsonQuery: false,
+    requestValidationErrorHandler: (err, req, res) =>
+      sendProblem(req as unknown as Request, res, 400, "validation_error", "The request is not valid", validationProblems(err)),
+  });
+
+  const openapi = getOpenApi();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  app.use('/docs', swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: 'Switchboard API' }));
+
+  app.use((req: Request, res: Response) => sendProblem(req, res, 404, 'not_found', `No route ${req.method} ${req.path}`));
+  app.use(errorHandler(logger));
+
+  return {
+    app,
+    agents,
+    conversations,
+    logger,
+    close: async () => {
+      await actions.close();
+    },
+  };
+}

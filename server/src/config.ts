@@ -1,0 +1,91 @@
+// Configuration: parsed once from the environment, validated, frozen, passed in.
+import { isIP } from 'node:net';
+import { z } from 'zod';
+
+const Bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z.string().min(1).default('sqlite://./data/switchboard.db'),
+  AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
+  TRUST_TENANT_HEADER: Bool.default('false'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  ACTION_ALLOWED_HOSTS: z.string().default(''),
+  MAX_MESSAGE_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(4000),
+  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
+  AGENT_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
+  ACTION_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  AGENTS_DIR: z.string().optional(),
+  AGENTS_TENANT: z.string().default('demo'),
+  DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string;
+  authMode: 'header' | 'api_key';
+  trustTenantHeader: boolean;
+  logLevel: string;
+  /** `host` or `host:port` entries HTTP actions may reach although they are loopback or private. */
+  actionAllowedHosts: readonly string[];
+  maxMessageChars: number;
+  bodyLimitBytes: number;
+  agentBodyLimitBytes: number;
+  actionMaxResponseBytes: number;
+  /** Operator secrets, `SWITCHBOARD_SECRET_<NAME>` → `secrets.NAME` in action templates. */
+  secrets: Readonly<Record<string, string>>;
+  agentsDir?: string;
+  agentsTenant: string;
+  dbPoolMax: number;
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  const secrets: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (k.startsWith('SWITCHBOARD_SECRET_') && v !== undefined && k.length > 'SWITCHBOARD_SECRET_'.length) {
+      secrets[k.slice('SWITCHBOARD_SECRET_'.length)] = v;
+    }
+  }
+  const config: Config = {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    authMode: e.AUTH_MODE,
+    trustTenantHeader: e.TRUST_TENANT_HEADER,
+    logLevel: e.LOG_LEVEL,
+    actionAllowedHosts: e.ACTION_ALLOWED_HOSTS.split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+    maxMessageChars: e.MAX_MESSAGE_CHARS,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    agentBodyLimitBytes: e.AGENT_BODY_LIMIT_BYTES,
+    actionMaxResponseBytes: e.ACTION_MAX_RESPONSE_BYTES,
+    secrets: Object.freeze(secrets),
+    agentsDir: e.AGENTS_DIR,
+    agentsTenant: e.AGENTS_TENANT,
+    dbPoolMax: e.DB_POOL_MAX,
+    ...overrides,
+  };
+  return Object.freeze(config);
+}
+
+/** True for addresses only this machine can reach: the header auth mode is safe only there. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  const h = host.replace(/^\[|\]$/g, '');
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1';
+  return false;
+}

@@ -1,0 +1,65 @@
+// Domain types shared by the engine, the service and the store.
+import type { AuditType, ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+
+export interface ActionResult {
+  ok: boolean;
+  status: number;
+  body: unknown;
+}
+
+/** What a conversation carries between turns, besides its columns. */
+export interface FlowState {
+  slots: Record<string, unknown>;
+  actions: Record<string, ActionResult>;
+  /** Failed attempts at the collect the conversation waits on. */
+  attempts: number;
+  /** `collecting`: waits on the phase's collect; `open`: the flow ran out of phases or stopped, the next message is routed. */
+  wait: 'collecting' | 'open' | 'closed';
+}
+
+export interface Conversation {
+  id: string;
+  tenantId: string;
+  agentId: string;
+  agentVersion: number;
+  userId: string | null;
+  status: ConversationStatus;
+  outcome: string | null;
+  capability: string;
+  capabilityId: string;
+  phase: string;
+  awaitingInput: boolean;
+  flow: FlowState;
+  context: ContextEnvelope | null;
+  turnCount: number;
+  auditSeq: number;
+  createdAt: string;
+  updatedAt: string;
+  completedAt: string | null;
+  lastUserTurnAt: string;
+}
+
+export interface TurnRow {
+  idx: number;
+  role: 'user' | 'agent';
+  message: string;
+  timestamp: string;
+  phase?: string | null;
+  options?: Option[] | null;
+  author?: string | null;
+}
+
+export interface AuditDraft {
+  type: AuditType;
+  turnIndex: number | null;
+  timestamp: string;
+  durationMs: number | null;
+  data: Record<string, unknown>;
+}
+
+export interface AuditRow extends AuditDraft {
+  id: string;
+  conversationId: string;
+  sequence: number;
+  requestId: string;
+}

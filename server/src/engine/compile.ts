@@ -1,0 +1,277 @@
+// Validates an agent definition beyond its schema (references, templates, patterns) and
+// compiles it once per version: parsed templates, phase indexes and the trained router.
+import { v5 as uuidv5 } from 'uuid';
+import type { AgentDefinition, CapabilityDef, LocalizedText, PhaseDef } from '@switchboard/contract';
+import type { FieldProblem } from '../errors.js';
+import { Router } from './router.js';
+import { choiceWords, type SlotSpec } from './slots.js';
+import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, type JsonTemplate } from './templates.js';
+
+export const BUILTIN_FALLBACK = 'fallback';
+export const MAX_PHASES_PER_TURN = 50;
+
+export const DEFAULT_MESSAGES = {
+  fallback: "Sorry, I can't help with that yet.",
+  escalated: 'A colleague will take over here shortly.',
+  not_entitled: 'That is not part of your plan.',
+  retry: "Sorry, I didn't get that.",
+} as const;
+
+export const DEFAULT_THRESHOLD = 0.4;
+
+export interface CompiledPhase {
+  id: string;
+  say?: CompiledText;
+  options: { label: CompiledText; value: string }[];
+  collect?: { slot: string; spec: SlotSpec; retry?: CompiledText; maxAttempts: number };
+  call?: string;
+  onError: string; // a phase id or "escalate"
+  next: { goto: string; when?: CompiledCondition }[] | null;
+  end?: 'completed' | 'escalated' | 'paused';
+  outcome: string;
+}
+
+export interface CompiledCapability {
+  name: string;
+  id: string;
+  description: string | null;
+  requires: Record<string, (string | number | boolean)[]> | null;
+  phases: CompiledPhase[];
+  phaseIndex: Map<string, number>;
+  builtin: boolean;
+}
+
+export interface CompiledAction {
+  name: string;
+  method: string;
+  url: CompiledTemplate;
+  headers: [string, CompiledTemplate][];
+  body: JsonTemplate | null;
+  timeoutMs: number;
+  retries: number;
+  save: [string, string[]][];
+}
+
+export interface CompiledAgent {
+  agentId: string;
+  version: number;
+  definition: AgentDefinition;
+  defaultLanguage: string;
+  threshold: number;
+  capabilities: Map<string, CompiledCapability>;
+  /** Capabilities with examples, in definition order. */
+  routable: CompiledCapability[];
+  fallback: CompiledCapability;
+  actions: Map<string, CompiledAction>;
+  messages: Record<keyof typeof DEFAULT_MESSAGES, CompiledText>;
+  router: Router;
+}
+
+/** Stable per agent and capability name, across versions. */
+export function capabilityId(agentId: string, name: string): string {
+  return uuidv5(`capability:${name}`, agentId);
+}
+
+const SAVE_PATH = /^(ok|status|body)(\.[A-Za-z0-9_-]+)*$/;
+
+/** Every problem of a schema-valid definition, each with its path. Empty when it is sound. */
+export function validateDefinition(def: AgentDefinition): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  const add = (path: string, message: string) => problems.push({ path, message });
+  const tryTemplate = (path: string, source: string, allowSecrets = false) => {
+    try {
+      CompiledTemplate.parse(source);
+    } catch (e) {
+      add(path, `invalid template: ${(e as Error).message.split('\n')[0]}`);
+      return;
+    }
+    if (!allowSecrets && /\bsecrets\b/.test(source)) add(path, 'secrets can be read only in action url, headers and body');
+  };
+  const tryText = (path: string, t: LocalizedText | undefined) => {
+    if (t === undefined) return;
+    if (typeof t === 'string') tryTemplate(path, t);
+    else for (const [lang, s] of Object.entries(t)) tryTemplate(`${path}.${lang}`, s);
+  };
+
+  const names = new Set<string>();
+  def.capabilities.forEach((c, ci) => {
+    const cp = `capabilities[${ci}]`;
+    if (names.has(c.name)) add(`${cp}.name`, `duplicate capability name "${c.name}"`);
+    names.add(c.name);
+    const ids = new Set<string>();
+    c.phases.forEach((p, pi) => {
+      if (ids.has(p.id)) add(`capabilities[${ci}].phases[${pi}].id`, `duplicate phase id "${p.id}" in capability "${c.name}"`);
+      ids.add(p.id);
+    });
+    c.phases.forEach((p, pi) => {
+      const pp = `${cp}.phases[${pi}]`;
+      const known = (id: string) => ids.has(id);
+      tryText(`${pp}.say`, p.say);
+      p.options?.forEach((o, oi) => tryText(`${pp}.options[${oi}].label`, o.label));
+      if (typeof p.next === 'string' && !known(p.next)) add(`${pp}.next`, `unknown phase "${p.next}"`);
+      if (Array.isArray(p.next)) {
+        p.next.forEach((b, bi) => {
+          if (!known(b.goto)) add(`${pp}.next[${bi}].goto`, `unknown phase "${b.goto}"`);
+          if (b.if !== undefined) {
+            try {
+              new CompiledCondition(b.if);
+            } catch (e) {
+              add(`${pp}.next[${bi}].if`, `invalid condition: ${(e as Error).message.split('\n')[0]}`);
+            }
+            if (/\bsecrets\b/.test(b.if)) add(`${pp}.next[${bi}].if`, 'secrets can be read only in action url, headers and body');
+          }
+        });
+      }
+      if (p.call !== undefined && !def.actions?.[p.call]) add(`${pp}.call`, `unknown action "${p.call}"`);
+      if (p.on_error !== undefined) {
+        if (p.call === undefined) add(`${pp}.on_error`, 'on_error needs a call in the same phase');
+        else if (p.on_error !== 'escalate' && !known(p.on_error)) add(`${pp}.on_error`, `unknown phase "${p.on_error}" (or use "escalate")`);
+      }
+      if (p.end !== undefined && p.next !== undefined) add(`${pp}.next`, 'a phase with end cannot have next');
+      if (p.end !== undefined && p.collect !== undefined) add(`${pp}.collect`, 'a phase with end cannot collect');
+      if (p.outcome !== undefined && p.end === undefined) add(`${pp}.outcome`, 'outcome needs end');
+      const col = p.collect;
+      if (col) {
+        if (col.pattern !== undefined) {
+          if (col.type !== 'text') add(`${pp}.collect.pattern`, 'pattern applies only to type text');
+          try {
+            new RegExp(col.pattern, 'u');
+          } catch (e) {
+            add(`${pp}.collect.pattern`, `invalid regular expression: ${(e as Error).message}`);
+          }
+        }
+        if (col.choices !== undefined && col.type !== 'choice') add(`${pp}.collect.choices`, 'choices apply only to type choice');
+        if (col.type === 'choice' && !col.choices && !p.options?.length) {
+          add(`${pp}.collect.choices`, 'type choice needs choices or options on the phase');
+        }
+        tryText(`${pp}.collect.retry`, col.retry);
+      }
+    });
+  });
+  if (def.routing?.fallback !== undefined && !names.has(def.routing.fallback)) {
+    add('routing.fallback', `unknown capability "${def.routing.fallback}"`);
+  }
+  for (const [k, t] of Object.entries(def.messages ?? {})) tryText(`messages.${k}`, t);
+  for (const [name, a] of Object.entries(def.actions ?? {})) {
+    const ap = `actions.${name}`;
+    tryTemplate(`${ap}.url`, a.url, true);
+    if (!/^\s*(https?:\/\/|\{\{)/i.test(a.url)) add(`${ap}.url`, 'must be an http:// or https:// URL');
+    for (const [h, v] of Object.entries(a.headers ?? {})) {
+      if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)) add(`${ap}.headers.${h}`, 'invalid header name');
+      tryTemplate(`${ap}.headers.${h}`, v, true);
+    }
+    if (a.body !== undefined) {
+      if (a.method === 'GET' || a.method === 'DELETE') add(`${ap}.body`, `a ${a.method} request has no body`);
+      const walk = (v: unknown, path: string) => {
+        if (typeof v === 'string') tryTemplate(path, v, true);
+        else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}[${i}]`));
+        else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) walk(x, `${path}.${k}`);
+      };
+      walk(a.body, `${ap}.body`);
+    }
+    for (const [slot, path] of Object.entries(a.save ?? {})) {
+      if (!SAVE_PATH.test(path)) add(`${ap}.save.${slot}`, 'must be a path such as body.eta or body.items.0.id');
+    }
+  }
+  return problems;
+}
+
+function compilePhase(p: PhaseDef): CompiledPhase {
+  const options = (p.options ?? []).map((o) => ({ label: CompiledText.from(o.label), value: o.value }));
+  let collect: CompiledPhase['collect'];
+  if (p.collect) {
+    const c = p.collect;
+    const labels = options.map((o) => ({ value: o.value, labels: o.label.variants().map((v) => v.source) }));
+    collect = {
+      slot: c.slot,
+      spec: {
+        type: c.type,
+        pattern: c.pattern !== undefined ? new RegExp(c.pattern, 'u') : undefined,
+        choices: c.type === 'choice' ? choiceWords(c.choices, labels) : undefined,
+      },
+      retry: c.retry !== undefined ? CompiledText.from(c.retry) : undefined,
+      maxAttempts: c.max_attempts,
+    };
+  }
+  return {
+    id: p.id,
+    say: p.say !== undefined ? CompiledText.from(p.say) : undefined,
+    options,
+    collect,
+    call: p.call,
+    onError: p.on_error ?? 'escalate',
+    next:
+      p.next === undefined
+        ? null
+        : typeof p.next === 'string'
+          ? [{ goto: p.next }]
+          : p.next.map((b) => ({ goto: b.goto, when: b.if !== undefined ? new CompiledCondition(b.if) : undefined })),
+    end: p.end,
+    outcome: p.outcome ?? 'resolved',
+  };
+}
+
+function compileCapability(agentId: string, c: CapabilityDef): CompiledCapability {
+  const phases = c.phases.map(compilePhase);
+  return {
+    name: c.name,
+    id: capabilityId(agentId, c.name),
+    description: c.description ?? null,
+    requires: c.requires ?? null,
+    phases,
+    phaseIndex: new Map(phases.map((p, i) => [p.id, i])),
+    builtin: false,
+  };
+}
+
+/** Compiles a definition that passed validateDefinition. */
+export function compileAgent(agentId: string, version: number, def: AgentDefinition): CompiledAgent {
+  const capabilities = new Map(def.capabilities.map((c) => [c.name, compileCapability(agentId, c)]));
+  const messages = Object.fromEntries(
+    (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [
+      k,
+      CompiledText.from(def.messages?.[k] ?? DEFAULT_MESSAGES[k]),
+    ]),
+  ) as CompiledAgent['messages'];
+  const fallback: CompiledCapability = def.routing?.fallback
+    ? capabilities.get(def.routing.fallback)!
+    : {
+        name: BUILTIN_FALLBACK,
+        id: capabilityId(agentId, BUILTIN_FALLBACK),
+        description: null,
+        requires: null,
+        phases: [{ id: BUILTIN_FALLBACK, say: messages.fallback, options: [], onError: 'escalate', next: null, outcome: 'resolved' }],
+        phaseIndex: new Map([[BUILTIN_FALLBACK, 0]]),
+        builtin: true,
+      };
+  const routableDefs = def.capabilities.filter((c) => (c.examples?.length ?? 0) > 0);
+  const router = Router.train(
+    routableDefs.map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
+  );
+  const actions = new Map<string, CompiledAction>();
+  for (const [name, a] of Object.entries(def.actions ?? {})) {
+    actions.set(name, {
+      name,
+      method: a.method,
+      url: CompiledTemplate.parse(a.url),
+      headers: Object.entries(a.headers ?? {}).map(([h, v]) => [h.toLowerCase(), CompiledTemplate.parse(v)]),
+      body: a.body !== undefined ? compileJson(a.body) : null,
+      timeoutMs: a.timeout_ms,
+      retries: a.retries,
+      save: Object.entries(a.save ?? {}).map(([slot, path]) => [slot, path.split('.')]),
+    });
+  }
+  return {
+    agentId,
+    version,
+    definition: def,
+    defaultLanguage: def.default_language,
+    threshold: def.routing?.threshold ?? DEFAULT_THRESHOLD,
+    capabilities,
+    routable: routableDefs.map((c) => capabilities.get(c.name)!),
+    fallback,
+    actions,
+    messages,
+    router,
+  };
+}

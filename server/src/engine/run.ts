@@ -1,0 +1,312 @@
+// Runs one user turn of a conversation: routes it when needed, advances the capability's flow
+// phase by phase (say, call, collect, branch, end) and returns the new state, the reply and the
+// audit entries. No I/O and no clock: action calls are yielded to the caller, which sends their
+// results back in, and `now` comes in with the input.
+import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
+import {
+  BUILTIN_FALLBACK,
+  MAX_PHASES_PER_TURN,
+  type CompiledAction,
+  type CompiledAgent,
+  type CompiledCapability,
+  type CompiledPhase,
+} from './compile.js';
+import type { Score } from './router.js';
+import { parseSlot } from './slots.js';
+import { renderJson, type Scope } from './templates.js';
+
+export interface RouteDecision {
+  capability: CompiledCapability;
+  /** True when the best match is a capability the user is not entitled to. */
+  notEntitled: boolean;
+  audit: Record<string, unknown>;
+}
+
+export interface TurnInput {
+  agent: CompiledAgent;
+  /** The conversation before this turn; null for a new one. */
+  prior: {
+    status: ConversationStatus;
+    capability: string;
+    phase: string;
+    flow: FlowState;
+    turnCount: number;
+  } | null;
+  conversationId: string;
+  message: string;
+  context: ContextEnvelope | null;
+  userId: string | null;
+  /** Index of this turn's user turn in the conversation's turns. */
+  turnIndex: number;
+  now: string;
+  secrets: Readonly<Record<string, string>>;
+  /** Scores the message against the routable capabilities (the service times it). */
+  score: (message: string) => Score[];
+}
+
+/** A rendered HTTP request the engine asks the caller to make. */
+export interface ActionRequest {
+  action: CompiledAction;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+/** What the caller sends back for an ActionRequest: the result, and its action_call audit entry. */
+export interface ActionReply {
+  result: ActionResult;
+  audit: AuditDraft;
+}
+
+export interface TurnResult {
+  status: ConversationStatus;
+  outcome: string | null;
+  capability: CompiledCapability;
+  phase: string;
+  awaitingInput: boolean;
+  flow: FlowState;
+  reply: string;
+  options: Option[];
+  audit: AuditDraft[];
+}
+
+export function languageOf(context: ContextEnvelope | null, fallback: string): string {
+  const lang = context?.context?.preferences?.language;
+  return typeof lang === 'string' && lang ? lang.toLowerCase() : fallback;
+}
+
+/** Whether a capability's `requires` gate holds for the context's entitlements. */
+export function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boolean {
+  if (!cap.requires) return true;
+  const ent = context?.context?.entitlements ?? {};
+  return Object.entries(cap.requires).every(([key, allowed]) => {
+    const v = Object.prototype.hasOwnProperty.call(ent, key) ? ent[key] : undefined;
+    return allowed.some((a) => a === v || (typeof v === 'string' && String(a) === v));
+  });
+}
+
+/** Picks the capability for a message: the best eligible one at or above the threshold, else the fallback. */
+export function route(agent: CompiledAgent, scores: Score[], context: ContextEnvelope | null): RouteDecision {
+  const threshold = agent.threshold;
+  const scored = scores.map((s) => {
+    const cap = agent.capabilities.get(s.name)!;
+    return { cap, score: s.score, eligible: entitled(cap, context) };
+  });
+  const candidates = scored.slice(0, 5).map((s) => ({
+    capability: s.cap.name,
+    score: s.score,
+    eligible: s.eligible,
+    ...(s.eligible ? {} : { reason: 'not_entitled' }),
+  }));
+  const best = scored[0];
+  const decide = (cap: CompiledCapability, score: number, strategy: string, reason: string, notEntitled = false): RouteDecision => ({
+    capability: cap,
+    notEntitled,
+    audit: {
+      strategy,
+      selected: { capability: cap.name, capability_id: cap.id, score },
+      candidates,
+      threshold,
+      reason,
+      model: agent.router.model,
+    },
+  });
+  if (best && best.score >= threshold) {
+    if (best.eligible) return decide(best.cap, best.score, 'classifier', 'best_match');
+    return decide(agent.fallback, 0, 'fallback', 'not_entitled', true);
+  }
+  return decide(agent.fallback, 0, 'fallback', scored.length ? 'below_threshold' : 'no_routable_capability');
+}
+
+function getPath(root: unknown, path: string[]): unknown {
+  let cur = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== 'object' || !Object.prototype.hasOwnProperty.call(cur, key)) return undefined;
+    cur = (cur as Record<string, unknown>)[key];
+  }
+  return cur;
+}
+
+export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult, ActionReply> {
+  const { agent, prior, now, turnIndex } = input;
+  const lang = languageOf(input.context, agent.defaultLanguage);
+  const audit: AuditDraft[] = [];
+  const note = (type: AuditDraft['type'], data: Record<string, unknown>, durationMs: number | null = null) =>
+    audit.push({ type, turnIndex, timestamp: now, durationMs, data });
+
+  const flow: FlowState = prior
+    ? { slots: { ...prior.flow.slots }, actions: { ...prior.flow.actions }, attempts: prior.flow.attempts, wait: prior.flow.wait }
+    : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
+  let status: ConversationStatus = prior ? prior.status : 'active';
+  let outcome: string | null = null;
+  let capability = prior ? (agent.capabilities.get(prior.capability) ?? agent.fallback) : agent.fallback;
+  let phaseId: string | null = prior ? prior.phase : null;
+  const said: string[] = [];
+  let options: Option[] = [];
+
+  const user = input.context?.context?.identity ?? {};
+  const scope = (withSecrets = false): Scope => ({
+    slots: flow.slots,
+    actions: flow.actions,
+    user: { id: input.userId, name: user.user_name ?? null, email: user.user_email ?? null },
+    context: input.context?.context ?? {},
+    message: input.message,
+    conversation: { id: input.conversationId, turn_count: (prior?.turnCount ?? 0) + 1 },
+    ...(withSecrets ? { secrets: input.secrets } : {}),
+  });
+  const setStatus = (to: ConversationStatus, reason: string, out: string | null) => {
+    note('status_change', { from: status, to, reason, outcome: out });
+    status = to;
+    outcome = out;
+  };
+  const renderOptions = (p: CompiledPhase): Option[] =>
+    p.options.map((o) => ({ label: o.label.render(scope(), lang, agent.defaultLanguage), value: o.value }));
+  const result = (awaitingInput: boolean): TurnResult => ({
+    status,
+    outcome,
+    capability,
+    phase: phaseId ?? capability.phases[0].id,
+    awaitingInput,
+    flow,
+    reply: said.join('\n'),
+    options,
+    audit,
+  });
+  const escalate = (reason: string): TurnResult => {
+    setStatus('escalated', reason, 'escalated');
+    flow.wait = 'closed';
+    said.push(agent.messages.escalated.render(scope(), lang, agent.defaultLanguage));
+    options = [];
+    return result(true);
+  };
+
+  if (!prior) note('status_change', { from: null, to: 'active', reason: 'created', outcome: null });
+
+  // An escalated conversation belongs to a human: the turn is recorded and answered, nothing moves.
+  if (status === 'escalated') {
+    said.push(agent.messages.escalated.render(scope(), lang, agent.defaultLanguage));
+    return result(true);
+  }
+  if (status === 'paused') setStatus('active', 'user_message', null);
+
+  // Where the flow picks up: the phase after a filled collect, or a freshly routed capability.
+  let start: number | null = null;
+  if (flow.wait === 'collecting') {
+    const idx = phaseId === null ? undefined : capability.phaseIndex.get(phaseId);
+    const phase = idx === undefined ? undefined : capability.phases[idx];
+    if (phase?.collect) {
+      const parsed = parseSlot(phase.collect.spec, input.message, new Date(now));
+      if (parsed.ok) {
+        flow.slots[phase.collect.slot] = parsed.value;
+        flow.attempts = 0;
+        flow.wait = 'open';
+        start = nextOf(phase, idx!);
+        if (start === null) {
+          // A collect with nowhere to go: the flow has run out of phases.
+          return result(true);
+        }
+      } else {
+        flow.attempts += 1;
+        if (flow.attempts >= phase.collect.maxAttempts) {
+          note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });
+          return escalate('max_attempts');
+        }
+        said.push((phase.collect.retry ?? agent.messages.retry).render(scope(), lang, agent.defaultLanguage));
+        if (phase.say) said.push(phase.say.render(scope(), lang, agent.defaultLanguage));
+        options = renderOptions(phase);
+        return result(true);
+      }
+    }
+  }
+  if (start === null) {
+    const decision = route(agent, input.score(input.message), input.context);
+    note('routing_decision', decision.audit);
+    if (decision.notEntitled) {
+      const from = phaseId;
+      capability = decision.capability;
+      phaseId = 'not_entitled';
+      note('phase_transition', { capability: capability.name, from, to: phaseId });
+      flow.wait = 'open';
+      flow.attempts = 0;
+      said.push(agent.messages.not_entitled.render(scope(), lang, agent.defaultLanguage));
+      return result(true);
+    }
+    capability = decision.capability;
+    flow.attempts = 0;
+    start = 0;
+  }
+
+  function nextOf(p: CompiledPhase, idx: number): number | null {
+    const target = (() => {
+      if (p.next === null) return idx + 1 < capability.phases.length ? capability.phases[idx + 1].id : null;
+      for (const b of p.next) if (!b.when || b.when.holds(scope())) return b.goto;
+      return idx + 1 < capability.phases.length ? capability.phases[idx + 1].id : null;
+    })();
+    return target === null ? null : capability.phaseIndex.get(target)!;
+  }
+
+  let idx: number | null = start;
+  let steps = 0;
+  while (idx !== null) {
+    const p: CompiledPhase = capability.phases[idx];
+    if (++steps > MAX_PHASES_PER_TURN) {
+      note('error', { code: 'phase_limit', message: `more than ${MAX_PHASES_PER_TURN} phases in one turn`, capability: capability.name, phase: p.id });
+      return escalate('phase_limit');
+    }
+    note('phase_transition', { capability: capability.name, from: phaseId, to: p.id });
+    phaseId = p.id;
+
+    if (p.call) {
+      const action = agent.actions.get(p.call)!;
+      const s = scope(true);
+      const request: ActionRequest = {
+        action,
+        method: action.method,
+        url: action.url.render(s),
+        headers: Object.fromEntries(action.headers.map(([h, t]) => [h, t.render(s)])),
+        body: action.body ? renderJson(action.body, s) : undefined,
+      };
+      const reply: ActionReply = yield request;
+      audit.push(reply.audit);
+      flow.actions[action.name] = reply.result;
+      if (reply.result.ok) {
+        for (const [slot, path] of action.save) {
+          const v = getPath(reply.result, path);
+          if (v !== undefined) flow.slots[slot] = v;
+        }
+      } else {
+        if (p.onError === 'escalate') return escalate('action_failed');
+        idx = capability.phaseIndex.get(p.onError)!;
+        continue;
+      }
+    }
+    if (p.say) said.push(p.say.render(scope(), lang, agent.defaultLanguage));
+    if (p.collect) {
+      flow.wait = 'collecting';
+      flow.attempts = 0;
+      options = renderOptions(p);
+      return result(true);
+    }
+    if (p.end) {
+      options = renderOptions(p);
+      flow.wait = p.end === 'paused' ? 'open' : 'closed';
+      if (p.end === 'completed') setStatus('completed', 'flow_end', p.outcome);
+      else if (p.end === 'escalated') setStatus('escalated', 'flow_end', 'escalated');
+      else setStatus('paused', 'flow_end', null);
+      return result(p.end !== 'completed');
+    }
+    const next = nextOf(p, idx);
+    if (next === null) {
+      // Out of phases without an end: back to routing on the next message.
+      flow.wait = 'open';
+      options = renderOptions(p);
+      return result(true);
+    }
+    idx = next;
+  }
+  return result(true);
+}
+
+export { BUILTIN_FALLBACK };

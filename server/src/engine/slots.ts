@@ -1,0 +1,81 @@
+// Turns a user message into a slot value of the collect's type, or says it does not fit.
+import type { Option } from '@switchboard/contract';
+
+export type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'date' | 'choice';
+
+export interface SlotSpec {
+  type: SlotType;
+  pattern?: RegExp;
+  /** For `choice`: accepted values, each with the words (value, labels) that select it. */
+  choices?: { value: string; words: string[] }[];
+}
+
+export type Parsed = { ok: true; value: unknown } | { ok: false };
+
+const TRUE_WORDS = new Set(['yes', 'y', 'yeah', 'yep', 'true', '1', 'ok', 'okay', 'sure', 'si', 'sí', 'oui', 'ja', 'sim']);
+const FALSE_WORDS = new Set(['no', 'n', 'nope', 'false', '0', 'non', 'nein', 'não', 'nao']);
+const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/;
+
+function isoDate(d: Date): string {
+  return d.toISOString().slice(0, 10);
+}
+
+export function parseSlot(spec: SlotSpec, raw: string, now: Date): Parsed {
+  const text = raw.trim();
+  switch (spec.type) {
+    case 'text':
+      if (!text) return { ok: false };
+      if (spec.pattern && !spec.pattern.test(text)) return { ok: false };
+      return { ok: true, value: text };
+    case 'number': {
+      const t = text.replace(/\s/g, '').replace(',', '.');
+      if (!/^[+-]?(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+)?$/.test(t)) return { ok: false };
+      const n = Number(t);
+      return Number.isFinite(n) ? { ok: true, value: n } : { ok: false };
+    }
+    case 'integer': {
+      const t = text.replace(/[\s_]/g, '');
+      if (!/^[+-]?\d+$/.test(t)) return { ok: false };
+      const n = Number(t);
+      return Number.isSafeInteger(n) ? { ok: true, value: n } : { ok: false };
+    }
+    case 'email':
+      return EMAIL.test(text) && text.length <= 320 ? { ok: true, value: text } : { ok: false };
+    case 'boolean': {
+      const w = text.toLowerCase().replace(/[.!]+$/, '');
+      if (TRUE_WORDS.has(w)) return { ok: true, value: true };
+      if (FALSE_WORDS.has(w)) return { ok: true, value: false };
+      return { ok: false };
+    }
+    case 'date': {
+      const w = text.toLowerCase();
+      const day = 86_400_000;
+      if (w === 'today') return { ok: true, value: isoDate(now) };
+      if (w === 'tomorrow') return { ok: true, value: isoDate(new Date(now.getTime() + day)) };
+      if (w === 'yesterday') return { ok: true, value: isoDate(new Date(now.getTime() - day)) };
+      const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?$/.exec(text);
+      if (!m) return { ok: false };
+      const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+      // Reject dates that roll over (2026-02-30 → March).
+      if (isoDate(d) !== `${m[1]}-${m[2]}-${m[3]}`) return { ok: false };
+      return { ok: true, value: isoDate(d) };
+    }
+    case 'choice': {
+      const w = text.toLowerCase();
+      for (const c of spec.choices ?? []) if (c.words.includes(w)) return { ok: true, value: c.value };
+      return { ok: false };
+    }
+  }
+}
+
+/** Choices of a collect: its `choices`, else the phase's option values; each also matched by option labels. */
+export function choiceWords(choices: string[] | undefined, options: { value: string; labels: string[] }[]): { value: string; words: string[] }[] {
+  const source = choices ?? options.map((o) => o.value);
+  return source.map((value) => {
+    const words = new Set([value.toLowerCase()]);
+    for (const o of options) if (o.value === value) for (const l of o.labels) words.add(l.toLowerCase());
+    return { value, words: [...words] };
+  });
+}
+
+export type { Option };

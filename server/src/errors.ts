@@ -1,0 +1,57 @@
+// Named errors thrown anywhere inside the server; http/problem.ts maps them to RFC 9457 bodies.
+import type { ProblemCode } from '@switchboard/contract';
+
+export interface FieldProblem {
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ProblemCode,
+    message: string,
+    readonly errors?: FieldProblem[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class InputError extends AppError {
+  constructor(message: string, errors?: FieldProblem[]) {
+    super(400, 'validation_error', message, errors);
+  }
+}
+
+/** An agent definition that does not validate, with every problem and its path. */
+export class DefinitionError extends InputError {
+  constructor(errors: FieldProblem[]) {
+    super(`The agent definition has ${errors.length} problem${errors.length === 1 ? '' : 's'}`, errors);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(code: 'agent_not_found' | 'conversation_not_found' | 'not_found', message: string) {
+    super(404, code, message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(code: 'conversation_closed' | 'invalid_transition', message: string) {
+    super(409, code, message);
+  }
+}
+
+export class IdempotencyMismatchError extends AppError {
+  constructor() {
+    super(422, 'idempotency_mismatch', 'This idempotency key was used with a different request body');
+  }
+}
+
+export class UnavailableError extends AppError {
+  constructor(message = 'The database cannot be reached; try again shortly') {
+    super(503, 'unavailable', message, undefined, { 'retry-after': '2' });
+  }
+}

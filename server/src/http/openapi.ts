@@ -1,0 +1,32 @@
+// Builds the OpenAPI 3 document from the contract (served at /openapi.json, committed as openapi.json).
+import { generateOpenApi } from '@ts-rest/open-api';
+import { contract } from '@switchboard/contract';
+
+type Operation = Record<string, any>;
+
+/** Header descriptions land inside their schemas; lift them onto the parameters where readers look. */
+function liftParameterDescriptions(op: Operation): Operation {
+  for (const p of op.parameters ?? []) {
+    if (!p.description && p.schema?.description) {
+      p.description = p.schema.description;
+      delete p.schema.description;
+    }
+  }
+  return op;
+}
+
+export function getOpenApi(): Record<string, unknown> {
+  return generateOpenApi(
+    contract,
+    {
+      openapi: '3.0.3',
+      info: {
+        title: 'Switchboard',
+        version: '1.0.0',
+        description:
+          'Multi-tenant service that hosts conversational agents. Every /api/v1 endpoint takes a `tenant-id` header. Errors are RFC 9457 problem details (application/problem+json).',
+      },
+    },
+    { setOperationId: true, operationMapper: (op) => liftParameterDescriptions(op as Operation) as typeof op },
+  ) as Record<string, unknown>;
+}

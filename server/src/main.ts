@@ -1,0 +1,88 @@
+// Entry point: configuration → database (migrated) → agent files → app → listen; drains on SIGTERM.
+import type { Server } from 'node:http';
+import { pino } from 'pino';
+import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
+import { createApp } from './app.js';
+import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
+import { migrate, openDatabase } from './store/db.js';
+
+export interface Running {
+  server: Server;
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function start(config: Config): Promise<Running> {
+  const logger = pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization'], censor: '***' } });
+  if (config.authMode === 'header' && !isLoopbackHost(config.host) && !config.trustTenantHeader) {
+    throw new ConfigError(
+      `refusing to listen on ${config.host} with AUTH_MODE=header: anyone who can reach it could name any tenant. ` +
+        'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
+    );
+  }
+  const db = openDatabase(config.databaseUrl, { poolMax: config.dbPoolMax });
+  const applied = await migrate(db);
+  logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
+  const built = createApp(config, { db, logger });
+
+  if (config.agentsDir) {
+    for (const file of await agentFiles(config.agentsDir)) {
+      try {
+        const r = await applyAgentFile(built.agents, config.agentsTenant, file);
+        logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
+      } catch (err) {
+        logger.error(describeDefinitionError(file, err));
+      }
+    }
+  }
+
+  const server = built.app.listen(config.port, config.host);
+  await new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+  const addr = server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ url, auth: config.authMode }, 'switchboard listening');
+
+  let stopping: Promise<void> | null = null;
+  const stop = () =>
+    (stopping ??= (async () => {
+      logger.info('draining in-flight requests');
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      });
+      await built.close();
+      await db.close();
+      logger.info('stopped');
+    })());
+  return { server, url, stop };
+}
+
+async function main() {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    console.error(String((err as Error).message));
+    process.exit(2);
+  }
+  try {
+    const running = await start(config);
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(sig, () => {
+        running.stop().then(
+          () => process.exit(0),
+          () => process.exit(1),
+        );
+      });
+    }
+  } catch (err) {
+    console.error(err instanceof ConfigError ? err.message : err);
+    process.exit(1);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) void main();

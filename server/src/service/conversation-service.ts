@@ -1,0 +1,371 @@
+// The only code that joins the engine, the store and the action runner: one converse call,
+// applied atomically and one at a time per conversation, and the conversation reads.
+import { randomUUID } from 'node:crypto';
+import type {
+  AuditEntry,
+  AuditType,
+  ContextEnvelope,
+  ConversationDetail,
+  ConversationRecord,
+  ConversationSummary,
+  ConverseRequest,
+  ConverseResponse,
+  Turn,
+} from '@switchboard/contract';
+import type { Conversation, TurnRow } from '../domain.js';
+import type { HttpActionRunner } from '../actions/http-action.js';
+import type { CompiledAgent } from '../engine/compile.js';
+import { runTurn, type ActionReply, type TurnResult } from '../engine/run.js';
+import type { Score } from '../engine/router.js';
+import { ConflictError, IdempotencyMismatchError, InputError, NotFoundError } from '../errors.js';
+import { canonicalJson, sha256 } from '../lib/canonical.js';
+import { iso, type Clock } from '../lib/clock.js';
+import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
+import type { AgentService } from './agent-service.js';
+
+export interface ConverseCall {
+  tenantId: string;
+  slug: string;
+  body: ConverseRequest;
+  userIdHeader?: string;
+  requestId: string;
+  idempotencyKey?: string;
+}
+
+export interface ConversationServiceOptions {
+  maxMessageChars: number;
+  secrets: Readonly<Record<string, string>>;
+}
+
+const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
+
+function encodeCursor(v: unknown): string {
+  return Buffer.from(JSON.stringify(v)).toString('base64url');
+}
+
+function decodeCursor<T>(cursor: string | undefined, check: (v: any) => v is T): T | null {
+  if (!cursor) return null;
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (check(v)) return v;
+  } catch {
+    /* reported below */
+  }
+  throw new InputError('Invalid cursor', [{ path: 'query.cursor', message: 'not a cursor this endpoint returned' }]);
+}
+
+function toTurn(t: TurnRow): Turn {
+  const turn: Turn = { role: t.role, message: t.message, timestamp: t.timestamp };
+  if (t.role === 'agent') {
+    if (t.phase) turn.phase = t.phase;
+    turn.options = t.options ?? [];
+    if (t.author) turn.author = t.author;
+  }
+  return turn;
+}
+
+/** Blocks a continuing request carries replace those the conversation has. */
+function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope | undefined): ContextEnvelope | null {
+  if (!incoming) return stored;
+  if (!stored) return incoming;
+  return { version: incoming.version, context: { ...(stored.context ?? {}), ...(incoming.context ?? {}) } };
+}
+
+export class ConversationService {
+  constructor(
+    private readonly agents: AgentService,
+    private readonly store: ConversationStore,
+    private readonly actions: HttpActionRunner,
+    private readonly clock: Clock,
+    private readonly opts: ConversationServiceOptions,
+  ) {}
+
+  async converse(call: ConverseCall): Promise<ConverseResponse> {
+    const started = performance.now();
+    const { body, tenantId } = call;
+    if (body.message.length > this.opts.maxMessageChars) {
+      throw new InputError('The message is too long', [
+        { path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` },
+      ]);
+    }
+    const agentRow = await this.agents.active(tenantId, call.slug);
+    const storageMs = ms(started);
+    if (!call.idempotencyKey) return this.apply(call, agentRow.id, agentRow.currentVersion, started, storageMs);
+
+    const key = call.idempotencyKey;
+    const hash = sha256(canonicalJson(body));
+    return this.store.withKeyLock(`idem:${tenantId}:${agentRow.id}:${key}`, async () => {
+      const replay = async () => {
+        const found = await this.store.findIdempotency(tenantId, agentRow.id, key);
+        if (!found) return null;
+        if (found.requestHash !== hash) throw new IdempotencyMismatchError();
+        return found.response as ConverseResponse;
+      };
+      const stored = await replay();
+      if (stored) return stored;
+      try {
+        return await this.apply(call, agentRow.id, agentRow.currentVersion, started, storageMs, { key, hash });
+      } catch (err) {
+        // Another server process stored this key first: answer as it did.
+        if (err instanceof DuplicateIdempotencyKeyError) return (await replay())!;
+        throw err;
+      }
+    });
+  }
+
+  private async apply(
+    call: ConverseCall,
+    agentId: string,
+    currentVersion: number,
+    started: number,
+    storageBefore: number,
+    idem?: { key: string; hash: string },
+  ): Promise<ConverseResponse> {
+    const { tenantId, body } = call;
+    const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
+    const conversationId = body.conversation_id ?? randomUUID();
+    const isNew = body.conversation_id === undefined;
+
+    return this.store.exclusive(`conv:${conversationId}`, isNew ? null : conversationId, async (unit) => {
+      let storageMs = storageBefore;
+      let prior: Conversation | null = null;
+      if (!isNew) {
+        const t = performance.now();
+        prior = await unit.load(tenantId, agentId, conversationId);
+        storageMs += ms(t);
+        // Another user's conversation is reported exactly as an unknown one.
+        if (!prior || (userId !== null && prior.userId !== userId)) {
+          throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
+        }
+        if (prior.status === 'completed' || prior.status === 'abandoned') {
+          throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
+        }
+      }
+      const agent = await this.agents.compiledVersion(tenantId, agentId, prior ? prior.agentVersion : currentVersion);
+      const now = iso(this.clock.now());
+      const context = mergeContext(prior?.context ?? null, body.context);
+      const turnIndex = prior ? prior.turnCount : 0;
+
+      const { result, routingMs, engineMs, actionsMs } = await this.runEngine(agent, prior, {
+        conversationId,
+        message: body.message,
+        context,
+        userId: prior ? prior.userId : userId,
+        turnIndex,
+        now,
+      });
+
+      const conversation: Conversation = {
+        id: conversationId,
+        tenantId,
+        agentId,
+        agentVersion: agent.version,
+        userId: prior ? prior.userId : userId,
+        status: result.status,
+        outcome: result.outcome,
+        capability: result.capability.name,
+        capabilityId: result.capability.id,
+        phase: result.phase,
+        awaitingInput: result.awaitingInput,
+        flow: result.flow,
+        context,
+        turnCount: turnIndex + 2,
+        auditSeq: (prior?.auditSeq ?? 0) + result.audit.length + 1,
+        createdAt: prior?.createdAt ?? now,
+        updatedAt: now,
+        completedAt:
+          prior?.completedAt ?? (result.status === 'completed' || result.status === 'abandoned' ? now : null),
+        lastUserTurnAt: now,
+      };
+      const response: ConverseResponse = {
+        conversation_id: conversationId,
+        response: {
+          message: result.reply,
+          phase: result.phase,
+          awaiting_input: result.awaitingInput,
+          options: result.options,
+        },
+        state: { status: result.status, capability: result.capability.name },
+      };
+      const audit = [
+        ...result.audit,
+        {
+          type: 'turn_timing' as const,
+          turnIndex,
+          timestamp: now,
+          durationMs: ms(started),
+          data: {
+            total_ms: ms(started),
+            routing_ms: routingMs,
+            engine_ms: engineMs,
+            actions_ms: actionsMs,
+            storage_ms: storageMs,
+          },
+        },
+      ];
+      await unit.commit({
+        conversation,
+        isNew,
+        expectedAuditSeq: prior?.auditSeq ?? 0,
+        turns: [
+          { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
+          { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
+        ],
+        audit,
+        requestId: call.requestId,
+        idempotency: idem ? { agentId, key: idem.key, requestHash: idem.hash, response } : undefined,
+      });
+      return response;
+    });
+  }
+
+  /** Drives the engine's generator, making the action calls it asks for; times each part. */
+  private async runEngine(
+    agent: CompiledAgent,
+    prior: Conversation | null,
+    t: { conversationId: string; message: string; context: ContextEnvelope | null; userId: string | null; turnIndex: number; now: string },
+  ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number }> {
+    let routingMs = 0;
+    let actionsMs = 0;
+    let engineMs = 0;
+    const score = (message: string): Score[] => {
+      const s = performance.now();
+      const out = agent.router.score(message);
+      routingMs += ms(s);
+      return out;
+    };
+    const gen = runTurn({
+      agent,
+      prior: prior && {
+        status: prior.status,
+        capability: prior.capability,
+        phase: prior.phase,
+        flow: prior.flow,
+        turnCount: prior.turnCount,
+      },
+      conversationId: t.conversationId,
+      message: t.message,
+      context: t.context,
+      userId: t.userId,
+      turnIndex: t.turnIndex,
+      now: t.now,
+      secrets: this.opts.secrets,
+      score,
+    });
+    let s = performance.now();
+    let step = gen.next();
+    engineMs += ms(s);
+    while (!step.done) {
+      const a = performance.now();
+      const reply: ActionReply = await this.actions.run(step.value, { turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
+      actionsMs += ms(a);
+      s = performance.now();
+      step = gen.next(reply);
+      engineMs += ms(s);
+    }
+    return { result: step.value, routingMs, engineMs: Math.max(0, Math.round((engineMs - routingMs) * 100) / 100), actionsMs };
+  }
+
+  // ---- reads ----
+
+  private async owned(tenantId: string, slug: string, id: string): Promise<Conversation> {
+    const agent = await this.agents.any(tenantId, slug);
+    const c = await this.store.get(tenantId, agent.id, id);
+    if (!c) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
+    return c;
+  }
+
+  private record(c: Conversation, turns: TurnRow[]): ConversationRecord {
+    return {
+      id: c.id,
+      agent_id: c.agentId,
+      capability_id: c.capabilityId,
+      user_id: c.userId,
+      status: c.status,
+      outcome: c.outcome,
+      turns: turns.map(toTurn),
+      created_at: c.createdAt,
+      updated_at: c.updatedAt,
+      completed_at: c.completedAt,
+    };
+  }
+
+  async history(tenantId: string, slug: string, id: string): Promise<ConversationRecord> {
+    const c = await this.owned(tenantId, slug, id);
+    return this.record(c, await this.store.turns(tenantId, c.id));
+  }
+
+  async detail(tenantId: string, slug: string, id: string): Promise<ConversationDetail> {
+    const c = await this.owned(tenantId, slug, id);
+    return {
+      ...this.record(c, await this.store.turns(tenantId, c.id)),
+      capability: c.capability,
+      phase: c.phase,
+      awaiting_input: c.awaitingInput,
+      agent_version: c.agentVersion,
+      slots: c.flow.slots,
+      context: c.context,
+    };
+  }
+
+  async list(
+    tenantId: string,
+    slug: string,
+    q: { status?: ListFilters['status']; user_id?: string; capability?: string; created_after?: string; created_before?: string; limit: number; cursor?: string },
+  ): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
+    const agent = await this.agents.any(tenantId, slug);
+    const after = decodeCursor(q.cursor, (v): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string'));
+    const rows = await this.store.list(
+      tenantId,
+      agent.id,
+      {
+        status: q.status,
+        userId: q.user_id,
+        capability: q.capability,
+        createdAfter: q.created_after ? iso(new Date(q.created_after)) : undefined,
+        createdBefore: q.created_before ? iso(new Date(q.created_before)) : undefined,
+      },
+      q.limit + 1,
+      after ? { createdAt: after[0], id: after[1] } : null,
+    );
+    const page = rows.slice(0, q.limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map((c) => {
+        const { turns: _turns, ...rest } = this.record(c, []);
+        return { ...rest, capability: c.capability, turn_count: c.turnCount };
+      }),
+      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
+    };
+  }
+
+  async audit(
+    tenantId: string,
+    slug: string,
+    id: string,
+    q: { type?: AuditType; limit: number; cursor?: string },
+  ): Promise<{ conversation_id: string; data: AuditEntry[]; next_cursor: string | null }> {
+    const c = await this.owned(tenantId, slug, id);
+    const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && v >= 0) ?? 0;
+    const rows = await this.store.audit(tenantId, c.id, q.type, q.limit + 1, after);
+    const page = rows.slice(0, q.limit);
+    return {
+      conversation_id: c.id,
+      data: page.map(
+        (r) =>
+          ({
+            id: r.id,
+            conversation_id: r.conversationId,
+            sequence: r.sequence,
+            turn_index: r.turnIndex,
+            type: r.type,
+            request_id: r.requestId,
+            timestamp: r.timestamp,
+            duration_ms: r.durationMs,
+            data: r.data,
+          }) as AuditEntry,
+      ),
+      next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].sequence) : null,
+    };
+  }
+}

@@ -1,0 +1,80 @@
+// Opens the database named by DATABASE_URL (SQLite file or PostgreSQL) and runs the migrations.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import * as m001 from './migrations/001_initial.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  knex: Knex;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
+  '001_initial': m001,
+};
+
+/** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
+const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name],
+};
+
+export function sqliteFileFromUrl(url: string): string | null {
+  if (url === ':memory:' || url === 'sqlite::memory:') return ':memory:';
+  if (url.startsWith('sqlite://')) return url.slice('sqlite://'.length);
+  if (url.startsWith('sqlite:')) return url.slice('sqlite:'.length);
+  if (url.startsWith('file:')) return url.slice('file:'.length);
+  return null;
+}
+
+export function openDatabase(url: string, opts: { poolMax?: number } = {}): Database {
+  const file = sqliteFileFromUrl(url);
+  if (file !== null) {
+    if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
+    const knex = knexFactory({
+      client: 'better-sqlite3',
+      connection: { filename: file },
+      useNullAsDefault: true,
+      // better-sqlite3 is synchronous: one connection serves every query without contention.
+      pool: {
+        min: 1,
+        max: 1,
+        afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
+          try {
+            conn.pragma('journal_mode = WAL');
+            conn.pragma('synchronous = NORMAL');
+            conn.pragma('foreign_keys = ON');
+            conn.pragma('busy_timeout = 5000');
+            done(null, conn);
+          } catch (err) {
+            done(err as Error, conn);
+          }
+        },
+      },
+    });
+    return { knex, dialect: 'sqlite', close: () => knex.destroy() };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const knex = knexFactory({
+      client: 'pg',
+      connection: url,
+      pool: { min: 0, max: opts.poolMax ?? 10 },
+      acquireConnectionTimeout: 10_000,
+    });
+    return { knex, dialect: 'postgres', close: () => knex.destroy() };
+  }
+  throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
+}
+
+export async function migrate(db: Database): Promise<string[]> {
+  const [, applied] = await db.knex.migrate.latest({ migrationSource });
+  return applied as string[];
+}
+
+export async function rollbackAll(db: Database): Promise<void> {
+  await db.knex.migrate.rollback({ migrationSource }, true);
+}
