@@ -1,0 +1,65 @@
+// Test HTTP servers: an app on a fresh database, and a recording backend for actions.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { createApp, type App } from '../../server/src/app.js';
+import { loadConfig, type Config } from '../../server/src/config.js';
+import type { Clock } from '../../server/src/lib/clock.js';
+import type { Database } from '../../server/src/store/db.js';
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return loadConfig({ LOG_LEVEL: 'silent', SWITCHBOARD_SECRET_ORDERS_TOKEN: 'tok-s3cret-value' }, overrides);
+}
+
+export function testApp(db: Database, overrides: Partial<Config> = {}, clock?: Clock): App {
+  return createApp(testConfig(overrides), { db, logger: pino({ level: 'silent' }), clock, actionRetryBaseMs: 5 });
+}
+
+export interface Backend {
+  url: string;
+  port: number;
+  requests: { method: string; url: string; headers: IncomingMessage['headers']; body: string }[];
+  close(): Promise<void>;
+}
+
+/** A loopback server that records every request and answers with `handler`. */
+export async function startBackend(
+  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void,
+): Promise<Backend> {
+  const requests: Backend['requests'] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      requests.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      handler(req, res, body);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    requests,
+    close: () =>
+      new Promise((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+export function json(res: ServerResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json');
+  res.end(JSON.stringify(body));
+}
+
+/** An orders API: 100001 shipped, 100002 preparing, 500000 fails with 503, others 404. */
+export function ordersHandler(req: IncomingMessage, res: ServerResponse): void {
+  const id = /\/orders\/(\d+)/.exec(req.url ?? '')?.[1];
+  if (id === '100001') return json(res, 200, { status: 'shipped', shipped_at: '2026-11-20', eta: '2026-11-25' });
+  if (id === '100002') return json(res, 200, { status: 'preparing', eta: '2026-11-30' });
+  if (id === '500000') return json(res, 503, { error: 'down' });
+  return json(res, 404, { error: 'no such order' });
+}
