@@ -75,3 +75,23 @@ export function supportAgent(actionUrl: string, extra: Partial<AgentDefinitionIn
     ...extra,
   };
 }
+
+/** The echo agent with a slow HTTP action in every turn, so that concurrent turns overlap in time. */
+export function slowEchoAgent(backendUrl: string): AgentDefinitionInput {
+  return {
+    name: 'Slow echo',
+    capabilities: [
+      {
+        name: 'echo',
+        examples: ['echo this'],
+        phases: [
+          { id: 'listen', say: 'Say something.', collect: { slot: 'said', type: 'text' } },
+          { id: 'work', call: 'tick' },
+          { id: 'repeat', say: 'You said: {{ slots.said }}' },
+          { id: 'listen2', collect: { slot: 'said', type: 'text' }, next: 'work' },
+        ],
+      },
+    ],
+    actions: { tick: { type: 'http', method: 'GET', url: `${backendUrl}/tick?said={{ slots.said | url_encode }}` } },
+  };
+}

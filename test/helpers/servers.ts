@@ -55,8 +55,12 @@ export function json(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** An orders API: 100001 shipped, 100002 preparing, 500000 fails with 503, others 404. */
+/** An orders API: 100001 shipped, 100002 preparing, 500000 fails with 503, others 404; /tick answers after 15 ms. */
 export function ordersHandler(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url?.startsWith('/tick')) {
+    setTimeout(() => json(res, 200, { ok: true }), 15);
+    return;
+  }
   const id = /\/orders\/(\d+)/.exec(req.url ?? '')?.[1];
   if (id === '100001') return json(res, 200, { status: 'shipped', shipped_at: '2026-11-20', eta: '2026-11-25' });
   if (id === '100002') return json(res, 200, { status: 'preparing', eta: '2026-11-30' });

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Database } from '../../server/src/store/db.js';
-import { echoAgent, supportAgent } from '../helpers/agents.js';
+import { echoAgent, slowEchoAgent, supportAgent } from '../helpers/agents.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { clientDriver, supertestDriver, TENANT, type Driver } from '../helpers/drivers.js';
 import { ordersHandler, startBackend, testApp, type Backend } from '../helpers/servers.js';
@@ -35,6 +35,7 @@ describe.each(databases)('API on $name', (database) => {
       api = await driverKind.make(app);
       expect((await api.putAgent('support', supportAgent(orders.url))).status).toBe(200);
       expect((await api.putAgent('echo', echoAgent)).status).toBe(200);
+      expect((await api.putAgent('slow-echo', slowEchoAgent(orders.url))).status).toBe(200);
     });
     afterAll(async () => {
       await api?.close();
@@ -254,21 +255,22 @@ describe.each(databases)('API on $name', (database) => {
       });
 
       it('applies 20 concurrent messages to one conversation one at a time, none lost', async () => {
-        const s = await api.converse('echo', { message: 'echo this' });
+        // Each turn makes a 15 ms HTTP call, so without the lock the turns would overlap.
+        const s = await api.converse('slow-echo', { message: 'echo this' });
         const id = s.body.conversation_id;
         const results = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => api.converse('echo', { message: `m${i}`, conversation_id: id })),
+          Array.from({ length: 20 }, (_, i) => api.converse('slow-echo', { message: `m${i}`, conversation_id: id })),
         );
         expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
         for (const [i, r] of results.entries()) expect(r.body.response.message).toBe(`You said: m${i}`);
-        const turns = (await api.history('echo', id)).body.turns as { role: string; message: string }[];
+        const turns = (await api.history('slow-echo', id)).body.turns as { role: string; message: string }[];
         expect(turns).toHaveLength(42);
         for (let i = 2; i < turns.length; i += 2) {
           expect(turns[i].role).toBe('user');
           expect(turns[i + 1]).toMatchObject({ role: 'agent', message: `You said: ${turns[i].message}` });
         }
         expect(new Set(turns.filter((t) => t.role === 'user').map((t) => t.message)).size).toBe(21);
-        const audit = await api.audit('echo', id, { limit: 500 });
+        const audit = await api.audit('slow-echo', id, { limit: 500 });
         expect(audit.body.data.map((e: { sequence: number }) => e.sequence)).toEqual(audit.body.data.map((_: unknown, i: number) => i + 1));
       });
 
