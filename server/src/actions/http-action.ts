@@ -72,6 +72,7 @@ export class HttpActionRunner {
       url = new URL(req.url);
       if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('only http and https URLs');
     } catch (e) {
+      url = null;
       outcome = 'blocked';
       error = `invalid URL: ${(e as Error).message}`;
     }

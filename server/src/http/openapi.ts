@@ -12,6 +12,10 @@ function liftParameterDescriptions(op: Operation): Operation {
       delete p.schema.description;
     }
   }
+  // Responses without a body (204) have no schema to carry a description.
+  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, { description?: string }>)) {
+    if (r.description === status && status === '204') r.description = 'Done; no body';
+  }
   return op;
 }
 

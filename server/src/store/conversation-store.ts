@@ -130,7 +130,7 @@ export function mapDbError(err: unknown): unknown {
   if (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code) ||
     e?.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full/i.test(e?.message ?? '')
+    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked/i.test(e?.message ?? '')
   ) {
     return new UnavailableError();
   }

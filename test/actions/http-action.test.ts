@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpActionRunner } from '../../server/src/actions/http-action.js';
+import { isBlockedAddress } from '../../server/src/actions/ssrf.js';
+import type { CompiledAction } from '../../server/src/engine/compile.js';
+import type { ActionRequest } from '../../server/src/engine/run.js';
+import { CompiledTemplate } from '../../server/src/engine/templates.js';
+import { json, startBackend, type Backend } from '../helpers/servers.js';
+
+const meta = { turnIndex: 0, now: () => '2026-11-22T10:00:00.000Z' };
+
+function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers' | 'body'>> & { retries?: number; timeoutMs?: number } = {}): ActionRequest {
+  const action: CompiledAction = {
+    name: 'act',
+    method: opts.method ?? 'GET',
+    url: CompiledTemplate.parse(url),
+    headers: [],
+    body: null,
+    timeoutMs: opts.timeoutMs ?? 2000,
+    retries: opts.retries ?? 0,
+    save: [],
+  };
+  return { action, method: opts.method ?? 'GET', url, headers: opts.headers ?? {}, body: opts.body };
+}
+
+describe('HTTP actions', () => {
+  let allowed: Backend;
+  let other: Backend;
+  let flaky = 0;
+  let runner: HttpActionRunner;
+
+  beforeAll(async () => {
+    allowed = await startBackend((r, res, body) => {
+      const url = r.url ?? '';
+      if (url.startsWith('/echo')) return json(res, 200, { method: r.method, body: body ? JSON.parse(body) : null, auth: r.headers.authorization });
+      if (url.startsWith('/flaky')) return ++flaky % 2 ? json(res, 503, { error: 'busy' }) : json(res, 200, { ok: true });
+      if (url.startsWith('/missing')) return json(res, 404, { error: 'no' });
+      if (url.startsWith('/slow')) return void setTimeout(() => json(res, 200, {}), 500);
+      if (url.startsWith('/huge')) return json(res, 200, { data: 'x'.repeat(200_000) });
+      if (url.startsWith('/big')) return json(res, 200, { data: 'y'.repeat(10_000) });
+      if (url.startsWith('/redirect')) {
+        res.statusCode = 302;
+        res.setHeader('location', `${other.url}/stolen`);
+        return res.end();
+      }
+      json(res, 200, {});
+    });
+    other = await startBackend((_r, res) => json(res, 200, { secret: 'internal data' }));
+    runner = new HttpActionRunner({
+      allowedHosts: [`127.0.0.1:${allowed.port}`],
+      secrets: { TOKEN: 'super-secret-token' },
+      maxResponseBytes: 100_000,
+      retryBaseMs: 5,
+    });
+  });
+  afterAll(async () => {
+    await runner.close();
+    await allowed.close();
+    await other.close();
+  });
+
+  it('sends the method, headers and JSON body, and parses the JSON answer', async () => {
+    const { result, audit } = await runner.run(
+      req(`${allowed.url}/echo?t=super-secret-token`, { method: 'POST', headers: { authorization: 'Bearer super-secret-token' }, body: { a: 1, note: 'token super-secret-token' } }),
+      meta,
+    );
+    expect(result).toEqual({ ok: true, status: 200, body: { method: 'POST', body: { a: 1, note: 'token super-secret-token' }, auth: 'Bearer super-secret-token' } });
+    expect(audit.type).toBe('action_call');
+    expect(audit.data).toMatchObject({ action: 'act', outcome: 'ok', attempts: 1 });
+    expect(JSON.stringify(audit)).not.toContain('super-secret-token');
+    expect((audit.data.request as { url: string }).url).toBe(`${allowed.url}/echo?t=***`);
+  });
+
+  it('never connects to a loopback host that is not allow-listed, by address or by name', async () => {
+    for (const url of [`${other.url}/x`, `http://localhost:${other.port}/x`, `http://[::ffff:127.0.0.1]:${other.port}/x`]) {
+      const { result, audit } = await runner.run(req(url, { retries: 2 }), meta);
+      expect(result.ok).toBe(false);
+      expect(audit.data).toMatchObject({ outcome: 'blocked', attempts: 1, response: null });
+    }
+    expect(other.requests).toHaveLength(0);
+  });
+
+  it('does not follow a redirect to a blocked address', async () => {
+    const { audit } = await runner.run(req(`${allowed.url}/redirect`), meta);
+    expect(audit.data.outcome).toBe('blocked');
+    expect(other.requests).toHaveLength(0);
+  });
+
+  it('retries a 5xx with backoff and reports the attempts', async () => {
+    flaky = 0;
+    const { result, audit } = await runner.run(req(`${allowed.url}/flaky`, { retries: 2 }), meta);
+    expect(result).toEqual({ ok: true, status: 200, body: { ok: true } });
+    expect(audit.data.attempts).toBe(2);
+  });
+
+  it('does not retry a 4xx', async () => {
+    const { result, audit } = await runner.run(req(`${allowed.url}/missing`, { retries: 3 }), meta);
+    expect(result).toEqual({ ok: false, status: 404, body: { error: 'no' } });
+    expect(audit.data).toMatchObject({ outcome: 'http_error', attempts: 1, response: { status: 404 } });
+  });
+
+  it('cuts a call at its timeout, on every attempt', async () => {
+    const started = Date.now();
+    const { audit } = await runner.run(req(`${allowed.url}/slow`, { timeoutMs: 50, retries: 1 }), meta);
+    expect(audit.data).toMatchObject({ outcome: 'timeout', attempts: 2 });
+    expect(Date.now() - started).toBeLessThan(450);
+  });
+
+  it('refuses a response over the size limit', async () => {
+    const { result, audit } = await runner.run(req(`${allowed.url}/huge`, { retries: 2 }), meta);
+    expect(result.ok).toBe(false);
+    expect(audit.data).toMatchObject({ outcome: 'http_error', attempts: 1 });
+    expect(audit.data.error).toMatch(/larger than 100000 bytes/);
+  });
+
+  it('cuts bodies in the audit entry at 4 KiB but hands the whole body to the flow', async () => {
+    const { result, audit } = await runner.run(req(`${allowed.url}/big`), meta);
+    expect((result.body as { data: string }).data).toHaveLength(10_000);
+    const logged = (audit.data.response as { body: string }).body;
+    expect(typeof logged).toBe('string');
+    expect(logged.length).toBeLessThan(4200);
+    expect(logged).toMatch(/cut at 4096/);
+  });
+
+  it('refuses URLs that are not http or https', async () => {
+    const { audit } = await runner.run(req('file:///etc/passwd'), meta);
+    expect(audit.data.outcome).toBe('blocked');
+  });
+});
+
+describe('blocked address ranges', () => {
+  it.each([
+    ['127.0.0.1', true],
+    ['10.1.2.3', true],
+    ['172.20.0.1', true],
+    ['192.168.1.1', true],
+    ['169.254.169.254', true],
+    ['100.64.0.1', true],
+    ['0.0.0.0', true],
+    ['::1', true],
+    ['::ffff:10.0.0.1', true],
+    ['fd00:ec2::254', true],
+    ['fe80::1', true],
+    ['8.8.8.8', false],
+    ['93.184.216.34', false],
+    ['2606:4700:4700::1111', false],
+  ])('%s blocked: %s', (ip, blocked) => {
+    expect(isBlockedAddress(ip)).toBe(blocked);
+  });
+});

@@ -1,0 +1,120 @@
+// HTTP edges the typed client cannot produce: media types, sizes, malformed JSON, headers, routes.
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../server/src/app.js';
+import { echoAgent } from '../helpers/agents.js';
+import { databases } from '../helpers/databases.js';
+import { testApp } from '../helpers/servers.js';
+
+const sqlite = databases[0];
+
+describe('HTTP edges', () => {
+  let app: App;
+  let drop: () => Promise<void>;
+  const t = { 'tenant-id': 'acme' };
+
+  beforeAll(async () => {
+    const created = await sqlite.create();
+    drop = created.drop;
+    app = testApp(created.db);
+    await request(app.app).put('/api/v1/agents/echo').set(t).send(echoAgent).expect(200);
+  });
+  afterAll(async () => {
+    await app.close();
+    await drop();
+  });
+
+  const problem = (status: number, code: string) => (res: request.Response) => {
+    expect(res.status).toBe(status);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ status, code, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+    expect(res.body.request_id).toBe(res.headers['x-request-id']);
+  };
+
+  it('answers 400 tenant_required without a tenant-id header, on every /api/v1 route', async () => {
+    for (const [m, p] of [
+      ['post', '/api/v1/agents/echo/converse'],
+      ['get', '/api/v1/agents'],
+      ['get', '/api/v1/agents/echo/conversations'],
+    ] as const) {
+      const res = await request(app.app)[m](p).send(m === 'post' ? { message: 'hi' } : undefined);
+      problem(400, 'tenant_required')(res);
+    }
+  });
+
+  it('refuses a malformed tenant id', async () => {
+    const res = await request(app.app).get('/api/v1/agents').set('tenant-id', 'a b/../c');
+    problem(400, 'validation_error')(res);
+    expect(res.body.errors).toEqual([{ path: 'header.tenant-id', message: expect.any(String) }]);
+  });
+
+  it('answers 415 for a body that is not JSON and 400 for malformed JSON', async () => {
+    problem(415, 'unsupported_media_type')(
+      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'text/plain').send('message=hi'),
+    );
+    problem(400, 'validation_error')(
+      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('{"message": '),
+    );
+    problem(400, 'validation_error')(
+      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('"just a string"'),
+    );
+  });
+
+  it('answers 413 over 64 KiB, but takes a large agent definition', async () => {
+    problem(413, 'payload_too_large')(
+      await request(app.app).post('/api/v1/agents/echo/converse').set(t).send({ message: 'x'.repeat(70 * 1024) }),
+    );
+    const big = { ...echoAgent, capabilities: [{ ...echoAgent.capabilities[0], examples: Array.from({ length: 20_000 }, (_, i) => `example number ${i}`) }] };
+    expect(JSON.stringify(big).length).toBeGreaterThan(64 * 1024);
+    const res = await request(app.app).put('/api/v1/agents/big').set(t).send(big);
+    expect(res.status).toBe(200);
+  });
+
+  it('answers unknown routes and methods with a 404 problem', async () => {
+    problem(404, 'not_found')(await request(app.app).get('/nope'));
+    problem(404, 'not_found')(await request(app.app).patch('/api/v1/agents/echo').set(t).send({}));
+  });
+
+  it('echoes a sane x-request-id and replaces an unusable one', async () => {
+    const a = await request(app.app).get('/healthz').set('x-request-id', 'abc-123');
+    expect(a.headers['x-request-id']).toBe('abc-123');
+    const b = await request(app.app).get('/healthz').set('x-request-id', 'bad id with spaces');
+    expect(b.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('serves health, readiness, the OpenAPI document and the docs page', async () => {
+    expect((await request(app.app).get('/healthz')).body).toEqual({ status: 'ok' });
+    expect((await request(app.app).get('/readyz')).body).toEqual({ status: 'ok' });
+    const doc = await request(app.app).get('/openapi.json');
+    expect(doc.body.paths['/api/v1/agents/{slug}/converse'].post).toBeDefined();
+    const docs = await request(app.app).get('/docs/');
+    expect(docs.status).toBe(200);
+    expect(docs.text).toContain('swagger-ui');
+  });
+
+  it('keeps prototype-pollution keys inert', async () => {
+    const res = await request(app.app)
+      .post('/api/v1/agents/echo/converse')
+      .set(t)
+      .set('content-type', 'application/json')
+      .send('{"message":"echo this","__proto__":{"polluted":1},"context":{"version":"v1","context":{"customAttributes":{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}}}}');
+    expect(res.status).toBe(200);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe('readiness without a database', () => {
+  it('answers 503 unavailable with retry-after when the database is gone', async () => {
+    const created = await sqlite.create();
+    const app = testApp(created.db);
+    await created.drop();
+    const res = await request(app.app).get('/readyz');
+    expect(res.status).toBe(503);
+    expect(res.body.code).toBe('unavailable');
+    expect(res.headers['retry-after']).toBeDefined();
+    const api = await request(app.app).get('/api/v1/agents').set('tenant-id', 'acme');
+    expect(api.status).toBe(503);
+    expect(api.body.code).toBe('unavailable');
+    await app.close();
+  });
+});

@@ -1,0 +1,169 @@
+// The store on every database: writes, reads, tenant isolation, ordering and migrations.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Conversation } from '../../server/src/domain.js';
+import { AgentStore } from '../../server/src/store/agent-store.js';
+import {
+  ConcurrentUpdateError,
+  ConversationStore,
+  DuplicateIdempotencyKeyError,
+  type TurnWrite,
+} from '../../server/src/store/conversation-store.js';
+import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
+import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+
+warnIfPostgresSkipped();
+
+const T0 = '2026-11-22T10:00:00.000Z';
+
+function conversation(tenantId: string, agentId: string, over: Partial<Conversation> = {}): Conversation {
+  return {
+    id: randomUUID(),
+    tenantId,
+    agentId,
+    agentVersion: 1,
+    userId: 'u1',
+    status: 'active',
+    outcome: null,
+    capability: 'c',
+    capabilityId: randomUUID(),
+    phase: 'p',
+    awaitingInput: true,
+    flow: { slots: { a: 1 }, actions: {}, attempts: 0, wait: 'open' },
+    context: null,
+    turnCount: 2,
+    auditSeq: 1,
+    createdAt: T0,
+    updatedAt: T0,
+    completedAt: null,
+    lastUserTurnAt: T0,
+    ...over,
+  };
+}
+
+function write(c: Conversation, over: Partial<TurnWrite> = {}): TurnWrite {
+  return {
+    conversation: c,
+    isNew: true,
+    expectedAuditSeq: 0,
+    turns: [
+      { idx: 0, role: 'user', message: 'hi', timestamp: c.updatedAt },
+      { idx: 1, role: 'agent', message: 'hello', timestamp: c.updatedAt, phase: 'p', options: [{ label: 'A', value: 'a' }] },
+    ],
+    audit: [{ type: 'turn_timing', turnIndex: 0, timestamp: c.updatedAt, durationMs: 1, data: { total_ms: 1 } }],
+    requestId: 'r1',
+    ...over,
+  };
+}
+
+describe.each(databases)('store on $name', (database) => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let store: ConversationStore;
+  let agents: AgentStore;
+  let agentA: string;
+  let agentB: string;
+
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    store = new ConversationStore(db);
+    agents = new AgentStore(db);
+    agentA = (await agents.put('tenant-a', 'bot', { name: 'a' }, 'd1', T0)).agent.id;
+    agentB = (await agents.put('tenant-b', 'bot', { name: 'b' }, 'd1', T0)).agent.id;
+  });
+  afterAll(async () => drop?.());
+
+  it('writes a turn atomically and reads it back', async () => {
+    const c = conversation('tenant-a', agentA);
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    expect(await store.get('tenant-a', agentA, c.id)).toEqual(c);
+    expect(await store.turns('tenant-a', c.id)).toEqual([
+      { idx: 0, role: 'user', message: 'hi', timestamp: T0, phase: null, options: null, author: null },
+      { idx: 1, role: 'agent', message: 'hello', timestamp: T0, phase: 'p', options: [{ label: 'A', value: 'a' }], author: null },
+    ]);
+    const audit = await store.audit('tenant-a', c.id, undefined, 10, 0);
+    expect(audit).toHaveLength(1);
+    expect(audit[0]).toMatchObject({ sequence: 1, type: 'turn_timing', requestId: 'r1', durationMs: 1, data: { total_ms: 1 } });
+  });
+
+  it('never shows one tenant the rows of another', async () => {
+    const c = conversation('tenant-a', agentA);
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    expect(await store.get('tenant-b', agentA, c.id)).toBeNull();
+    expect(await store.get('tenant-b', agentB, c.id)).toBeNull();
+    expect(await store.turns('tenant-b', c.id)).toEqual([]);
+    expect(await store.audit('tenant-b', c.id, undefined, 10, 0)).toEqual([]);
+    expect(await store.list('tenant-b', agentA, {}, 100, null)).toEqual([]);
+    expect(await agents.bySlug('tenant-b', 'bot')).toMatchObject({ id: agentB });
+    expect(await agents.version('tenant-b', agentA, 1)).toBeNull();
+    await store.exclusive(c.id, c.id, async (u) => expect(await u.load('tenant-b', agentB, c.id)).toBeNull());
+  });
+
+  it('writes nothing of a turn whose conversation changed underneath it', async () => {
+    const c = conversation('tenant-a', agentA);
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    const stale = write({ ...c, turnCount: 4, auditSeq: 2, updatedAt: '2026-11-22T10:01:00.000Z' }, {
+      isNew: false,
+      expectedAuditSeq: 0,
+      turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }],
+    });
+    await expect(store.exclusive(c.id, c.id, (u) => u.commit(stale))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
+    expect((await store.get('tenant-a', agentA, c.id))!.turnCount).toBe(2);
+  });
+
+  it('refuses a second write of the same idempotency key and rolls the whole turn back', async () => {
+    const a = conversation('tenant-a', agentA);
+    const b = conversation('tenant-a', agentA);
+    const idem = { agentId: agentA, key: 'k1', requestHash: 'h', response: { ok: 1 } };
+    await store.exclusive(a.id, null, (u) => u.commit(write(a, { idempotency: idem })));
+    await expect(store.exclusive(b.id, null, (u) => u.commit(write(b, { idempotency: idem })))).rejects.toBeInstanceOf(
+      DuplicateIdempotencyKeyError,
+    );
+    expect(await store.get('tenant-a', agentA, b.id)).toBeNull();
+    expect(await store.findIdempotency('tenant-a', agentA, 'k1')).toEqual({ requestHash: 'h', conversationId: a.id, response: { ok: 1 } });
+    expect(await store.findIdempotency('tenant-b', agentA, 'k1')).toBeNull();
+  });
+
+  it('lists newest first by creation time, then id, and pages from a position', async () => {
+    const agent = (await agents.put('tenant-c', 'lister', { name: 'l' }, 'd', T0)).agent.id;
+    const made: Conversation[] = [];
+    for (let i = 0; i < 4; i++) {
+      const c = conversation('tenant-c', agent, { createdAt: i < 2 ? T0 : `2026-11-22T10:00:0${i}.000Z` });
+      made.push(c);
+      await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    }
+    const all = await store.list('tenant-c', agent, {}, 10, null);
+    const expected = [...made].sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : x.createdAt < y.createdAt ? 1 : -1));
+    expect(all.map((c) => c.id)).toEqual(expected.map((c) => c.id));
+    const rest = await store.list('tenant-c', agent, {}, 10, { createdAt: all[1].createdAt, id: all[1].id });
+    expect(rest.map((c) => c.id)).toEqual(expected.slice(2).map((c) => c.id));
+  });
+
+  it('versions an agent only when its definition changes', async () => {
+    const first = await agents.put('tenant-d', 'v', { name: 'x' }, 'digest-1', T0);
+    expect(first).toMatchObject({ changed: true, agent: { currentVersion: 1 } });
+    expect(await agents.put('tenant-d', 'v', { name: 'x' }, 'digest-1', T0)).toMatchObject({ changed: false, agent: { currentVersion: 1 } });
+    expect(await agents.put('tenant-d', 'v', { name: 'y' }, 'digest-2', T0)).toMatchObject({ changed: true, agent: { currentVersion: 2 } });
+    expect((await agents.version('tenant-d', first.agent.id, 1))!.definition).toEqual({ name: 'x' });
+    expect(await agents.archive('tenant-d', 'v', T0)).toBe(true);
+    expect(await agents.list('tenant-d')).toEqual([]);
+    expect(await agents.put('tenant-d', 'v', { name: 'y' }, 'digest-2', T0)).toMatchObject({ changed: true, agent: { currentVersion: 2, archivedAt: null } });
+  });
+});
+
+describe.each(databases)('migrations on $name', (database) => {
+  it('roll back to nothing and forward again', async () => {
+    const { db, drop } = await database.create();
+    try {
+      await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
+      await rollbackAll(db);
+      expect(await db.knex.schema.hasTable('conversations')).toBe(false);
+      expect(await migrate(db)).toEqual(['001_initial']);
+      expect(await db.knex.schema.hasTable('conversations')).toBe(true);
+      expect(await migrate(db)).toEqual([]);
+    } finally {
+      await drop();
+    }
+  });
+});
