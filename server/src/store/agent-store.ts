@@ -34,14 +34,18 @@ const toAgent = (r: any): AgentRow => ({
 export class AgentStore {
   private readonly knex: Knex;
   private readonly dialect: Database['dialect'];
+  private readonly hot: Database['hot'];
   constructor(db: Database) {
     this.knex = db.knex;
     this.dialect = db.dialect;
+    this.hot = db.hot;
   }
 
   /** The agent with this slug, archived or not. */
   async bySlug(tenantId: string, slug: string): Promise<AgentRow | null> {
-    const r = await this.knex('agents').where({ tenant_id: tenantId, slug }).first();
+    const r = this.hot
+      ? await this.hot.run((s) => s.agentBySlug.get({ tenant_id: tenantId, slug }))
+      : await this.knex('agents').where({ tenant_id: tenantId, slug }).first();
     return r ? toAgent(r) : null;
   }
 

@@ -7,6 +7,7 @@ import type { AuditDraft, AuditRow, Conversation, TurnRow } from '../domain.js';
 import { UnavailableError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { Database } from './db.js';
+import { sqliteParams, type HotStatements, type SqliteHotPath } from './sqlite-hot-path.js';
 
 export interface ListFilters {
   status?: ConversationStatus;
@@ -137,12 +138,59 @@ export function mapDbError(err: unknown): unknown {
   return err;
 }
 
+function turnRows(w: TurnWrite) {
+  const c = w.conversation;
+  return w.turns.map((t) => ({
+    conversation_id: c.id,
+    idx: t.idx,
+    tenant_id: c.tenantId,
+    role: t.role,
+    message: t.message,
+    phase: t.phase ?? null,
+    options: t.options ? JSON.stringify(t.options) : null,
+    author: t.author ?? null,
+    timestamp: t.timestamp,
+  }));
+}
+
+function auditRows(w: TurnWrite) {
+  const c = w.conversation;
+  let seq = w.expectedAuditSeq;
+  return w.audit.map((a) => ({
+    id: randomUUID(),
+    conversation_id: c.id,
+    sequence: ++seq,
+    tenant_id: c.tenantId,
+    turn_index: a.turnIndex,
+    type: a.type,
+    request_id: w.requestId,
+    timestamp: a.timestamp,
+    duration_ms: a.durationMs,
+    data: JSON.stringify(a.data),
+  }));
+}
+
+function idempotencyRow(w: TurnWrite) {
+  const i = w.idempotency!;
+  return {
+    tenant_id: w.conversation.tenantId,
+    agent_id: i.agentId,
+    key: i.key,
+    request_hash: i.requestHash,
+    conversation_id: w.conversation.id,
+    response: JSON.stringify(i.response),
+    created_at: w.conversation.updatedAt,
+  };
+}
+
 export class ConversationStore {
   private readonly knex: Knex;
   private readonly locks = new KeyedLock();
+  private readonly hot: SqliteHotPath | null;
 
   constructor(private readonly db: Database) {
     this.knex = db.knex;
+    this.hot = db.hot;
   }
 
   /**
@@ -160,6 +208,16 @@ export class ConversationStore {
   }
 
   private unit(q: Knex | Knex.Transaction, inTransaction: boolean): ConversationUnit {
+    const hot = this.hot;
+    if (hot) {
+      return {
+        load: async (tenantId, agentId, id) => {
+          const row = await hot.run((s) => s.conversation.get({ id, tenant_id: tenantId, agent_id: agentId }));
+          return row ? rowToConversation(row) : null;
+        },
+        commit: (write) => hot.run((s, conn) => conn.transaction(() => this.writeSqlite(s, write))()),
+      };
+    }
     return {
       load: async (tenantId, agentId, id) => {
         let query = q('conversations').where({ id, tenant_id: tenantId, agent_id: agentId }).first();
@@ -175,60 +233,38 @@ export class ConversationStore {
   }
 
   private async write(trx: Knex.Transaction, w: TurnWrite): Promise<void> {
-    const c = w.conversation;
-    const row = conversationToRow(c);
+    const row = conversationToRow(w.conversation);
     if (w.isNew) {
       await trx('conversations').insert(row);
     } else {
       const { id, tenant_id, agent_id, created_at, ...changes } = row;
-      const n = await trx('conversations')
-        .where({ id, tenant_id, audit_seq: w.expectedAuditSeq })
-        .update(changes);
+      const n = await trx('conversations').where({ id, tenant_id, audit_seq: w.expectedAuditSeq }).update(changes);
       if (n !== 1) throw new ConcurrentUpdateError(`conversation ${id} changed underneath this turn`);
     }
-    if (w.turns.length) {
-      await trx('turns').insert(
-        w.turns.map((t) => ({
-          conversation_id: c.id,
-          idx: t.idx,
-          tenant_id: c.tenantId,
-          role: t.role,
-          message: t.message,
-          phase: t.phase ?? null,
-          options: t.options ? JSON.stringify(t.options) : null,
-          author: t.author ?? null,
-          timestamp: t.timestamp,
-        })),
-      );
-    }
-    if (w.audit.length) {
-      let seq = w.expectedAuditSeq;
-      await trx('audit_entries').insert(
-        w.audit.map((a) => ({
-          id: randomUUID(),
-          conversation_id: c.id,
-          sequence: ++seq,
-          tenant_id: c.tenantId,
-          turn_index: a.turnIndex,
-          type: a.type,
-          request_id: w.requestId,
-          timestamp: a.timestamp,
-          duration_ms: a.durationMs,
-          data: JSON.stringify(a.data),
-        })),
-      );
-    }
+    if (w.turns.length) await trx('turns').insert(turnRows(w));
+    if (w.audit.length) await trx('audit_entries').insert(auditRows(w));
     if (w.idempotency) {
       try {
-        await trx('idempotency_keys').insert({
-          tenant_id: c.tenantId,
-          agent_id: w.idempotency.agentId,
-          key: w.idempotency.key,
-          request_hash: w.idempotency.requestHash,
-          conversation_id: c.id,
-          response: JSON.stringify(w.idempotency.response),
-          created_at: c.updatedAt,
-        });
+        await trx('idempotency_keys').insert(idempotencyRow(w));
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new DuplicateIdempotencyKeyError();
+        throw err;
+      }
+    }
+  }
+
+  /** The same write as `write`, with prepared statements, inside a better-sqlite3 transaction. */
+  private writeSqlite(s: HotStatements, w: TurnWrite): void {
+    const row = sqliteParams(conversationToRow(w.conversation));
+    if (w.isNew) s.insertConversation.run(row);
+    else if (s.updateConversation.run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
+      throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
+    }
+    for (const t of turnRows(w)) s.insertTurn.run(t);
+    for (const a of auditRows(w)) s.insertAudit.run(a);
+    if (w.idempotency) {
+      try {
+        s.insertIdempotency.run(idempotencyRow(w));
       } catch (err) {
         if (isUniqueViolation(err)) throw new DuplicateIdempotencyKeyError();
         throw err;

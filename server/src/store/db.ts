@@ -3,12 +3,15 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import * as m001 from './migrations/001_initial.js';
+import { SqliteHotPath } from './sqlite-hot-path.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /** Prepared statements for the converse path, on SQLite only. */
+  hot: SqliteHotPath | null;
   close(): Promise<void>;
 }
 
@@ -49,6 +52,8 @@ export function openDatabase(url: string, opts: { poolMax?: number } = {}): Data
             conn.pragma('synchronous = NORMAL');
             conn.pragma('foreign_keys = ON');
             conn.pragma('busy_timeout = 5000');
+            conn.pragma('cache_size = -65536'); // 64 MiB of page cache
+            conn.pragma('temp_store = MEMORY');
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
@@ -56,7 +61,7 @@ export function openDatabase(url: string, opts: { poolMax?: number } = {}): Data
         },
       },
     });
-    return { knex, dialect: 'sqlite', close: () => knex.destroy() };
+    return { knex, dialect: 'sqlite', hot: new SqliteHotPath(knex), close: () => knex.destroy() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const knex = knexFactory({
@@ -65,7 +70,7 @@ export function openDatabase(url: string, opts: { poolMax?: number } = {}): Data
       pool: { min: 0, max: opts.poolMax ?? 10 },
       acquireConnectionTimeout: 10_000,
     });
-    return { knex, dialect: 'postgres', close: () => knex.destroy() };
+    return { knex, dialect: 'postgres', hot: null, close: () => knex.destroy() };
   }
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }

@@ -44,7 +44,6 @@ export async function up(knex: Knex): Promise<void> {
     t.string('completed_at', 30).nullable();
     t.string('last_user_turn_at', 30).notNullable();
     t.index(['tenant_id', 'agent_id', 'created_at', 'id'], 'conversations_list_idx');
-    t.index(['status', 'last_user_turn_at'], 'conversations_activity_idx');
   });
   await knex.schema.createTable('turns', (t) => {
     t.uuid('conversation_id').notNullable().references('id').inTable('conversations');
@@ -58,8 +57,10 @@ export async function up(knex: Knex): Promise<void> {
     t.string('timestamp', 30).notNullable();
     t.primary(['conversation_id', 'idx']);
   });
+  // Keyed by (conversation, sequence): entries are only ever read per conversation, in order,
+  // and a random-UUID key would cost an extra index write per entry.
   await knex.schema.createTable('audit_entries', (t) => {
-    t.uuid('id').primary();
+    t.uuid('id').notNullable();
     t.uuid('conversation_id').notNullable().references('id').inTable('conversations');
     t.integer('sequence').notNullable();
     t.string('tenant_id', 64).notNullable();
@@ -69,7 +70,7 @@ export async function up(knex: Knex): Promise<void> {
     t.string('timestamp', 30).notNullable();
     t.double('duration_ms').nullable();
     t.text('data').notNullable();
-    t.unique(['conversation_id', 'sequence']);
+    t.primary(['conversation_id', 'sequence']);
   });
   await knex.schema.createTable('idempotency_keys', (t) => {
     t.string('tenant_id', 64).notNullable();
