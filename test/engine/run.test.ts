@@ -277,6 +277,29 @@ describe('texts and templates', () => {
   });
 });
 
+describe('template failures', () => {
+  it('audits a template that fails at render time and goes on with the turn', () => {
+    const agent = agentOf({
+      name: 'x',
+      capabilities: [
+        {
+          name: 'c',
+          examples: ['go'],
+          phases: [
+            { id: 'a', say: 'Before.' },
+            { id: 'b', say: '{% for i in (1..100000000) %}x{% endfor %}' },
+            { id: 'c', say: 'After.', end: 'completed' },
+          ],
+        },
+      ],
+    });
+    const { result } = turn(agent, null, 'go');
+    expect(result.reply).toBe('Before.\n\nAfter.');
+    expect(result.status).toBe('completed');
+    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({ code: 'template_error' });
+  });
+});
+
 describe('guards and statuses', () => {
   it('stops a flow that loops more than the phase limit and escalates with an error entry', () => {
     const agent = agentOf({

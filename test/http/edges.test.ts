@@ -103,6 +103,33 @@ describe('HTTP edges', () => {
   });
 });
 
+describe('unexpected failures', () => {
+  it('answer 500 internal_error with no internals, and write nothing', async () => {
+    const created = await sqlite.create();
+    const app = testApp(created.db);
+    try {
+      await request(app.app).put('/api/v1/agents/echo').set('tenant-id', 'acme').send(echoAgent).expect(200);
+      await created.db.knex.schema.dropTable('audit_entries');
+      const res = await request(app.app).post('/api/v1/agents/echo/converse').set('tenant-id', 'acme').send({ message: 'echo this' });
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        type: expect.any(String),
+        title: 'Internal Server Error',
+        status: 500,
+        detail: expect.any(String),
+        code: 'internal_error',
+        request_id: res.headers['x-request-id'],
+      });
+      expect(res.text).not.toMatch(/audit_entries|no such table|at .*\.ts/);
+      expect(await created.db.knex('conversations').count({ n: '*' })).toEqual([{ n: 0 }]);
+      expect(await created.db.knex('turns').count({ n: '*' })).toEqual([{ n: 0 }]);
+    } finally {
+      await app.close();
+      await created.drop();
+    }
+  });
+});
+
 describe('readiness without a database', () => {
   it('answers 503 unavailable with retry-after when the database is gone', async () => {
     const created = await sqlite.create();

@@ -14,7 +14,7 @@ import {
 } from './compile.js';
 import type { Score } from './router.js';
 import { parseSlot } from './slots.js';
-import { renderJson, type Scope } from './templates.js';
+import { renderJson, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
 export interface RouteDecision {
   capability: CompiledCapability;
@@ -156,13 +156,31 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
     conversation: { id: input.conversationId, turn_count: (prior?.turnCount ?? 0) + 1 },
     ...(withSecrets ? { secrets: input.secrets } : {}),
   });
+  // A template that fails at render time (a limit hit, a bad filter argument) says nothing and
+  // is audited; the turn goes on.
+  const text = (t: CompiledText): string => {
+    try {
+      return t.render(scope(), lang, agent.defaultLanguage);
+    } catch (e) {
+      note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0] });
+      return '';
+    }
+  };
+  const holds = (c: CompiledCondition): boolean => {
+    try {
+      return c.holds(scope());
+    } catch (e) {
+      note('error', { code: 'condition_error', message: (e as Error).message.split('\n')[0], condition: c.source });
+      return false;
+    }
+  };
   const setStatus = (to: ConversationStatus, reason: string, out: string | null) => {
     note('status_change', { from: status, to, reason, outcome: out });
     status = to;
     outcome = out;
   };
   const renderOptions = (p: CompiledPhase): Option[] =>
-    p.options.map((o) => ({ label: o.label.render(scope(), lang, agent.defaultLanguage), value: o.value }));
+    p.options.map((o) => ({ label: text(o.label), value: o.value }));
   const result = (awaitingInput: boolean): TurnResult => ({
     status,
     outcome,
@@ -177,7 +195,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
   const escalate = (reason: string): TurnResult => {
     setStatus('escalated', reason, 'escalated');
     flow.wait = 'closed';
-    said.push(agent.messages.escalated.render(scope(), lang, agent.defaultLanguage));
+    said.push(text(agent.messages.escalated));
     options = [];
     return result(true);
   };
@@ -186,7 +204,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
 
   // An escalated conversation belongs to a human: the turn is recorded and answered, nothing moves.
   if (status === 'escalated') {
-    said.push(agent.messages.escalated.render(scope(), lang, agent.defaultLanguage));
+    said.push(text(agent.messages.escalated));
     return result(true);
   }
   if (status === 'paused') setStatus('active', 'user_message', null);
@@ -213,8 +231,8 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
           note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });
           return escalate('max_attempts');
         }
-        said.push((phase.collect.retry ?? agent.messages.retry).render(scope(), lang, agent.defaultLanguage));
-        if (phase.say) said.push(phase.say.render(scope(), lang, agent.defaultLanguage));
+        said.push(text(phase.collect.retry ?? agent.messages.retry));
+        if (phase.say) said.push(text(phase.say));
         options = renderOptions(phase);
         return result(true);
       }
@@ -230,7 +248,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
       note('phase_transition', { capability: capability.name, from, to: phaseId });
       flow.wait = 'open';
       flow.attempts = 0;
-      said.push(agent.messages.not_entitled.render(scope(), lang, agent.defaultLanguage));
+      said.push(text(agent.messages.not_entitled));
       return result(true);
     }
     capability = decision.capability;
@@ -241,7 +259,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
   function nextOf(p: CompiledPhase, idx: number): number | null {
     const target = (() => {
       if (p.next === null) return idx + 1 < capability.phases.length ? capability.phases[idx + 1].id : null;
-      for (const b of p.next) if (!b.when || b.when.holds(scope())) return b.goto;
+      for (const b of p.next) if (!b.when || holds(b.when)) return b.goto;
       return idx + 1 < capability.phases.length ? capability.phases[idx + 1].id : null;
     })();
     return target === null ? null : capability.phaseIndex.get(target)!;
@@ -261,14 +279,21 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
     if (p.call) {
       const action = agent.actions.get(p.call)!;
       const s = scope(true);
-      const request: ActionRequest = {
-        action,
-        method: action.method,
-        url: action.url.render(s),
-        headers: Object.fromEntries(action.headers.map(([h, t]) => [h, t.render(s)])),
-        body: action.body ? renderJson(action.body, s) : undefined,
-      };
-      const reply: ActionReply = yield request;
+      let request: ActionRequest | null = null;
+      try {
+        request = {
+          action,
+          method: action.method,
+          url: action.url.render(s),
+          headers: Object.fromEntries(action.headers.map(([h, t]) => [h, t.render(s)])),
+          body: action.body ? renderJson(action.body, s) : undefined,
+        };
+      } catch (e) {
+        note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
+      }
+      const reply: ActionReply = request
+        ? yield request
+        : { result: { ok: false, status: 0, body: null }, audit: { type: 'error', turnIndex, timestamp: now, durationMs: null, data: { code: 'action_not_sent', message: `action "${action.name}" could not be rendered`, action: action.name } } };
       audit.push(reply.audit);
       flow.actions[action.name] = reply.result;
       if (reply.result.ok) {
@@ -282,7 +307,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
         continue;
       }
     }
-    if (p.say) said.push(p.say.render(scope(), lang, agent.defaultLanguage));
+    if (p.say) said.push(text(p.say));
     if (p.collect) {
       flow.wait = 'collecting';
       flow.attempts = 0;

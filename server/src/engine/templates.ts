@@ -10,7 +10,7 @@ const liquid = new Liquid({
   strictVariables: false,
   templates: {},
   parseLimit: 100_000,
-  renderLimit: 1_000,
+  renderLimit: 200,
   memoryLimit: 10_000_000,
   cache: false,
 });

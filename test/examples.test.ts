@@ -1,0 +1,109 @@
+// The shipped example agent and the agents command line, as a new user meets them.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOrdersBackend } from '../examples/orders-backend.js';
+import { readAgentFile } from '../server/src/agents-loader.js';
+import type { App } from '../server/src/app.js';
+import { validateDefinition } from '../server/src/engine/compile.js';
+import { databases } from './helpers/databases.js';
+import { testApp } from './helpers/servers.js';
+
+const run = promisify(execFile);
+const EXAMPLE = 'agents/acme-support.yaml';
+
+describe('the example agent', () => {
+  let app: App;
+  let backend: Server;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    backend = await startOrdersBackend(0);
+    const port = (backend.address() as AddressInfo).port;
+    const created = await databases[0].create();
+    drop = created.drop;
+    app = testApp(created.db, { actionAllowedHosts: [`127.0.0.1:${port}`] });
+    const { definition } = await readAgentFile(EXAMPLE);
+    // The file names the backend's default port; point it at this test's one.
+    definition.actions!.get_order.url = definition.actions!.get_order.url.replace('127.0.0.1:3001', `127.0.0.1:${port}`);
+    await app.agents.put('demo', 'acme-support', definition);
+  });
+  afterAll(async () => {
+    await app.close();
+    backend.close();
+    await drop();
+  });
+
+  const say = (message: string, conversation_id?: string, context?: unknown) =>
+    request(app.app)
+      .post('/api/v1/agents/acme-support/converse')
+      .set('tenant-id', 'demo')
+      .send({ message, conversation_id, context })
+      .expect(200)
+      .then((r) => r.body);
+
+  it('validates', async () => {
+    const { definition } = await readAgentFile(EXAMPLE);
+    expect(validateDefinition(definition)).toEqual([]);
+  });
+
+  it('tracks an order through the example backend', async () => {
+    const a = await say('where is my order?');
+    expect(a.state.capability).toBe('order_status');
+    const b = await say('100001', a.conversation_id);
+    expect(b.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+    expect(b.state.status).toBe('completed');
+  });
+
+  it('hands over to a person when the order system fails', async () => {
+    const a = await say('track my package');
+    const b = await say('999999', a.conversation_id);
+    expect(b.response.phase).toBe('sorry');
+    expect(b.state.status).toBe('escalated');
+  });
+
+  it('offers billing options, collects a choice, an email and a yes/no', async () => {
+    const a = await say('I want a refund');
+    expect(a.response.options.map((o: { value: string }) => o.value)).toEqual(['invoice', 'refund', 'payment']);
+    const b = await say('Refund', a.conversation_id);
+    expect(b.response.phase).toBe('refund_email');
+    const c = await say('ana@example.com', a.conversation_id);
+    expect(c.response.options).toEqual([{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }]);
+    const d = await say('yes', a.conversation_id);
+    expect(d.response.message).toBe('Done: a refund request is open and a confirmation is on its way to ana@example.com.');
+  });
+
+  it('greets in Spanish by name', async () => {
+    const a = await say('hola', undefined, { version: 'v1', context: { identity: { user_name: 'Lucía' }, preferences: { language: 'es' } } });
+    expect(a.response.message).toMatch(/^¡Hola Lucía!/);
+    expect(a.response.options[0]).toEqual({ label: 'Seguir un pedido', value: 'track my order' });
+  });
+});
+
+describe('npm run agents', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-cli-'));
+  const env = { ...process.env, DATABASE_URL: `sqlite://${join(dir, 'cli.db')}`, LOG_LEVEL: 'silent' };
+  const cli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', ...args], { env });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('applies agent files and says what it did, then reports them unchanged', async () => {
+    const first = await cli('apply', '--tenant', 'acme', EXAMPLE);
+    expect(first.stdout).toContain('applied   acme/acme-support version 1');
+    const again = await cli('apply', '--tenant', 'acme', EXAMPLE);
+    expect(again.stdout).toContain('unchanged acme/acme-support version 1');
+  });
+
+  it('refuses a broken file with its problems and a non-zero exit', async () => {
+    const bad = join(dir, 'broken.yaml');
+    writeFileSync(bad, 'name: Broken\ncapabilities:\n  - name: a\n    phases:\n      - id: p\n        next: nowhere\n');
+    const err = await cli('validate', bad).catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toContain('capabilities[0].phases[0].next: unknown phase "nowhere"');
+  });
+});
