@@ -31,7 +31,7 @@ export interface App {
   agents: AgentService;
   conversations: ConversationService;
   logger: Logger;
-  close(): Promise<void>;
+  close(graceMs?: number): Promise<void>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:\/+=-]{1,200}$/;
@@ -132,7 +132,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     agents,
     conversations,
     logger,
-    close: async () => {
+    /** Waits (up to `graceMs`) for conversation calls under way to finish, then closes the action client. */
+    close: async (graceMs = 10_000) => {
+      const until = Date.now() + graceMs;
+      while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
       await actions.close();
     },
   };

@@ -199,6 +199,18 @@ export class ConversationStore {
    * from the load to the commit. `conversationId` null is a new conversation: nothing to lock.
    */
   async exclusive<T>(lockKey: string, conversationId: string | null, fn: (unit: ConversationUnit) => Promise<T>): Promise<T> {
+    this.busy++;
+    try {
+      return await this.exclusiveLocked(lockKey, conversationId, fn);
+    } finally {
+      this.busy--;
+    }
+  }
+
+  /** Conversation calls under way; shutdown waits for them to finish before closing the database. */
+  busy = 0;
+
+  private exclusiveLocked<T>(lockKey: string, conversationId: string | null, fn: (unit: ConversationUnit) => Promise<T>): Promise<T> {
     return this.locks.run(lockKey, async () => {
       if (this.db.dialect === 'postgres' && conversationId) {
         return this.knex.transaction(async (trx) => fn(this.unit(trx, true)));
