@@ -72,9 +72,17 @@ export const RoutingDecisionData = z.object({
   candidates: z.array(
     z.object({ capability: z.string(), score: z.number(), eligible: z.boolean(), reason: z.string().optional() }),
   ),
-  threshold: z.number(),
-  reason: z.string().optional(),
-  model: z.string().optional(),
+  threshold: z.number().describe("The author's routing.threshold, else the calibrated one"),
+  similarity: z.number().optional().describe("Cosine similarity to the best capability's closest example"),
+  min_similarity: z.number().optional().describe("The author's routing.min_similarity, else the calibrated one"),
+  calibration: z.enum(['held_out', 'default']).optional().describe('How the router calibrated its thresholds (used where the author set none)'),
+  reason: z
+    .string()
+    .optional()
+    .describe('best_match, out_of_scope, below_threshold, low_similarity, not_entitled, switch, no_routable_capability, llm, llm_failed'),
+  from: z.object({ capability: z.string(), phase: z.string().nullable() }).optional().describe('switch: where the conversation was'),
+  switch_threshold: z.number().optional(),
+  model: z.string().optional().describe('Which router model decided'),
 });
 
 export const ActionCallData = z.object({

@@ -84,8 +84,22 @@ export const AgentDefinition = z
     default_language: z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/).default('en'),
     routing: z
       .object({
-        threshold: z.number().min(0).max(1).optional(),
+        threshold: z.number().min(0).max(1).optional().describe('Lowest probability at which a capability is chosen; calibrated when absent'),
+        min_similarity: z
+          .number()
+          .min(0)
+          .max(1)
+          .optional()
+          .describe("Lowest similarity to the capability's closest example at which it is chosen; calibrated when absent, 0 turns the check off"),
         fallback: Identifier.optional(),
+        switching: z
+          .object({
+            enabled: z.boolean().default(true),
+            threshold: z.number().min(0).max(1).optional(),
+          })
+          .strict()
+          .optional()
+          .describe('Mid-flow switching: a message that does not fill a waiting collect may move to another capability'),
       })
       .strict()
       .optional(),

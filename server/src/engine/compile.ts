@@ -17,7 +17,8 @@ export const DEFAULT_MESSAGES = {
   retry: "Sorry, I didn't get that.",
 } as const;
 
-export const DEFAULT_THRESHOLD = 0.4;
+/** Probability a switch away from a waiting collect needs, unless the agent says otherwise. */
+export const DEFAULT_SWITCH_THRESHOLD = 0.8;
 
 export interface CompiledPhase {
   id: string;
@@ -57,7 +58,12 @@ export interface CompiledAgent {
   version: number;
   definition: AgentDefinition;
   defaultLanguage: string;
+  /** The author's routing.threshold, else the router's calibrated one. */
   threshold: number;
+  /** The author's routing.min_similarity, else the router's calibrated one. */
+  minSimilarity: number;
+  /** Mid-flow switching: null when off, else the probability a switch needs. */
+  switchThreshold: number | null;
   capabilities: Map<string, CompiledCapability>;
   /** Capabilities with examples, in definition order. */
   routable: CompiledCapability[];
@@ -224,8 +230,8 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
   };
 }
 
-/** Compiles a definition that passed validateDefinition. */
-export function compileAgent(agentId: string, version: number, def: AgentDefinition): CompiledAgent {
+/** Compiles a definition that passed validateDefinition; trains its router (yielding as it goes). */
+export async function compileAgent(agentId: string, version: number, def: AgentDefinition): Promise<CompiledAgent> {
   const capabilities = new Map(def.capabilities.map((c) => [c.name, compileCapability(agentId, c)]));
   const messages = Object.fromEntries(
     (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [
@@ -245,8 +251,9 @@ export function compileAgent(agentId: string, version: number, def: AgentDefinit
         builtin: true,
       };
   const routableDefs = def.capabilities.filter((c) => (c.examples?.length ?? 0) > 0);
-  const router = Router.train(
+  const router = await Router.train(
     routableDefs.map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
+    { outOfScope: def.routing?.fallback ?? null },
   );
   const actions = new Map<string, CompiledAction>();
   for (const [name, a] of Object.entries(def.actions ?? {})) {
@@ -266,7 +273,12 @@ export function compileAgent(agentId: string, version: number, def: AgentDefinit
     version,
     definition: def,
     defaultLanguage: def.default_language,
-    threshold: def.routing?.threshold ?? DEFAULT_THRESHOLD,
+    threshold: def.routing?.threshold ?? router.calibration.threshold,
+    minSimilarity: def.routing?.min_similarity ?? router.calibration.minSimilarity,
+    switchThreshold:
+      def.routing?.switching?.enabled === false
+        ? null
+        : (def.routing?.switching?.threshold ?? Math.max(DEFAULT_SWITCH_THRESHOLD, def.routing?.threshold ?? 0)),
     capabilities,
     routable: routableDefs.map((c) => capabilities.get(c.name)!),
     fallback,

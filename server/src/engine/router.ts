@@ -1,6 +1,13 @@
-// Scores a message against an agent's capabilities: TF-IDF over word and character n-grams,
-// cosine similarity to each capability's closest example (found through an inverted index).
-import { featureCounts, TfIdf } from './text-features.js';
+// Scores a message against an agent's capabilities, and says when none fits.
+//
+// Model: multinomial logistic regression over TF-IDF of hashed word and character n-grams,
+// trained by SGD with a constant step and weight averaging (averaged SGD generalises like a
+// well-regularised model without a search over regularisation strengths). Out-of-scope messages
+// are recognised twice over: a capability named as the agent's fallback may have examples of its
+// own (a class like any other), and a message whose best probability, or whose similarity to the
+// closest example of the best capability, is below a threshold calibrated on held-out examples of
+// the agent's own is out of scope. docs/routing.md has the measurements behind each choice.
+import { dot, featureCounts, TfIdf, type SparseVector } from './text-features.js';
 
 export interface RoutableCapability {
   name: string;
@@ -12,7 +19,210 @@ export interface Score {
   score: number;
 }
 
-export const ROUTER_MODEL = 'tfidf-knn-v1';
+export interface Scored {
+  /** Every routable capability with its probability, best first. */
+  scores: Score[];
+  /** Cosine similarity of the message to the closest example of the best capability. */
+  similarity: number;
+}
+
+export interface Calibration {
+  /** Lowest probability at which the best capability is taken. */
+  threshold: number;
+  /** Lowest similarity to the best capability's closest example at which it is taken. */
+  minSimilarity: number;
+  /** How the figures were found: `held_out` examples, or `default` (too few examples to hold any out). */
+  method: 'held_out' | 'default';
+}
+
+export const ROUTER_MODEL = 'tfidf-logreg-v2';
+
+/** Share of correctly routed held-out examples the calibrated thresholds may turn away. */
+const CALIBRATION_QUANTILE = 0.01;
+const MAX_CALIBRATION_POINTS = 2000;
+const DEFAULT_MIN_SIMILARITY = 0.2;
+/** Epochs of the calibration model: one with the full softmax, one over candidates. */
+const CALIBRATION_EPOCHS = 2;
+const STEP = 3;
+/** Classes kept per example for the cheaper epochs of SGD. */
+const CANDIDATES = 16;
+
+type Yield = () => Promise<void>;
+const nextTick: Yield = () => new Promise((r) => setImmediate(r));
+
+/** A deterministic shuffle (the same examples always give the same model). */
+function shuffle(a: Int32Array, seed: number): void {
+  let s = seed >>> 0 || 1;
+  for (let i = a.length - 1; i > 0; i--) {
+    s = Math.imul(s ^ (s >>> 15), 0x2c1b3c6d) + 0x9e3779b9;
+    s >>>= 0;
+    const j = s % (i + 1);
+    const t = a[i];
+    a[i] = a[j];
+    a[j] = t;
+  }
+}
+
+/** Weights of a linear softmax model, features × classes, row-major by feature. */
+class Softmax {
+  readonly w: Float32Array;
+  readonly b: Float32Array;
+  private readonly z: Float64Array;
+
+  constructor(
+    readonly features: number,
+    readonly classes: number,
+  ) {
+    this.w = new Float32Array(features * classes);
+    this.b = new Float32Array(classes);
+    this.z = new Float64Array(classes);
+  }
+
+  /** Class probabilities of x (the returned array is reused by the next call). */
+  probs(x: SparseVector): Float64Array {
+    const C = this.classes;
+    const z = this.z;
+    const w = this.w;
+    for (let c = 0; c < C; c++) z[c] = this.b[c];
+    const idx = x.idx;
+    const val = x.val;
+    for (let k = 0; k < idx.length; k++) {
+      const base = idx[k] * C;
+      const v = val[k];
+      // Unrolled by four: this loop is most of the training time, and V8 does not unroll it itself.
+      let c = 0;
+      for (; c + 3 < C; c += 4) {
+        z[c] += v * w[base + c];
+        z[c + 1] += v * w[base + c + 1];
+        z[c + 2] += v * w[base + c + 2];
+        z[c + 3] += v * w[base + c + 3];
+      }
+      for (; c < C; c++) z[c] += v * w[base + c];
+    }
+    let max = -Infinity;
+    for (let c = 0; c < C; c++) if (z[c] > max) max = z[c];
+    let sum = 0;
+    for (let c = 0; c < C; c++) {
+      z[c] = Math.exp(z[c] - max);
+      sum += z[c];
+    }
+    for (let c = 0; c < C; c++) z[c] /= sum;
+    return z;
+  }
+
+  /**
+   * Averaged SGD on the cross-entropy, yielding to the event loop every few thousand steps.
+   * The first epoch (and every fourth) uses the full softmax and remembers, per example, the
+   * classes with the highest probabilities; the epochs between compute the softmax over those
+   * candidates only. Classes outside them have vanishing probability, so the gradient is nearly
+   * the same, and a step costs a sixth as much.
+   */
+  async fit(xs: SparseVector[], ys: Int32Array, rows: Int32Array, epochs: number, pause: Yield): Promise<void> {
+    const C = this.classes;
+    const K = Math.min(C, CANDIDATES);
+    const w = this.w;
+    const b = this.b;
+    const sumW = new Float32Array(w.length);
+    const sumB = new Float64Array(C);
+    const order = Int32Array.from(rows);
+    const cand = new Int32Array(xs.length * K);
+    const zk = new Float64Array(K);
+    const active = new Int32Array(C);
+    const grad = new Float64Array(C);
+    for (let e = 0; e < epochs; e++) {
+      shuffle(order, 0x5eed + e);
+      const full = K === C || e === 0;
+      for (let n = 0; n < order.length; n++) {
+        const i = order[n];
+        const x = xs[i];
+        const idx = x.idx;
+        const val = x.val;
+        let m = 0;
+        if (full) {
+          const p = this.probs(x);
+          if (K < C) topK(p, ys[i], cand, i * K, K);
+          p[ys[i]] -= 1;
+          for (let c = 0; c < C; c++) {
+            const g = p[c];
+            if (g > 1e-5 || g < -1e-5) {
+              active[m] = c;
+              grad[m++] = g;
+            }
+          }
+        } else {
+          const off = i * K;
+          for (let a = 0; a < K; a++) zk[a] = b[cand[off + a]];
+          for (let k = 0; k < idx.length; k++) {
+            const base = idx[k] * C;
+            const v = val[k];
+            for (let a = 0; a < K; a++) zk[a] += v * w[base + cand[off + a]];
+          }
+          let max = -Infinity;
+          for (let a = 0; a < K; a++) if (zk[a] > max) max = zk[a];
+          let sum = 0;
+          for (let a = 0; a < K; a++) sum += zk[a] = Math.exp(zk[a] - max);
+          for (let a = 0; a < K; a++) {
+            const c = cand[off + a];
+            const g = zk[a] / sum - (c === ys[i] ? 1 : 0);
+            if (g > 1e-5 || g < -1e-5) {
+              active[m] = c;
+              grad[m++] = g;
+            }
+          }
+        }
+        for (let a = 0; a < m; a++) b[active[a]] -= STEP * grad[a];
+        for (let k = 0; k < idx.length; k++) {
+          const base = idx[k] * C;
+          const v = val[k] * STEP;
+          for (let a = 0; a < m; a++) w[base + active[a]] -= v * grad[a];
+        }
+        if ((n & 2047) === 2047) await pause();
+      }
+      for (let q = 0; q < w.length; q++) sumW[q] += w[q];
+      for (let c = 0; c < C; c++) sumB[c] += b[c];
+    }
+    for (let q = 0; q < w.length; q++) w[q] = sumW[q] / epochs;
+    for (let c = 0; c < C; c++) b[c] = sumB[c] / epochs;
+  }
+
+  get bytes(): number {
+    return this.w.byteLength + this.b.byteLength;
+  }
+}
+
+/** Writes the K most probable classes of p into out[at..], the true class always among them. */
+function topK(p: Float64Array, truth: number, out: Int32Array, at: number, K: number): void {
+  out[at] = truth;
+  let filled = 1;
+  let worst = -1;
+  for (let c = 0; c < p.length; c++) {
+    if (c === truth) continue;
+    if (filled < K) {
+      out[at + filled++] = c;
+      if (filled === K) worst = weakest(p, out, at, K);
+    } else if (p[c] > p[out[at + worst]]) {
+      out[at + worst] = c;
+      worst = weakest(p, out, at, K);
+    }
+  }
+}
+
+/** Slot of the least probable kept class, the truth (slot 0) aside. */
+function weakest(p: Float64Array, out: Int32Array, at: number, K: number): number {
+  let worst = 1;
+  for (let a = 2; a < K; a++) if (p[out[at + a]] < p[out[at + worst]]) worst = a;
+  return worst;
+}
+
+function epochsFor(examples: number): number {
+  return Math.max(6, Math.min(60, Math.ceil(60_000 / Math.max(1, examples))));
+}
+
+function quantile(values: number[], q: number): number {
+  if (!values.length) return 0;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+}
 
 export class Router {
   readonly model = ROUTER_MODEL;
@@ -20,55 +230,122 @@ export class Router {
   private constructor(
     private readonly names: string[],
     private readonly tfidf: TfIdf,
-    /** Per feature: the examples containing it, and their weights. */
-    private readonly postings: { ex: Int32Array; w: Float32Array }[],
-    private readonly exampleCap: Int32Array,
+    private readonly softmax: Softmax,
+    /** Example vectors per capability, for the similarity check. */
+    private readonly examples: SparseVector[][],
+    readonly calibration: Calibration,
+    /** Name of the capability whose examples are out-of-scope messages, if any. */
+    readonly outOfScope: string | null,
   ) {}
 
-  static train(caps: RoutableCapability[]): Router {
-    const docs: Map<string, number>[] = [];
-    const exampleCap: number[] = [];
+  /**
+   * Trains on the capabilities' examples. `outOfScope` names the capability (the agent's
+   * fallback) whose examples stand for messages no other capability handles; its held-out
+   * examples are not used to calibrate. Yields to the event loop while it works.
+   */
+  static async train(caps: RoutableCapability[], opts: { outOfScope?: string | null; pause?: Yield } = {}): Promise<Router> {
+    const pause = opts.pause ?? nextTick;
+
+    const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
+    const counts: Map<number, number>[] = [];
+    const labels: number[] = [];
     caps.forEach((c, ci) => {
       for (const e of c.examples) {
-        docs.push(featureCounts(e));
-        exampleCap.push(ci);
+        counts.push(featureCounts(e));
+        labels.push(ci);
       }
     });
-    const tfidf = TfIdf.fit(docs);
-    const lists: { ex: number[]; w: number[] }[] = Array.from({ length: tfidf.size }, () => ({ ex: [], w: [] }));
-    docs.forEach((d, ei) => {
-      const v = tfidf.vector(d);
-      for (let k = 0; k < v.idx.length; k++) {
-        const l = lists[v.idx[k]];
-        l.ex.push(ei);
-        l.w.push(v.val[k]);
-      }
-    });
-    const postings = lists.map((l) => ({ ex: Int32Array.from(l.ex), w: Float32Array.from(l.w) }));
+    // On a large agent, n-grams seen once are mostly noise and cost memory; a small one needs them all.
+    const tfidf = TfIdf.fit(counts, counts.length >= 2000 ? 2 : 1);
+    const xs = counts.map((d) => tfidf.vector(d));
+    const ys = Int32Array.from(labels);
+    await pause();
+    const calibration = await Router.calibrate(caps, xs, ys, tfidf.size, outOfScope, pause);
+    const softmax = new Softmax(tfidf.size, caps.length);
+    if (caps.length > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
+    const examples: SparseVector[][] = caps.map(() => []);
+    xs.forEach((x, i) => examples[ys[i]].push(x));
     return new Router(
       caps.map((c) => c.name),
       tfidf,
-      postings,
-      Int32Array.from(exampleCap),
+      softmax,
+      examples,
+      calibration,
+      outOfScope,
     );
   }
 
-  /** Every routable capability with its score in [0, 1], best first (ties by name). */
-  score(message: string): Score[] {
-    const q = this.tfidf.vector(featureCounts(message));
-    const sims = new Map<number, number>();
-    for (let k = 0; k < q.idx.length; k++) {
-      const p = this.postings[q.idx[k]];
-      const qv = q.val[k];
-      for (let j = 0; j < p.ex.length; j++) sims.set(p.ex[j], (sims.get(p.ex[j]) ?? 0) + qv * p.w[j]);
+  /**
+   * Thresholds from a stratified hold-out: a third of each capability's examples (one of two,
+   * none of one) is scored by a model trained on the rest, and the thresholds are set so that only
+   * CALIBRATION_QUANTILE of those in-scope examples would have been turned away. Out-of-scope
+   * examples are left out: they are what the thresholds are for.
+   */
+  private static async calibrate(
+    caps: RoutableCapability[],
+    xs: SparseVector[],
+    ys: Int32Array,
+    features: number,
+    outOfScope: string | null,
+    pause: Yield,
+  ): Promise<Calibration> {
+    const C = caps.length;
+    const fallback: Calibration = { threshold: C < 2 ? 0 : round4(1 / C), minSimilarity: DEFAULT_MIN_SIMILARITY, method: 'default' };
+    const oos = outOfScope ? caps.findIndex((c) => c.name === outOfScope) : -1;
+    const perClass: number[][] = caps.map(() => []);
+    ys.forEach((y, i) => perClass[y].push(i));
+    const held = new Uint8Array(xs.length);
+    for (const members of perClass) members.forEach((i, k) => (held[i] = members.length >= 2 && k % 3 === 1 ? 1 : 0));
+    const trainRows = Int32Array.from([...xs.keys()].filter((i) => !held[i]));
+    let testRows = [...xs.keys()].filter((i) => held[i] && ys[i] !== oos);
+    if (C < 2 || testRows.length < 2) return fallback;
+    // Quantiles need a few thousand points at most; scoring more costs time and changes nothing.
+    if (testRows.length > MAX_CALIBRATION_POINTS) {
+      const stride = testRows.length / MAX_CALIBRATION_POINTS;
+      testRows = Array.from({ length: MAX_CALIBRATION_POINTS }, (_, k) => testRows[Math.floor(k * stride)]);
     }
-    const best = new Float64Array(this.names.length);
-    for (const [ex, s] of sims) {
-      const c = this.exampleCap[ex];
-      if (s > best[c]) best[c] = s;
+    const model = new Softmax(features, C);
+    await model.fit(xs, ys, trainRows, trainRows.length >= 5000 ? CALIBRATION_EPOCHS : epochsFor(trainRows.length), pause);
+    const byClass: SparseVector[][] = caps.map(() => []);
+    for (const i of trainRows) byClass[ys[i]].push(xs[i]);
+    const probs: number[] = [];
+    const sims: number[] = [];
+    for (const i of testRows) {
+      const p = model.probs(xs[i]);
+      let best = 0;
+      for (let c = 1; c < C; c++) if (p[c] > p[best]) best = c;
+      probs.push(p[best]);
+      let sim = 0;
+      for (const e of byClass[best]) sim = Math.max(sim, dot(xs[i], e));
+      sims.push(sim);
     }
-    return this.names
-      .map((name, i) => ({ name, score: Math.min(1, Math.round(best[i] * 10_000) / 10_000) }))
+    await pause();
+    return {
+      threshold: round4(quantile(probs, CALIBRATION_QUANTILE)),
+      minSimilarity: round4(quantile(sims, CALIBRATION_QUANTILE)),
+      method: 'held_out',
+    };
+  }
+
+  /** Scores a message: probabilities of every capability, best first (ties by name). */
+  score(message: string): Scored {
+    const x = this.tfidf.vector(featureCounts(message));
+    const C = this.names.length;
+    const p = C > 1 ? this.softmax.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
+    const scores = this.names
+      .map((name, i) => ({ name, score: round4(p[i]), i }))
       .sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
+    let similarity = 0;
+    if (scores.length) for (const e of this.examples[scores[0].i]) similarity = Math.max(similarity, dot(x, e));
+    return { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
+  }
+
+  /** Approximate bytes held by the trained model. */
+  get bytes(): number {
+    let n = this.softmax.bytes + this.tfidf.size * 40;
+    for (const list of this.examples) for (const e of list) n += e.idx.byteLength + e.val.byteLength + 64;
+    return n;
   }
 }
+
+const round4 = (x: number) => Math.round(x * 10_000) / 10_000;

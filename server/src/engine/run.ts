@@ -12,7 +12,7 @@ import {
   type CompiledCapability,
   type CompiledPhase,
 } from './compile.js';
-import type { Score } from './router.js';
+import type { Scored } from './router.js';
 import { parseSlot } from './slots.js';
 import { renderJson, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
@@ -42,7 +42,7 @@ export interface TurnInput {
   now: string;
   secrets: Readonly<Record<string, string>>;
   /** Scores the message against the routable capabilities (the service times it). */
-  score: (message: string) => Score[];
+  score: (message: string) => Scored;
 }
 
 /** A rendered HTTP request the engine asks the caller to make. */
@@ -87,20 +87,24 @@ export function entitled(cap: CompiledCapability, context: ContextEnvelope | nul
   });
 }
 
-/** Picks the capability for a message: the best eligible one at or above the threshold, else the fallback. */
-export function route(agent: CompiledAgent, scores: Score[], context: ContextEnvelope | null): RouteDecision {
+/**
+ * Picks the capability for a message: the best one when its probability clears the threshold,
+ * the message resembles one of its examples closely enough, and the user is entitled to it;
+ * else the fallback.
+ */
+export function route(agent: CompiledAgent, scored: Scored, context: ContextEnvelope | null): RouteDecision {
   const threshold = agent.threshold;
-  const scored = scores.map((s) => {
+  const ranked = scored.scores.map((s) => {
     const cap = agent.capabilities.get(s.name)!;
     return { cap, score: s.score, eligible: entitled(cap, context) };
   });
-  const candidates = scored.slice(0, 5).map((s) => ({
+  const candidates = ranked.slice(0, 5).map((s) => ({
     capability: s.cap.name,
     score: s.score,
     eligible: s.eligible,
     ...(s.eligible ? {} : { reason: 'not_entitled' }),
   }));
-  const best = scored[0];
+  const best = ranked[0];
   const decide = (cap: CompiledCapability, score: number, strategy: string, reason: string, notEntitled = false): RouteDecision => ({
     capability: cap,
     notEntitled,
@@ -109,15 +113,19 @@ export function route(agent: CompiledAgent, scores: Score[], context: ContextEnv
       selected: { capability: cap.name, capability_id: cap.id, score },
       candidates,
       threshold,
+      similarity: scored.similarity,
+      min_similarity: agent.minSimilarity,
+      calibration: agent.router.calibration.method,
       reason,
       model: agent.router.model,
     },
   });
-  if (best && best.score >= threshold) {
-    if (best.eligible) return decide(best.cap, best.score, 'classifier', 'best_match');
-    return decide(agent.fallback, 0, 'fallback', 'not_entitled', true);
-  }
-  return decide(agent.fallback, 0, 'fallback', scored.length ? 'below_threshold' : 'no_routable_capability');
+  if (!best) return decide(agent.fallback, 0, 'fallback', 'no_routable_capability');
+  const clears = best.score >= threshold && scored.similarity >= agent.minSimilarity;
+  if (!clears) return decide(agent.fallback, best.score, 'fallback', best.score >= threshold ? 'low_similarity' : 'below_threshold');
+  if (!best.eligible) return decide(agent.fallback, best.score, 'fallback', 'not_entitled', true);
+  if (best.cap === agent.fallback) return decide(best.cap, best.score, 'classifier', 'out_of_scope');
+  return decide(best.cap, best.score, 'classifier', 'best_match');
 }
 
 function getPath(root: unknown, path: string[]): unknown {
@@ -225,7 +233,25 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
           // A collect with nowhere to go: the flow has run out of phases.
           return result(true);
         }
-      } else {
+      } else if (agent.switchThreshold !== null) {
+        // A message that does not fill the slot but plainly asks for something else moves there.
+        const scored = input.score(input.message);
+        const decision = route(agent, scored, input.context);
+        const target = decision.capability;
+        if (!decision.notEntitled && target !== capability && target !== agent.fallback && scored.scores[0].score >= agent.switchThreshold) {
+          note('routing_decision', {
+            ...decision.audit,
+            reason: 'switch',
+            from: { capability: capability.name, phase: phaseId },
+            switch_threshold: agent.switchThreshold,
+          });
+          capability = target;
+          flow.wait = 'open';
+          flow.attempts = 0;
+          start = 0;
+        }
+      }
+      if (start === null && !parsed.ok) {
         flow.attempts += 1;
         if (flow.attempts >= phase.collect.maxAttempts) {
           note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });

@@ -1,7 +1,7 @@
 // Agent definitions: validation, versioning, and the cache of compiled versions (templates
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
-import type { Agent, AgentDefinition } from '@switchboard/contract';
+import { AgentDefinition, type Agent } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent } from '../engine/compile.js';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -22,6 +22,8 @@ export class AgentService {
     if (problems.length) throw new DefinitionError(problems);
     const digest = sha256(canonicalJson(definition));
     const { agent, changed } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()));
+    // Train now, so the first message to this version does not wait for it.
+    await this.compiledVersion(tenantId, agent.id, agent.currentVersion);
     return { agent: this.toApi(agent, definition), changed };
   }
 
@@ -65,7 +67,7 @@ export class AgentService {
     if (!p) {
       p = this.store.version(tenantId, agentId, version).then((v) => {
         if (!v) throw new NotFoundError('agent_not_found', 'Agent version not found');
-        return compileAgent(agentId, version, v.definition as AgentDefinition);
+        return compileAgent(agentId, version, AgentDefinition.parse(v.definition));
       });
       p.catch(() => this.compiled.delete(key));
       this.compiled.set(key, p);

@@ -16,7 +16,7 @@ import type { Conversation, TurnRow } from '../domain.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { runTurn, type ActionReply, type TurnResult } from '../engine/run.js';
-import type { Score } from '../engine/router.js';
+import type { Scored } from '../engine/router.js';
 import { ConflictError, IdempotencyMismatchError, InputError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -228,7 +228,7 @@ export class ConversationService {
     let routingMs = 0;
     let actionsMs = 0;
     let engineMs = 0;
-    const score = (message: string): Score[] => {
+    const score = (message: string): Scored => {
       const s = performance.now();
       const out = agent.router.score(message);
       routingMs += ms(s);
