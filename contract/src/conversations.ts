@@ -82,6 +82,10 @@ export const RoutingDecisionData = z.object({
     .describe('best_match, out_of_scope, below_threshold, low_similarity, not_entitled, switch, no_routable_capability, llm, llm_failed'),
   from: z.object({ capability: z.string(), phase: z.string().nullable() }).optional().describe('switch: where the conversation was'),
   switch_threshold: z.number().optional(),
+  llm: z
+    .object({ model: z.string(), duration_ms: z.number(), answer: z.string().nullable(), error: z.string().optional() })
+    .optional()
+    .describe('What the LLM provider answered, when it was asked'),
   model: z.string().optional().describe('Which router model decided'),
 });
 

@@ -7,6 +7,7 @@ import { pinoHttp } from 'pino-http';
 import swaggerUi from 'swagger-ui-express';
 import { contract, TenantId } from '@switchboard/contract';
 import { HttpActionRunner } from './actions/http-action.js';
+import { LlmRouter } from './actions/llm-router.js';
 import type { Config } from './config.js';
 import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
 import { getOpenApi } from './http/openapi.js';
@@ -56,6 +57,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     secrets: config.secrets,
+    llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
 
   const app = express();

@@ -21,6 +21,10 @@ const EnvSchema = z.object({
   AGENTS_DIR: z.string().optional(),
   AGENTS_TENANT: z.string().default('demo'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  ROUTER_LLM_URL: z.string().url().optional(),
+  ROUTER_LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  ROUTER_LLM_API_KEY: z.string().optional(),
+  ROUTER_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
 });
 
 export interface Config {
@@ -41,6 +45,8 @@ export interface Config {
   agentsDir?: string;
   agentsTenant: string;
   dbPoolMax: number;
+  /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
+  routerLlm?: { url: string; model: string; apiKey?: string; timeoutMs: number };
 }
 
 export class ConfigError extends Error {}
@@ -76,6 +82,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
     dbPoolMax: e.DB_POOL_MAX,
+    routerLlm: e.ROUTER_LLM_URL
+      ? { url: e.ROUTER_LLM_URL, model: e.ROUTER_LLM_MODEL, apiKey: e.ROUTER_LLM_API_KEY, timeoutMs: e.ROUTER_LLM_TIMEOUT_MS }
+      : undefined,
     ...overrides,
   };
   return Object.freeze(config);

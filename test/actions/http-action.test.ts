@@ -19,7 +19,7 @@ function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers'
     retries: opts.retries ?? 0,
     save: [],
   };
-  return { action, method: opts.method ?? 'GET', url, headers: opts.headers ?? {}, body: opts.body };
+  return { kind: 'action', action, method: opts.method ?? 'GET', url, headers: opts.headers ?? {}, body: opts.body };
 }
 
 describe('HTTP actions', () => {

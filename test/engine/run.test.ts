@@ -39,6 +39,7 @@ function turn(
   });
   let step = gen.next();
   while (!step.done) {
+    if (step.value.kind !== 'action') throw new Error('no LLM in these tests');
     calls.push(step.value);
     const result = answers.shift() ?? { ok: false, status: 0, body: null };
     step = gen.next({ result, audit: { type: 'action_call', turnIndex: 0, timestamp: NOW, durationMs: 1, data: { action: step.value.action.name } } });

@@ -71,6 +71,8 @@ export interface CompiledAgent {
   actions: Map<string, CompiledAction>;
   messages: Record<keyof typeof DEFAULT_MESSAGES, CompiledText>;
   router: Router;
+  /** A capability's routing examples (for the LLM provider's prompt). */
+  examplesOf(name: string): string[];
 }
 
 /** Stable per agent and capability name, across versions. */
@@ -285,5 +287,6 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     actions,
     messages,
     router,
+    examplesOf: (name) => def.capabilities.find((c) => c.name === name)?.examples ?? [],
   };
 }

@@ -322,7 +322,8 @@ export class Router {
     await pause();
     return {
       threshold: round4(quantile(probs, CALIBRATION_QUANTILE)),
-      minSimilarity: round4(quantile(sims, CALIBRATION_QUANTILE)),
+      // A handful of held-out examples says little about the tail: never go below the default floor.
+      minSimilarity: round4(Math.max(DEFAULT_MIN_SIMILARITY, quantile(sims, CALIBRATION_QUANTILE))),
       method: 'held_out',
     };
   }

@@ -43,10 +43,13 @@ export interface TurnInput {
   secrets: Readonly<Record<string, string>>;
   /** Scores the message against the routable capabilities (the service times it). */
   score: (message: string) => Scored;
+  /** Ask the LLM provider about messages the embedded router cannot place. */
+  llm?: boolean;
 }
 
 /** A rendered HTTP request the engine asks the caller to make. */
 export interface ActionRequest {
+  kind: 'action';
   action: CompiledAction;
   method: string;
   url: string;
@@ -59,6 +62,24 @@ export interface ActionReply {
   result: ActionResult;
   audit: AuditDraft;
 }
+
+/** A low-confidence message the engine asks the caller to resolve with the LLM provider. */
+export interface LlmRouteRequest {
+  kind: 'llm_route';
+  message: string;
+  candidates: { name: string; description: string | null; examples: string[] }[];
+}
+
+/** The provider's choice (null: none fits), or why it could not answer. */
+export interface LlmRouteReply {
+  capability: string | null;
+  model: string;
+  durationMs: number;
+  error?: string;
+}
+
+export type EngineRequest = ActionRequest | LlmRouteRequest;
+export type EngineReply = ActionReply | LlmRouteReply;
 
 export interface TurnResult {
   status: ConversationStatus;
@@ -137,7 +158,7 @@ function getPath(root: unknown, path: string[]): unknown {
   return cur;
 }
 
-export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult, ActionReply> {
+export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const { agent, prior, now, turnIndex } = input;
   const lang = languageOf(input.context, agent.defaultLanguage);
   const audit: AuditDraft[] = [];
@@ -265,7 +286,38 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
     }
   }
   if (start === null) {
-    const decision = route(agent, input.score(input.message), input.context);
+    let decision = route(agent, input.score(input.message), input.context);
+    const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity';
+    if (input.llm && unsure) {
+      // The embedded router cannot place the message: ask the provider among the eligible capabilities.
+      const eligible = agent.routable.filter((c) => entitled(c, input.context));
+      const reply = (yield {
+        kind: 'llm_route',
+        message: input.message,
+        candidates: eligible.map((c) => ({ name: c.name, description: c.description, examples: agent.examplesOf(c.name).slice(0, 5) })),
+      }) as LlmRouteReply;
+      const chosen = reply.capability ? eligible.find((c) => c.name === reply.capability) : undefined;
+      const llm = { model: reply.model, duration_ms: reply.durationMs, answer: reply.capability };
+      if (reply.error) {
+        note('error', { code: 'llm_failed', message: reply.error, model: reply.model });
+        decision = { ...decision, audit: { ...decision.audit, llm: { ...llm, error: reply.error } } };
+      } else if (chosen) {
+        const score = decision.audit.candidates as { capability: string; score: number }[];
+        decision = {
+          capability: chosen,
+          notEntitled: false,
+          audit: {
+            ...decision.audit,
+            strategy: 'llm',
+            selected: { capability: chosen.name, capability_id: chosen.id, score: score.find((c) => c.capability === chosen.name)?.score ?? 0 },
+            reason: 'llm',
+            llm,
+          },
+        };
+      } else {
+        decision = { ...decision, audit: { ...decision.audit, llm } };
+      }
+    }
     note('routing_decision', decision.audit);
     if (decision.notEntitled) {
       const from = phaseId;
@@ -308,6 +360,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
       let request: ActionRequest | null = null;
       try {
         request = {
+          kind: 'action',
           action,
           method: action.method,
           url: action.url.render(s),
@@ -318,7 +371,7 @@ export function* runTurn(input: TurnInput): Generator<ActionRequest, TurnResult,
         note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
       }
       const reply: ActionReply = request
-        ? yield request
+        ? ((yield request) as ActionReply)
         : { result: { ok: false, status: 0, body: null }, audit: { type: 'error', turnIndex, timestamp: now, durationMs: null, data: { code: 'action_not_sent', message: `action "${action.name}" could not be rendered`, action: action.name } } };
       audit.push(reply.audit);
       flow.actions[action.name] = reply.result;

@@ -15,7 +15,8 @@ import type {
 import type { Conversation, TurnRow } from '../domain.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type ActionReply, type TurnResult } from '../engine/run.js';
+import { runTurn, type EngineReply, type TurnResult } from '../engine/run.js';
+import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
 import { ConflictError, IdempotencyMismatchError, InputError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -35,6 +36,7 @@ export interface ConverseCall {
 export interface ConversationServiceOptions {
   maxMessageChars: number;
   secrets: Readonly<Record<string, string>>;
+  llm?: LlmRouter;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -251,14 +253,22 @@ export class ConversationService {
       now: t.now,
       secrets: this.opts.secrets,
       score,
+      llm: this.opts.llm !== undefined,
     });
     let s = performance.now();
     let step = gen.next();
     engineMs += ms(s);
     while (!step.done) {
       const a = performance.now();
-      const reply: ActionReply = await this.actions.run(step.value, { turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
-      actionsMs += ms(a);
+      const request = step.value;
+      let reply: EngineReply;
+      if (request.kind === 'action') {
+        reply = await this.actions.run(request, { turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
+        actionsMs += ms(a);
+      } else {
+        reply = await this.opts.llm!.route(request);
+        routingMs += ms(a);
+      }
       s = performance.now();
       step = gen.next(reply);
       engineMs += ms(s);

@@ -1,0 +1,182 @@
+import { describe, expect, it } from 'vitest';
+import type { AgentDefinitionInput } from '@switchboard/contract';
+import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
+import { Router } from '../../server/src/engine/router.js';
+import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
+import { parseDefinition } from '../helpers/agents.js';
+
+const small = [
+  { name: 'order_status', examples: ['where is my order', 'track my package', 'has my order shipped', 'when will my parcel arrive'] },
+  { name: 'billing', examples: ['I was charged twice', 'I want a refund', 'question about my invoice', 'update my payment method'] },
+  { name: 'human', examples: ['talk to a human', 'I want a real person', 'speak to an agent', 'customer service please'] },
+];
+
+const phases = (id: string) => [{ id, say: id }];
+
+async function agentOf(def: AgentDefinitionInput) {
+  const parsed = parseDefinition(def);
+  expect(validateDefinition(parsed)).toEqual([]);
+  return compileAgent('00000000-0000-4000-8000-000000000002', 1, parsed);
+}
+
+describe('the router', () => {
+  it('sends paraphrases of a few examples to their capability', async () => {
+    const router = await Router.train(small);
+    for (const [message, expected] of [
+      ['where is my parcel', 'order_status'],
+      ['track my order please', 'order_status'],
+      ['my package has not arrived', 'order_status'],
+      ['I got charged two times', 'billing'],
+      ['refund my money', 'billing'],
+      ['can I speak to a person', 'human'],
+      ['let me talk to someone human', 'human'],
+    ]) {
+      expect(router.score(message).scores[0].name, message).toBe(expected);
+    }
+  });
+
+  it('sees a newly added example at once: a new version routes by it without a training step', async () => {
+    const before = await Router.train(small);
+    expect(before.score('cancel my subscription').scores[0].name).not.toBe('cancel');
+    const after = await Router.train([...small, { name: 'cancel', examples: ['cancel my subscription', 'stop my plan'] }]);
+    expect(after.score('cancel my subscription').scores[0].name).toBe('cancel');
+  });
+
+  it('calibrates its thresholds on held-out examples, and is deterministic', async () => {
+    const a = await Router.train(small);
+    const b = await Router.train(small);
+    expect(a.calibration.method).toBe('held_out');
+    expect(a.calibration.threshold).toBeGreaterThan(0);
+    expect(a.calibration.threshold).toBeLessThan(1);
+    expect(a.calibration.minSimilarity).toBeGreaterThan(0);
+    expect(b.calibration).toEqual(a.calibration);
+    expect(b.score('refund please')).toEqual(a.score('refund please'));
+  });
+
+  it('falls back to defaults when no example can be held out', async () => {
+    const r = await Router.train([
+      { name: 'a', examples: ['alpha'] },
+      { name: 'b', examples: ['beta'] },
+    ]);
+    expect(r.calibration).toEqual({ threshold: 0.5, minSimilarity: 0.2, method: 'default' });
+  });
+
+  it('keeps held-out out-of-scope examples out of the calibration and learns them as a class', async () => {
+    const oos = { name: 'fallback', examples: ['what is the weather', 'tell me a joke', 'who won the game', 'play some music', 'how tall is everest', 'what time is it'] };
+    const r = await Router.train([...small, oos], { outOfScope: 'fallback' });
+    expect(r.outOfScope).toBe('fallback');
+    expect(r.score('tell me a funny joke').scores[0].name).toBe('fallback');
+  });
+
+});
+
+describe('routing decisions', () => {
+  const def: AgentDefinitionInput = {
+    name: 'x',
+    capabilities: small.map((c) => ({ ...c, phases: phases(c.name) })),
+  };
+
+  it('uses the calibrated thresholds when the author sets none, and says so', async () => {
+    const agent = await agentOf(def);
+    expect(agent.threshold).toBe(agent.router.calibration.threshold);
+    expect(agent.minSimilarity).toBe(agent.router.calibration.minSimilarity);
+    const d = route(agent, agent.router.score('track my package please'), null);
+    expect(d.capability.name).toBe('order_status');
+    expect(d.audit).toMatchObject({ strategy: 'classifier', reason: 'best_match', calibration: 'held_out', model: 'tfidf-logreg-v2' });
+  });
+
+  it('lets an explicit threshold and similarity floor win over the calibrated ones', async () => {
+    const strict = await agentOf({ ...def, routing: { threshold: 0.999, min_similarity: 0 } });
+    expect(strict.threshold).toBe(0.999);
+    expect(strict.minSimilarity).toBe(0);
+    const d = route(strict, strict.router.score('where might my order be'), null);
+    expect(d.capability.name).toBe('fallback');
+    expect(d.audit).toMatchObject({ strategy: 'fallback', reason: 'below_threshold', threshold: 0.999 });
+    const lax = await agentOf({ ...def, routing: { threshold: 0, min_similarity: 0 } });
+    expect(route(lax, lax.router.score('zzzz'), null).capability.name).not.toBe('fallback');
+  });
+
+  it('turns away a message unlike every example', async () => {
+    const agent = await agentOf(def);
+    const d = route(agent, agent.router.score('qwxz vvkj'), null);
+    expect(d.capability.name).toBe('fallback');
+    expect(d.audit.reason).toBe('low_similarity');
+  });
+
+  it('answers not_entitled when the best match is gated, even when an eligible capability also matches', async () => {
+    const agent = await agentOf({
+      name: 'gated',
+      capabilities: [
+        { name: 'support', examples: ['I need help with my account', 'help me please', 'support request'], phases: phases('support') },
+        { name: 'priority', examples: ['priority support line', 'call me back on the priority line', 'premium phone support'], requires: { tier: ['gold'] }, phases: phases('priority') },
+      ],
+    });
+    const silver = { version: 'v1' as const, context: { entitlements: { tier: 'silver' } } };
+    const d = route(agent, agent.router.score('I want the priority support line'), silver);
+    expect(d.notEntitled).toBe(true);
+    expect(d.audit.candidates).toEqual(
+      expect.arrayContaining([expect.objectContaining({ capability: 'priority', eligible: false, reason: 'not_entitled' })]),
+    );
+    const gold = { version: 'v1' as const, context: { entitlements: { tier: 'gold' } } };
+    expect(route(agent, agent.router.score('I want the priority support line'), gold).capability.name).toBe('priority');
+  });
+});
+
+describe('mid-flow switching', () => {
+  const flowDef = (switching?: { enabled?: boolean; threshold?: number }): AgentDefinitionInput => ({
+    name: 'switch',
+    routing: switching ? { switching } : undefined,
+    capabilities: [
+      {
+        name: 'order_status',
+        examples: small[0].examples,
+        phases: [{ id: 'ask', say: 'Order number?', collect: { slot: 'order_id', pattern: '^[0-9]{6}$' } }, { id: 'done', say: 'ok', end: 'completed' }],
+      },
+      { name: 'human', examples: small[2].examples, phases: [{ id: 'handoff', say: 'Handing over.', end: 'escalated' }] },
+      { name: 'billing', examples: small[1].examples, phases: phases('billing') },
+    ],
+  });
+
+  function run(agent: Awaited<ReturnType<typeof agentOf>>, prior: TurnInput['prior'], message: string): TurnResult {
+    const gen = runTurn({ agent, prior, conversationId: 'c', message, context: null, userId: null, turnIndex: 2, now: '2026-11-22T10:00:00.000Z', secrets: {}, score: (m) => agent.router.score(m) });
+    const step = gen.next();
+    if (!step.done) throw new Error('unexpected request');
+    return step.value;
+  }
+  const after = (r: TurnResult): TurnInput['prior'] => ({ status: r.status, capability: r.capability.name, phase: r.phase, flow: r.flow, turnCount: 2 });
+
+  it('moves a waiting collect to a capability the message plainly asks for, audited with the reason', async () => {
+    const agent = await agentOf(flowDef());
+    const waiting = run(agent, null, 'where is my order');
+    expect(waiting.flow.wait).toBe('collecting');
+    const moved = run(agent, after(waiting), 'I want to talk to a human');
+    expect(moved.capability.name).toBe('human');
+    expect(moved.status).toBe('escalated');
+    const decision = moved.audit.find((a) => a.type === 'routing_decision')!;
+    expect(decision.data).toMatchObject({ reason: 'switch', from: { capability: 'order_status', phase: 'ask' }, switch_threshold: 0.8 });
+  });
+
+  it('asks again when the message is not a plain request for something else', async () => {
+    const agent = await agentOf(flowDef());
+    const waiting = run(agent, null, 'where is my order');
+    const retry = run(agent, after(waiting), 'hmm not sure');
+    expect(retry.capability.name).toBe('order_status');
+    expect(retry.flow.attempts).toBe(1);
+    expect(retry.audit.some((a) => a.type === 'routing_decision')).toBe(false);
+  });
+
+  it('can be turned off, or made stricter, per agent', async () => {
+    const off = await agentOf(flowDef({ enabled: false }));
+    const w1 = run(off, null, 'where is my order');
+    expect(run(off, after(w1), 'I want to talk to a human').capability.name).toBe('order_status');
+    const strict = await agentOf(flowDef({ threshold: 1 }));
+    const w2 = run(strict, null, 'where is my order');
+    expect(run(strict, after(w2), 'I want to talk to a human').capability.name).toBe('order_status');
+  });
+
+  it('never switches a message that fills the slot', async () => {
+    const agent = await agentOf(flowDef());
+    const waiting = run(agent, null, 'where is my order');
+    expect(run(agent, after(waiting), '123456').phase).toBe('done');
+  });
+});
