@@ -11,7 +11,7 @@ export interface Baseline {
 
 /** Nearest example by TF-IDF cosine over the same n-grams (the first Switchboard router), threshold 0.4. */
 export const knnBaseline: Baseline = {
-  name: 'TF-IDF nearest example (cosine ≥ 0.4)',
+  name: 'TF-IDF nearest example (same n-grams, cosine ≥ 0.4)',
   async train(data) {
     const counts = data.map(([u]) => featureCounts(u));
     const tfidf = TfIdf.fit(counts);
