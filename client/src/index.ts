@@ -33,7 +33,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
     throwOnUnknownStatus: true,
     ...(opts.fetch
       ? {
-          api: async (a: { path: string; method: string; headers: Record<string, string>; body?: BodyInit | null }) => {
+          api: async (a: { path: string; method: string; headers: Record<string, string>; body?: RequestInit['body'] }) => {
             const res = await opts.fetch!(a.path, { method: a.method, headers: a.headers, body: a.body });
             const text = await res.text();
             return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };

@@ -43,6 +43,7 @@ export const ConversationDetail = ConversationRecord.extend({
   agent_version: z.number().int(),
   slots: z.record(z.unknown()),
   context: ContextEnvelope.nullable(),
+  erased_at: Timestamp.nullable().describe('When turns, slots, context and user id were erased'),
 }).describe('A conversation with its turns and live state');
 export type ConversationDetail = z.infer<typeof ConversationDetail>;
 
@@ -162,3 +163,48 @@ export const AuditLogPage = z
     next_cursor: z.string().nullable(),
   })
   .describe('Audit entries, oldest first');
+
+export const OperatorMessage = z.object({
+  message: z.string().trim().min(1, 'must not be empty').describe('What the human operator says'),
+  author: z.string().trim().min(1).max(200).optional().describe('Who wrote it (default "operator")'),
+});
+
+export const OperatorMessageResult = z
+  .object({ conversation_id: z.string().uuid(), turn_index: z.number().int(), turn: Turn })
+  .describe('The agent turn written by the operator');
+
+export const StatusChange = z.object({
+  status: ConversationStatus,
+  outcome: z
+    .string()
+    .regex(/^[a-z][a-z0-9_]*$/, 'must match [a-z][a-z0-9_]*')
+    .max(64)
+    .optional()
+    .describe('For completed: the outcome (default "resolved")'),
+});
+
+export const Erased = z.object({ erased: z.number().int().describe('How many conversations were erased') });
+
+export const WebhookDelivery = z.object({
+  id: z.string().uuid(),
+  conversation_id: z.string().uuid(),
+  event: z.string(),
+  url: z.string(),
+  status: z.enum(['pending', 'delivered', 'failed']),
+  attempts: z.number().int(),
+  next_attempt_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  delivered_at: Timestamp.nullable(),
+  last_status: z.number().int().nullable(),
+  last_error: z.string().nullable(),
+  history: z.array(
+    z.object({ attempt: z.number().int(), at: Timestamp, status: z.number().int().nullable(), error: z.string().nullable(), duration_ms: z.number() }),
+  ),
+});
+
+export const WebhookDeliveriesQuery = z.object({
+  status: z.enum(['pending', 'delivered', 'failed']).optional(),
+  conversation_id: z.string().uuid().optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(500).optional(),
+});

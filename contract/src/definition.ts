@@ -77,6 +77,20 @@ export const HttpActionDef = z
   })
   .strict();
 
+export const WebhookEventName = z.enum(['conversation.completed', 'conversation.escalated', 'conversation.abandoned']);
+
+export const WebhookDef = z
+  .object({
+    url: z.string().url().max(2000).describe('http(s) URL; the same address rules as HTTP actions apply'),
+    events: z.array(WebhookEventName).min(1),
+    secret_name: z
+      .string()
+      .regex(/^[A-Z0-9_]+$/, 'must match [A-Z0-9_]+')
+      .optional()
+      .describe('Signs deliveries with the secret SWITCHBOARD_SECRET_<NAME> (Standard Webhooks)'),
+  })
+  .strict();
+
 export const AgentDefinition = z
   .object({
     name: z.string().min(1).max(200),
@@ -115,6 +129,7 @@ export const AgentDefinition = z
       .optional(),
     capabilities: z.array(CapabilityDef).min(1).max(1000),
     actions: z.record(Identifier, HttpActionDef).optional(),
+    webhooks: z.array(WebhookDef).max(20).optional(),
   })
   .strict()
   .describe('Agent definition (see docs/agents.md)');

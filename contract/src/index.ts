@@ -10,7 +10,13 @@ import {
   ConversationDetail,
   ConversationRecord,
   ConversationSummary,
+  Erased,
   ListConversationsQuery,
+  OperatorMessage,
+  OperatorMessageResult,
+  StatusChange,
+  WebhookDeliveriesQuery,
+  WebhookDelivery,
 } from './conversations.js';
 import { ConverseRequest, ConverseResponse } from './converse.js';
 import { AgentDefinition } from './definition.js';
@@ -73,6 +79,76 @@ export const conversationsContract = c.router({
     query: AuditLogQuery,
     responses: { 200: AuditLogPage },
     summary: 'Get the audit log of a conversation: routing decisions, action calls, timing',
+  },
+  streamEvents: {
+    method: 'GET',
+    path: '/agents/:slug/conversations/:id/events',
+    pathParams: ConversationParams,
+    headers: TenantHeaders.extend({
+      'last-event-id': z.string().regex(/^\d{1,18}$/, 'must be an event id').optional().describe('Resume after this event'),
+    }),
+    responses: {
+      200: c.otherResponse({
+        contentType: 'text/event-stream',
+        body: z
+          .string()
+          .describe(
+            'Server-sent events `turn.created`, `status.changed`, `phase.changed`, each with an `id` to resume from (Last-Event-ID) and JSON `data`; a `: ping` comment every 15 s. Without Last-Event-ID the stream starts with the next event.',
+          ),
+      }),
+    },
+    summary: "Stream a conversation's events (server-sent events)",
+  },
+  postOperatorMessage: {
+    method: 'POST',
+    path: '/agents/:slug/conversations/:id/messages',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    body: OperatorMessage,
+    responses: {
+      201: OperatorMessageResult,
+      409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+    },
+    summary: 'Add an agent turn written by a human operator',
+  },
+  setStatus: {
+    method: 'POST',
+    path: '/agents/:slug/conversations/:id/status',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    body: StatusChange,
+    responses: {
+      200: ConversationDetail,
+      409: Problem.describe('A move the status table does not allow (`invalid_transition`)'),
+    },
+    summary: 'Move a conversation to another status (operator)',
+  },
+  eraseConversation: {
+    method: 'DELETE',
+    path: '/agents/:slug/conversations/:id',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 204: c.noBody() },
+    summary: 'Erase the personal data of a conversation, keeping an audit skeleton',
+  },
+  eraseUserConversations: {
+    method: 'DELETE',
+    path: '/users/:user_id/conversations',
+    pathParams: z.object({ user_id: z.string().min(1).max(256) }),
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 200: Erased.describe("The number of the tenant's conversations with this user that were erased") },
+    summary: "Erase the personal data of every conversation of one end user (GDPR erasure)",
+  },
+  listWebhookDeliveries: {
+    method: 'GET',
+    path: '/agents/:slug/webhook-deliveries',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: WebhookDeliveriesQuery,
+    responses: { 200: Page(WebhookDelivery).describe('Webhook deliveries with every attempt, newest first') },
+    summary: "List an agent's webhook deliveries and their attempts",
   },
 });
 

@@ -11,7 +11,10 @@ import { LlmRouter } from './actions/llm-router.js';
 import type { Config } from './config.js';
 import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
 import { getOpenApi } from './http/openapi.js';
+import { eventStreams } from './http/events.js';
 import { createRouter } from './http/routes.js';
+import { LifecycleService } from './service/lifecycle.js';
+import { WebhookDispatcher } from './service/webhooks.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { AgentService } from './service/agent-service.js';
 import { ConversationService } from './service/conversation-service.js';
@@ -31,7 +34,12 @@ export interface App {
   app: express.Express;
   agents: AgentService;
   conversations: ConversationService;
+  lifecycle: LifecycleService;
+  webhooks: WebhookDispatcher;
+  store: ConversationStore;
   logger: Logger;
+  /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
+  startBackground(): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -59,6 +67,12 @@ export function createApp(config: Config, deps: AppDeps): App {
     secrets: config.secrets,
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
+
+  const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i));
+  const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets: config.secrets }, logger);
+  const streams = eventStreams(store, config.sseHeartbeatMs, logger);
+  let sweeper: NodeJS.Timeout | null = null;
+  let sweeping = false;
 
   const app = express();
   app.disable('x-powered-by');
@@ -113,7 +127,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     next();
   });
 
-  createExpressEndpoints(contract, createRouter({ agents, conversations, store }), app, {
+  createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, db: deps.db }), app, {
     responseValidation: false,
     jsonQuery: false,
     requestValidationErrorHandler: (err, req, res) =>
@@ -133,12 +147,35 @@ export function createApp(config: Config, deps: AppDeps): App {
     app,
     agents,
     conversations,
+    lifecycle,
+    webhooks,
+    store,
     logger,
+    startBackground: async () => {
+      await store.listen(logger);
+      webhooks.start(config.webhookIntervalMs);
+      if (config.sweepIntervalMs > 0 && !sweeper) {
+        sweeper = setInterval(() => {
+          if (sweeping) return;
+          sweeping = true;
+          lifecycle
+            .sweep()
+            .then((r) => (r.abandoned || r.erased) && logger.info(r, 'sweep'))
+            .catch((err) => logger.warn({ err }, 'sweep failed'))
+            .finally(() => (sweeping = false));
+        }, config.sweepIntervalMs);
+        sweeper.unref();
+      }
+    },
     /** Waits (up to `graceMs`) for conversation calls under way to finish, then closes the action client. */
     close: async (graceMs = 10_000) => {
+      if (sweeper) clearInterval(sweeper);
+      streams.closeAll();
       const until = Date.now() + graceMs;
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
       await actions.close();
+      await webhooks.stop();
+      await store.stopListening();
     },
   };
 }

@@ -25,6 +25,14 @@ const EnvSchema = z.object({
   ROUTER_LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   ROUTER_LLM_API_KEY: z.string().optional(),
   ROUTER_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).default(30_000),
+  WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
+  SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
+  RETENTION_DAYS: z.coerce.number().min(0).default(0),
+  TENANT_RETENTION_DAYS: z
+    .string()
+    .regex(/^(\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)?(,\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)*$/, 'must look like "acme=30,beta=7"')
+    .default(''),
 });
 
 export interface Config {
@@ -45,6 +53,13 @@ export interface Config {
   agentsDir?: string;
   agentsTenant: string;
   dbPoolMax: number;
+  /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
+  sweepIntervalMs: number;
+  /** How often due webhook deliveries are attempted (0: never). */
+  webhookIntervalMs: number;
+  sseHeartbeatMs: number;
+  /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
+  retention: { days: number; tenants: Readonly<Record<string, number>> };
   /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
   routerLlm?: { url: string; model: string; apiKey?: string; timeoutMs: number };
 }
@@ -82,6 +97,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
     dbPoolMax: e.DB_POOL_MAX,
+    sweepIntervalMs: e.SWEEP_INTERVAL_MS,
+    webhookIntervalMs: e.WEBHOOK_INTERVAL_MS,
+    sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
+    retention: {
+      days: e.RETENTION_DAYS,
+      tenants: Object.fromEntries(
+        e.TENANT_RETENTION_DAYS.split(',')
+          .map((p) => p.trim())
+          .filter(Boolean)
+          .map((p) => {
+            const [t, d] = p.split('=').map((x) => x.trim());
+            return [t, Number(d)];
+          }),
+      ),
+    },
     routerLlm: e.ROUTER_LLM_URL
       ? { url: e.ROUTER_LLM_URL, model: e.ROUTER_LLM_MODEL, apiKey: e.ROUTER_LLM_API_KEY, timeoutMs: e.ROUTER_LLM_TIMEOUT_MS }
       : undefined,

@@ -37,6 +37,31 @@ export interface Conversation {
   updatedAt: string;
   completedAt: string | null;
   lastUserTurnAt: string;
+  /** When the conversation becomes abandoned (active and paused ones only). */
+  inactiveAfter: string | null;
+  erasedAt: string | null;
+}
+
+export type EventType = 'turn.created' | 'status.changed' | 'phase.changed';
+
+export interface EventDraft {
+  type: EventType;
+  data: Record<string, unknown>;
+  createdAt: string;
+}
+
+export type WebhookEvent = 'conversation.completed' | 'conversation.escalated' | 'conversation.abandoned';
+
+export interface WebhookDraft {
+  id: string;
+  agentId: string;
+  event: WebhookEvent;
+  url: string;
+  secretName: string | null;
+  payload: Record<string, unknown>;
+  /** The audit sequence of the status change: orders deliveries within a conversation. */
+  seq: number;
+  createdAt: string;
 }
 
 export interface TurnRow {

@@ -36,6 +36,7 @@ export async function start(config: Config): Promise<Running> {
     }
   }
 
+  await built.startBackground();
   const server = built.app.listen(config.port, config.host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

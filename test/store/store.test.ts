@@ -37,6 +37,8 @@ function conversation(tenantId: string, agentId: string, over: Partial<Conversat
     updatedAt: T0,
     completedAt: null,
     lastUserTurnAt: T0,
+    inactiveAfter: null,
+    erasedAt: null,
     ...over,
   };
 }
@@ -159,7 +161,7 @@ describe.each(databases)('migrations on $name', (database) => {
       await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
       await rollbackAll(db);
       expect(await db.knex.schema.hasTable('conversations')).toBe(false);
-      expect(await migrate(db)).toEqual(['001_initial']);
+      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle']);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
     } finally {

@@ -2,10 +2,10 @@
 // too), cut at a timeout and a response size, retried with backoff on timeouts, network errors
 // and 5xx, and reported with secrets masked and bodies cut at 4 KiB for the audit log.
 import pRetry, { AbortError } from 'p-retry';
-import { Agent, buildConnector, interceptors, request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from 'undici';
 import type { ActionResult, AuditDraft } from '../domain.js';
 import type { ActionRequest } from '../engine/run.js';
-import { AddressPolicy, BlockedAddressError } from './ssrf.js';
+import { BlockedAddressError, guardedDispatcher } from './ssrf.js';
 
 export const AUDIT_BODY_LIMIT = 4096;
 
@@ -31,16 +31,7 @@ export class HttpActionRunner {
   private readonly secretValues: string[];
 
   constructor(private readonly opts: HttpActionOptions) {
-    const policy = new AddressPolicy(opts.allowedHosts);
-    const base = buildConnector({ timeout: 10_000 });
-    const connect: buildConnector.connector = (o, cb) => {
-      const port = o.port || (o.protocol === 'https:' ? '443' : '80');
-      policy.resolve(o.hostname, port).then(
-        (ip) => base({ ...o, hostname: ip, servername: o.servername ?? (o.hostname.startsWith('[') ? undefined : o.hostname) }, cb),
-        (err) => cb(err, null),
-      );
-    };
-    this.dispatcher = new Agent({ connect, connections: 64 }).compose(interceptors.redirect({ maxRedirections: 3 }));
+    this.dispatcher = guardedDispatcher(opts.allowedHosts, { maxRedirections: 3 });
     // Longest first, so a secret that contains another is masked whole.
     this.secretValues = Object.values(opts.secrets)
       .filter((v) => v.length >= 4)

@@ -2,6 +2,7 @@
 // reserved and cloud-metadata ranges are refused unless the operator allow-lists the host.
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { Agent, buildConnector, interceptors, type Dispatcher } from 'undici';
 
 const blocked = new BlockList();
 for (const [net, bits] of [
@@ -76,4 +77,22 @@ export class AddressPolicy {
     }
     throw new BlockedAddressError(`${host} resolves to a private or reserved address (${addresses[0]}); allow it with ACTION_ALLOWED_HOSTS`);
   }
+}
+
+/**
+ * An HTTP client that connects only where the policy allows: every connection (every redirect
+ * hop too) resolves the host, checks the address, and connects to exactly that address.
+ */
+export function guardedDispatcher(allowedHosts: readonly string[], opts: { maxRedirections?: number } = {}): Dispatcher {
+  const policy = new AddressPolicy(allowedHosts);
+  const base = buildConnector({ timeout: 10_000 });
+  const connect: buildConnector.connector = (o, cb) => {
+    const port = o.port || (o.protocol === 'https:' ? '443' : '80');
+    policy.resolve(o.hostname, port).then(
+      (ip) => base({ ...o, hostname: ip, servername: o.servername ?? (o.hostname.startsWith('[') ? undefined : o.hostname) }, cb),
+      (err) => cb(err, null),
+    );
+  };
+  const agent = new Agent({ connect, connections: 64 });
+  return opts.maxRedirections ? agent.compose(interceptors.redirect({ maxRedirections: opts.maxRedirections })) : agent;
 }

@@ -4,19 +4,37 @@ import { contract } from '@switchboard/contract';
 import type { AgentService } from '../service/agent-service.js';
 import type { ConversationService } from '../service/conversation-service.js';
 import type { ConversationStore } from '../store/conversation-store.js';
-import { UnavailableError } from '../errors.js';
+import { InputError, UnavailableError } from '../errors.js';
+import type { LifecycleService } from '../service/lifecycle.js';
+import { listDeliveries } from '../service/webhooks.js';
+import type { Database } from '../store/db.js';
+import type { EventStreams } from './events.js';
 
 const s = initServer();
 
 export interface RouteDeps {
   agents: AgentService;
   conversations: ConversationService;
+  lifecycle: LifecycleService;
   store: ConversationStore;
+  streams: EventStreams;
+  db: Database;
+}
+
+function decodeCursor(cursor: string | undefined): { createdAt: string; id: string } | null {
+  if (!cursor) return null;
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string')) return { createdAt: v[0], id: v[1] };
+  } catch {
+    /* reported below */
+  }
+  throw new InputError('Invalid cursor', [{ path: 'query.cursor', message: 'not a cursor this endpoint returned' }]);
 }
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, store }: RouteDeps) {
+export function createRouter({ agents, conversations, lifecycle, store, streams, db }: RouteDeps) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, res }) => ({
@@ -46,6 +64,47 @@ export function createRouter({ agents, conversations, store }: RouteDeps) {
         status: 200,
         body: await conversations.audit(headers['tenant-id'], params.slug, params.id, query),
       }),
+      streamEvents: async ({ params, headers, req, res }) => {
+        const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
+        const last = headers['last-event-id'] !== undefined ? Number(headers['last-event-id']) : null;
+        const stream = await streams.open(c.tenantId, c.id, last, req);
+        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+        res.setHeader('cache-control', 'no-cache, no-transform');
+        res.setHeader('x-accel-buffering', 'no');
+        res.flushHeaders();
+        // ts-rest pipes a stream body to the response as it is written.
+        return { status: 200, body: stream as unknown as string };
+      },
+      postOperatorMessage: async ({ params, headers, body, res }) => ({
+        status: 201,
+        body: await lifecycle.operatorMessage(headers['tenant-id'], params.slug, params.id, body.message, body.author, requestId(res)),
+      }),
+      setStatus: async ({ params, headers, body, res }) => ({
+        status: 200,
+        body: await lifecycle.setStatus(headers['tenant-id'], params.slug, params.id, body.status, body.outcome, requestId(res)),
+      }),
+      eraseConversation: async ({ params, headers }) => {
+        await lifecycle.erase(headers['tenant-id'], params.slug, params.id);
+        return { status: 204, body: undefined };
+      },
+      eraseUserConversations: async ({ params, headers }) => ({
+        status: 200,
+        body: { erased: await lifecycle.eraseUser(headers['tenant-id'], params.user_id) },
+      }),
+      listWebhookDeliveries: async ({ params, headers, query }) => {
+        const agent = await agents.any(headers['tenant-id'], params.slug);
+        const { rows, more } = await listDeliveries(db, headers['tenant-id'], agent.id, {
+          status: query.status,
+          conversation_id: query.conversation_id,
+          limit: query.limit,
+          after: decodeCursor(query.cursor),
+        });
+        const last = rows[rows.length - 1];
+        return {
+          status: 200,
+          body: { data: rows, next_cursor: more && last ? Buffer.from(JSON.stringify([last.created_at, last.id])).toString('base64url') : null },
+        };
+      },
       putAgent: async ({ params, headers, body }) => ({
         status: 200,
         body: (await agents.put(headers['tenant-id'], params.slug, body)).agent,

@@ -12,7 +12,8 @@ import type {
   ConverseResponse,
   Turn,
 } from '@switchboard/contract';
-import type { Conversation, TurnRow } from '../domain.js';
+import type { Conversation, EventDraft, TurnRow } from '../domain.js';
+import { abandonIfDue, inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { runTurn, type EngineReply, type TurnResult } from '../engine/run.js';
@@ -136,15 +137,18 @@ export class ConversationService {
         prior = await unit.load(tenantId, agentId, conversationId);
         storageMs += ms(t);
         // Another user's conversation is reported exactly as an unknown one.
-        if (!prior || (userId !== null && prior.userId !== userId)) {
+        if (!prior || prior.erasedAt || (userId !== null && prior.userId !== userId)) {
           throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
-        }
-        if (prior.status === 'completed' || prior.status === 'abandoned') {
-          throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
         }
       }
       const agent = await this.agents.compiledVersion(tenantId, agentId, prior ? prior.agentVersion : currentVersion);
       const now = iso(this.clock.now());
+      if (prior && (await abandonIfDue(prior, agent, unit, now, call.requestId))) {
+        throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
+      }
+      if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
+        throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
+      }
       const context = mergeContext(prior?.context ?? null, body.context);
       const turnIndex = prior ? prior.turnCount : 0;
 
@@ -178,6 +182,8 @@ export class ConversationService {
         completedAt:
           prior?.completedAt ?? (result.status === 'completed' || result.status === 'abandoned' ? now : null),
         lastUserTurnAt: now,
+        inactiveAfter: inactiveAfter(agent, result.status, now),
+        erasedAt: null,
       };
       const response: ConverseResponse = {
         conversation_id: conversationId,
@@ -205,14 +211,23 @@ export class ConversationService {
           },
         },
       ];
+      const turns: TurnRow[] = [
+        { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
+        { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
+      ];
+      const events: EventDraft[] = turns.map(turnEvent);
+      if (!prior || prior.phase !== result.phase || prior.capability !== result.capability.name) {
+        events.push({ type: 'phase.changed', data: { capability: result.capability.name, from: prior?.phase ?? null, to: result.phase }, createdAt: now });
+      }
+      for (const a of audit) if (a.type === 'status_change') events.push({ type: 'status.changed', data: a.data, createdAt: now });
+      const statusIdx = audit.findLastIndex((a) => a.type === 'status_change');
       await unit.commit({
         conversation,
         isNew,
         expectedAuditSeq: prior?.auditSeq ?? 0,
-        turns: [
-          { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
-          { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
-        ],
+        turns,
+        events,
+        webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, prior?.status ?? null, (prior?.auditSeq ?? 0) + statusIdx + 1, now) : [],
         audit,
         requestId: call.requestId,
         idempotency: idem ? { agentId, key: idem.key, requestHash: idem.hash, response } : undefined,
@@ -278,7 +293,8 @@ export class ConversationService {
 
   // ---- reads ----
 
-  private async owned(tenantId: string, slug: string, id: string): Promise<Conversation> {
+  /** The conversation of this agent, or 404 (unknown, foreign). */
+  async owned(tenantId: string, slug: string, id: string): Promise<Conversation> {
     const agent = await this.agents.any(tenantId, slug);
     const c = await this.store.get(tenantId, agent.id, id);
     if (!c) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
@@ -315,6 +331,7 @@ export class ConversationService {
       agent_version: c.agentVersion,
       slots: c.flow.slots,
       context: c.context,
+      erased_at: c.erasedAt,
     };
   }
 

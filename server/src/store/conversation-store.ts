@@ -1,9 +1,10 @@
 // Conversations, turns, audit entries and idempotency records, over Knex (SQLite or PostgreSQL).
 // Every query filters by tenant_id.
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus, Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, Conversation, TurnRow } from '../domain.js';
+import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
 import { UnavailableError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { Database } from './db.js';
@@ -26,6 +27,8 @@ export interface TurnWrite {
   audit: AuditDraft[];
   requestId: string;
   idempotency?: { agentId: string; key: string; requestHash: string; response: unknown };
+  events?: EventDraft[];
+  webhooks?: WebhookDraft[];
 }
 
 export interface IdempotencyRecord {
@@ -34,13 +37,18 @@ export interface IdempotencyRecord {
   response: unknown;
 }
 
-/** Reads and the one write of a converse call, under that conversation's lock. */
+/** Reads and the one write of a call on a conversation, under that conversation's lock. */
 export interface ConversationUnit {
-  load(tenantId: string, agentId: string, id: string): Promise<Conversation | null>;
+  /** `agentId` null: any agent of the tenant. `skipLocked`: null when another process holds the row (PostgreSQL). */
+  load(tenantId: string, agentId: string | null, id: string, opts?: { skipLocked?: boolean }): Promise<Conversation | null>;
   commit(write: TurnWrite): Promise<void>;
+  erase(conversation: Conversation, now: string): Promise<void>;
 }
 
 export class ConcurrentUpdateError extends Error {}
+
+/** The PostgreSQL channel on which a commit with new events names its conversation. */
+export const EVENTS_CHANNEL = 'switchboard_events';
 export class DuplicateIdempotencyKeyError extends Error {}
 
 const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
@@ -66,6 +74,8 @@ function rowToConversation(r: any): Conversation {
     updatedAt: r.updated_at,
     completedAt: r.completed_at,
     lastUserTurnAt: r.last_user_turn_at,
+    inactiveAfter: r.inactive_after ?? null,
+    erasedAt: r.erased_at ?? null,
   };
 }
 
@@ -90,6 +100,8 @@ function conversationToRow(c: Conversation) {
     updated_at: c.updatedAt,
     completed_at: c.completedAt,
     last_user_turn_at: c.lastUserTurnAt,
+    inactive_after: c.inactiveAfter,
+    erased_at: c.erasedAt,
   };
 }
 
@@ -183,10 +195,41 @@ function idempotencyRow(w: TurnWrite) {
   };
 }
 
+function eventRows(w: TurnWrite) {
+  return (w.events ?? []).map((e) => ({
+    tenant_id: w.conversation.tenantId,
+    conversation_id: w.conversation.id,
+    type: e.type,
+    data: JSON.stringify(e.data),
+    created_at: e.createdAt,
+  }));
+}
+
+function webhookRows(w: TurnWrite) {
+  return (w.webhooks ?? []).map((h) => ({
+    id: h.id,
+    tenant_id: w.conversation.tenantId,
+    agent_id: h.agentId,
+    conversation_id: w.conversation.id,
+    event: h.event,
+    url: h.url,
+    secret_name: h.secretName,
+    payload: JSON.stringify(h.payload),
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: h.createdAt,
+    created_at: h.createdAt,
+    seq: h.seq,
+  }));
+}
+
 export class ConversationStore {
   private readonly knex: Knex;
   private readonly locks = new KeyedLock();
   private readonly hot: SqliteHotPath | null;
+  /** Emits 'event' with a conversation id whenever events of that conversation were committed, by any process. */
+  readonly changes = new EventEmitter();
+  private listener: { stop(): Promise<void> } | null = null;
 
   constructor(private readonly db: Database) {
     this.knex = db.knex;
@@ -221,27 +264,80 @@ export class ConversationStore {
 
   private unit(q: Knex | Knex.Transaction, inTransaction: boolean): ConversationUnit {
     const hot = this.hot;
+    const afterCommit = (w: TurnWrite) => {
+      // On PostgreSQL the listener hears pg_notify; here the commit itself tells this process.
+      if (this.db.dialect === 'sqlite' && w.events?.length) this.changes.emit('event', w.conversation.id);
+    };
+    const erase = async (c: Conversation, now: string) => {
+      if (inTransaction) await this.eraseRows(q as Knex.Transaction, c, now);
+      else await this.knex.transaction((trx) => this.eraseRows(trx, c, now));
+    };
     if (hot) {
       return {
         load: async (tenantId, agentId, id) => {
-          const row = await hot.run((s) => s.conversation.get({ id, tenant_id: tenantId, agent_id: agentId }));
+          const row = agentId
+            ? await hot.run((s) => s.conversation.get({ id, tenant_id: tenantId, agent_id: agentId }))
+            : await this.knex('conversations').where({ id, tenant_id: tenantId }).first();
           return row ? rowToConversation(row) : null;
         },
-        commit: (write) => hot.run((s, conn) => conn.transaction(() => this.writeSqlite(s, write))()),
+        commit: async (write) => {
+          await hot.run((s, conn) => conn.transaction(() => this.writeSqlite(s, write))());
+          afterCommit(write);
+        },
+        erase,
       };
     }
     return {
-      load: async (tenantId, agentId, id) => {
-        let query = q('conversations').where({ id, tenant_id: tenantId, agent_id: agentId }).first();
-        if (inTransaction) query = query.forUpdate();
+      load: async (tenantId, agentId, id, opts) => {
+        let query = q('conversations').where({ id, tenant_id: tenantId }).first();
+        if (agentId) query = query.andWhere({ agent_id: agentId });
+        if (inTransaction) query = opts?.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
         const row = await query;
         return row ? rowToConversation(row) : null;
       },
       commit: async (write) => {
         if (inTransaction) await this.write(q as Knex.Transaction, write);
         else await this.knex.transaction((trx) => this.write(trx, write));
+        afterCommit(write);
       },
+      erase,
     };
+  }
+
+  /**
+   * Erases what a conversation says about a person: its turns, slots, action results, context,
+   * user id and event log; audit entries keep their skeleton (types, times, capabilities,
+   * outcomes) with request and response bodies and error texts removed.
+   */
+  private async eraseRows(trx: Knex.Transaction, c: Conversation, now: string): Promise<void> {
+    const where = { conversation_id: c.id, tenant_id: c.tenantId };
+    await trx('turns').where(where).delete();
+    await trx('conversation_events').where(where).delete();
+    const audit = await trx('audit_entries').where(where).whereIn('type', ['action_call', 'error']).select('sequence', 'type', 'data');
+    for (const a of audit) {
+      const d = JSON.parse(a.data);
+      const skeleton =
+        a.type === 'action_call'
+          ? { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true }
+          : { code: d.code, erased: true };
+      await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton) });
+    }
+    const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
+    for (const h of hooks) {
+      const p = JSON.parse(h.payload);
+      if (p?.data) p.data.user_id = null;
+      await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(p) });
+    }
+    await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
+    await trx('conversations')
+      .where({ id: c.id, tenant_id: c.tenantId })
+      .update({
+        user_id: null,
+        context: null,
+        state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
+        erased_at: now,
+        updated_at: now,
+      });
   }
 
   private async write(trx: Knex.Transaction, w: TurnWrite): Promise<void> {
@@ -255,6 +351,12 @@ export class ConversationStore {
     }
     if (w.turns.length) await trx('turns').insert(turnRows(w));
     if (w.audit.length) await trx('audit_entries').insert(auditRows(w));
+    if (w.events?.length) {
+      await trx('conversation_events').insert(eventRows(w));
+      // Delivered to every listening process when the transaction commits.
+      if (this.db.dialect === 'postgres') await trx.raw('select pg_notify(?, ?)', [EVENTS_CHANNEL, w.conversation.id]);
+    }
+    if (w.webhooks?.length) await trx('webhook_deliveries').insert(webhookRows(w));
     if (w.idempotency) {
       try {
         await trx('idempotency_keys').insert(idempotencyRow(w));
@@ -274,6 +376,8 @@ export class ConversationStore {
     }
     for (const t of turnRows(w)) s.insertTurn.run(t);
     for (const a of auditRows(w)) s.insertAudit.run(a);
+    for (const e of eventRows(w)) s.insertEvent.run(e);
+    for (const h of webhookRows(w)) s.insertWebhook.run(h);
     if (w.idempotency) {
       try {
         s.insertIdempotency.run(idempotencyRow(w));
@@ -336,6 +440,87 @@ export class ConversationStore {
     if (type) q.andWhere('type', type);
     const rows = await q.orderBy('sequence', 'asc').limit(limit);
     return rows.map(rowToAudit);
+  }
+
+  /** On PostgreSQL, LISTENs for other processes' commits (reconnecting when the connection drops). */
+  async listen(log: { warn(o: object, m: string): void }): Promise<void> {
+    if (this.db.dialect !== 'postgres' || this.listener) return;
+    this.changes.setMaxListeners(0);
+    let stopped = false;
+    let client: any = null;
+    const client_ = this.knex.client as { acquireRawConnection(): Promise<any>; destroyRawConnection(c: any): Promise<void> };
+    const connect = async (): Promise<void> => {
+      if (stopped) return;
+      try {
+        client = await client_.acquireRawConnection();
+        client.on('notification', (msg: { payload?: string }) => msg.payload && this.changes.emit('event', msg.payload));
+        client.on('error', (err: Error) => {
+          log.warn({ err }, 'event listener connection lost; reconnecting');
+          client = null;
+          setTimeout(() => void connect(), 1000).unref();
+        });
+        await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      } catch (err) {
+        log.warn({ err }, 'event listener could not connect; retrying');
+        setTimeout(() => void connect(), 1000).unref();
+      }
+    };
+    await connect();
+    this.listener = {
+      stop: async () => {
+        stopped = true;
+        if (client) await client_.destroyRawConnection(client).catch(() => undefined);
+      },
+    };
+  }
+
+  async stopListening(): Promise<void> {
+    await this.listener?.stop();
+    this.listener = null;
+  }
+
+  /** Events of a conversation after `afterId`, oldest first. */
+  async events(tenantId: string, conversationId: string, afterId: number, limit = 500): Promise<{ id: number; type: string; data: unknown; createdAt: string }[]> {
+    const rows = await this.knex('conversation_events')
+      .where({ tenant_id: tenantId, conversation_id: conversationId })
+      .andWhere('id', '>', afterId)
+      .orderBy('id', 'asc')
+      .limit(limit);
+    return rows.map((r) => ({ id: Number(r.id), type: r.type, data: JSON.parse(r.data), createdAt: r.created_at }));
+  }
+
+  /** The newest event id of a conversation (0 when none). */
+  async lastEventId(tenantId: string, conversationId: string): Promise<number> {
+    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'id' }).first();
+    return Number(r?.m ?? 0);
+  }
+
+  /** Conversations whose inactivity deadline has passed, oldest deadline first. */
+  async dueForAbandonment(now: string, limit: number): Promise<{ id: string; tenantId: string }[]> {
+    const rows = await this.knex('conversations')
+      .whereIn('status', ['active', 'paused'])
+      .andWhere('inactive_after', '<=', now)
+      .orderBy('inactive_after')
+      .limit(limit)
+      .select('id', 'tenant_id');
+    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  /** Closed, not yet erased conversations last changed before `before` (of one tenant, or of all). */
+  async dueForRetention(before: string, limit: number, tenantId?: string, excludeTenants: string[] = []): Promise<{ id: string; tenantId: string }[]> {
+    const q = this.knex('conversations')
+      .whereIn('status', ['completed', 'abandoned'])
+      .whereNull('erased_at')
+      .andWhere('updated_at', '<', before);
+    if (tenantId) q.andWhere('tenant_id', tenantId);
+    if (excludeTenants.length) q.whereNotIn('tenant_id', excludeTenants);
+    const rows = await q.orderBy('updated_at').limit(limit).select('id', 'tenant_id');
+    return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
+  }
+
+  async idsOfUser(tenantId: string, userId: string): Promise<string[]> {
+    const rows = await this.knex('conversations').where({ tenant_id: tenantId, user_id: userId }).select('id');
+    return rows.map((r) => r.id);
   }
 
   async ping(): Promise<void> {

@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import * as m001 from './migrations/001_initial.js';
+import * as m002 from './migrations/002_lifecycle.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -17,6 +18,7 @@ export interface Database {
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001_initial': m001,
+  '002_lifecycle': m002,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -22,8 +22,13 @@ const insertSql = (table: string, columns: readonly string[]) =>
 export const CONVERSATION_COLUMNS = [
   'id', 'tenant_id', 'agent_id', 'agent_version', 'user_id', 'status', 'outcome', 'capability', 'capability_id',
   'phase', 'awaiting_input', 'state', 'context', 'turn_count', 'audit_seq', 'created_at', 'updated_at',
-  'completed_at', 'last_user_turn_at',
+  'completed_at', 'last_user_turn_at', 'inactive_after', 'erased_at',
 ] as const;
+export const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'type', 'data', 'created_at'];
+export const WEBHOOK_COLUMNS = [
+  'id', 'tenant_id', 'agent_id', 'conversation_id', 'event', 'url', 'secret_name', 'payload', 'status', 'attempts',
+  'next_attempt_at', 'created_at', 'seq',
+];
 const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp'];
 const AUDIT_COLUMNS = ['id', 'conversation_id', 'sequence', 'tenant_id', 'turn_index', 'type', 'request_id', 'timestamp', 'duration_ms', 'data'];
 const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
@@ -40,6 +45,8 @@ function prepareAll(conn: Connection) {
     insertTurn: conn.prepare(insertSql('turns', TURN_COLUMNS)),
     insertAudit: conn.prepare(insertSql('audit_entries', AUDIT_COLUMNS)),
     insertIdempotency: conn.prepare(insertSql('idempotency_keys', IDEMPOTENCY_COLUMNS)),
+    insertEvent: conn.prepare(insertSql('conversation_events', EVENT_COLUMNS)),
+    insertWebhook: conn.prepare(insertSql('webhook_deliveries', WEBHOOK_COLUMNS)),
   };
 }
 

@@ -1,0 +1,265 @@
+// The conversation status model (PRODUCT.md §3) outside the dialogue itself: operator moves and
+// messages, abandonment after inactivity, erasure, and what every status change brings with it
+// (audit entry, events, webhook deliveries), written in the same transaction as the change.
+import { randomUUID } from 'node:crypto';
+import type { ConversationDetail, ConversationStatus, Turn } from '@switchboard/contract';
+import type { AuditDraft, Conversation, EventDraft, TurnRow, WebhookDraft, WebhookEvent } from '../domain.js';
+import type { CompiledAgent } from '../engine/compile.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import { iso, type Clock } from '../lib/clock.js';
+import type { ConversationStore, ConversationUnit, TurnWrite } from '../store/conversation-store.js';
+import type { AgentService } from './agent-service.js';
+
+/** Which moves the status table allows (the dialogue's own moves go through the engine). */
+export const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {
+  active: ['paused', 'completed', 'escalated', 'abandoned'],
+  paused: ['active', 'abandoned'],
+  escalated: ['completed'],
+  completed: [],
+  abandoned: [],
+};
+
+const WEBHOOK_OF: Partial<Record<ConversationStatus, WebhookEvent>> = {
+  completed: 'conversation.completed',
+  escalated: 'conversation.escalated',
+  abandoned: 'conversation.abandoned',
+};
+
+export const isOpen = (s: ConversationStatus) => s === 'active' || s === 'paused';
+
+/** When an active or paused conversation last spoken to at `lastUserTurnAt` becomes abandoned. */
+export function inactiveAfter(agent: CompiledAgent, status: ConversationStatus, lastUserTurnAt: string): string | null {
+  if (!isOpen(status)) return null;
+  return iso(new Date(Date.parse(lastUserTurnAt) + agent.definition.inactivity_timeout_seconds * 1000));
+}
+
+export function turnEvent(t: TurnRow): EventDraft {
+  const data: Record<string, unknown> = { index: t.idx, role: t.role, message: t.message, timestamp: t.timestamp };
+  if (t.role === 'agent') {
+    if (t.phase) data.phase = t.phase;
+    data.options = t.options ?? [];
+    if (t.author) data.author = t.author;
+  }
+  return { type: 'turn.created', data, createdAt: t.timestamp };
+}
+
+/** Webhook deliveries for a conversation that has just entered `c.status`. */
+export function webhooksFor(agent: CompiledAgent, c: Conversation, from: ConversationStatus | null, seq: number, now: string): WebhookDraft[] {
+  const event = WEBHOOK_OF[c.status];
+  if (!event || from === c.status) return [];
+  return (agent.definition.webhooks ?? [])
+    .filter((h) => h.events.includes(event))
+    .map((h) => ({
+      id: randomUUID(),
+      agentId: c.agentId,
+      event,
+      url: h.url,
+      secretName: h.secret_name ?? null,
+      seq,
+      createdAt: now,
+      payload: {
+        type: event,
+        timestamp: now,
+        data: {
+          conversation_id: c.id,
+          agent_id: c.agentId,
+          agent_version: c.agentVersion,
+          status: c.status,
+          outcome: c.outcome,
+          capability: c.capability,
+          user_id: c.userId,
+          created_at: c.createdAt,
+          completed_at: c.completedAt,
+        },
+      },
+    }));
+}
+
+/** The write that moves a conversation to `to`: state, audit entry, event and webhooks. */
+export function statusWrite(
+  agent: CompiledAgent,
+  c: Conversation,
+  to: ConversationStatus,
+  reason: string,
+  outcome: string | null,
+  now: string,
+  requestId: string,
+  extra: { turns?: TurnRow[]; audit?: AuditDraft[] } = {},
+): { write: TurnWrite; conversation: Conversation } {
+  const audit: AuditDraft[] = [
+    ...(extra.audit ?? []),
+    { type: 'status_change', turnIndex: null, timestamp: now, durationMs: null, data: { from: c.status, to, reason, outcome } },
+  ];
+  const next: Conversation = {
+    ...c,
+    status: to,
+    outcome,
+    awaitingInput: to !== 'completed' && to !== 'abandoned',
+    flow: to === 'completed' || to === 'abandoned' ? { ...c.flow, wait: 'closed' } : c.flow,
+    turnCount: c.turnCount + (extra.turns?.length ?? 0),
+    auditSeq: c.auditSeq + audit.length,
+    updatedAt: now,
+    completedAt: to === 'completed' || to === 'abandoned' ? now : c.completedAt,
+    // An operator's resume restarts the inactivity clock.
+    inactiveAfter: inactiveAfter(agent, to, to === 'active' ? now : c.lastUserTurnAt),
+  };
+  const events: EventDraft[] = [
+    ...(extra.turns ?? []).map(turnEvent),
+    { type: 'status.changed', data: { from: c.status, to, reason, outcome }, createdAt: now },
+  ];
+  return {
+    conversation: next,
+    write: {
+      conversation: next,
+      isNew: false,
+      expectedAuditSeq: c.auditSeq,
+      turns: extra.turns ?? [],
+      audit,
+      requestId,
+      events,
+      webhooks: webhooksFor(agent, next, c.status, next.auditSeq, now),
+    },
+  };
+}
+
+/**
+ * Abandons a conversation whose inactivity deadline has passed, inside a unit that holds it, so
+ * that a message arriving after the deadline but before the sweeper finds it closed.
+ * Returns true when it did.
+ */
+export async function abandonIfDue(c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string, requestId: string): Promise<boolean> {
+  if (!isOpen(c.status) || !c.inactiveAfter || c.inactiveAfter > now) return false;
+  await unit.commit(statusWrite(agent, c, 'abandoned', 'inactivity', 'abandoned', now, requestId).write);
+  return true;
+}
+
+export interface RetentionPolicy {
+  /** Days after which closed conversations are erased, for every tenant (0: never). */
+  days: number;
+  /** Per-tenant overrides. */
+  tenants: Readonly<Record<string, number>>;
+}
+
+export class LifecycleService {
+  constructor(
+    private readonly agents: AgentService,
+    private readonly store: ConversationStore,
+    private readonly clock: Clock,
+    private readonly retention: RetentionPolicy,
+    private readonly detail: (tenantId: string, slug: string, id: string) => Promise<ConversationDetail>,
+  ) {}
+
+  /** Runs `fn` on a conversation of an agent under its lock; 404 when unknown, foreign or erased. */
+  private async onConversation<T>(
+    tenantId: string,
+    slug: string,
+    id: string,
+    fn: (c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string) => Promise<T>,
+  ): Promise<T> {
+    const agentRow = await this.agents.any(tenantId, slug);
+    return this.store.exclusive(`conv:${id}`, id, async (unit) => {
+      const c = await unit.load(tenantId, agentRow.id, id);
+      if (!c || c.erasedAt) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
+      const agent = await this.agents.compiledVersion(tenantId, c.agentId, c.agentVersion);
+      return fn(c, agent, unit, iso(this.clock.now()));
+    });
+  }
+
+  async setStatus(tenantId: string, slug: string, id: string, to: ConversationStatus, outcome: string | undefined, requestId: string): Promise<ConversationDetail> {
+    await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
+      if (await abandonIfDue(c, agent, unit, now, requestId)) {
+        throw new ConflictError('invalid_transition', 'The conversation was abandoned for inactivity');
+      }
+      if (!TRANSITIONS[c.status].includes(to)) {
+        throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
+      }
+      const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
+      await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId).write);
+    });
+    return this.detail(tenantId, slug, id);
+  }
+
+  async operatorMessage(tenantId: string, slug: string, id: string, message: string, author: string | undefined, requestId: string): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
+    return this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
+      if (await abandonIfDue(c, agent, unit, now, requestId)) {
+        throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
+      }
+      if (c.status === 'completed' || c.status === 'abandoned') {
+        throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
+      }
+      const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
+      const next: Conversation = { ...c, turnCount: c.turnCount + 1, updatedAt: now };
+      await unit.commit({
+        conversation: next,
+        isNew: false,
+        expectedAuditSeq: c.auditSeq,
+        turns: [turn],
+        audit: [],
+        requestId,
+        events: [turnEvent(turn)],
+      });
+      return {
+        conversation_id: c.id,
+        turn_index: turn.idx,
+        turn: { role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
+      };
+    });
+  }
+
+  async erase(tenantId: string, slug: string, id: string): Promise<void> {
+    await this.onConversation(tenantId, slug, id, (c, _agent, unit, now) => unit.erase(c, now));
+  }
+
+  /** Erases every conversation of one end user of a tenant, across agents. */
+  async eraseUser(tenantId: string, userId: string): Promise<number> {
+    let n = 0;
+    for (const id of await this.store.idsOfUser(tenantId, userId)) {
+      const done = await this.store.exclusive(`conv:${id}`, id, async (unit) => {
+        const c = await unit.load(tenantId, null, id);
+        if (!c || c.erasedAt || c.userId !== userId) return false;
+        await unit.erase(c, iso(this.clock.now()));
+        return true;
+      });
+      if (done) n++;
+    }
+    return n;
+  }
+
+  /**
+   * One pass of the sweeper: abandons conversations past their inactivity deadline and erases
+   * closed ones past their retention. Each conversation is handled under its lock and checked
+   * again there, so with several processes each is swept exactly once (on PostgreSQL a row
+   * another process holds is skipped, not waited for).
+   */
+  async sweep(limit = 200): Promise<{ abandoned: number; erased: number }> {
+    const now = iso(this.clock.now());
+    let abandoned = 0;
+    for (const due of await this.store.dueForAbandonment(now, limit)) {
+      const done = await this.store.exclusive(`conv:${due.id}`, due.id, async (unit) => {
+        const c = await unit.load(due.tenantId, null, due.id, { skipLocked: true });
+        if (!c) return false;
+        const agent = await this.agents.compiledVersion(c.tenantId, c.agentId, c.agentVersion);
+        return abandonIfDue(c, agent, unit, iso(this.clock.now()), `sweeper:${randomUUID()}`);
+      });
+      if (done) abandoned++;
+    }
+    let erased = 0;
+    const eraseAll = async (days: number, tenantId?: string, exclude: string[] = []) => {
+      if (days <= 0) return;
+      const before = iso(new Date(this.clock.now().getTime() - days * 86_400_000));
+      for (const due of await this.store.dueForRetention(before, limit, tenantId, exclude)) {
+        const done = await this.store.exclusive(`conv:${due.id}`, due.id, async (unit) => {
+          const c = await unit.load(due.tenantId, null, due.id, { skipLocked: true });
+          if (!c || c.erasedAt || c.updatedAt >= before) return false;
+          await unit.erase(c, iso(this.clock.now()));
+          return true;
+        });
+        if (done) erased++;
+      }
+    };
+    const overridden = Object.keys(this.retention.tenants);
+    for (const [tenant, days] of Object.entries(this.retention.tenants)) await eraseAll(days, tenant);
+    await eraseAll(this.retention.days, undefined, overridden);
+    return { abandoned, erased };
+  }
+}
