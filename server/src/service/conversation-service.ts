@@ -129,7 +129,7 @@ export class ConversationService {
     const conversationId = body.conversation_id ?? randomUUID();
     const isNew = body.conversation_id === undefined;
 
-    return this.store.exclusive(`conv:${conversationId}`, isNew ? null : conversationId, async (unit) => {
+    const outcome = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : conversationId, async (unit): Promise<ConverseResponse | 'abandoned'> => {
       let storageMs = storageBefore;
       let prior: Conversation | null = null;
       if (!isNew) {
@@ -143,9 +143,8 @@ export class ConversationService {
       }
       const agent = await this.agents.compiledVersion(tenantId, agentId, prior ? prior.agentVersion : currentVersion);
       const now = iso(this.clock.now());
-      if (prior && (await abandonIfDue(prior, agent, unit, now, call.requestId))) {
-        throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
-      }
+      // Returned, not thrown: a throw would roll the abandonment back on PostgreSQL.
+      if (prior && (await abandonIfDue(prior, agent, unit, now, call.requestId))) return 'abandoned';
       if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
       }
@@ -234,6 +233,8 @@ export class ConversationService {
       });
       return response;
     });
+    if (outcome === 'abandoned') throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
+    return outcome;
   }
 
   /** Drives the engine's generator, making the action calls it asks for; times each part. */

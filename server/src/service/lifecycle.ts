@@ -166,24 +166,23 @@ export class LifecycleService {
   }
 
   async setStatus(tenantId: string, slug: string, id: string, to: ConversationStatus, outcome: string | undefined, requestId: string): Promise<ConversationDetail> {
-    await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
-      if (await abandonIfDue(c, agent, unit, now, requestId)) {
-        throw new ConflictError('invalid_transition', 'The conversation was abandoned for inactivity');
-      }
+    const abandoned = await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
+      // Returned, not thrown: a throw would roll the abandonment back on PostgreSQL.
+      if (await abandonIfDue(c, agent, unit, now, requestId)) return true;
       if (!TRANSITIONS[c.status].includes(to)) {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
       }
       const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
       await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId).write);
+      return false;
     });
+    if (abandoned) throw new ConflictError('invalid_transition', 'The conversation was abandoned for inactivity');
     return this.detail(tenantId, slug, id);
   }
 
   async operatorMessage(tenantId: string, slug: string, id: string, message: string, author: string | undefined, requestId: string): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
-    return this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
-      if (await abandonIfDue(c, agent, unit, now, requestId)) {
-        throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
-      }
+    const result = await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
+      if (await abandonIfDue(c, agent, unit, now, requestId)) return null;
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
@@ -201,9 +200,11 @@ export class LifecycleService {
       return {
         conversation_id: c.id,
         turn_index: turn.idx,
-        turn: { role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
+        turn: { role: 'agent' as const, message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
       };
     });
+    if (!result) throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
+    return result;
   }
 
   async erase(tenantId: string, slug: string, id: string): Promise<void> {
