@@ -1,14 +1,31 @@
-// Two server processes on one PostgreSQL database: messages to one conversation still apply one
-// at a time (row lock), whichever replica they reach.
+// Two server processes on one PostgreSQL database: messages to one conversation apply one at a
+// time (row lock) wherever they arrive; the sweeper and the webhook outbox do each piece of work
+// once; events written by one process stream from the other (LISTEN/NOTIFY).
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { slowEchoAgent } from '../helpers/agents.js';
+import { FakeClock } from '../helpers/clock.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { supertestDriver, type Driver } from '../helpers/drivers.js';
-import { ordersHandler, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { json, ordersHandler, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { openSse } from '../helpers/sse.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
+const T = { 'tenant-id': 'acme' };
+
+const lifeAgent = (hookUrl: string) => ({
+  name: 'Life',
+  inactivity_timeout_seconds: 60,
+  webhooks: [{ url: hookUrl, events: ['conversation.abandoned', 'conversation.completed'] }],
+  capabilities: [
+    { name: 'ask', examples: ['I have a question', 'question please'], phases: [{ id: 'q', say: 'Ask away.', collect: { slot: 'q' } }, { id: 'a', say: 'Noted.' }] },
+    { name: 'bye', examples: ['goodbye', 'bye bye'], phases: [{ id: 'f', say: 'Bye!', end: 'completed' }] },
+  ],
+});
 
 describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
   let drop: () => Promise<void>;
@@ -16,21 +33,32 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
   let apps: App[] = [];
   let replicas: Driver[] = [];
   let backend: Backend;
+  let hooks: Backend;
+  let server: Server;
+  const clock = new FakeClock();
 
   beforeAll(async () => {
     const created = await postgres!.create();
     drop = created.drop;
     second = openDatabase(created.url, { poolMax: 20 });
     backend = await startBackend(ordersHandler);
-    const allowed = { actionAllowedHosts: [`127.0.0.1:${backend.port}`] };
-    apps = [testApp(created.db, allowed), testApp(second, allowed)];
+    hooks = await startBackend((_q, res) => setTimeout(() => json(res, 204, {}), 10));
+    const config = { actionAllowedHosts: [`127.0.0.1:${backend.port}`, `127.0.0.1:${hooks.port}`] };
+    apps = [testApp(created.db, config, clock), testApp(second, config, clock)];
+    for (const a of apps) await a.startBackground();
     replicas = apps.map(supertestDriver);
+    server = apps[1].app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
     expect((await replicas[0].putAgent('slow-echo', slowEchoAgent(backend.url))).status).toBe(200);
+    await request(apps[0].app).put('/api/v1/agents/life').set(T).send(lifeAgent(`${hooks.url}/hooks`)).expect(200);
   });
   afterAll(async () => {
     for (const a of apps) await a.close();
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
     await second?.close();
     await backend?.close();
+    await hooks?.close();
     await drop?.();
   });
 
@@ -45,5 +73,37 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
     const turns = (await replicas[1].history('slow-echo', id)).body.turns as { role: string; message: string }[];
     expect(turns).toHaveLength(42);
     for (let i = 2; i < turns.length; i += 2) expect(turns[i + 1].message).toBe(`You said: ${turns[i].message}`);
+  });
+
+  it('streams from one replica the events written through the other', async () => {
+    const id = (await request(apps[0].app).post('/api/v1/agents/life/converse').set(T).send({ message: 'I have a question' })).body.conversation_id;
+    const port = (server.address() as AddressInfo).port;
+    const stream = await openSse(`http://127.0.0.1:${port}/api/v1/agents/life/conversations/${id}/events`, T);
+    await request(apps[0].app).post('/api/v1/agents/life/converse').set(T).send({ message: 'is it raining', conversation_id: id }).expect(200);
+    const events = await stream.take(3);
+    stream.close();
+    expect(events.map((e) => e.event)).toEqual(['turn.created', 'turn.created', 'phase.changed']);
+    expect(JSON.parse(events[0].data!).message).toBe('is it raining');
+  });
+
+  it('sweeps each inactive conversation exactly once, and delivers each webhook once, with two processes at the same time', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const r = await request(apps[i % 2].app).post('/api/v1/agents/life/converse').set(T).send({ message: 'I have a question' });
+      ids.push(r.body.conversation_id);
+    }
+    clock.advance(61_000);
+    const [a, b] = await Promise.all([apps[0].lifecycle.sweep(), apps[1].lifecycle.sweep()]);
+    expect(a.abandoned + b.abandoned).toBeGreaterThanOrEqual(12);
+    for (const id of ids) {
+      const audit = await request(apps[1].app).get(`/api/v1/agents/life/conversations/${id}/audit-logs`).query({ type: 'status_change' }).set(T);
+      expect(audit.body.data.filter((e: { data: { reason: string } }) => e.data.reason === 'inactivity')).toHaveLength(1);
+    }
+    const before = hooks.requests.length;
+    const [x, y] = await Promise.all([apps[0].webhooks.runOnce(), apps[1].webhooks.runOnce()]);
+    expect(x.delivered + y.delivered).toBeGreaterThanOrEqual(12);
+    const delivered = hooks.requests.slice(before).map((r) => JSON.parse(r.body).data.conversation_id as string);
+    for (const id of ids) expect(delivered.filter((d) => d === id)).toHaveLength(1);
+    expect(new Set(delivered).size).toBe(delivered.length);
   });
 });
