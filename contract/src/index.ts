@@ -85,7 +85,11 @@ export const conversationsContract = c.router({
     path: '/agents/:slug/conversations/:id/events',
     pathParams: ConversationParams,
     headers: TenantHeaders.extend({
-      'last-event-id': z.string().regex(/^\d{1,18}$/, 'must be an event id').optional().describe('Resume after this event'),
+      'last-event-id': z
+        .string()
+        .regex(/^\d{1,18}-\d{1,6}$/, 'must be an event id such as 42-3')
+        .optional()
+        .describe('Resume after this event'),
     }),
     responses: {
       200: c.otherResponse({

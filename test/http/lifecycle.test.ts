@@ -252,7 +252,9 @@ describe.each(databases)('lifecycle on $name', (database) => {
       const resumed = await openSse(url, { ...T, 'last-event-id': events[2].id! });
       const replay = await resumed.take(4);
       expect(replay.map((e) => e.event)).toEqual(['turn.created', 'turn.created', 'phase.changed', 'status.changed']);
-      expect(Number(replay[0].id)).toBeGreaterThan(Number(events[2].id));
+      expect(replay[0].id).toMatch(/^\d+-0$/);
+      expect(Number(replay[0].id!.split('-')[0])).toBeGreaterThan(Number(events[2].id!.split('-')[0]));
+      expect(events.map((e) => e.id!.split('-')[1])).toEqual(['0', '1', '2']);
       expect(JSON.parse(replay[3].data!)).toMatchObject({ from: 'active', to: 'completed' });
       resumed.close();
     });

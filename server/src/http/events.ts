@@ -3,10 +3,10 @@
 // process's own commits on SQLite), with heartbeats; ends cleanly when the client goes.
 import type { Request } from 'express';
 import { PassThrough } from 'node:stream';
-import type { ConversationStore } from '../store/conversation-store.js';
+import { parseEventId, type ConversationStore } from '../store/conversation-store.js';
 
 export interface EventStreams {
-  open(tenantId: string, conversationId: string, lastEventId: number | null, req: Request): Promise<PassThrough>;
+  open(tenantId: string, conversationId: string, lastEventId: string | null, req: Request): Promise<PassThrough>;
   /** Ends every open stream (shutdown). */
   closeAll(): void;
 }
@@ -16,7 +16,7 @@ export function eventStreams(store: ConversationStore, heartbeatMs: number, log:
   return {
     async open(tenantId, conversationId, lastEventId, req) {
       const stream = new PassThrough();
-      let last = lastEventId ?? (await store.lastEventId(tenantId, conversationId));
+      let last = lastEventId !== null ? parseEventId(lastEventId) : await store.lastEventPosition(tenantId, conversationId);
       let pumping = false;
       let again = false;
       let closed = false;
@@ -30,11 +30,15 @@ export function eventStreams(store: ConversationStore, heartbeatMs: number, log:
         try {
           do {
             again = false;
-            for (const e of await store.events(tenantId, conversationId, last)) {
-              if (closed) return;
-              stream.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
-              last = e.id;
-            }
+            let batch;
+            do {
+              batch = await store.events(tenantId, conversationId, last);
+              for (const e of batch) {
+                if (closed) return;
+                stream.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+                last = e.position;
+              }
+            } while (batch.length && !closed);
           } while (again && !closed);
         } catch (err) {
           log.warn({ err, conversation: conversationId }, 'event stream read failed');

@@ -66,7 +66,7 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       }),
       streamEvents: async ({ params, headers, req, res }) => {
         const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
-        const last = headers['last-event-id'] !== undefined ? Number(headers['last-event-id']) : null;
+        const last = headers['last-event-id'] ?? null;
         const stream = await streams.open(c.tenantId, c.id, last, req);
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
         res.setHeader('cache-control', 'no-cache, no-transform');

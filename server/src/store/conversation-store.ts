@@ -196,13 +196,26 @@ function idempotencyRow(w: TurnWrite) {
 }
 
 function eventRows(w: TurnWrite) {
-  return (w.events ?? []).map((e) => ({
-    tenant_id: w.conversation.tenantId,
-    conversation_id: w.conversation.id,
-    type: e.type,
-    data: JSON.stringify(e.data),
-    created_at: e.createdAt,
-  }));
+  if (!w.events?.length) return [];
+  return [
+    {
+      tenant_id: w.conversation.tenantId,
+      conversation_id: w.conversation.id,
+      events: JSON.stringify(w.events.map((e) => ({ type: e.type, data: e.data }))),
+      created_at: w.conversation.updatedAt,
+    },
+  ];
+}
+
+/** Where a reader of a conversation's events stands: after event `index` of row `row`. */
+export interface EventPosition {
+  row: number;
+  index: number;
+}
+
+export function parseEventId(id: string): EventPosition {
+  const [row, index] = id.split('-').map(Number);
+  return { row, index: index ?? Number.MAX_SAFE_INTEGER };
 }
 
 function webhookRows(w: TurnWrite) {
@@ -479,20 +492,27 @@ export class ConversationStore {
     this.listener = null;
   }
 
-  /** Events of a conversation after `afterId`, oldest first. */
-  async events(tenantId: string, conversationId: string, afterId: number, limit = 500): Promise<{ id: number; type: string; data: unknown; createdAt: string }[]> {
+  /** Events of a conversation after `after`, oldest first, each with its id (`row-index`). */
+  async events(tenantId: string, conversationId: string, after: EventPosition, limit = 100): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
     const rows = await this.knex('conversation_events')
       .where({ tenant_id: tenantId, conversation_id: conversationId })
-      .andWhere('id', '>', afterId)
+      .andWhere('id', '>=', after.row)
       .orderBy('id', 'asc')
       .limit(limit);
-    return rows.map((r) => ({ id: Number(r.id), type: r.type, data: JSON.parse(r.data), createdAt: r.created_at }));
+    const out: { id: string; position: EventPosition; type: string; data: unknown }[] = [];
+    for (const r of rows) {
+      const row = Number(r.id);
+      (JSON.parse(r.events) as { type: string; data: unknown }[]).forEach((e, index) => {
+        if (row > after.row || index > after.index) out.push({ id: `${row}-${index}`, position: { row, index }, type: e.type, data: e.data });
+      });
+    }
+    return out;
   }
 
-  /** The newest event id of a conversation (0 when none). */
-  async lastEventId(tenantId: string, conversationId: string): Promise<number> {
+  /** The position after a conversation's newest event. */
+  async lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
     const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'id' }).first();
-    return Number(r?.m ?? 0);
+    return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
   }
 
   /** Conversations whose inactivity deadline has passed, oldest deadline first. */

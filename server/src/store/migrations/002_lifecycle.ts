@@ -10,12 +10,13 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['inactive_after'], 'conversations_inactive_idx');
     t.index(['tenant_id', 'user_id'], 'conversations_user_idx');
   });
+  // One row per write, holding the events of that write in order (an event's id is row-index):
+  // a converse call's four events cost one insert.
   await knex.schema.createTable('conversation_events', (t) => {
     t.bigIncrements('id').primary();
     t.string('tenant_id', 64).notNullable();
     t.uuid('conversation_id').notNullable().references('id').inTable('conversations');
-    t.string('type', 32).notNullable();
-    t.text('data').notNullable();
+    t.text('events').notNullable();
     t.string('created_at', 30).notNullable();
     t.index(['conversation_id', 'id'], 'conversation_events_conv_idx');
   });
