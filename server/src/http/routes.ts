@@ -4,7 +4,8 @@ import { contract } from '@switchboard/contract';
 import type { AgentService } from '../service/agent-service.js';
 import type { ConversationService } from '../service/conversation-service.js';
 import type { ConversationStore } from '../store/conversation-store.js';
-import { InputError, UnavailableError } from '../errors.js';
+import { UnavailableError } from '../errors.js';
+import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { LifecycleService } from '../service/lifecycle.js';
 import { listDeliveries } from '../service/webhooks.js';
 import type { Database } from '../store/db.js';
@@ -19,17 +20,6 @@ export interface RouteDeps {
   store: ConversationStore;
   streams: EventStreams;
   db: Database;
-}
-
-function decodeCursor(cursor: string | undefined): { createdAt: string; id: string } | null {
-  if (!cursor) return null;
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string')) return { createdAt: v[0], id: v[1] };
-  } catch {
-    /* reported below */
-  }
-  throw new InputError('Invalid cursor', [{ path: 'query.cursor', message: 'not a cursor this endpoint returned' }]);
 }
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
@@ -97,12 +87,12 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
           status: query.status,
           conversation_id: query.conversation_id,
           limit: query.limit,
-          after: decodeCursor(query.cursor),
+          after: ((p) => (p ? { createdAt: p[0], id: p[1] } : null))(decodeCursor(query.cursor, isTimeAndId)),
         });
         const last = rows[rows.length - 1];
         return {
           status: 200,
-          body: { data: rows, next_cursor: more && last ? Buffer.from(JSON.stringify([last.created_at, last.id])).toString('base64url') : null },
+          body: { data: rows, next_cursor: more && last ? encodeCursor([last.created_at, last.id]) : null },
         };
       },
       putAgent: async ({ params, headers, body }) => ({

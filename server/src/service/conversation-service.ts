@@ -21,6 +21,7 @@ import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
 import { ConflictError, IdempotencyMismatchError, InputError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
+import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
@@ -41,21 +42,6 @@ export interface ConversationServiceOptions {
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
-
-function encodeCursor(v: unknown): string {
-  return Buffer.from(JSON.stringify(v)).toString('base64url');
-}
-
-function decodeCursor<T>(cursor: string | undefined, check: (v: any) => v is T): T | null {
-  if (!cursor) return null;
-  try {
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (check(v)) return v;
-  } catch {
-    /* reported below */
-  }
-  throw new InputError('Invalid cursor', [{ path: 'query.cursor', message: 'not a cursor this endpoint returned' }]);
-}
 
 function toTurn(t: TurnRow): Turn {
   const turn: Turn = { role: t.role, message: t.message, timestamp: t.timestamp };
@@ -342,7 +328,7 @@ export class ConversationService {
     q: { status?: ListFilters['status']; user_id?: string; capability?: string; created_after?: string; created_before?: string; limit: number; cursor?: string },
   ): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
     const agent = await this.agents.any(tenantId, slug);
-    const after = decodeCursor(q.cursor, (v): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string'));
+    const after = decodeCursor(q.cursor, isTimeAndId);
     const rows = await this.store.list(
       tenantId,
       agent.id,
@@ -374,7 +360,7 @@ export class ConversationService {
     q: { type?: AuditType; limit: number; cursor?: string },
   ): Promise<{ conversation_id: string; data: AuditEntry[]; next_cursor: string | null }> {
     const c = await this.owned(tenantId, slug, id);
-    const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && v >= 0) ?? 0;
+    const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) >= 0) ?? 0;
     const rows = await this.store.audit(tenantId, c.id, q.type, q.limit + 1, after);
     const page = rows.slice(0, q.limit);
     return {
