@@ -152,8 +152,8 @@ describe('starting the server', () => {
     const { loadConfig } = await import('../../server/src/config.js');
     const config = loadConfig({ LOG_LEVEL: 'silent', HOST: '0.0.0.0', PORT: '0', DATABASE_URL: 'sqlite::memory:' });
     await expect(start(config)).rejects.toThrow(/refusing to listen on 0\.0\.0\.0 with AUTH_MODE=header/);
-    const trusted = await start(loadConfig({ LOG_LEVEL: 'silent', HOST: '127.0.0.1', PORT: '0', DATABASE_URL: 'sqlite::memory:', TRUST_TENANT_HEADER: 'true' }));
-    expect(trusted.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const trusted = await start(loadConfig({ LOG_LEVEL: 'silent', HOST: '0.0.0.0', PORT: '0', DATABASE_URL: 'sqlite::memory:', TRUST_TENANT_HEADER: 'true' }));
+    expect(trusted.url).toMatch(/^http:\/\/0\.0\.0\.0:\d+$/);
     await trusted.stop();
   });
 });
