@@ -138,6 +138,7 @@ const entry = <T extends string, D extends z.ZodTypeAny>(type: T, data: D) =>
     timestamp: Timestamp,
     duration_ms: z.number().nullable(),
     data,
+    hash: z.string().nullable().describe('SHA-256 chaining this entry to the previous one (see audit-logs/verify)'),
   });
 
 export const AuditEntry = z.discriminatedUnion('type', [
@@ -208,3 +209,17 @@ export const WebhookDeliveriesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z.string().max(500).optional(),
 });
+
+export const AuditVerification = z
+  .object({
+    conversation_id: z.string().uuid(),
+    entries: z.number().int(),
+    valid: z.boolean(),
+    first_broken: z
+      .object({
+        sequence: z.number().int(),
+        reason: z.enum(['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'head_mismatch']),
+      })
+      .nullable(),
+  })
+  .describe('The audit chain recomputed, and its first broken link');

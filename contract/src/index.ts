@@ -7,6 +7,7 @@ import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, User
 import {
   AuditLogPage,
   AuditLogQuery,
+  AuditVerification,
   ConversationDetail,
   ConversationRecord,
   ConversationSummary,
@@ -79,6 +80,14 @@ export const conversationsContract = c.router({
     query: AuditLogQuery,
     responses: { 200: AuditLogPage },
     summary: 'Get the audit log of a conversation: routing decisions, action calls, timing',
+  },
+  verifyAuditLogs: {
+    method: 'GET',
+    path: '/agents/:slug/conversations/:id/audit-logs/verify',
+    pathParams: ConversationParams,
+    headers: TenantHeaders,
+    responses: { 200: AuditVerification },
+    summary: "Recompute a conversation's audit hash chain and report the first broken link",
   },
   streamEvents: {
     method: 'GET',

@@ -33,6 +33,8 @@ export interface Conversation {
   context: ContextEnvelope | null;
   turnCount: number;
   auditSeq: number;
+  /** Hash of the newest audit entry: the head of the conversation's audit chain. */
+  auditHash: string | null;
   createdAt: string;
   updatedAt: string;
   completedAt: string | null;
@@ -87,4 +89,5 @@ export interface AuditRow extends AuditDraft {
   conversationId: string;
   sequence: number;
   requestId: string;
+  hash: string | null;
 }

@@ -379,6 +379,7 @@ describe.each(databases)('API on $name', (database) => {
           timestamp: expect.stringMatching(ISO),
           duration_ms: null,
           data: { from: null, to: 'active', reason: 'created', outcome: null },
+          hash: expect.stringMatching(/^[0-9a-f]{64}$/),
         });
         expect(all.body.data[4].turn_index).toBe(2);
         const timing = all.body.data[3].data;

@@ -39,6 +39,7 @@ function conversation(tenantId: string, agentId: string, over: Partial<Conversat
     lastUserTurnAt: T0,
     inactiveAfter: null,
     erasedAt: null,
+    auditHash: null,
     ...over,
   };
 }
@@ -48,6 +49,7 @@ function write(c: Conversation, over: Partial<TurnWrite> = {}): TurnWrite {
     conversation: c,
     isNew: true,
     expectedAuditSeq: 0,
+    previousAuditHash: null,
     turns: [
       { idx: 0, role: 'user', message: 'hi', timestamp: c.updatedAt },
       { idx: 1, role: 'agent', message: 'hello', timestamp: c.updatedAt, phase: 'p', options: [{ label: 'A', value: 'a' }] },
@@ -78,7 +80,9 @@ describe.each(databases)('store on $name', (database) => {
   it('writes a turn atomically and reads it back', async () => {
     const c = conversation('tenant-a', agentA);
     await store.exclusive(c.id, null, (u) => u.commit(write(c)));
-    expect(await store.get('tenant-a', agentA, c.id)).toEqual(c);
+    const stored = await store.get('tenant-a', agentA, c.id);
+    expect({ ...stored, auditHash: null }).toEqual(c);
+    expect(stored!.auditHash).toMatch(/^[0-9a-f]{64}$/);
     expect(await store.turns('tenant-a', c.id)).toEqual([
       { idx: 0, role: 'user', message: 'hi', timestamp: T0, phase: null, options: null, author: null },
       { idx: 1, role: 'agent', message: 'hello', timestamp: T0, phase: 'p', options: [{ label: 'A', value: 'a' }], author: null },
@@ -161,7 +165,7 @@ describe.each(databases)('migrations on $name', (database) => {
       await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
       await rollbackAll(db);
       expect(await db.knex.schema.hasTable('conversations')).toBe(false);
-      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle']);
+      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain']);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
     } finally {

@@ -54,6 +54,10 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
         status: 200,
         body: await conversations.audit(headers['tenant-id'], params.slug, params.id, query),
       }),
+      verifyAuditLogs: async ({ params, headers }) => ({
+        status: 200,
+        body: await conversations.verifyAudit(headers['tenant-id'], params.slug, params.id),
+      }),
       streamEvents: async ({ params, headers, req, res }) => {
         const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
         const last = headers['last-event-id'] ?? null;

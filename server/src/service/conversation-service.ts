@@ -169,6 +169,7 @@ export class ConversationService {
         lastUserTurnAt: now,
         inactiveAfter: inactiveAfter(agent, result.status, now),
         erasedAt: null,
+        auditHash: prior?.auditHash ?? null, // the store chains this call's entries onto it
       };
       const response: ConverseResponse = {
         conversation_id: conversationId,
@@ -210,6 +211,7 @@ export class ConversationService {
         conversation,
         isNew,
         expectedAuditSeq: prior?.auditSeq ?? 0,
+        previousAuditHash: prior?.auditHash ?? null,
         turns,
         events,
         webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, prior?.status ?? null, (prior?.auditSeq ?? 0) + statusIdx + 1, now) : [],
@@ -303,6 +305,11 @@ export class ConversationService {
     };
   }
 
+  async verifyAudit(tenantId: string, slug: string, id: string) {
+    const c = await this.owned(tenantId, slug, id);
+    return { conversation_id: c.id, ...(await this.store.verifyAudit(tenantId, c.id)) };
+  }
+
   async history(tenantId: string, slug: string, id: string): Promise<ConversationRecord> {
     const c = await this.owned(tenantId, slug, id);
     return this.record(c, await this.store.turns(tenantId, c.id));
@@ -377,6 +384,7 @@ export class ConversationService {
             timestamp: r.timestamp,
             duration_ms: r.durationMs,
             data: r.data,
+            hash: r.hash,
           }) as AuditEntry,
       ),
       next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].sequence) : null,

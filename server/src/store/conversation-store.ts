@@ -9,6 +9,7 @@ import { UnavailableError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { Database } from './db.js';
 import { sqliteParams, type HotStatements, type SqliteHotPath } from './sqlite-hot-path.js';
+import { dataHash, entryHash, verifyChain, type ChainReport } from '../lib/audit-chain.js';
 
 export interface ListFilters {
   status?: ConversationStatus;
@@ -23,6 +24,8 @@ export interface TurnWrite {
   isNew: boolean;
   /** The audit sequence the stored row had when it was read; guards against a lost update. */
   expectedAuditSeq: number;
+  /** The audit chain head the stored row had when it was read (null before the first entry). */
+  previousAuditHash: string | null;
   turns: TurnRow[];
   audit: AuditDraft[];
   requestId: string;
@@ -70,6 +73,7 @@ function rowToConversation(r: any): Conversation {
     context: r.context ? JSON.parse(r.context) : null,
     turnCount: Number(r.turn_count),
     auditSeq: Number(r.audit_seq),
+    auditHash: r.audit_hash ?? null,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     completedAt: r.completed_at,
@@ -96,6 +100,7 @@ function conversationToRow(c: Conversation) {
     context: toJson(c.context),
     turn_count: c.turnCount,
     audit_seq: c.auditSeq,
+    audit_hash: c.auditHash,
     created_at: c.createdAt,
     updated_at: c.updatedAt,
     completed_at: c.completedAt,
@@ -128,6 +133,7 @@ function rowToAudit(r: any): AuditRow {
     timestamp: r.timestamp,
     durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
     data: JSON.parse(r.data),
+    hash: r.hash ?? null,
   };
 }
 
@@ -165,21 +171,28 @@ function turnRows(w: TurnWrite) {
   }));
 }
 
+/** The write's audit rows, chained onto the conversation's previous head; the row's new head is the last hash. */
 function auditRows(w: TurnWrite) {
   const c = w.conversation;
   let seq = w.expectedAuditSeq;
-  return w.audit.map((a) => ({
-    id: randomUUID(),
-    conversation_id: c.id,
-    sequence: ++seq,
-    tenant_id: c.tenantId,
-    turn_index: a.turnIndex,
-    type: a.type,
-    request_id: w.requestId,
-    timestamp: a.timestamp,
-    duration_ms: a.durationMs,
-    data: JSON.stringify(a.data),
-  }));
+  let previous = w.previousAuditHash;
+  const rows = w.audit.map((a) => {
+    const fields = {
+      id: randomUUID(),
+      conversation_id: c.id,
+      sequence: ++seq,
+      turn_index: a.turnIndex,
+      type: a.type,
+      request_id: w.requestId,
+      timestamp: a.timestamp,
+      duration_ms: a.durationMs,
+    };
+    const data_hash = dataHash(a.data);
+    const hash = entryHash(previous, fields, data_hash);
+    previous = hash;
+    return { ...fields, tenant_id: c.tenantId, data: JSON.stringify(a.data), data_hash, hash };
+  });
+  return { rows, head: previous };
 }
 
 function idempotencyRow(w: TurnWrite) {
@@ -354,7 +367,8 @@ export class ConversationStore {
   }
 
   private async write(trx: Knex.Transaction, w: TurnWrite): Promise<void> {
-    const row = conversationToRow(w.conversation);
+    const audit = auditRows(w);
+    const row = { ...conversationToRow(w.conversation), audit_hash: audit.head };
     if (w.isNew) {
       await trx('conversations').insert(row);
     } else {
@@ -363,7 +377,7 @@ export class ConversationStore {
       if (n !== 1) throw new ConcurrentUpdateError(`conversation ${id} changed underneath this turn`);
     }
     if (w.turns.length) await trx('turns').insert(turnRows(w));
-    if (w.audit.length) await trx('audit_entries').insert(auditRows(w));
+    if (audit.rows.length) await trx('audit_entries').insert(audit.rows);
     if (w.events?.length) {
       await trx('conversation_events').insert(eventRows(w));
       // Delivered to every listening process when the transaction commits.
@@ -382,13 +396,14 @@ export class ConversationStore {
 
   /** The same write as `write`, with prepared statements, inside a better-sqlite3 transaction. */
   private writeSqlite(s: HotStatements, w: TurnWrite): void {
-    const row = sqliteParams(conversationToRow(w.conversation));
+    const audit = auditRows(w);
+    const row = sqliteParams({ ...conversationToRow(w.conversation), audit_hash: audit.head });
     if (w.isNew) s.insertConversation.run(row);
     else if (s.updateConversation.run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
       throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
     }
     for (const t of turnRows(w)) s.insertTurn.run(t);
-    for (const a of auditRows(w)) s.insertAudit.run(a);
+    for (const a of audit.rows) s.insertAudit.run(a);
     for (const e of eventRows(w)) s.insertEvent.run(e);
     for (const h of webhookRows(w)) s.insertWebhook.run(h);
     if (w.idempotency) {
@@ -541,6 +556,28 @@ export class ConversationStore {
   async idsOfUser(tenantId: string, userId: string): Promise<string[]> {
     const rows = await this.knex('conversations').where({ tenant_id: tenantId, user_id: userId }).select('id');
     return rows.map((r) => r.id);
+  }
+
+  /** Recomputes a conversation's audit chain and reports the first broken link. */
+  async verifyAudit(tenantId: string, conversationId: string): Promise<ChainReport> {
+    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash');
+    const rows = await this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }).orderBy('sequence', 'asc');
+    return verifyChain(
+      rows.map((r) => ({
+        id: r.id,
+        conversation_id: r.conversation_id,
+        sequence: Number(r.sequence),
+        turn_index: r.turn_index === null ? null : Number(r.turn_index),
+        type: r.type,
+        request_id: r.request_id,
+        timestamp: r.timestamp,
+        duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
+        data: JSON.parse(r.data),
+        data_hash: r.data_hash,
+        hash: r.hash,
+      })),
+      head?.audit_hash ?? null,
+    );
   }
 
   async ping(): Promise<void> {

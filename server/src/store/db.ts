@@ -4,6 +4,7 @@ import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import * as m001 from './migrations/001_initial.js';
 import * as m002 from './migrations/002_lifecycle.js';
+import * as m003 from './migrations/003_audit_chain.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -19,6 +20,7 @@ export interface Database {
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001_initial': m001,
   '002_lifecycle': m002,
+  '003_audit_chain': m003,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
