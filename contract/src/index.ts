@@ -21,12 +21,14 @@ import {
 } from './conversations.js';
 import { ConverseRequest, ConverseResponse } from './converse.js';
 import { AgentDefinition } from './definition.js';
+import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
 
 export * from './agents.js';
 export * from './common.js';
 export * from './conversations.js';
 export * from './converse.js';
 export * from './definition.js';
+export * from './keys.js';
 
 const c = initContract();
 
@@ -201,10 +203,60 @@ export const agentsContract = c.router({
   },
 });
 
+export const keysContract = c.router({
+  createKey: {
+    method: 'POST',
+    path: '/keys',
+    headers: TenantHeaders,
+    body: CreateKey,
+    responses: { 201: CreatedKey },
+    summary: 'Create an API key for this tenant (the key is shown once)',
+  },
+  listKeys: {
+    method: 'GET',
+    path: '/keys',
+    headers: TenantHeaders,
+    responses: { 200: z.object({ data: z.array(ApiKey) }).describe("The tenant's keys, without their secrets") },
+    summary: "List the tenant's API keys",
+  },
+  revokeKey: {
+    method: 'DELETE',
+    path: '/keys/:id',
+    pathParams: z.object({ id: Uuid }),
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 204: c.noBody() },
+    summary: 'Revoke an API key',
+  },
+});
+
 export const apiContract = c.router(
-  { ...conversationsContract, ...agentsContract },
+  { ...conversationsContract, ...agentsContract, ...keysContract },
   { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true },
 );
+
+/** The scope an API key needs for each route (AUTH_MODE=api_key). */
+export const routeScopes: Record<keyof typeof apiContract, Scope> = {
+  converse: 'converse',
+  listConversations: 'read',
+  getConversation: 'read',
+  getHistory: 'read',
+  getAuditLogs: 'read',
+  verifyAuditLogs: 'read',
+  streamEvents: 'read',
+  listWebhookDeliveries: 'read',
+  listAgents: 'read',
+  getAgent: 'read',
+  postOperatorMessage: 'admin',
+  setStatus: 'admin',
+  eraseConversation: 'admin',
+  eraseUserConversations: 'admin',
+  putAgent: 'admin',
+  deleteAgent: 'admin',
+  createKey: 'admin',
+  listKeys: 'admin',
+  revokeKey: 'admin',
+};
 
 export const Health = z.object({ status: z.enum(['ok', 'unavailable']) });
 

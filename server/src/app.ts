@@ -11,7 +11,9 @@ import { LlmRouter } from './actions/llm-router.js';
 import type { Config } from './config.js';
 import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
 import { getOpenApi } from './http/openapi.js';
+import { apiKeyAuth } from './http/auth.js';
 import { eventStreams } from './http/events.js';
+import { KeyService } from './service/keys.js';
 import { createRouter } from './http/routes.js';
 import { LifecycleService } from './service/lifecycle.js';
 import { WebhookDispatcher } from './service/webhooks.js';
@@ -36,6 +38,7 @@ export interface App {
   conversations: ConversationService;
   lifecycle: LifecycleService;
   webhooks: WebhookDispatcher;
+  keys: KeyService;
   store: ConversationStore;
   logger: Logger;
   /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
@@ -68,6 +71,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
 
+  const keys = new KeyService(deps.db, clock);
   const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i));
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets: config.secrets }, logger);
   const streams = eventStreams(store, config.sseHeartbeatMs, logger);
@@ -127,7 +131,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     next();
   });
 
-  createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, db: deps.db }), app, {
+  createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, keys, db: deps.db }), app, {
+    globalMiddleware: config.authMode === 'api_key' ? [apiKeyAuth(keys) as never] : [],
     responseValidation: false,
     jsonQuery: false,
     requestValidationErrorHandler: (err, req, res) =>
@@ -149,6 +154,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     conversations,
     lifecycle,
     webhooks,
+    keys,
     store,
     logger,
     startBackground: async () => {

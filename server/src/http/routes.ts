@@ -6,6 +6,7 @@ import type { ConversationService } from '../service/conversation-service.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import { UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import type { KeyService } from '../service/keys.js';
 import type { LifecycleService } from '../service/lifecycle.js';
 import { listDeliveries } from '../service/webhooks.js';
 import type { Database } from '../store/db.js';
@@ -19,12 +20,13 @@ export interface RouteDeps {
   lifecycle: LifecycleService;
   store: ConversationStore;
   streams: EventStreams;
+  keys: KeyService;
   db: Database;
 }
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, lifecycle, store, streams, db }: RouteDeps) {
+export function createRouter({ agents, conversations, lifecycle, store, streams, keys, db }: RouteDeps) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, res }) => ({
@@ -98,6 +100,12 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
           status: 200,
           body: { data: rows, next_cursor: more && last ? encodeCursor([last.created_at, last.id]) : null },
         };
+      },
+      createKey: async ({ headers, body }) => ({ status: 201, body: await keys.create(headers['tenant-id'], body.scopes, body.name) }),
+      listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),
+      revokeKey: async ({ headers, params }) => {
+        await keys.revoke(headers['tenant-id'], params.id);
+        return { status: 204, body: undefined };
       },
       putAgent: async ({ params, headers, body }) => ({
         status: 200,

@@ -5,6 +5,7 @@ import knexFactory, { type Knex } from 'knex';
 import * as m001 from './migrations/001_initial.js';
 import * as m002 from './migrations/002_lifecycle.js';
 import * as m003 from './migrations/003_audit_chain.js';
+import * as m004 from './migrations/004_api_keys.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -21,6 +22,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '001_initial': m001,
   '002_lifecycle': m002,
   '003_audit_chain': m003,
+  '004_api_keys': m004,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

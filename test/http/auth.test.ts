@@ -1,0 +1,115 @@
+// API keys (AUTH_MODE=api_key): tenants, scopes, revocation, storage, and the command line.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../server/src/app.js';
+import type { Database } from '../../server/src/store/db.js';
+import { echoAgent } from '../helpers/agents.js';
+import { databases } from '../helpers/databases.js';
+import { testApp } from '../helpers/servers.js';
+
+describe.each(databases)('API keys on $name', (database) => {
+  let app: App;
+  let db: Database;
+  let drop: () => Promise<void>;
+  const keys: Record<string, string> = {};
+  const as = (key: string | undefined, tenant = 'a') => (r: request.Test) => {
+    r.set('tenant-id', tenant);
+    if (key) r.set('authorization', `Bearer ${key}`);
+    return r;
+  };
+
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    app = testApp(db, { authMode: 'api_key' });
+    keys.adminA = (await app.keys.create('a', ['admin', 'read', 'converse'])).key;
+    keys.converseA = (await app.keys.create('a', ['converse'])).key;
+    keys.readB = (await app.keys.create('b', ['read', 'converse'])).key;
+    await as(keys.adminA)(request(app.app).put('/api/v1/agents/echo').send(echoAgent)).expect(200);
+  });
+  afterAll(async () => {
+    await app.close();
+    await drop();
+  });
+
+  it('answers 401 without a key, with a wrong key, or a malformed header, and never says which', async () => {
+    const wrong = keys.adminA.slice(0, -4) + 'AAAA';
+    const unknown = `sbk_${'0'.repeat(32)}_${'A'.repeat(43)}`;
+    const bodies = [];
+    for (const r of [
+      request(app.app).get('/api/v1/agents').set('tenant-id', 'a'),
+      request(app.app).get('/api/v1/agents').set('tenant-id', 'a').set('authorization', `Bearer ${wrong}`),
+      request(app.app).get('/api/v1/agents').set('tenant-id', 'a').set('authorization', `Bearer ${unknown}`),
+      request(app.app).get('/api/v1/agents').set('tenant-id', 'a').set('authorization', keys.adminA),
+    ]) {
+      const res = await r;
+      expect(res.status).toBe(401);
+      expect(res.body.code).toBe('unauthorized');
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+      bodies.push(res.body.detail);
+    }
+    expect(new Set(bodies).size).toBe(1);
+  });
+
+  it("answers 403 for a key of tenant A used with tenant-id B, before looking at B's data", async () => {
+    const res = await as(keys.adminA, 'b')(request(app.app).get('/api/v1/agents'));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ code: 'forbidden', detail: 'This key belongs to another tenant' });
+  });
+
+  it('lets a converse-only key talk but not read history or manage agents', async () => {
+    const c = await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this' }));
+    expect(c.status).toBe(200);
+    const h = await as(keys.converseA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`));
+    expect(h.status).toBe(403);
+    expect(h.body.detail).toMatch(/"read" scope/);
+    expect((await as(keys.converseA)(request(app.app).put('/api/v1/agents/other').send(echoAgent))).status).toBe(403);
+    expect((await as(keys.adminA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
+  });
+
+  it('creates keys through the API, shows each once, stores only a hash, and revokes them at once', async () => {
+    const created = await as(keys.adminA)(request(app.app).post('/api/v1/keys').send({ name: 'web', scopes: ['read'] }));
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: 'web', scopes: ['read'], revoked_at: null, key: expect.stringMatching(/^sbk_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/) });
+    const secret = created.body.key.split('_')[2];
+    const stored = await db.knex('api_keys').where({ id: created.body.id }).first();
+    expect(JSON.stringify(stored)).not.toContain(secret);
+    const list = await as(keys.adminA)(request(app.app).get('/api/v1/keys'));
+    expect(list.body.data.find((k: { id: string }) => k.id === created.body.id)).not.toHaveProperty('key');
+    expect(JSON.stringify(list.body)).not.toContain(secret);
+    expect((await as(created.body.key)(request(app.app).get('/api/v1/agents'))).status).toBe(200);
+    expect((await as(keys.adminA)(request(app.app).delete(`/api/v1/keys/${created.body.id}`))).status).toBe(204);
+    const after = await as(created.body.key)(request(app.app).get('/api/v1/agents'));
+    expect(after.status).toBe(401);
+    expect((await as(keys.readB, 'b')(request(app.app).delete(`/api/v1/keys/${created.body.id}`))).status).toBe(403);
+  });
+
+  it('leaves health, readiness and the API document open', async () => {
+    expect((await request(app.app).get('/healthz')).status).toBe(200);
+    expect((await request(app.app).get('/openapi.json')).status).toBe(200);
+  });
+});
+
+describe('npm run keys', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-keys-'));
+  const env = { ...process.env, DATABASE_URL: `sqlite://${join(dir, 'k.db')}`, LOG_LEVEL: 'silent' };
+  const cli = (...args: string[]) => promisify(execFile)(process.execPath, ['--import', 'tsx', 'server/src/cli/keys.ts', ...args], { env });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('creates a key and prints it once, lists and revokes it', async () => {
+    const created = await cli('create', '--tenant', 'acme', '--scopes', 'converse,read', '--name', 'web');
+    const id = /created key ([0-9a-f-]{36})/.exec(created.stdout)![1];
+    expect(created.stdout).toMatch(/key \(shown once, store it now\): sbk_/);
+    const listed = await cli('list', '--tenant', 'acme');
+    expect(listed.stdout).toContain(id);
+    expect(listed.stdout).not.toMatch(/sbk_[0-9a-f]{32}_/);
+    const revoked = await cli('revoke', '--tenant', 'acme', '--id', id);
+    expect(revoked.stdout).toContain(`revoked key ${id}`);
+    const bad = await cli('create', '--tenant', 'acme', '--scopes', 'everything').catch((e) => e);
+    expect(bad.code).toBe(2);
+  });
+});
