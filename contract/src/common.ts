@@ -54,6 +54,7 @@ export const ProblemCode = z.enum([
   'payload_too_large',
   'unsupported_media_type',
   'idempotency_mismatch',
+  'limit_exceeded',
   'rate_limited',
   'unavailable',
   'internal_error',

@@ -45,7 +45,9 @@ export const conversationsContract = c.router({
     responses: {
       200: ConverseResponse,
       409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
-      422: Problem.describe('Same idempotency key with another body (`idempotency_mismatch`)'),
+      422: Problem.describe(
+        'Same idempotency key with another body (`idempotency_mismatch`), or a conversation over its turn or state limit (`limit_exceeded`)',
+      ),
     },
     summary: 'Send a message to an agent, starting or continuing a conversation',
   },
@@ -123,6 +125,7 @@ export const conversationsContract = c.router({
     responses: {
       201: OperatorMessageResult,
       409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+      422: Problem.describe('The conversation has reached its turn limit (`limit_exceeded`)'),
     },
     summary: 'Add an agent turn written by a human operator',
   },

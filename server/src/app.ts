@@ -13,6 +13,7 @@ import { errorHandler, sendProblem, validationProblems } from './http/problem.js
 import { getOpenApi } from './http/openapi.js';
 import { apiKeyAuth } from './http/auth.js';
 import { eventStreams } from './http/events.js';
+import { tenantRateLimit } from './http/rate-limit.js';
 import { KeyService } from './service/keys.js';
 import { createRouter } from './http/routes.js';
 import { LifecycleService } from './service/lifecycle.js';
@@ -43,6 +44,8 @@ export interface App {
   logger: Logger;
   /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
   startBackground(): Promise<void>;
+  /** Resolves when the connections the app opens by itself (Redis) are up. */
+  ready(): Promise<void>;
   close(graceMs?: number): Promise<void>;
 }
 
@@ -67,12 +70,16 @@ export function createApp(config: Config, deps: AppDeps): App {
   const agents = new AgentService(agentStore, clock);
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
+    maxTurns: config.maxTurnsPerConversation,
+    maxContextBytes: config.maxContextBytes,
+    maxStateBytes: config.maxStateBytes,
     secrets: config.secrets,
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
 
   const keys = new KeyService(deps.db, clock);
-  const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i));
+  const rateLimit = tenantRateLimit(config.rateLimit);
+  const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i), config.maxTurnsPerConversation);
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets: config.secrets }, logger);
   const streams = eventStreams(store, config.sseHeartbeatMs, logger);
   let sweeper: NodeJS.Timeout | null = null;
@@ -132,7 +139,11 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
 
   createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, keys, db: deps.db }), app, {
-    globalMiddleware: config.authMode === 'api_key' ? [apiKeyAuth(keys) as never] : [],
+    // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
+    globalMiddleware: [
+      ...(config.authMode === 'api_key' ? [apiKeyAuth(keys) as never] : []),
+      ...(rateLimit ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never] : []),
+    ],
     responseValidation: false,
     jsonQuery: false,
     requestValidationErrorHandler: (err, req, res) =>
@@ -157,7 +168,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     keys,
     store,
     logger,
+    ready: async () => {
+      await rateLimit?.ready();
+    },
     startBackground: async () => {
+      await rateLimit?.ready();
       await store.listen(logger);
       webhooks.start(config.webhookIntervalMs);
       if (config.sweepIntervalMs > 0 && !sweeper) {
@@ -181,6 +196,7 @@ export function createApp(config: Config, deps: AppDeps): App {
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
       await actions.close();
       await webhooks.stop();
+      await rateLimit?.close();
       await store.stopListening();
     },
   };

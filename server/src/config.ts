@@ -25,6 +25,12 @@ const EnvSchema = z.object({
   ROUTER_LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   ROUTER_LLM_API_KEY: z.string().optional(),
   ROUTER_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  RATE_LIMIT_RPS: z.coerce.number().min(0).default(100),
+  RATE_LIMIT_BURST: z.coerce.number().int().min(0).default(200),
+  REDIS_URL: z.string().optional(),
+  MAX_TURNS_PER_CONVERSATION: z.coerce.number().int().min(2).default(1000),
+  MAX_CONTEXT_BYTES: z.coerce.number().int().min(256).default(16 * 1024),
+  MAX_STATE_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).default(30_000),
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
@@ -53,6 +59,12 @@ export interface Config {
   agentsDir?: string;
   agentsTenant: string;
   dbPoolMax: number;
+  /** Per-tenant request rate (per second, 0: off) and extra burst; shared through Redis when REDIS_URL is set. */
+  rateLimit: { rps: number; burst: number; redisUrl?: string };
+  maxTurnsPerConversation: number;
+  maxContextBytes: number;
+  /** Slots and action results a conversation may hold, as JSON. */
+  maxStateBytes: number;
   /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
   sweepIntervalMs: number;
   /** How often due webhook deliveries are attempted (0: never). */
@@ -97,6 +109,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
     dbPoolMax: e.DB_POOL_MAX,
+    rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST, redisUrl: e.REDIS_URL },
+    maxTurnsPerConversation: e.MAX_TURNS_PER_CONVERSATION,
+    maxContextBytes: e.MAX_CONTEXT_BYTES,
+    maxStateBytes: e.MAX_STATE_BYTES,
     sweepIntervalMs: e.SWEEP_INTERVAL_MS,
     webhookIntervalMs: e.WEBHOOK_INTERVAL_MS,
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,

@@ -55,3 +55,16 @@ export class UnavailableError extends AppError {
     super(503, 'unavailable', message, undefined, { 'retry-after': '2' });
   }
 }
+
+/** A conversation over one of the operator's caps (turns, state size). */
+export class LimitError extends AppError {
+  constructor(message: string, path?: string) {
+    super(422, 'limit_exceeded', message, path ? [{ path, message }] : undefined);
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(retryAfterSeconds: number) {
+    super(429, 'rate_limited', 'Too many requests for this tenant; retry later', undefined, { 'retry-after': String(retryAfterSeconds) });
+  }
+}

@@ -19,7 +19,7 @@ import type { CompiledAgent } from '../engine/compile.js';
 import { runTurn, type EngineReply, type TurnResult } from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
-import { ConflictError, IdempotencyMismatchError, InputError, NotFoundError } from '../errors.js';
+import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -37,6 +37,9 @@ export interface ConverseCall {
 
 export interface ConversationServiceOptions {
   maxMessageChars: number;
+  maxTurns: number;
+  maxContextBytes: number;
+  maxStateBytes: number;
   secrets: Readonly<Record<string, string>>;
   llm?: LlmRouter;
 }
@@ -135,7 +138,15 @@ export class ConversationService {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
       }
       const context = mergeContext(prior?.context ?? null, body.context);
+      if (context && Buffer.byteLength(JSON.stringify(context)) > this.opts.maxContextBytes) {
+        throw new AppError(413, 'payload_too_large', `The context is larger than ${this.opts.maxContextBytes} bytes`, [
+          { path: 'context', message: `at most ${this.opts.maxContextBytes} bytes of JSON` },
+        ]);
+      }
       const turnIndex = prior ? prior.turnCount : 0;
+      if (turnIndex + 2 > this.opts.maxTurns) {
+        throw new LimitError(`The conversation has reached its limit of ${this.opts.maxTurns} turns`, 'conversation_id');
+      }
 
       const { result, routingMs, engineMs, actionsMs } = await this.runEngine(agent, prior, {
         conversationId,
@@ -146,6 +157,9 @@ export class ConversationService {
         now,
       });
 
+      if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
+        throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
+      }
       const conversation: Conversation = {
         id: conversationId,
         tenantId,

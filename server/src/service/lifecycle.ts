@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConversationDetail, ConversationStatus, Turn } from '@switchboard/contract';
 import type { AuditDraft, Conversation, EventDraft, TurnRow, WebhookDraft, WebhookEvent } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { ConflictError, LimitError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { ConversationStore, ConversationUnit, TurnWrite } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
@@ -148,6 +148,7 @@ export class LifecycleService {
     private readonly clock: Clock,
     private readonly retention: RetentionPolicy,
     private readonly detail: (tenantId: string, slug: string, id: string) => Promise<ConversationDetail>,
+    private readonly maxTurns = Number.MAX_SAFE_INTEGER,
   ) {}
 
   /** Runs `fn` on a conversation of an agent under its lock; 404 when unknown, foreign or erased. */
@@ -187,6 +188,7 @@ export class LifecycleService {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
+      if (c.turnCount + 1 > this.maxTurns) throw new LimitError(`The conversation has reached its limit of ${this.maxTurns} turns`);
       const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
       const next: Conversation = { ...c, turnCount: c.turnCount + 1, updatedAt: now };
       await unit.commit({
