@@ -1,0 +1,165 @@
+// Property-based tests with fast-check over every endpoint: random and adversarial bodies,
+// headers, path parameters and query strings never cause a 500, never crash the process, and a
+// rejected request changes nothing. Templates never evaluate what users send.
+import fc from 'fast-check';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../server/src/app.js';
+import type { Database } from '../../server/src/store/db.js';
+import { echoAgent, supportAgent } from '../helpers/agents.js';
+import { databases } from '../helpers/databases.js';
+import { testApp } from '../helpers/servers.js';
+
+const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
+
+const nasty = fc.constantFrom(
+  "'; DROP TABLE conversations; --",
+  '" OR 1=1 --',
+  '{{ 7 | times: 7 }}',
+  '{% include "/etc/passwd" %}',
+  '{{ constructor.constructor("return process")() }}',
+  '${process.exit(1)}',
+  '__proto__',
+  'constructor',
+  '\u0000\u0000NUL',
+  '\uD800',
+  '🙂'.repeat(300),
+  '9'.repeat(400),
+  '-1e309',
+  '../../../../etc/passwd',
+  '<script>alert(1)</script>',
+);
+const text = fc.oneof(nasty, fc.string({ maxLength: 80 }), fc.string({ unit: 'binary', maxLength: 40 }));
+/** Values that HTTP headers can carry: visible ASCII and spaces. */
+const headerText = fc.oneof(fc.stringMatching(/^[\x21-\x7e][\x20-\x7e]{0,60}$/), fc.constantFrom('acme', 'demo', '__proto__', 'a'.repeat(65), "x' or 1=1"));
+const deep = fc.letrec<{ v: unknown }>((tie) => ({
+  v: fc.oneof({ depthSize: 'small' }, fc.jsonValue({ maxDepth: 2 }), fc.array(tie('v'), { maxLength: 3 }), fc.dictionary(text, tie('v'), { maxKeys: 3 })),
+})).v;
+const body = fc.oneof(
+  fc.record(
+    {
+      message: fc.oneof(text, fc.integer(), fc.constant(null), fc.double()),
+      conversation_id: fc.oneof(fc.uuid(), text),
+      context: fc.oneof(
+        deep,
+        fc.record({ version: fc.oneof(fc.constant('v1'), text), context: fc.oneof(deep, fc.dictionary(fc.constantFrom('identity', 'preferences', 'entitlements', 'customAttributes', '__proto__'), deep)) }),
+      ),
+    },
+    { requiredKeys: [] },
+  ),
+  deep,
+);
+
+/** A path segment from any value (a lone surrogate cannot be percent-encoded, so it becomes "u"). */
+function pathSegment(v: unknown): string {
+  try {
+    return encodeURIComponent(String(v ?? 'u')) || 'u';
+  } catch {
+    return 'u';
+  }
+}
+
+describe('hostile input', () => {
+  let app: App;
+  let db: Database;
+  let drop: () => Promise<void>;
+  let convId: string;
+  const T = { 'tenant-id': 'acme' };
+
+  beforeAll(async () => {
+    ({ db, drop } = await databases[0].create());
+    app = testApp(db);
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+    await request(app.app).put('/api/v1/agents/support').set(T).send(supportAgent('http://127.0.0.1:9')).expect(200);
+    convId = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+  });
+  afterAll(async () => {
+    await app.close();
+    await drop();
+  });
+
+  const counts = async () => {
+    const [c, t, a, k] = await Promise.all(
+      ['conversations', 'turns', 'audit_entries', 'agents'].map((table) => db.knex(table).count({ n: '*' }).first().then((r) => Number(r!.n))),
+    );
+    return { c, t, a, k };
+  };
+
+  const expectSane = (res: request.Response) => {
+    expect(res.status, res.text.slice(0, 300)).toBeLessThan(500);
+    if (res.status >= 400) {
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body.code).toEqual(expect.any(String));
+      expect(res.text).not.toMatch(/\bat \/|node_modules|\.ts:\d+/);
+    }
+  };
+
+  it('never answers 500 to converse bodies and headers, and a rejection changes nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        body,
+        fc.record({ tenant: headerText, user: fc.option(headerText), key: fc.option(headerText), rid: fc.option(headerText) }),
+        fc.constantFrom('echo', 'support', 'nope', '..', 'ECHO', '%00', 'a'.repeat(70)),
+        fc.boolean(),
+        async (b, h, slug, continuing) => {
+          const before = await counts();
+          const payload = continuing && b && typeof b === 'object' && !Array.isArray(b) ? { ...(b as object), conversation_id: convId } : b;
+          const r = request(app.app).post(`/api/v1/agents/${encodeURIComponent(slug)}/converse`).set('tenant-id', h.tenant).set('content-type', 'application/json');
+          if (h.user) r.set('user-id', h.user);
+          if (h.key) r.set('idempotency-key', h.key);
+          if (h.rid) r.set('x-request-id', h.rid);
+          const res = await r.send(JSON.stringify(payload));
+          expectSane(res);
+          if (res.status >= 400) expect(await counts()).toEqual(before);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('never answers 500 to read paths and query strings', async () => {
+    const paths = fc.constantFrom(
+      '/api/v1/agents/echo/conversations',
+      `/api/v1/agents/echo/conversations/${'00000000-0000-4000-8000-000000000000'}`,
+      '/api/v1/agents/echo/conversations/not-a-uuid/history',
+      '/api/v1/agents/echo/webhook-deliveries',
+      '/api/v1/agents',
+    );
+    await fc.assert(
+      fc.asyncProperty(paths, fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'user_id', 'created_after', 'created_before', 'capability', 'type', '__proto__'), text), headerText, async (path, query, tenant) => {
+        const qs = new URLSearchParams(query as Record<string, string>).toString();
+        expectSane(await request(app.app).get(`${path}${qs ? `?${qs}` : ''}`).set('tenant-id', tenant));
+        expectSane(await request(app.app).get(`/api/v1/agents/echo/conversations/${convId}/audit-logs${qs ? `?${qs}` : ''}`).set(T));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('never answers 500 to agent definitions, operator calls or erasures, and a rejection changes nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(deep, body, fc.constantFrom('x', 'echo', 'BAD SLUG'), async (def, b, slug) => {
+        const before = await counts();
+        const put = await request(app.app).put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz`).set(T).set('content-type', 'application/json').send(JSON.stringify(def));
+        expectSane(put);
+        if (put.status >= 400) expect(await counts()).toEqual(before);
+        expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/status`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
+        expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/messages`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
+        expectSane(await request(app.app).delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`).set({ 'tenant-id': 'fuzz-only' }));
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('treats what users send as text, never as a template', async () => {
+    const fresh = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    for (const attack of ['{{ 7 | times: 7 }}', '{% include "/etc/passwd" %}', '{{ secrets }}', '{{ constructor.name }}']) {
+      const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: attack, conversation_id: fresh });
+      expect(r.body.response.message).toBe(`You said: ${attack}`);
+    }
+  });
+
+  it('keeps Object.prototype clean', () => {
+    expect(Object.prototype).not.toHaveProperty('polluted');
+    expect(({} as Record<string, unknown>).constructor).toBe(Object);
+  });
+});
