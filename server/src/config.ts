@@ -21,6 +21,7 @@ const EnvSchema = z.object({
   AGENTS_DIR: z.string().optional(),
   AGENTS_TENANT: z.string().default('demo'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  DB_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
   ROUTER_LLM_URL: z.string().url().optional(),
   ROUTER_LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
   ROUTER_LLM_API_KEY: z.string().optional(),
@@ -59,6 +60,8 @@ export interface Config {
   agentsDir?: string;
   agentsTenant: string;
   dbPoolMax: number;
+  /** How long a request waits for a database connection before answering 503. */
+  dbAcquireTimeoutMs: number;
   /** Per-tenant request rate (per second, 0: off) and extra burst; shared through Redis when REDIS_URL is set. */
   rateLimit: { rps: number; burst: number; redisUrl?: string };
   maxTurnsPerConversation: number;
@@ -109,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
     dbPoolMax: e.DB_POOL_MAX,
+    dbAcquireTimeoutMs: e.DB_ACQUIRE_TIMEOUT_MS,
     rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST, redisUrl: e.REDIS_URL },
     maxTurnsPerConversation: e.MAX_TURNS_PER_CONVERSATION,
     maxContextBytes: e.MAX_CONTEXT_BYTES,

@@ -40,7 +40,7 @@ export function sqliteFileFromUrl(url: string): string | null {
   return null;
 }
 
-export function openDatabase(url: string, opts: { poolMax?: number } = {}): Database {
+export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number } = {}): Database {
   const file = sqliteFileFromUrl(url);
   if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
@@ -74,7 +74,7 @@ export function openDatabase(url: string, opts: { poolMax?: number } = {}): Data
       client: 'pg',
       connection: url,
       pool: { min: 0, max: opts.poolMax ?? 10 },
-      acquireConnectionTimeout: 10_000,
+      acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
     return { knex, dialect: 'postgres', hot: null, close: () => knex.destroy() };
   }

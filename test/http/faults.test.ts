@@ -1,0 +1,152 @@
+// Faults: the database going away and coming back, a failure between two writes, and SIGTERM
+// with a request in flight.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as netServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../server/src/app.js';
+import { openDatabase, type Database } from '../../server/src/store/db.js';
+import { echoAgent } from '../helpers/agents.js';
+import { databases, PG_URL } from '../helpers/databases.js';
+import { json, startBackend } from '../helpers/servers.js';
+import { testApp } from '../helpers/servers.js';
+import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
+
+const T = { 'tenant-id': 'acme' };
+const postgres = databases.find((d) => d.name === 'postgres');
+
+describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+  let proxy: Proxy;
+  let db: Database;
+  let app: App;
+  let drop: () => Promise<void>;
+  let direct: Database;
+
+  beforeAll(async () => {
+    const created = await postgres!.create();
+    drop = created.drop;
+    direct = created.db;
+    const u = new URL(created.url);
+    proxy = await startProxy(u.hostname, Number(u.port || 5432));
+    u.hostname = '127.0.0.1';
+    u.port = String(proxy.port);
+    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800 });
+    app = testApp(db);
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  it('answers 503 unavailable with retry-after, writes nothing, and recovers by itself', async () => {
+    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    proxy.cut();
+    for (const r of [
+      await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'lost?', conversation_id: id }),
+      await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'new one' }),
+      await request(app.app).get('/readyz'),
+    ]) {
+      expect(r.status).toBe(503);
+      expect(r.body.code).toBe('unavailable');
+      expect(r.headers['retry-after']).toBe('2');
+    }
+    expect((await request(app.app).get('/healthz')).status).toBe(200);
+    proxy.restore();
+    let ready = 0;
+    for (let i = 0; i < 20 && ready !== 200; i++) {
+      ready = (await request(app.app).get('/readyz')).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ready).toBe(200);
+    const turns = await direct.knex('turns').where({ conversation_id: id }).orderBy('idx');
+    expect(turns.map((t) => t.message)).toEqual(['echo this', 'Say something.']);
+    expect(Number((await direct.knex('conversations').count({ n: '*' }).first())!.n)).toBe(1);
+    const after = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'back again', conversation_id: id });
+    expect(after.status).toBe(200);
+  });
+});
+
+describe.each(databases)('a failure between two writes on $name', (database) => {
+  let app: App;
+  let db: Database;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    app = testApp(db);
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+  });
+  afterAll(async () => {
+    await app.close();
+    await drop();
+  });
+
+  it('never leaves a user turn without its agent turn', async () => {
+    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    // Writing the agent turn fails after the user turn was written in the same call.
+    if (database.name === 'sqlite') {
+      await db.knex.raw(`create trigger fail_agent_turn before insert on turns when new.role = 'agent' and new.idx > 1 begin select raise(abort, 'disk on fire'); end`);
+    } else {
+      await db.knex.raw(`create function fail_agent_turn() returns trigger language plpgsql as $$ begin if new.role = 'agent' and new.idx > 1 then raise exception 'disk on fire'; end if; return new; end $$`);
+      await db.knex.raw('create trigger fail_agent_turn before insert on turns for each row execute function fail_agent_turn()');
+    }
+    const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'hello', conversation_id: id });
+    expect(r.status).toBe(500);
+    expect(r.text).not.toContain('disk on fire');
+    const turns = await db.knex('turns').where({ conversation_id: id });
+    expect(turns).toHaveLength(2);
+    const c = await db.knex('conversations').where({ id }).first();
+    expect(Number(c.turn_count)).toBe(2);
+    expect(await db.knex('audit_entries').where({ conversation_id: id }).max({ m: 'sequence' }).first()).toEqual({ m: Number(c.audit_seq) });
+  });
+});
+
+describe('SIGTERM', () => {
+  it('drains a request in flight, then stops cleanly', async () => {
+    const slow = await startBackend((_q, res) => setTimeout(() => json(res, 200, { ok: true }), 700));
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-sigterm-'));
+    const port = await new Promise<number>((resolve) => {
+      const s = netServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+      env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'db.sqlite')}`, LOG_LEVEL: 'silent', ACTION_ALLOWED_HOSTS: `127.0.0.1:${slow.port}`, RATE_LIMIT_RPS: '0' },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    try {
+      const base = `http://127.0.0.1:${port}`;
+      for (let i = 0; i < 100; i++) {
+        if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const agent = {
+        name: 'Slow',
+        capabilities: [{ name: 'go', examples: ['go now'], phases: [{ id: 'call', call: 'wait' }, { id: 'done', say: 'Finished.', end: 'completed' }] }],
+        actions: { wait: { type: 'http', method: 'GET', url: `${slow.url}/wait` } },
+      };
+      const h = { 'tenant-id': 'acme', 'content-type': 'application/json' };
+      expect((await fetch(`${base}/api/v1/agents/slow`, { method: 'PUT', headers: h, body: JSON.stringify(agent) })).status).toBe(200);
+      const inFlight = fetch(`${base}/api/v1/agents/slow/converse`, { method: 'POST', headers: h, body: JSON.stringify({ message: 'go now' }) });
+      await new Promise((r) => setTimeout(r, 250));
+      child.kill('SIGTERM');
+      const res = await inFlight;
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { response: { message: string } }).response.message).toBe("Finished.");
+      expect(await exited).toBe(0);
+      await expect(fetch(`${base}/healthz`)).rejects.toThrow();
+    } finally {
+      child.kill('SIGKILL');
+      await slow.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
