@@ -20,7 +20,7 @@ export async function start(config: Config): Promise<Running> {
         'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
     );
   }
-  const db = openDatabase(config.databaseUrl, { poolMax: config.dbPoolMax, acquireTimeoutMs: config.dbAcquireTimeoutMs });
+  const db = openDatabase(config.databaseUrl, { poolMax: config.dbPoolMax, acquireTimeoutMs: config.dbAcquireTimeoutMs, log: logger });
   const applied = await migrate(db);
   logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
   const built = createApp(config, { db, logger });

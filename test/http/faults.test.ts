@@ -33,7 +33,7 @@ describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: s
     proxy = await startProxy(u.hostname, Number(u.port || 5432));
     u.hostname = '127.0.0.1';
     u.port = String(proxy.port);
-    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800 });
+    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800, log: { warn: () => undefined } });
     app = testApp(db);
     await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
   });

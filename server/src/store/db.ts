@@ -40,13 +40,25 @@ export function sqliteFileFromUrl(url: string): string | null {
   return null;
 }
 
-export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number } = {}): Database {
+/** Where Knex's own warnings go (a structured logger in the server; the console otherwise). */
+export interface DbLog {
+  warn(obj: object, msg: string): void;
+}
+
+function knexLog(log?: DbLog) {
+  if (!log) return undefined;
+  const say = (m: unknown) => log.warn({ source: 'knex' }, String(m instanceof Error ? m.message : m));
+  return { warn: say, error: say, deprecate: say, debug: () => undefined };
+}
+
+export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number; log?: DbLog } = {}): Database {
   const file = sqliteFileFromUrl(url);
   if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
     const knex = knexFactory({
       client: 'better-sqlite3',
       connection: { filename: file },
+      log: knexLog(opts.log),
       useNullAsDefault: true,
       // better-sqlite3 is synchronous: one connection serves every query without contention.
       pool: {
@@ -73,6 +85,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
     const knex = knexFactory({
       client: 'pg',
       connection: url,
+      log: knexLog(opts.log),
       pool: { min: 0, max: opts.poolMax ?? 10 },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
