@@ -1,0 +1,63 @@
+// The endpoints beyond the seed, through the typed client against a listening server.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSwitchboardClient, type SwitchboardClient } from '../../client/src/index.js';
+import type { App } from '../../server/src/app.js';
+import { echoAgent } from '../helpers/agents.js';
+import { databases } from '../helpers/databases.js';
+import { testApp } from '../helpers/servers.js';
+
+describe('typed client: lifecycle, audit and keys', () => {
+  let app: App;
+  let server: Server;
+  let drop: () => Promise<void>;
+  let sb: SwitchboardClient;
+
+  beforeAll(async () => {
+    const created = await databases[0].create();
+    drop = created.drop;
+    app = testApp(created.db);
+    server = app.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tenantId: 'acme' });
+    const put = await sb.api.putAgent({ params: { slug: 'echo' }, body: { ...echoAgent, webhooks: [{ url: 'http://127.0.0.1:9/hooks', events: ['conversation.completed'] }] } as never });
+    expect(put.status).toBe(200);
+  });
+  afterAll(async () => {
+    await app.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await drop();
+  });
+
+  it('operates a conversation: operator message, status, audit verification, deliveries, erasure', async () => {
+    const c = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this', context: { version: 'v1', context: { identity: { user_id: 'zoe' } } } } });
+    if (c.status !== 200) throw new Error(`converse ${c.status}`);
+    const id = c.body.conversation_id;
+    const msg = await sb.api.postOperatorMessage({ params: { slug: 'echo', id }, body: { message: 'A person here.', author: 'kim' } });
+    expect(msg.status).toBe(201);
+    if (msg.status === 201) expect(msg.body.turn).toMatchObject({ role: 'agent', author: 'kim' });
+    const done = await sb.api.setStatus({ params: { slug: 'echo', id }, body: { status: 'completed', outcome: 'resolved' } });
+    expect(done.status).toBe(200);
+    if (done.status === 200) expect(done.body.status).toBe('completed');
+    const again = await sb.api.setStatus({ params: { slug: 'echo', id }, body: { status: 'active' } });
+    expect(again.status).toBe(409);
+    const verify = await sb.api.verifyAuditLogs({ params: { slug: 'echo', id } });
+    expect(verify.status === 200 && verify.body.valid).toBe(true);
+    const deliveries = await sb.api.listWebhookDeliveries({ params: { slug: 'echo' }, query: { conversation_id: id } });
+    expect(deliveries.status === 200 && deliveries.body.data.map((d) => d.event)).toEqual(['conversation.completed']);
+    expect((await sb.api.eraseConversation({ params: { slug: 'echo', id } })).status).toBe(204);
+    const erasedUser = await sb.api.eraseUserConversations({ params: { user_id: 'zoe' } });
+    expect(erasedUser.status === 200 && erasedUser.body).toEqual({ erased: 0 });
+  });
+
+  it('manages API keys', async () => {
+    const created = await sb.api.createKey({ body: { scopes: ['read'], name: 'reports' } });
+    if (created.status !== 201) throw new Error(`createKey ${created.status}`);
+    expect(created.body.key).toMatch(/^sbk_/);
+    const list = await sb.api.listKeys();
+    expect(list.status === 200 && list.body.data.some((k) => k.id === created.body.id)).toBe(true);
+    expect((await sb.api.revokeKey({ params: { id: created.body.id } })).status).toBe(204);
+  });
+});
