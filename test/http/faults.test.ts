@@ -11,8 +11,8 @@ import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
-import { json, startBackend } from '../helpers/servers.js';
-import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
+import { json, startBackend, testApp } from '../helpers/servers.js';
 import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
 
 const T = { 'tenant-id': 'acme' };
@@ -73,21 +73,10 @@ describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: s
 });
 
 describe.each(databases)('a failure between two writes on $name', (database) => {
-  let app: App;
-  let db: Database;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, drop } = await database.create());
-    app = testApp(db);
-    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
-  });
+  const f = appFixture(database, { echo: echoAgent });
 
   it('never leaves a user turn without its agent turn', async () => {
+    const { app, db } = f;
     const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
     // Writing the agent turn fails after the user turn was written in the same call.
     if (database.name === 'sqlite') {

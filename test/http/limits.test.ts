@@ -1,11 +1,12 @@
 // Per-tenant rate limits (in memory, and shared through Redis) and the caps on conversations.
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
 const sqlite = databases[0];
@@ -57,49 +58,37 @@ describe('rate limits', () => {
 });
 
 describe('caps on a conversation', () => {
-  let app: App;
-  let drop: () => Promise<void>;
+  const f = appFixture(sqlite, { echo: echoAgent }, { maxTurnsPerConversation: 6, maxContextBytes: 512, maxStateBytes: 1024 });
   const T = { 'tenant-id': 'acme' };
 
-  beforeAll(async () => {
-    const created = await sqlite.create();
-    drop = created.drop;
-    app = testApp(created.db, { maxTurnsPerConversation: 6, maxContextBytes: 512, maxStateBytes: 1024 });
-    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
-  });
-
   it('refuses a turn past the turn limit with 422 and writes nothing', async () => {
-    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
-    await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'one', conversation_id: id }).expect(200);
-    await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'two', conversation_id: id }).expect(200);
-    const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'three', conversation_id: id });
+    const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'one', conversation_id: id }).expect(200);
+    await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'two', conversation_id: id }).expect(200);
+    const r = await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'three', conversation_id: id });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('limit_exceeded');
-    const op = await request(app.app).post(`/api/v1/agents/echo/conversations/${id}/messages`).set(T).send({ message: 'hi' });
+    const op = await request(f.app.app).post(`/api/v1/agents/echo/conversations/${id}/messages`).set(T).send({ message: 'hi' });
     expect(op.body.code).toBe('limit_exceeded');
-    expect((await request(app.app).get(`/api/v1/agents/echo/conversations/${id}/history`).set(T)).body.turns).toHaveLength(6);
+    expect((await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/history`).set(T)).body.turns).toHaveLength(6);
   });
 
   it('refuses a context over its size limit with 413', async () => {
-    const r = await request(app.app)
+    const r = await request(f.app.app)
       .post('/api/v1/agents/echo/converse')
       .set(T)
       .send({ message: 'echo this', context: { version: 'v1', context: { customAttributes: { notes: 'x'.repeat(600) } } } });
     expect(r.status).toBe(413);
     expect(r.body).toMatchObject({ code: 'payload_too_large', errors: [{ path: 'context' }] });
-    expect((await request(app.app).get('/api/v1/agents/echo/conversations').set(T)).body.data).toHaveLength(1);
+    expect((await request(f.app.app).get('/api/v1/agents/echo/conversations').set(T)).body.data).toHaveLength(1);
   });
 
   it('refuses a turn whose slots would pass the state limit', async () => {
-    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
-    const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'y'.repeat(1500), conversation_id: id });
+    const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    const r = await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'y'.repeat(1500), conversation_id: id });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('limit_exceeded');
-    expect((await request(app.app).get(`/api/v1/agents/echo/conversations/${id}`).set(T)).body.slots).toEqual({});
+    expect((await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}`).set(T)).body.slots).toEqual({});
   });
 
   it('refuses an agent definition over its size limit with 413', async () => {
