@@ -36,8 +36,8 @@ describe.each(databases)('audit chain on $name', (database) => {
     const id = await conversation();
     const { dataHash } = await import('../../server/src/lib/audit-chain.js');
     const row = (await entries(id))[2];
-    const forged = { ...JSON.parse(row.data), forged: true };
-    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: JSON.stringify(forged), data_hash: dataHash(forged) });
+    const forged = JSON.stringify({ ...JSON.parse(row.data), forged: true });
+    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: forged, data_hash: dataHash(forged) });
     expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'hash_mismatch' } });
   });
 

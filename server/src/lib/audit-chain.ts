@@ -1,10 +1,10 @@
-// The hash chain of a conversation's audit log (docs/api.md, "Tamper-evident audit log").
-//   data_hash = SHA-256(canonical JSON of data)
-//   hash      = SHA-256(previous hash, or "" for the first entry, + "\n" + canonical JSON of
-//               { id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms, data_hash })
+// The hash chain of a conversation's audit log (docs/security.md, "Tamper-evident audit log").
+//   data_hash = SHA-256(the entry's data exactly as stored, JSON text)
+//   hash      = SHA-256(previous hash, or "" for the first entry, + "\n" + JSON of the array
+//               [id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms, data_hash])
 // Erasure replaces an entry's data by a skeleton marked `erased: true` but keeps both hashes, so
 // the chain still verifies and only the erased payload can no longer be checked.
-import { canonicalJson, sha256 } from './canonical.js';
+import { sha256 } from './canonical.js';
 
 export interface ChainedFields {
   id: string;
@@ -17,13 +17,12 @@ export interface ChainedFields {
   duration_ms: number | null;
 }
 
-export const dataHash = (data: unknown) => sha256(canonicalJson(data));
+/** Hash of an entry's data as stored: the JSON text itself, so no re-serialisation can differ. */
+export const dataHash = (dataText: string) => sha256(dataText);
 
 export function entryHash(previous: string | null, e: ChainedFields, dataHashValue: string): string {
-  const { id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms } = e;
-  return sha256(
-    `${previous ?? ''}\n${canonicalJson({ id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms, data_hash: dataHashValue })}`,
-  );
+  const fields = [e.id, e.conversation_id, e.sequence, e.turn_index, e.type, e.request_id, e.timestamp, e.duration_ms, dataHashValue];
+  return sha256(`${previous ?? ''}\n${JSON.stringify(fields)}`);
 }
 
 export interface ChainReport {
@@ -34,7 +33,7 @@ export interface ChainReport {
 
 /** Recomputes a conversation's chain (entries in sequence order) and reports the first broken link. */
 export function verifyChain(
-  entries: (ChainedFields & { data: unknown; data_hash: string | null; hash: string | null })[],
+  entries: (ChainedFields & { data: string; data_hash: string | null; hash: string | null })[],
   head: string | null,
 ): ChainReport {
   let previous: string | null = null;
@@ -47,7 +46,8 @@ export function verifyChain(
   for (const e of entries) {
     if (e.sequence !== expectedSeq) return broken(expectedSeq, 'sequence_gap');
     if (!e.hash || !e.data_hash) return broken(e.sequence, 'missing_hash');
-    const erased = typeof e.data === 'object' && e.data !== null && (e.data as { erased?: unknown }).erased === true;
+    const parsed = JSON.parse(e.data) as { erased?: unknown } | null;
+    const erased = typeof parsed === 'object' && parsed !== null && parsed.erased === true;
     if (!erased && dataHash(e.data) !== e.data_hash) return broken(e.sequence, 'data_mismatch');
     if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
     previous = e.hash;

@@ -187,10 +187,11 @@ function auditRows(w: TurnWrite) {
       timestamp: a.timestamp,
       duration_ms: a.durationMs,
     };
-    const data_hash = dataHash(a.data);
+    const data = JSON.stringify(a.data);
+    const data_hash = dataHash(data);
     const hash = entryHash(previous, fields, data_hash);
     previous = hash;
-    return { ...fields, tenant_id: c.tenantId, data: JSON.stringify(a.data), data_hash, hash };
+    return { ...fields, tenant_id: c.tenantId, data, data_hash, hash };
   });
   return { rows, head: previous };
 }
@@ -572,7 +573,7 @@ export class ConversationStore {
         request_id: r.request_id,
         timestamp: r.timestamp,
         duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
-        data: JSON.parse(r.data),
+        data: r.data,
         data_hash: r.data_hash,
         hash: r.hash,
       })),
