@@ -1,5 +1,6 @@
 // Validates an agent definition beyond its schema (references, templates, patterns) and
 // compiles it once per version: parsed templates, phase indexes and the trained router.
+import safeRegex from 'safe-regex2';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
@@ -144,6 +145,8 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
           if (col.type !== 'text') add(`${pp}.collect.pattern`, 'pattern applies only to type text');
           try {
             new RegExp(col.pattern, 'u');
+            // A pattern runs on every user message: refuse one that can backtrack exponentially (ReDoS).
+            if (!safeRegex(col.pattern)) add(`${pp}.collect.pattern`, 'this pattern can take exponential time on some inputs (nested repetition); simplify it');
           } catch (e) {
             add(`${pp}.collect.pattern`, `invalid regular expression: ${(e as Error).message}`);
           }
