@@ -7,7 +7,7 @@
 // own (a class like any other), and a message whose best probability, or whose similarity to the
 // closest example of the best capability, is below a threshold calibrated on held-out examples of
 // the agent's own is out of scope. docs/routing.md has the measurements behind each choice.
-import { dot, featureCounts, TfIdf, type SparseVector } from './text-features.js';
+import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
 
 export interface RoutableCapability {
   name: string;
@@ -247,7 +247,7 @@ export class Router {
     const pause = opts.pause ?? nextTick;
 
     const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
-    const counts: Map<number, number>[] = [];
+    const counts: FeatureCounts[] = [];
     const labels: number[] = [];
     caps.forEach((c, ci) => {
       for (const e of c.examples) {

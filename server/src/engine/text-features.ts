@@ -28,30 +28,59 @@ const WORD = fnv(FNV_OFFSET, 'w', 0, 1);
 const BIGRAM = fnv(FNV_OFFSET, 'b', 0, 1);
 const CHARS = fnv(FNV_OFFSET, 'c', 0, 1);
 
+/** The distinct features of a text (ascending hashes) and how often each occurs. */
+export interface FeatureCounts {
+  keys: Uint32Array;
+  counts: Uint16Array;
+}
+
+let scratch = new Uint32Array(1024);
+
 /**
  * Feature counts of a text, keyed by 32-bit hashes: word unigrams and bigrams (counted twice),
  * and character 2- to 4-grams of each word padded with spaces (so prefixes and suffixes are
  * features of their own). docs/routing.md compares the alternatives that were measured.
+ * Counted by sorting the hashes rather than in a map: it allocates two small arrays per text.
  */
-export function featureCounts(text: string): Map<number, number> {
-  const out = new Map<number, number>();
-  const add = (f: number) => out.set(f, (out.get(f) ?? 0) + 1);
+export function featureCounts(text: string): FeatureCounts {
   const ws = words(text);
-  // Whole words and word pairs count double against the many character n-grams of a message.
-  const addw = (f: number) => out.set(f, (out.get(f) ?? 0) + 2);
+  let n = 0;
+  const push = (h: number) => {
+    if (n === scratch.length) {
+      const bigger = new Uint32Array(scratch.length * 2);
+      bigger.set(scratch);
+      scratch = bigger;
+    }
+    scratch[n++] = h;
+  };
   for (let i = 0; i < ws.length; i++) {
     const w = ws[i];
-    addw(fnv(WORD, w, 0, w.length));
+    // Whole words and word pairs count double against the many character n-grams of a message.
+    const wh = fnv(WORD, w, 0, w.length);
+    push(wh);
+    push(wh);
     if (i + 1 < ws.length) {
-      const n = ws[i + 1];
-      addw(fnv(fnv(BIGRAM, w, 0, w.length) ^ 0x20, n, 0, n.length));
+      const next = ws[i + 1];
+      const bh = fnv(fnv(BIGRAM, w, 0, w.length) ^ 0x20, next, 0, next.length);
+      push(bh);
+      push(bh);
     }
     const padded = ` ${w} `;
-    for (let n = 2; n <= 4; n++) {
-      for (let j = 0; j + n <= padded.length; j++) add(fnv(CHARS + n, padded, j, j + n));
+    for (let g = 2; g <= 4; g++) {
+      for (let j = 0; j + g <= padded.length; j++) push(fnv(CHARS + g, padded, j, j + g));
     }
   }
-  return out;
+  const sorted = scratch.subarray(0, n).sort();
+  let distinct = 0;
+  for (let k = 0; k < n; k++) if (k === 0 || sorted[k] !== sorted[k - 1]) distinct++;
+  const keys = new Uint32Array(distinct);
+  const counts = new Uint16Array(distinct);
+  let d = -1;
+  for (let k = 0; k < n; k++) {
+    if (k === 0 || sorted[k] !== sorted[k - 1]) keys[++d] = sorted[k];
+    counts[d] = Math.min(65535, counts[d] + 1);
+  }
+  return { keys, counts };
 }
 
 export interface SparseVector {
@@ -68,9 +97,9 @@ export class TfIdf {
   ) {}
 
   /** Keeps features seen in at least `minDf` documents. */
-  static fit(docs: Map<number, number>[], minDf = 1): TfIdf {
+  static fit(docs: FeatureCounts[], minDf = 1): TfIdf {
     const df = new Map<number, number>();
-    for (const d of docs) for (const f of d.keys()) df.set(f, (df.get(f) ?? 0) + 1);
+    for (const d of docs) for (const f of d.keys) df.set(f, (df.get(f) ?? 0) + 1);
     const vocab = new Map<number, number>();
     const idf: number[] = [];
     const n = docs.length;
@@ -87,27 +116,28 @@ export class TfIdf {
   }
 
   /** Sublinear TF × IDF, L2-normalised; unknown features are dropped. */
-  vector(counts: Map<number, number>): SparseVector {
-    const cols: number[] = [];
-    for (const f of counts.keys()) {
-      const i = this.vocab.get(f);
-      if (i !== undefined) cols.push(i);
+  vector(doc: FeatureCounts): SparseVector {
+    // Column and count packed into one number, so one typed-array sort orders them by column
+    // (counts above 4095 are capped; under sublinear TF that changes nothing that matters).
+    const packed = new Float64Array(doc.keys.length);
+    let m = 0;
+    for (let k = 0; k < doc.keys.length; k++) {
+      const i = this.vocab.get(doc.keys[k]);
+      if (i !== undefined) packed[m++] = i * 4096 + Math.min(doc.counts[k], 4095);
     }
-    const idx = Int32Array.from(cols).sort();
-    const val = new Float32Array(idx.length);
-    const byCol = new Map<number, number>();
-    for (const [f, c] of counts) {
-      const i = this.vocab.get(f);
-      if (i !== undefined) byCol.set(i, c);
-    }
+    const sorted = packed.subarray(0, m).sort();
+    const idx = new Int32Array(m);
+    const val = new Float32Array(m);
     let norm = 0;
-    for (let k = 0; k < idx.length; k++) {
-      const v = (1 + Math.log(byCol.get(idx[k])!)) * this.idf[idx[k]];
+    for (let k = 0; k < m; k++) {
+      const col = Math.floor(sorted[k] / 4096);
+      const v = (1 + Math.log(sorted[k] - col * 4096)) * this.idf[col];
+      idx[k] = col;
       val[k] = v;
       norm += v * v;
     }
     norm = Math.sqrt(norm) || 1;
-    for (let k = 0; k < val.length; k++) val[k] /= norm;
+    for (let k = 0; k < m; k++) val[k] /= norm;
     return { idx, val };
   }
 }
