@@ -165,7 +165,7 @@ describe.each(databases)('migrations on $name', (database) => {
       await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
       await rollbackAll(db);
       expect(await db.knex.schema.hasTable('conversations')).toBe(false);
-      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain', '004_api_keys']);
+      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain', '004_api_keys', '005_event_notify']);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
     } finally {

@@ -50,7 +50,7 @@ export interface ConversationUnit {
 
 export class ConcurrentUpdateError extends Error {}
 
-/** The PostgreSQL channel on which a commit with new events names its conversation. */
+/** The PostgreSQL channel on which a commit with new events names its conversation (migration 005's trigger sends on it). */
 export const EVENTS_CHANNEL = 'switchboard_events';
 export class DuplicateIdempotencyKeyError extends Error {}
 
@@ -379,11 +379,8 @@ export class ConversationStore {
     }
     if (w.turns.length) await trx('turns').insert(turnRows(w));
     if (audit.rows.length) await trx('audit_entries').insert(audit.rows);
-    if (w.events?.length) {
-      await trx('conversation_events').insert(eventRows(w));
-      // Delivered to every listening process when the transaction commits.
-      if (this.db.dialect === 'postgres') await trx.raw('select pg_notify(?, ?)', [EVENTS_CHANNEL, w.conversation.id]);
-    }
+    // On PostgreSQL a trigger announces the row to every listening process when this commits.
+    if (w.events?.length) await trx('conversation_events').insert(eventRows(w));
     if (w.webhooks?.length) await trx('webhook_deliveries').insert(webhookRows(w));
     if (w.idempotency) {
       try {

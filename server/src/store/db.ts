@@ -6,6 +6,7 @@ import * as m001 from './migrations/001_initial.js';
 import * as m002 from './migrations/002_lifecycle.js';
 import * as m003 from './migrations/003_audit_chain.js';
 import * as m004 from './migrations/004_api_keys.js';
+import * as m005 from './migrations/005_event_notify.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -23,6 +24,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '002_lifecycle': m002,
   '003_audit_chain': m003,
   '004_api_keys': m004,
+  '005_event_notify': m005,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
