@@ -1,0 +1,46 @@
+// `npm run build:client`: compiles the typed client and the contract it is built on into a
+// standalone package (build/client-package) that a plain Node.js app can install and import:
+// JavaScript and declarations, the contract inlined, @ts-rest/core and zod as dependencies.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+export const CLIENT_PACKAGE = join(root, 'build/client-package');
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? files(join(dir, n)) : [join(dir, n)]));
+}
+
+export function buildClient(): string {
+  rmSync(CLIENT_PACKAGE, { recursive: true, force: true });
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
+  // The client imports the contract by its workspace name; inside the package it is a sibling folder.
+  const contractEntry = join(CLIENT_PACKAGE, 'contract/src/index.js');
+  for (const f of files(join(CLIENT_PACKAGE, 'client'))) {
+    if (!f.endsWith('.js') && !f.endsWith('.d.ts')) continue;
+    let rel = relative(join(f, '..'), contractEntry).replace(/\\/g, '/');
+    if (!rel.startsWith('.')) rel = `./${rel}`;
+    writeFileSync(f, readFileSync(f, 'utf8').replace(/(['"])@switchboard\/contract\1/g, `'${rel}'`));
+  }
+  const client = JSON.parse(readFileSync(join(root, 'client/package.json'), 'utf8'));
+  const contract = JSON.parse(readFileSync(join(root, 'contract/package.json'), 'utf8'));
+  const pkg = {
+    name: client.name,
+    version: client.version,
+    description: 'Typed client for the Switchboard API',
+    type: 'module',
+    main: './client/src/index.js',
+    types: './client/src/index.d.ts',
+    exports: { '.': { types: './client/src/index.d.ts', import: './client/src/index.js' } },
+    dependencies: { '@ts-rest/core': client.dependencies['@ts-rest/core'], zod: contract.dependencies.zod },
+  };
+  writeFileSync(join(CLIENT_PACKAGE, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  return CLIENT_PACKAGE;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const dir = buildClient();
+  console.log(`built ${relative(root, dir)} (${files(dir).length} files): npm pack it, or install it from the folder`);
+}
