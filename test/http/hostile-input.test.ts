@@ -11,6 +11,8 @@ import { databases } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
+/** A fixed seed keeps CI reproducible; FUZZ_SEED=random (or a number) explores further. */
+const SEED = process.env.FUZZ_SEED === 'random' ? Date.now() : Number(process.env.FUZZ_SEED ?? 20261122);
 
 const nasty = fc.constantFrom(
   "'; DROP TABLE conversations; --",
@@ -113,7 +115,7 @@ describe('hostile input', () => {
           if (res.status >= 400) expect(await counts()).toEqual(before);
         },
       ),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -131,7 +133,7 @@ describe('hostile input', () => {
         expectSane(await request(app.app).get(`${path}${qs ? `?${qs}` : ''}`).set('tenant-id', tenant));
         expectSane(await request(app.app).get(`/api/v1/agents/echo/conversations/${convId}/audit-logs${qs ? `?${qs}` : ''}`).set(T));
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
@@ -146,7 +148,7 @@ describe('hostile input', () => {
         expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/messages`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
         expectSane(await request(app.app).delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`).set({ 'tenant-id': 'fuzz-only' }));
       }),
-      { numRuns: RUNS },
+      { numRuns: RUNS, seed: SEED },
     );
   });
 
