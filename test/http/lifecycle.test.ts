@@ -189,6 +189,12 @@ describe.each(databases)('lifecycle on $name', (database) => {
       const done = await deliveryOf(id, 'conversation.completed');
       expect(done).toMatchObject({ status: 'delivered', attempts: 3, last_status: 204, delivered_at: expect.any(String) });
       expect(done.history.map((h: { status: number }) => h.status)).toEqual([500, 500, 204]);
+      const first = await deliveries({ limit: 1 });
+      expect(first.data).toHaveLength(1);
+      const second = await deliveries({ limit: 1, cursor: first.next_cursor });
+      expect(second.data[0].id).not.toBe(first.data[0].id);
+      expect(second.data[0].created_at <= first.data[0].created_at).toBe(true);
+      expect((await request(app.app).get('/api/v1/agents/life/webhook-deliveries').query({ cursor: 'nope' }).set(T)).status).toBe(400);
     });
 
     it('delivers the events of one conversation in order, holding later ones back', async () => {

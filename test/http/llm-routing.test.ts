@@ -88,5 +88,9 @@ describe('LLM routing provider', () => {
     const error = audit.find((e) => e.type === 'error');
     expect(error.data).toMatchObject({ code: 'llm_failed', model: 'fake-model' });
     expect(error.data.message).toMatch(message);
+    // Time spent waiting for the provider counts as routing, not as the engine's.
+    const timing = audit.find((e) => e.type === 'turn_timing').data;
+    if (_name === 'a timeout') expect(timing.routing_ms).toBeGreaterThanOrEqual(290);
+    expect(timing.engine_ms).toBeLessThan(timing.total_ms);
   });
 });

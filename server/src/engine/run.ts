@@ -5,7 +5,6 @@
 import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import {
-  BUILTIN_FALLBACK,
   MAX_PHASES_PER_TURN,
   type CompiledAction,
   type CompiledAgent,
@@ -413,4 +412,3 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
   return result(true);
 }
 
-export { BUILTIN_FALLBACK };

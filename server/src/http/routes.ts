@@ -5,7 +5,6 @@ import type { AgentService } from '../service/agent-service.js';
 import type { ConversationService } from '../service/conversation-service.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import { UnavailableError } from '../errors.js';
-import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { KeyService } from '../service/keys.js';
 import type { LifecycleService } from '../service/lifecycle.js';
 import { listDeliveries } from '../service/webhooks.js';
@@ -89,17 +88,7 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       }),
       listWebhookDeliveries: async ({ params, headers, query }) => {
         const agent = await agents.any(headers['tenant-id'], params.slug);
-        const { rows, more } = await listDeliveries(db, headers['tenant-id'], agent.id, {
-          status: query.status,
-          conversation_id: query.conversation_id,
-          limit: query.limit,
-          after: ((p) => (p ? { createdAt: p[0], id: p[1] } : null))(decodeCursor(query.cursor, isTimeAndId)),
-        });
-        const last = rows[rows.length - 1];
-        return {
-          status: 200,
-          body: { data: rows, next_cursor: more && last ? encodeCursor([last.created_at, last.id]) : null },
-        };
+        return { status: 200, body: await listDeliveries(db, headers['tenant-id'], agent.id, query) };
       },
       createKey: async ({ headers, body }) => ({ status: 201, body: await keys.create(headers['tenant-id'], body.scopes, body.name) }),
       listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),

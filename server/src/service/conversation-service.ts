@@ -245,13 +245,15 @@ export class ConversationService {
     prior: Conversation | null,
     t: { conversationId: string; message: string; context: ContextEnvelope | null; userId: string | null; turnIndex: number; now: string },
   ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number }> {
-    let routingMs = 0;
+    // Scoring runs inside the engine's steps and the LLM between them: time each on its own.
+    let scoringMs = 0;
+    let llmMs = 0;
     let actionsMs = 0;
-    let engineMs = 0;
+    let stepsMs = 0;
     const score = (message: string): Scored => {
       const s = performance.now();
       const out = agent.router.score(message);
-      routingMs += ms(s);
+      scoringMs += ms(s);
       return out;
     };
     const gen = runTurn({
@@ -275,7 +277,7 @@ export class ConversationService {
     });
     let s = performance.now();
     let step = gen.next();
-    engineMs += ms(s);
+    stepsMs += ms(s);
     while (!step.done) {
       const a = performance.now();
       const request = step.value;
@@ -285,13 +287,14 @@ export class ConversationService {
         actionsMs += ms(a);
       } else {
         reply = await this.opts.llm!.route(request);
-        routingMs += ms(a);
+        llmMs += ms(a);
       }
       s = performance.now();
       step = gen.next(reply);
-      engineMs += ms(s);
+      stepsMs += ms(s);
     }
-    return { result: step.value, routingMs, engineMs: Math.max(0, Math.round((engineMs - routingMs) * 100) / 100), actionsMs };
+    const round = (x: number) => Math.round(x * 100) / 100;
+    return { result: step.value, routingMs: round(scoringMs + llmMs), engineMs: round(Math.max(0, stepsMs - scoringMs)), actionsMs };
   }
 
   // ---- reads ----

@@ -85,7 +85,7 @@ export function statusWrite(
   now: string,
   requestId: string,
   extra: { turns?: TurnRow[]; audit?: AuditDraft[] } = {},
-): { write: TurnWrite; conversation: Conversation } {
+): TurnWrite {
   const audit: AuditDraft[] = [
     ...(extra.audit ?? []),
     { type: 'status_change', turnIndex: null, timestamp: now, durationMs: null, data: { from: c.status, to, reason, outcome } },
@@ -109,17 +109,14 @@ export function statusWrite(
   ];
   return {
     conversation: next,
-    write: {
-      conversation: next,
-      isNew: false,
-      expectedAuditSeq: c.auditSeq,
-      previousAuditHash: c.auditHash,
-      turns: extra.turns ?? [],
-      audit,
-      requestId,
-      events,
-      webhooks: webhooksFor(agent, next, c.status, next.auditSeq, now),
-    },
+    isNew: false,
+    expectedAuditSeq: c.auditSeq,
+    previousAuditHash: c.auditHash,
+    turns: extra.turns ?? [],
+    audit,
+    requestId,
+    events,
+    webhooks: webhooksFor(agent, next, c.status, next.auditSeq, now),
   };
 }
 
@@ -130,7 +127,7 @@ export function statusWrite(
  */
 export async function abandonIfDue(c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string, requestId: string): Promise<boolean> {
   if (!isOpen(c.status) || !c.inactiveAfter || c.inactiveAfter > now) return false;
-  await unit.commit(statusWrite(agent, c, 'abandoned', 'inactivity', 'abandoned', now, requestId).write);
+  await unit.commit(statusWrite(agent, c, 'abandoned', 'inactivity', 'abandoned', now, requestId));
   return true;
 }
 
@@ -175,7 +172,7 @@ export class LifecycleService {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
       }
       const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
-      await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId).write);
+      await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId));
       return false;
     });
     if (abandoned) throw new ConflictError('invalid_transition', 'The conversation was abandoned for inactivity');

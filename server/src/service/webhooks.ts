@@ -7,6 +7,7 @@ import type { Knex } from 'knex';
 import { request, type Dispatcher } from 'undici';
 import { guardedDispatcher } from '../actions/ssrf.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { Database } from '../store/db.js';
 
 /** Seconds to wait after the 1st, 2nd, … failed attempt; about 40 hours in all, then the delivery fails. */
@@ -162,18 +163,20 @@ export class WebhookDispatcher {
   }
 }
 
-/** An agent's deliveries, newest first, each with its attempts. */
+/** An agent's deliveries, newest first, each with its attempts, a page at a time. */
 export async function listDeliveries(
   db: Database,
   tenantId: string,
   agentId: string,
-  q: { status?: string; conversation_id?: string; limit: number; after: { createdAt: string; id: string } | null },
+  q: { status?: string; conversation_id?: string; limit: number; cursor?: string },
 ) {
+  const position = decodeCursor(q.cursor, isTimeAndId);
+  const after = position ? { createdAt: position[0], id: position[1] } : null;
   const query = db.knex('webhook_deliveries').where({ tenant_id: tenantId, agent_id: agentId });
   if (q.status) query.andWhere('status', q.status);
   if (q.conversation_id) query.andWhere('conversation_id', q.conversation_id);
-  if (q.after) {
-    const a = q.after;
+  if (after) {
+    const a = after;
     query.andWhere((w) => w.where('created_at', '<', a.createdAt).orWhere((w2) => w2.where('created_at', '=', a.createdAt).andWhere('id', '<', a.id)));
   }
   const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(q.limit + 1);
@@ -181,8 +184,10 @@ export async function listDeliveries(
   const attempts = page.length
     ? await db.knex('webhook_attempts').where({ tenant_id: tenantId }).whereIn('delivery_id', page.map((r) => r.id)).orderBy(['delivery_id', 'attempt'])
     : [];
+  const last = page[page.length - 1];
   return {
-    rows: page.map((r) => ({
+    next_cursor: rows.length > q.limit && last ? encodeCursor([last.created_at, last.id]) : null,
+    data: page.map((r) => ({
       id: r.id as string,
       conversation_id: r.conversation_id as string,
       event: r.event as string,
@@ -204,6 +209,5 @@ export async function listDeliveries(
           duration_ms: Number(a.duration_ms),
         })),
     })),
-    more: rows.length > q.limit,
   };
 }
