@@ -6,7 +6,9 @@ import { start } from '../server/src/main.js';
 
 const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
 const backend = await startOrdersBackend(backendPort);
-const allowed = [process.env.ACTION_ALLOWED_HOSTS, `127.0.0.1:${backendPort}`].filter(Boolean).join(',');
+// The example backend is granted to the demo tenant only, like any private host.
+const tenant = process.env.AGENTS_TENANT ?? 'demo';
+const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
 const config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
 const running = await start(config);
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);

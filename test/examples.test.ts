@@ -28,7 +28,7 @@ describe('the example agent', () => {
     const port = (backend.address() as AddressInfo).port;
     const created = await databases[0].create();
     drop = created.drop;
-    app = testApp(created.db, { actionAllowedHosts: [`127.0.0.1:${port}`] });
+    app = testApp(created.db, { actionAllowedHosts: { '*': [`127.0.0.1:${port}`] } });
     const { definition } = await readAgentFile(EXAMPLE);
     // The file names the backend's default port; point it at this test's one.
     definition.actions!.get_order.url = definition.actions!.get_order.url.replace('127.0.0.1:3001', `127.0.0.1:${port}`);

@@ -16,6 +16,16 @@ export const TenantId = z
 
 export const Timestamp = z.string().datetime({ offset: true }).describe('ISO 8601 UTC timestamp');
 
+/** A point in time given by a caller: ISO 8601, and one that exists (`+99:99` is no offset). */
+export const TimeFilter = z
+  .string()
+  .datetime({ offset: true })
+  .refine((v) => {
+    const m = /([+-])(\d{2}):?(\d{2})$/.exec(v);
+    return (!m || (Number(m[2]) <= 23 && Number(m[3]) <= 59)) && Number.isFinite(Date.parse(v));
+  }, 'must be an ISO 8601 time with a valid offset')
+  .describe('ISO 8601 time');
+
 /** Headers every /api/v1 endpoint takes. */
 export const TenantHeaders = z.object({
   'tenant-id': TenantId,
@@ -56,6 +66,8 @@ export const ProblemCode = z.enum([
   'idempotency_mismatch',
   'limit_exceeded',
   'rate_limited',
+  'secrets_not_configured',
+  'training_budget_exceeded',
   'unavailable',
   'internal_error',
 ]);

@@ -1,6 +1,6 @@
 // Conversation records, summaries, history and audit entries.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
 
 export const Turn = z.object({
@@ -51,8 +51,8 @@ export const ListConversationsQuery = z.object({
   status: ConversationStatus.optional(),
   user_id: z.string().min(1).max(256).optional(),
   capability: z.string().min(1).max(64).optional(),
-  created_after: Timestamp.optional(),
-  created_before: Timestamp.optional(),
+  created_after: TimeFilter.optional(),
+  created_before: TimeFilter.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z.string().max(500).optional(),
 });
@@ -64,6 +64,8 @@ export const AuditType = z.enum([
   'status_change',
   'turn_timing',
   'error',
+  'operator_message',
+  'erasure',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -117,12 +119,28 @@ export const StatusChangeData = z.object({
   outcome: z.string().nullable(),
 });
 
+/** The turns a write added, each with the SHA-256 that chains its text into the audit log. */
+export const TurnHashes = z
+  .array(z.object({ index: z.number().int(), hash: z.string() }))
+  .describe('The turns this call wrote, with their hashes (see audit-logs/verify)');
+
 export const TurnTimingData = z.object({
   total_ms: z.number(),
   routing_ms: z.number(),
   engine_ms: z.number(),
   actions_ms: z.number(),
   storage_ms: z.number(),
+  turns: TurnHashes.optional(),
+});
+
+export const OperatorMessageData = z.object({
+  author: z.string(),
+  turns: TurnHashes,
+});
+
+export const ErasureData = z.object({
+  erased_at: Timestamp,
+  through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
 });
 
 export const ErrorData = z.object({ code: z.string(), message: z.string() }).passthrough();
@@ -148,6 +166,8 @@ export const AuditEntry = z.discriminatedUnion('type', [
   entry('status_change', StatusChangeData),
   entry('turn_timing', TurnTimingData),
   entry('error', ErrorData),
+  entry('operator_message', OperatorMessageData),
+  entry('erasure', ErasureData),
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 
@@ -218,7 +238,8 @@ export const AuditVerification = z
     first_broken: z
       .object({
         sequence: z.number().int(),
-        reason: z.enum(['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'head_mismatch']),
+        reason: z.enum(['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'head_mismatch', 'turn_mismatch', 'turn_unchained']),
+        turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
       .nullable(),
   })

@@ -22,6 +22,7 @@ import {
 import { ConverseRequest, ConverseResponse } from './converse.js';
 import { AgentDefinition } from './definition.js';
 import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
+import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -29,6 +30,7 @@ export * from './conversations.js';
 export * from './converse.js';
 export * from './definition.js';
 export * from './keys.js';
+export * from './secrets.js';
 
 const c = initContract();
 
@@ -233,8 +235,39 @@ export const keysContract = c.router({
   },
 });
 
+export const secretsContract = c.router({
+  putSecret: {
+    method: 'PUT',
+    path: '/secrets/:name',
+    pathParams: z.object({ name: SecretName }),
+    headers: TenantHeaders,
+    body: PutSecret,
+    responses: {
+      204: c.noBody(),
+      409: Problem.describe('The operator has not set SECRETS_KEY, so tenant secrets are off (`secrets_not_configured`)'),
+    },
+    summary: "Set one of the tenant's secrets (write-only, encrypted at rest)",
+  },
+  listSecrets: {
+    method: 'GET',
+    path: '/secrets',
+    headers: TenantHeaders,
+    responses: { 200: z.object({ data: z.array(SecretInfo) }).describe("The tenant's secrets: names and times, never values") },
+    summary: "List the names of the tenant's secrets",
+  },
+  deleteSecret: {
+    method: 'DELETE',
+    path: '/secrets/:name',
+    pathParams: z.object({ name: SecretName }),
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 204: c.noBody() },
+    summary: "Delete one of the tenant's secrets",
+  },
+});
+
 export const apiContract = c.router(
-  { ...conversationsContract, ...agentsContract, ...keysContract },
+  { ...conversationsContract, ...agentsContract, ...keysContract, ...secretsContract },
   { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true },
 );
 
@@ -259,6 +292,9 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   createKey: 'admin',
   listKeys: 'admin',
   revokeKey: 'admin',
+  putSecret: 'admin',
+  listSecrets: 'admin',
+  deleteSecret: 'admin',
 };
 
 export const Health = z.object({ status: z.enum(['ok', 'unavailable']) });

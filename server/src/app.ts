@@ -12,7 +12,11 @@ import type { Config } from './config.js';
 import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
 import { getOpenApi } from './http/openapi.js';
 import { apiKeyAuth } from './http/auth.js';
-import { eventStreams } from './http/events.js';
+import { eventStreams, type EventStreams } from './http/events.js';
+import { depthLimit, refuseContentEncoding, refuseNul } from './http/input-guards.js';
+import { SecretService } from './service/secrets.js';
+import { TrainingPool } from './service/training.js';
+import { SecretStore } from './store/secret-store.js';
 import { tenantRateLimit } from './http/rate-limit.js';
 import { KeyService } from './service/keys.js';
 import { createRouter } from './http/routes.js';
@@ -40,7 +44,9 @@ export interface App {
   lifecycle: LifecycleService;
   webhooks: WebhookDispatcher;
   keys: KeyService;
+  secrets: SecretService;
   store: ConversationStore;
+  streams: EventStreams;
   logger: Logger;
   /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
   startBackground(): Promise<void>;
@@ -60,28 +66,43 @@ export function createApp(config: Config, deps: AppDeps): App {
       redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '***' },
     });
   const agentStore = new AgentStore(deps.db);
-  const store = new ConversationStore(deps.db);
+  const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs });
   const actions = new HttpActionRunner({
     allowedHosts: config.actionAllowedHosts,
-    secrets: config.secrets,
     maxResponseBytes: config.actionMaxResponseBytes,
     retryBaseMs: deps.actionRetryBaseMs,
+    log: logger,
   });
-  const agents = new AgentService(agentStore, clock);
+  const training = new TrainingPool(config.training);
+  const agents = new AgentService(agentStore, clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
+  const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock);
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
     maxContextBytes: config.maxContextBytes,
     maxStateBytes: config.maxStateBytes,
-    secrets: config.secrets,
+    secrets,
+    renderBudget: config.renderBudget,
+    maxReplyBytes: config.maxReplyBytes,
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
 
   const keys = new KeyService(deps.db, clock);
   const rateLimit = tenantRateLimit(config.rateLimit);
   const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i), config.maxTurnsPerConversation);
-  const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets: config.secrets }, logger);
-  const streams = eventStreams(store, config.sseHeartbeatMs, logger);
+  const webhooks = new WebhookDispatcher(
+    deps.db,
+    clock,
+    { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency },
+    logger,
+  );
+  const streams = eventStreams(store, {
+    heartbeatMs: config.sseHeartbeatMs,
+    perTenant: config.sseLimits.perTenant,
+    perConversation: config.sseLimits.perConversation,
+    revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
+    log: logger,
+  });
   let sweeper: NodeJS.Timeout | null = null;
   let sweeping = false;
 
@@ -105,7 +126,13 @@ export function createApp(config: Config, deps: AppDeps): App {
       genReqId: (req) => (req as unknown as { id: string }).id,
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
       serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: req.url, tenant: req.headers?.['tenant-id'] }),
+        // The route pattern, never the URL: paths and queries carry user ids, which erasure must be able to remove.
+        req: (req) => ({
+          id: req.id,
+          method: req.method,
+          route: (req.raw as Request | undefined)?.route?.path ?? '(unmatched)',
+          tenant: req.headers?.['tenant-id'],
+        }),
         res: (res) => ({ statusCode: res.statusCode }),
       },
     }),
@@ -119,8 +146,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     }
     next();
   });
-  app.put('/api/v1/agents/:slug', express.json({ limit: config.agentBodyLimitBytes, type: ['application/json', 'application/*+json'] }));
-  app.use(express.json({ limit: config.bodyLimitBytes, type: ['application/json', 'application/*+json'] }));
+  app.use(refuseContentEncoding);
+  const json = (limit: number) => express.json({ limit, type: ['application/json', 'application/*+json'], verify: depthLimit() });
+  app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes));
+  app.use(json(config.bodyLimitBytes));
+  app.use(refuseNul);
 
   // Every /api/v1 call names its tenant; this check runs before the contract's so it can say so plainly.
   app.use('/api/v1', (req: Request, res: Response, next: NextFunction) => {
@@ -138,7 +168,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     next();
   });
 
-  createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, keys, db: deps.db }), app, {
+  createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, keys, secrets, db: deps.db }), app, {
     // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
     globalMiddleware: [
       ...(config.authMode === 'api_key' ? [apiKeyAuth(keys) as never] : []),
@@ -166,7 +196,9 @@ export function createApp(config: Config, deps: AppDeps): App {
     lifecycle,
     webhooks,
     keys,
+    secrets,
     store,
+    streams,
     logger,
     ready: async () => {
       await rateLimit?.ready();
@@ -196,6 +228,7 @@ export function createApp(config: Config, deps: AppDeps): App {
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
       await actions.close();
       await webhooks.stop();
+      await training.close();
       await rateLimit?.close();
       await store.stopListening();
     },

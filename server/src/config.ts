@@ -14,6 +14,23 @@ const EnvSchema = z.object({
   TRUST_TENANT_HEADER: Bool.default('false'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ACTION_ALLOWED_HOSTS: z.string().default(''),
+  SECRETS_KEY: z
+    .string()
+    .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -base64 32)')
+    .optional(),
+  RENDER_BUDGET_MS: z.coerce.number().int().min(1).max(10_000).default(250),
+  RENDER_BUDGET_CHARS: z.coerce.number().int().min(1024).default(1_000_000),
+  MAX_REPLY_BYTES: z.coerce.number().int().min(256).default(64 * 1024),
+  TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+  TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
+  TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  ROUTER_CACHE_MB: z.coerce.number().int().min(1).default(512),
+  DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  CONVERSATION_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  WEBHOOK_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
+  SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(500),
+  SSE_MAX_PER_CONVERSATION: z.coerce.number().int().min(1).default(10),
   MAX_MESSAGE_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(4000),
   BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
   AGENT_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
@@ -49,14 +66,35 @@ export interface Config {
   authMode: 'header' | 'api_key';
   trustTenantHeader: boolean;
   logLevel: string;
-  /** `host` or `host:port` entries HTTP actions may reach although they are loopback or private. */
-  actionAllowedHosts: readonly string[];
+  /** Per tenant (`*`: every tenant), `host` or `host:port` entries HTTP actions and webhooks may reach although they are loopback or private. */
+  actionAllowedHosts: Readonly<Record<string, readonly string[]>>;
   maxMessageChars: number;
   bodyLimitBytes: number;
   agentBodyLimitBytes: number;
   actionMaxResponseBytes: number;
-  /** Operator secrets, `SWITCHBOARD_SECRET_<NAME>` → `secrets.NAME` in action templates. */
-  secrets: Readonly<Record<string, string>>;
+  /**
+   * Operator secrets, `SWITCHBOARD_SECRET_<NAME>` → `secrets.NAME` in action templates, each
+   * granted to the tenants listed in `SWITCHBOARD_SECRET_<NAME>_TENANTS` (`*`: every tenant).
+   */
+  secrets: Readonly<Record<string, OperatorSecret>>;
+  /** Key that encrypts tenants' own secrets at rest (AES-256-GCM); without it the secrets API is off. */
+  secretsKey?: Buffer;
+  /** What all template rendering of one turn may spend: wall time and characters produced. */
+  renderBudget: { timeMs: number; outputChars: number };
+  /** The most one turn may say (UTF-8 bytes); a longer reply is cut there and audited. */
+  maxReplyBytes: number;
+  /** Router training runs in worker threads, within this time and heap, one at a time per tenant. */
+  training: { timeoutMs: number; memoryMb: number; workers: number };
+  /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
+  routerCacheMb: number;
+  /** A database query that has not answered by then fails (and its connection is dropped): 503. */
+  dbQueryTimeoutMs: number;
+  /** How long a server holds a conversation it is answering before another may take it over (renewed while it works). */
+  conversationLeaseMs: number;
+  /** Webhook deliveries under way at once, in all and per tenant. */
+  webhookConcurrency: { total: number; perTenant: number };
+  /** Open event streams allowed per tenant and per conversation. */
+  sseLimits: { perTenant: number; perConversation: number };
   agentsDir?: string;
   agentsTenant: string;
   dbPoolMax: number;
@@ -79,7 +117,57 @@ export interface Config {
   routerLlm?: { url: string; model: string; apiKey?: string; timeoutMs: number };
 }
 
+export interface OperatorSecret {
+  value: string;
+  /** Tenants it is granted to; `*` only when the operator wrote it. */
+  tenants: readonly string[];
+}
+
 export class ConfigError extends Error {}
+
+const TENANT_OR_ALL = /^(\*|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$/;
+
+/** `TENANT=host[:port]` entries, comma-separated; `*=host` grants a host to every tenant. */
+function parseHostGrants(raw: string): Record<string, string[]> {
+  const grants: Record<string, string[]> = {};
+  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const eq = entry.indexOf('=');
+    const tenant = eq > 0 ? entry.slice(0, eq).trim() : '';
+    const host = eq > 0 ? entry.slice(eq + 1).trim().toLowerCase() : '';
+    if (!TENANT_OR_ALL.test(tenant) || !host) {
+      throw new ConfigError(
+        `invalid configuration:\n  ACTION_ALLOWED_HOSTS: "${entry}" names no tenant; write TENANT=${eq > 0 ? host || 'HOST' : entry} (or *=${eq > 0 ? host || 'HOST' : entry} to grant it to every tenant)`,
+      );
+    }
+    (grants[tenant] ??= []).push(host);
+  }
+  return grants;
+}
+
+const SECRET_PREFIX = 'SWITCHBOARD_SECRET_';
+const GRANT_SUFFIX = '_TENANTS';
+
+/** Operator secrets with their grants; a grant list names tenants, or `*`. */
+function parseSecrets(env: NodeJS.ProcessEnv): Record<string, OperatorSecret> {
+  const secrets: Record<string, OperatorSecret> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (!k.startsWith(SECRET_PREFIX) || k.endsWith(GRANT_SUFFIX) || v === undefined || k.length === SECRET_PREFIX.length) continue;
+    const name = k.slice(SECRET_PREFIX.length);
+    const grant = env[`${k}${GRANT_SUFFIX}`] ?? '';
+    const tenants = grant.split(',').map((t) => t.trim()).filter(Boolean);
+    const bad = tenants.find((t) => !TENANT_OR_ALL.test(t));
+    if (bad) throw new ConfigError(`invalid configuration:\n  ${k}${GRANT_SUFFIX}: "${bad}" is not a tenant id (or *)`);
+    secrets[name] = { value: v, tenants };
+  }
+  return secrets;
+}
+
+function parseKey(raw: string | undefined): Buffer | undefined {
+  if (!raw) return undefined;
+  const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, raw.includes('-') || raw.includes('_') ? 'base64url' : 'base64');
+  if (key.length !== 32) throw new ConfigError('invalid configuration:\n  SECRETS_KEY: must be 32 bytes');
+  return key;
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const parsed = EnvSchema.safeParse(env);
@@ -88,12 +176,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
-  const secrets: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) {
-    if (k.startsWith('SWITCHBOARD_SECRET_') && v !== undefined && k.length > 'SWITCHBOARD_SECRET_'.length) {
-      secrets[k.slice('SWITCHBOARD_SECRET_'.length)] = v;
-    }
-  }
   const config: Config = {
     port: e.PORT,
     host: e.HOST,
@@ -101,14 +183,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,
     logLevel: e.LOG_LEVEL,
-    actionAllowedHosts: e.ACTION_ALLOWED_HOSTS.split(',')
-      .map((s) => s.trim().toLowerCase())
-      .filter(Boolean),
+    actionAllowedHosts: parseHostGrants(e.ACTION_ALLOWED_HOSTS),
     maxMessageChars: e.MAX_MESSAGE_CHARS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     agentBodyLimitBytes: e.AGENT_BODY_LIMIT_BYTES,
     actionMaxResponseBytes: e.ACTION_MAX_RESPONSE_BYTES,
-    secrets: Object.freeze(secrets),
+    secrets: Object.freeze(parseSecrets(env)),
+    secretsKey: parseKey(e.SECRETS_KEY),
+    renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
+    maxReplyBytes: e.MAX_REPLY_BYTES,
+    training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
+    routerCacheMb: e.ROUTER_CACHE_MB,
+    dbQueryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
+    conversationLeaseMs: e.CONVERSATION_LEASE_MS,
+    webhookConcurrency: { total: e.WEBHOOK_CONCURRENCY, perTenant: e.WEBHOOK_TENANT_CONCURRENCY },
+    sseLimits: { perTenant: e.SSE_MAX_PER_TENANT, perConversation: e.SSE_MAX_PER_CONVERSATION },
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
     dbPoolMax: e.DB_POOL_MAX,

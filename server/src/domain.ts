@@ -42,6 +42,8 @@ export interface Conversation {
   /** When the conversation becomes abandoned (active and paused ones only). */
   inactiveAfter: string | null;
   erasedAt: string | null;
+  /** Number of the conversation's newest event row (event ids are `seq-index`, per conversation). */
+  eventSeq: number;
 }
 
 export type EventType = 'turn.created' | 'status.changed' | 'phase.changed';

@@ -20,10 +20,22 @@ export async function start(config: Config): Promise<Running> {
         'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
     );
   }
-  const db = openDatabase(config.databaseUrl, { poolMax: config.dbPoolMax, acquireTimeoutMs: config.dbAcquireTimeoutMs, log: logger });
+  const db = openDatabase(config.databaseUrl, {
+    poolMax: config.dbPoolMax,
+    acquireTimeoutMs: config.dbAcquireTimeoutMs,
+    queryTimeoutMs: config.dbQueryTimeoutMs,
+    log: logger,
+  });
   const applied = await migrate(db);
   logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
   const built = createApp(config, { db, logger });
+  const ungranted = built.secrets.ungranted();
+  if (ungranted.length) {
+    logger.warn(
+      { secrets: ungranted },
+      'operator secrets granted to no tenant: list the tenants in SWITCHBOARD_SECRET_<NAME>_TENANTS (or * for all)',
+    );
+  }
 
   if (config.agentsDir) {
     for (const file of await agentFiles(config.agentsDir)) {

@@ -6,8 +6,12 @@ import type { ActionRequest } from '../../server/src/engine/run.js';
 import { CompiledTemplate } from '../../server/src/engine/templates.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
 
-const meta = { turnIndex: 0, now: () => '2026-11-22T10:00:00.000Z' };
+const meta = { tenantId: 'acme', turnIndex: 0, now: () => '2026-11-22T10:00:00.000Z' };
 
+const SECRET = 'super-secret-token';
+const masked = <T>(v: T): T => JSON.parse(JSON.stringify(v ?? null).split(SECRET).join('***')) ?? undefined;
+
+/** A request as the engine renders it: for the wire, and with the secret masked for the record. */
 function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers' | 'body'>> & { retries?: number; timeoutMs?: number } = {}): ActionRequest {
   const action: CompiledAction = {
     name: 'act',
@@ -15,11 +19,22 @@ function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers'
     url: CompiledTemplate.parse(url),
     headers: [],
     body: null,
+    secrets: ['TOKEN'],
     timeoutMs: opts.timeoutMs ?? 2000,
     retries: opts.retries ?? 0,
     save: [],
   };
-  return { kind: 'action', action, method: opts.method ?? 'GET', url, headers: opts.headers ?? {}, body: opts.body };
+  const headers = opts.headers ?? {};
+  return {
+    kind: 'action',
+    action,
+    method: opts.method ?? 'GET',
+    url,
+    headers,
+    body: opts.body,
+    masked: { url: masked(url), headers: masked(headers), body: masked(opts.body) },
+    secretValues: [SECRET],
+  };
 }
 
 describe('HTTP actions', () => {
@@ -46,8 +61,7 @@ describe('HTTP actions', () => {
     });
     other = await startBackend((_r, res) => json(res, 200, { secret: 'internal data' }));
     runner = new HttpActionRunner({
-      allowedHosts: [`127.0.0.1:${allowed.port}`],
-      secrets: { TOKEN: 'super-secret-token' },
+      allowedHosts: { acme: [`127.0.0.1:${allowed.port}`] },
       maxResponseBytes: 100_000,
       retryBaseMs: 5,
     });
@@ -63,11 +77,46 @@ describe('HTTP actions', () => {
       req(`${allowed.url}/echo?t=super-secret-token`, { method: 'POST', headers: { authorization: 'Bearer super-secret-token' }, body: { a: 1, note: 'token super-secret-token' } }),
       meta,
     );
-    expect(result).toEqual({ ok: true, status: 200, body: { method: 'POST', body: { a: 1, note: 'token super-secret-token' }, auth: 'Bearer super-secret-token' } });
+    // The server echoed the secret: the flow (and so the reply) gets the mask, not the secret.
+    expect(result).toEqual({ ok: true, status: 200, body: { method: 'POST', body: { a: 1, note: 'token ***' }, auth: 'Bearer ***' } });
     expect(audit.type).toBe('action_call');
     expect(audit.data).toMatchObject({ action: 'act', outcome: 'ok', attempts: 1 });
     expect(JSON.stringify(audit)).not.toContain('super-secret-token');
     expect((audit.data.request as { url: string }).url).toBe(`${allowed.url}/echo?t=***`);
+  });
+
+  it('masks a secret an echoing server returns URL-encoded, base64-encoded or upper-cased', async () => {
+    const echo = await startBackend((r, res) =>
+      json(res, 200, { a: encodeURIComponent(`${SECRET}/x`), b: Buffer.from(SECRET).toString('base64'), c: SECRET.toUpperCase(), path: r.url }),
+    );
+    const local = new HttpActionRunner({ allowedHosts: { acme: [`127.0.0.1:${echo.port}`] }, maxResponseBytes: 100_000 });
+    try {
+      const { result, audit } = await local.run(req(`${echo.url}/p?t=${SECRET}`), meta);
+      expect(JSON.stringify(result)).not.toMatch(new RegExp(`${SECRET}|${Buffer.from(SECRET).toString('base64')}|${SECRET.toUpperCase()}`));
+      expect(JSON.stringify(audit)).not.toContain(SECRET);
+    } finally {
+      await local.close();
+      await echo.close();
+    }
+  });
+
+  it("grants private hosts per tenant: another tenant's allowance does not open the host", async () => {
+    const before = allowed.requests.length;
+    const { result, audit } = await runner.run(req(`${allowed.url}/echo`), { ...meta, tenantId: 'mallory' });
+    expect(result.ok).toBe(false);
+    expect(audit.data).toMatchObject({ outcome: 'blocked' });
+    expect(allowed.requests).toHaveLength(before);
+    expect((await runner.run(req(`${allowed.url}/echo`), meta)).result.ok).toBe(true);
+    expect(allowed.requests).toHaveLength(before + 1);
+  });
+
+  it('reports an unknown host and a blocked one in the same words, with no DNS answer', async () => {
+    const a = (await runner.run(req(`http://no-such-host.invalid/x`), meta)).audit.data;
+    const b = (await runner.run(req(`http://localhost:${other.port}/x`), meta)).audit.data;
+    expect(a.outcome).toBe('blocked');
+    expect(b.outcome).toBe('blocked');
+    expect(String(a.error).replace('no-such-host.invalid', 'H')).toBe(String(b.error).replace('localhost', 'H'));
+    expect(String(b.error)).not.toMatch(/127\.0\.0\.1|::1/);
   });
 
   it('never connects to a loopback host that is not allow-listed, by address or by name', async () => {
@@ -140,6 +189,11 @@ describe('blocked address ranges', () => {
     ['::ffff:10.0.0.1', true],
     ['fd00:ec2::254', true],
     ['fe80::1', true],
+    ['::7f00:1', true], // IPv4-compatible 127.0.0.1
+    ['::ffff:7f00:1', true], // IPv4-mapped 127.0.0.1, hex form
+    ['2002:7f00:1::1', true], // 6to4 around 127.0.0.1
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', true], // Teredo
+    ['64:ff9b:1::a00:1', true],
     ['8.8.8.8', false],
     ['93.184.216.34', false],
     ['2606:4700:4700::1111', false],

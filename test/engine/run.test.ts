@@ -170,7 +170,7 @@ describe('collecting slots', () => {
   it('takes the default branch when no condition holds, with its outcome', async () => {
     const agent = await support();
     const r0 = turn(agent, null, 'where is my order').result;
-    const { result } = turn(agent, after(r0), '100002', { answers: [{ ok: true, status: 200, body: { status: 'preparing' } }] });
+    const { result } = turn(agent, after(r0), '100002', { answers: [{ ok: true, status: 200, body: { status: 'preparing' } }], secrets: { ORDERS_TOKEN: 'tok' } });
     expect(result.phase).toBe('not_shipped');
     expect(result.outcome).toBe('pending');
   });

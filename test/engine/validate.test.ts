@@ -34,7 +34,6 @@ describe('definition validation', () => {
         'capabilities[1].phases[1].next: a phase with end cannot have next',
         'capabilities[1].phases[2].collect.choices: type choice needs choices or options on the phase',
         'routing.fallback: unknown capability "nope"',
-        'capabilities[1].phases[4].collect.pattern: this pattern can take exponential time on some inputs (nested repetition); simplify it',
         'actions.act.url: must be an http:// or https:// URL',
         'actions.act.body: a GET request has no body',
         'actions.act.save.s: must be a path such as body.eta or body.items.0.id',

@@ -31,7 +31,7 @@ describe.each(databases)('API on $name', (database) => {
       ({ db, drop } = await database.create());
       orders = await startBackend(ordersHandler);
       forbidden = await startBackend(ordersHandler);
-      app = testApp(db, { actionAllowedHosts: [`127.0.0.1:${orders.port}`] });
+      app = testApp(db, { actionAllowedHosts: { acme: [`127.0.0.1:${orders.port}`] } });
       api = await driverKind.make(app);
       expect((await api.putAgent('support', supportAgent(orders.url))).status).toBe(200);
       expect((await api.putAgent('echo', echoAgent)).status).toBe(200);
@@ -383,7 +383,7 @@ describe.each(databases)('API on $name', (database) => {
         });
         expect(all.body.data[4].turn_index).toBe(2);
         const timing = all.body.data[3].data;
-        expect(Object.keys(timing).sort()).toEqual(['actions_ms', 'engine_ms', 'routing_ms', 'storage_ms', 'total_ms']);
+        expect(Object.keys(timing).sort()).toEqual(['actions_ms', 'engine_ms', 'routing_ms', 'storage_ms', 'total_ms', 'turns']);
         const routing = await api.audit('support', s.conversation_id, { type: 'routing_decision' });
         expect(routing.body.data).toHaveLength(1);
         expect(routing.body.data[0].data.selected.capability).toBe('order_status');

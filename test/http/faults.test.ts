@@ -72,6 +72,100 @@ describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: s
   });
 });
 
+describe.skipIf(!postgres)(`a database that stops answering${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+  let proxy: Proxy;
+  let db: Database;
+  let app: App;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const created = await postgres!.create();
+    drop = created.drop;
+    const u = new URL(created.url);
+    proxy = await startProxy(u.hostname, Number(u.port || 5432));
+    u.hostname = '127.0.0.1';
+    u.port = String(proxy.port);
+    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800, queryTimeoutMs: 1000, log: { warn: () => undefined } });
+    app = testApp(db);
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await db?.close();
+    await proxy?.close();
+    await drop?.();
+  });
+
+  it('answers 503 within its query time-out (no reset, no FIN: a black hole), then recovers', { timeout: 20_000 }, async () => {
+    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
+    proxy.blackhole();
+    // Pooled connections stay open and silent: each call must give up on its own, not hang.
+    const answers = await Promise.all([
+      request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'lost?', conversation_id: id }),
+      request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'new one' }),
+      request(app.app).get('/readyz'),
+    ]);
+    for (const r of answers) {
+      expect(r.status).toBe(503);
+      expect(r.body.code).toBe('unavailable');
+    }
+    proxy.restore();
+    let ready = 0;
+    for (let i = 0; i < 40 && ready !== 200; i++) {
+      ready = (await request(app.app).get('/readyz')).status;
+      if (ready !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ready).toBe(200);
+    expect((await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'back again', conversation_id: id })).status).toBe(200);
+  });
+});
+
+describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+  it('holds no connection while actions run: ten turns on a hanging action leave the pool to everyone else', { timeout: 30_000 }, async () => {
+    const created = await postgres!.create();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const hanging = await startBackend((_q, res) => void gate.then(() => json(res, 200, { ok: true })));
+    const db = openDatabase(created.url, { poolMax: 3, acquireTimeoutMs: 800, log: { warn: () => undefined } });
+    const app = testApp(db, { actionAllowedHosts: { noisy: [`127.0.0.1:${hanging.port}`] } });
+    try {
+      const slowEcho = {
+        name: 'Hangs',
+        capabilities: [
+          {
+            name: 'echo',
+            examples: ['echo this'],
+            phases: [{ id: 'listen', say: 'Say something.', collect: { slot: 'said', type: 'text' } }, { id: 'work', call: 'hang' }, { id: 'done', say: 'Done.' }],
+          },
+        ],
+        actions: { hang: { type: 'http', method: 'GET', url: `${hanging.url}/hang`, timeout_ms: 20_000 } },
+      };
+      const N = { 'tenant-id': 'noisy' };
+      await request(app.app).put('/api/v1/agents/hang').set(N).send(slowEcho).expect(200);
+      await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+      const ids: string[] = [];
+      for (let i = 0; i < 10; i++) ids.push((await request(app.app).post('/api/v1/agents/hang/converse').set(N).send({ message: 'echo this' })).body.conversation_id);
+      // Ten continuing turns wait on the action, more than the pool has connections.
+      const stuck = ids.map((id) => request(app.app).post('/api/v1/agents/hang/converse').set(N).send({ message: 'x', conversation_id: id }).then((r) => r));
+      while (hanging.requests.length < 10) await new Promise((r) => setTimeout(r, 20));
+      for (let i = 0; i < 5; i++) {
+        const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' });
+        expect(r.status).toBe(200);
+        const again = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'hi', conversation_id: r.body.conversation_id });
+        expect(again.status).toBe(200);
+      }
+      release();
+      for (const r of await Promise.all(stuck)) expect(r.status).toBe(200);
+    } finally {
+      release();
+      await app.close();
+      await db.close();
+      await hanging.close();
+      await created.drop();
+    }
+  });
+});
+
 describe.each(databases)('a failure between two writes on $name', (database) => {
   const f = appFixture(database, { echo: echoAgent });
 
@@ -107,7 +201,7 @@ describe('SIGTERM', () => {
       });
     });
     const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-      env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'db.sqlite')}`, LOG_LEVEL: 'silent', ACTION_ALLOWED_HOSTS: `127.0.0.1:${slow.port}`, RATE_LIMIT_RPS: '0' },
+      env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'db.sqlite')}`, LOG_LEVEL: 'silent', ACTION_ALLOWED_HOSTS: `*=127.0.0.1:${slow.port}`, RATE_LIMIT_RPS: '0' },
       stdio: 'ignore',
     });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));

@@ -40,6 +40,7 @@ function conversation(tenantId: string, agentId: string, over: Partial<Conversat
     inactiveAfter: null,
     erasedAt: null,
     auditHash: null,
+    eventSeq: 0,
     ...over,
   };
 }
@@ -102,7 +103,7 @@ describe.each(databases)('store on $name', (database) => {
     expect(await store.list('tenant-b', agentA, {}, 100, null)).toEqual([]);
     expect(await agents.bySlug('tenant-b', 'bot')).toMatchObject({ id: agentB });
     expect(await agents.version('tenant-b', agentA, 1)).toBeNull();
-    await store.exclusive(c.id, c.id, async (u) => expect(await u.load('tenant-b', agentB, c.id)).toBeNull());
+    await store.exclusive(c.id, { tenantId: 'tenant-b', id: c.id }, async (u) => expect(await u.load('tenant-b', agentB, c.id)).toBeNull());
   });
 
   it('writes nothing of a turn whose conversation changed underneath it', async () => {
@@ -113,7 +114,7 @@ describe.each(databases)('store on $name', (database) => {
       expectedAuditSeq: 0,
       turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }],
     });
-    await expect(store.exclusive(c.id, c.id, (u) => u.commit(stale))).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    await expect(store.exclusive(c.id, { tenantId: 'tenant-a', id: c.id }, (u) => u.commit(stale))).rejects.toBeInstanceOf(ConcurrentUpdateError);
     expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
     expect((await store.get('tenant-a', agentA, c.id))!.turnCount).toBe(2);
   });
@@ -165,7 +166,7 @@ describe.each(databases)('migrations on $name', (database) => {
       await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
       await rollbackAll(db);
       expect(await db.knex.schema.hasTable('conversations')).toBe(false);
-      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain', '004_api_keys', '005_event_notify']);
+      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain', '004_api_keys', '005_event_notify', '006_tenant_model']);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
     } finally {

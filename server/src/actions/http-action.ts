@@ -5,16 +5,53 @@ import pRetry, { AbortError } from 'p-retry';
 import { request, type Dispatcher } from 'undici';
 import type { ActionResult, AuditDraft } from '../domain.js';
 import type { ActionRequest } from '../engine/run.js';
+import { SECRET_MASK } from '../engine/compile.js';
 import { BlockedAddressError, guardedDispatcher } from './ssrf.js';
 
 export const AUDIT_BODY_LIMIT = 4096;
 
 export interface HttpActionOptions {
-  allowedHosts: readonly string[];
-  secrets: Readonly<Record<string, string>>;
+  /** Hosts each tenant may reach although they are private (`*`: every tenant). */
+  allowedHosts: HostGrants;
   maxResponseBytes: number;
   /** First retry delay; doubles per attempt. */
   retryBaseMs?: number;
+  /** The operator's log: blocked calls are reported there with the detail the audit entry leaves out. */
+  log?: { warn(o: object, m: string): void };
+}
+
+/** Tenant → `host` or `host:port` entries; the `*` entry applies to every tenant. */
+export type HostGrants = Readonly<Record<string, readonly string[]>>;
+
+/** The hosts one tenant may reach although they are private: its own grants and everyone's. */
+export function hostsFor(grants: HostGrants, tenantId: string): string[] {
+  return [...new Set([...(grants['*'] ?? []), ...(grants[tenantId] ?? [])])].sort();
+}
+
+/**
+ * One guarded dispatcher per distinct allow-list, shared by the tenants that have the same one
+ * (most have none), so a tenant's connections only ever reach what it was granted.
+ */
+export class DispatcherPool {
+  private readonly byList = new Map<string, Dispatcher>();
+  constructor(
+    private readonly grants: HostGrants,
+    private readonly opts: { maxRedirections?: number } = {},
+  ) {}
+  for(tenantId: string): Dispatcher {
+    const hosts = hostsFor(this.grants, tenantId);
+    const key = hosts.join(',');
+    let d = this.byList.get(key);
+    if (!d) {
+      d = guardedDispatcher(hosts, this.opts);
+      this.byList.set(key, d);
+    }
+    return d;
+  }
+  async close(): Promise<void> {
+    await Promise.all([...this.byList.values()].map((d) => d.close()));
+    this.byList.clear();
+  }
 }
 
 type Outcome = 'ok' | 'http_error' | 'timeout' | 'network_error' | 'blocked';
@@ -27,23 +64,24 @@ class HttpStatusError extends Error {
 class TooLargeError extends Error {}
 
 export class HttpActionRunner {
-  private readonly dispatcher: Dispatcher;
-  private readonly secretValues: string[];
+  private readonly dispatchers: DispatcherPool;
 
   constructor(private readonly opts: HttpActionOptions) {
-    this.dispatcher = guardedDispatcher(opts.allowedHosts, { maxRedirections: 3 });
-    // Longest first, so a secret that contains another is masked whole.
-    this.secretValues = Object.values(opts.secrets)
-      .filter((v) => v.length >= 4)
-      .sort((a, b) => b.length - a.length);
+    this.dispatchers = new DispatcherPool(opts.allowedHosts, { maxRedirections: 3 });
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    await this.dispatchers.close();
   }
 
-  /** Runs one action call to completion (all attempts) and returns its result and audit entry. */
-  async run(req: ActionRequest, meta: { turnIndex: number; now: () => string }): Promise<{ result: ActionResult; audit: AuditDraft }> {
+  /**
+   * Runs one action call to completion (all attempts) and returns its result and audit entry.
+   * The result (which the flow may say) and the audit entry never carry the request's secrets:
+   * the entry shows the request as rendered with masks, and what comes back has every secret
+   * value, in the forms an echoing server would return it, replaced by the mask.
+   */
+  async run(req: ActionRequest, meta: { tenantId: string; turnIndex: number; now: () => string }): Promise<{ result: ActionResult; audit: AuditDraft }> {
+    const masker = new Masker(req.secretValues);
     const started = performance.now();
     const startedAt = meta.now();
     let attempts = 0;
@@ -73,7 +111,7 @@ export class HttpActionRunner {
         response = await pRetry(
           async () => {
             attempts++;
-            return await this.once(url!, req.method, headers, body, req.action.timeoutMs);
+            return await this.once(url!, req.method, headers, body, req.action.timeoutMs, meta.tenantId);
           },
           {
             retries: req.action.retries,
@@ -91,6 +129,10 @@ export class HttpActionRunner {
           response = { status: err.status, body: err.body };
         } else if (err instanceof BlockedAddressError) {
           outcome = 'blocked';
+          this.opts.log?.warn(
+            { tenant: meta.tenantId, action: req.action.name, host: err.host, detail: err.detail },
+            'action blocked by the SSRF guard: grant the host to the tenant in ACTION_ALLOWED_HOSTS if it should be reachable',
+          );
         } else if (isTimeout(err)) {
           outcome = 'timeout';
         } else if (err instanceof TooLargeError) {
@@ -98,13 +140,16 @@ export class HttpActionRunner {
         } else {
           outcome = 'network_error';
         }
-        error = this.mask(err.message || String(err));
+        error = masker.text(err.message || String(err));
       }
     }
 
-    const result: ActionResult = response
-      ? { ok: outcome === 'ok', status: response.status, body: response.body }
+    const answered = response ? { status: response.status, body: masker.deep(response.body) } : null;
+    const result: ActionResult = answered
+      ? { ok: outcome === 'ok', status: answered.status, body: answered.body }
       : { ok: false, status: 0, body: null };
+    const shownHeaders: Record<string, string> = { 'user-agent': headers['user-agent'], ...req.masked.headers };
+    if (headers['content-type'] && !shownHeaders['content-type']) shownHeaders['content-type'] = headers['content-type'];
     const audit: AuditDraft = {
       type: 'action_call',
       turnIndex: meta.turnIndex,
@@ -114,11 +159,11 @@ export class HttpActionRunner {
         action: req.action.name,
         request: {
           method: req.method,
-          url: this.mask(req.url),
-          headers: this.maskDeep(headers) as Record<string, string>,
-          ...(req.body !== undefined && body !== undefined ? { body: cut(this.maskDeep(req.body)) } : {}),
+          url: req.masked.url,
+          headers: shownHeaders,
+          ...(req.body !== undefined && body !== undefined ? { body: cut(req.masked.body) } : {}),
         },
-        response: response ? { status: response.status, body: cut(this.maskDeep(response.body)) } : null,
+        response: answered ? { status: answered.status, body: cut(answered.body) } : null,
         outcome,
         attempts,
         ...(error ? { error } : {}),
@@ -127,11 +172,11 @@ export class HttpActionRunner {
     return { result, audit };
   }
 
-  private async once(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number) {
+  private async once(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, tenantId: string) {
     const signal = AbortSignal.timeout(timeoutMs);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { method: method as Dispatcher.HttpMethod, headers, body, signal, dispatcher: this.dispatcher });
+      res = await request(url, { method: method as Dispatcher.HttpMethod, headers, body, signal, dispatcher: this.dispatchers.for(tenantId) });
     } catch (e) {
       if (e instanceof BlockedAddressError || (e as Error)?.cause instanceof BlockedAddressError) {
         throw new AbortError(e instanceof BlockedAddressError ? e : ((e as Error).cause as Error));
@@ -162,19 +207,41 @@ export class HttpActionRunner {
     if (res.statusCode >= 300) throw new AbortError(new HttpStatusError(res.statusCode, parsed));
     return { status: res.statusCode, body: parsed };
   }
+}
 
-  mask(s: string): string {
+/**
+ * Replaces secret values in what a server sent back, as they are and in the encodings an echo
+ * would use (URL-encoded, base64, upper and lower case). Searching the output can only catch
+ * forms it knows; that is why requests are recorded from a masked rendering instead, and this
+ * is the second line for responses, which the service does not render.
+ */
+export class Masker {
+  private readonly forms: string[];
+  constructor(values: readonly string[]) {
+    const forms = new Set<string>();
+    for (const v of values) {
+      if (!v) continue;
+      for (const f of [v, encodeURIComponent(v), Buffer.from(v).toString('base64'), Buffer.from(v).toString('base64url'), v.toUpperCase(), v.toLowerCase()]) {
+        if (f) forms.add(f);
+      }
+    }
+    // Longest first, so a form that contains another is masked whole.
+    this.forms = [...forms].sort((a, b) => b.length - a.length);
+  }
+
+  text(s: string): string {
     let out = s;
-    for (const v of this.secretValues) out = out.split(v).join('***');
+    for (const f of this.forms) out = out.split(f).join(SECRET_MASK);
     return out;
   }
 
-  maskDeep(v: unknown): unknown {
-    if (typeof v === 'string') return this.mask(v);
-    if (Array.isArray(v)) return v.map((x) => this.maskDeep(x));
+  deep(v: unknown): unknown {
+    if (!this.forms.length) return v;
+    if (typeof v === 'string') return this.text(v);
+    if (Array.isArray(v)) return v.map((x) => this.deep(x));
     if (v && typeof v === 'object') {
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) Object.defineProperty(out, k, { value: this.maskDeep(x), enumerable: true, writable: true, configurable: true });
+      for (const [k, x] of Object.entries(v)) Object.defineProperty(out, this.text(k), { value: this.deep(x), enumerable: true, writable: true, configurable: true });
       return out;
     }
     return v;

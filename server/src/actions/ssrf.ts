@@ -24,9 +24,11 @@ for (const [net, bits] of [
   blocked.addSubnet(net, bits, 'ipv4');
 }
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
+  ['::', 96], // unspecified, loopback and the deprecated IPv4-compatible addresses (::a.b.c.d)
   ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['2001::', 32], // Teredo: tunnels to an IPv4 address
+  ['2002::', 16], // 6to4: embeds an IPv4 address
   ['100::', 64],
   ['2001:db8::', 32],
   ['fc00::', 7],
@@ -43,13 +45,30 @@ export function isBlockedAddress(ip: string): boolean {
   if (family === 6) {
     const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
     if (mapped) return blocked.check(mapped[1], 'ipv4');
+    const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip);
+    if (hex) {
+      const hi = parseInt(hex[1], 16);
+      const lo = parseInt(hex[2], 16);
+      return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
+    }
     return blocked.check(ip, 'ipv6');
   }
   return true;
 }
 
+/**
+ * The host is unknown or not reachable for this tenant. The message is the same in both cases,
+ * so that a definition cannot map the operator's network through DNS; `detail` (for the
+ * operator's log only) says which.
+ */
 export class BlockedAddressError extends Error {
   readonly code = 'EBLOCKED';
+  constructor(
+    readonly host: string,
+    readonly detail: string,
+  ) {
+    super(`${host} is not reachable from actions (unknown host, or an address this tenant may not reach)`);
+  }
 }
 
 export class AddressPolicy {
@@ -71,11 +90,16 @@ export class AddressPolicy {
   async resolve(hostname: string, port: string): Promise<string> {
     const host = hostname.replace(/^\[|\]$/g, '');
     const nameAllowed = this.isAllowed(host, port);
-    const addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    let addresses: string[];
+    try {
+      addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    } catch (e) {
+      throw new BlockedAddressError(host, `DNS lookup failed: ${(e as { code?: string }).code ?? (e as Error).message}`);
+    }
     for (const ip of addresses) {
       if (!isBlockedAddress(ip) || nameAllowed || this.isAllowed(ip, port)) return ip;
     }
-    throw new BlockedAddressError(`${host} resolves to a private or reserved address (${addresses[0]}); allow it with ACTION_ALLOWED_HOSTS`);
+    throw new BlockedAddressError(host, `resolves to a private or reserved address (${addresses[0]}) not in ACTION_ALLOWED_HOSTS for this tenant`);
   }
 }
 

@@ -1,15 +1,19 @@
 // Validates an agent definition beyond its schema (references, templates, patterns) and
 // compiles it once per version: parsed templates, phase indexes and the trained router.
-import safeRegex from 'safe-regex2';
+import { RE2JS } from 're2js';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
-import { Router } from './router.js';
+import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
-import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, type JsonTemplate } from './templates.js';
+import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, secretReferences, type JsonTemplate } from './templates.js';
 
 export const BUILTIN_FALLBACK = 'fallback';
 export const MAX_PHASES_PER_TURN = 50;
+/** What one turn may say unless the operator sets MAX_REPLY_BYTES. */
+export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024;
+/** What audit entries and logs show in place of a secret. */
+export const SECRET_MASK = '***';
 
 export const DEFAULT_MESSAGES = {
   fallback: "Sorry, I can't help with that yet.",
@@ -49,6 +53,8 @@ export interface CompiledAction {
   url: CompiledTemplate;
   headers: [string, CompiledTemplate][];
   body: JsonTemplate | null;
+  /** Names of the secrets its url, headers and body read. */
+  secrets: string[];
   timeoutMs: number;
   retries: number;
   save: [string, string[]][];
@@ -72,6 +78,10 @@ export interface CompiledAgent {
   actions: Map<string, CompiledAction>;
   messages: Record<keyof typeof DEFAULT_MESSAGES, CompiledText>;
   router: Router;
+  /** Secrets any of its actions read (fetched for the tenant only when there are some). */
+  secretNames: string[];
+  /** Approximate bytes this compiled version holds in memory (the cache is bounded by them). */
+  bytes: number;
   /** A capability's routing examples (for the LLM provider's prompt). */
   examplesOf(name: string): string[];
 }
@@ -95,6 +105,10 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
       return;
     }
     if (!allowSecrets && /\bsecrets\b/.test(source)) add(path, 'secrets can be read only in action url, headers and body');
+    else if (allowSecrets) {
+      const refs = secretReferences(source);
+      if ('error' in refs) add(path, refs.error);
+    }
   };
   const tryText = (path: string, t: LocalizedText | undefined) => {
     if (t === undefined) return;
@@ -144,11 +158,9 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
         if (col.pattern !== undefined) {
           if (col.type !== 'text') add(`${pp}.collect.pattern`, 'pattern applies only to type text');
           try {
-            new RegExp(col.pattern, 'u');
-            // A pattern runs on every user message: refuse one that can backtrack exponentially (ReDoS).
-            if (!safeRegex(col.pattern)) add(`${pp}.collect.pattern`, 'this pattern can take exponential time on some inputs (nested repetition); simplify it');
+            compilePattern(col.pattern);
           } catch (e) {
-            add(`${pp}.collect.pattern`, `invalid regular expression: ${(e as Error).message}`);
+            add(`${pp}.collect.pattern`, `invalid regular expression (RE2 syntax, see docs/agents.md): ${(e as Error).message}`);
           }
         }
         if (col.choices !== undefined && col.type !== 'choice') add(`${pp}.collect.choices`, 'choices apply only to type choice');
@@ -163,6 +175,9 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     add('routing.fallback', `unknown capability "${def.routing.fallback}"`);
   }
   for (const [k, t] of Object.entries(def.messages ?? {})) tryText(`messages.${k}`, t);
+  def.webhooks?.forEach((h, i) => {
+    if (!/^https?:\/\//i.test(h.url)) add(`webhooks[${i}].url`, 'must be an http:// or https:// URL');
+  });
   for (const [name, a] of Object.entries(def.actions ?? {})) {
     const ap = `actions.${name}`;
     tryTemplate(`${ap}.url`, a.url, true);
@@ -187,6 +202,23 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
   return problems;
 }
 
+/**
+ * A slot pattern on RE2JS, a linear-time engine: no pattern can backtrack, whatever the user
+ * sends. Matching is a search (like RegExp.test); anchor with ^ and $ for a whole-message match.
+ */
+export function compilePattern(source: string): { test(text: string): boolean } {
+  const re = RE2JS.compile(source);
+  return { test: (text) => re.matcher(text).find() };
+}
+
+/** Every string inside a JSON value (the templates of an action body). */
+function jsonStrings(v: unknown): string[] {
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v)) return v.flatMap(jsonStrings);
+  if (v && typeof v === 'object') return Object.values(v).flatMap(jsonStrings);
+  return [];
+}
+
 function compilePhase(p: PhaseDef): CompiledPhase {
   const options = (p.options ?? []).map((o) => ({ label: CompiledText.from(o.label), value: o.value }));
   let collect: CompiledPhase['collect'];
@@ -197,7 +229,7 @@ function compilePhase(p: PhaseDef): CompiledPhase {
       slot: c.slot,
       spec: {
         type: c.type,
-        pattern: c.pattern !== undefined ? new RegExp(c.pattern, 'u') : undefined,
+        pattern: c.pattern !== undefined ? compilePattern(c.pattern) : undefined,
         choices: c.type === 'choice' ? choiceWords(c.choices, labels) : undefined,
       },
       retry: c.retry !== undefined ? CompiledText.from(c.retry) : undefined,
@@ -235,8 +267,12 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
   };
 }
 
-/** Compiles a definition that passed validateDefinition; trains its router (yielding as it goes). */
-export async function compileAgent(agentId: string, version: number, def: AgentDefinition): Promise<CompiledAgent> {
+/** Trains a router; by default here, yielding as it goes (the server passes a worker pool's). */
+export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
+const trainHere: TrainRouter = (caps, outOfScope) => Router.train(caps, { outOfScope });
+
+/** Compiles a definition that passed validateDefinition and trains its router. */
+export async function compileAgent(agentId: string, version: number, def: AgentDefinition, train: TrainRouter = trainHere): Promise<CompiledAgent> {
   const capabilities = new Map(def.capabilities.map((c) => [c.name, compileCapability(agentId, c)]));
   const messages = Object.fromEntries(
     (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [
@@ -256,16 +292,19 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
         builtin: true,
       };
   const routableDefs = def.capabilities.filter((c) => (c.examples?.length ?? 0) > 0);
-  const router = await Router.train(
+  const router = await train(
     routableDefs.map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
-    { outOfScope: def.routing?.fallback ?? null },
+    def.routing?.fallback ?? null,
   );
   const actions = new Map<string, CompiledAction>();
   for (const [name, a] of Object.entries(def.actions ?? {})) {
+    const sources = [a.url, ...Object.values(a.headers ?? {}), ...jsonStrings(a.body)];
+    const secrets = [...new Set(sources.flatMap((src) => { const r = secretReferences(src); return 'names' in r ? r.names : []; }))];
     actions.set(name, {
       name,
       method: a.method,
-      url: CompiledTemplate.parse(a.url),
+      url: CompiledTemplate.parse(a.url, { url: true }),
+      secrets,
       headers: Object.entries(a.headers ?? {}).map(([h, v]) => [h.toLowerCase(), CompiledTemplate.parse(v)]),
       body: a.body !== undefined ? compileJson(a.body) : null,
       timeoutMs: a.timeout_ms,
@@ -290,6 +329,9 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     actions,
     messages,
     router,
+    secretNames: [...new Set([...actions.values()].flatMap((a) => a.secrets))],
+    // The definition is kept too (as parsed JSON: roughly twice its text).
+    bytes: router.bytes + 2 * JSON.stringify(def).length,
     examplesOf: (name) => def.capabilities.find((c) => c.name === name)?.examples ?? [],
   };
 }

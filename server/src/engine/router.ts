@@ -46,6 +46,32 @@ const CALIBRATION_EPOCHS = 2;
 const STEP = 3;
 /** Classes kept per example for the cheaper epochs of SGD. */
 const CANDIDATES = 16;
+/**
+ * Examples per capability kept for the similarity check: scoring compares a message with the
+ * best capability's examples, so this bounds what one message costs however many examples a
+ * definition brings (an even spread of them is kept).
+ */
+export const MAX_SIMILARITY_EXAMPLES = 400;
+
+/** Thrown when training would need more memory than its budget allows. */
+export class TrainingTooLargeError extends Error {}
+
+/** Plain data of a trained router, for a structured clone between threads. */
+export interface RouterState {
+  names: string[];
+  tfidf: ReturnType<TfIdf['toState']>;
+  w: Float32Array;
+  b: Float32Array;
+  examples: { idx: Int32Array; val: Float32Array }[][];
+  calibration: Calibration;
+  outOfScope: string | null;
+}
+
+function spread<T>(items: T[], max: number): T[] {
+  if (items.length <= max) return items;
+  const stride = items.length / max;
+  return Array.from({ length: max }, (_, k) => items[Math.floor(k * stride)]);
+}
 
 type Yield = () => Promise<void>;
 const nextTick: Yield = () => new Promise((r) => setImmediate(r));
@@ -72,9 +98,11 @@ class Softmax {
   constructor(
     readonly features: number,
     readonly classes: number,
+    w?: Float32Array,
+    b?: Float32Array,
   ) {
-    this.w = new Float32Array(features * classes);
-    this.b = new Float32Array(classes);
+    this.w = w ?? new Float32Array(features * classes);
+    this.b = b ?? new Float32Array(classes);
     this.z = new Float64Array(classes);
   }
 
@@ -243,7 +271,7 @@ export class Router {
    * fallback) whose examples stand for messages no other capability handles; its held-out
    * examples are not used to calibrate. Yields to the event loop while it works.
    */
-  static async train(caps: RoutableCapability[], opts: { outOfScope?: string | null; pause?: Yield } = {}): Promise<Router> {
+  static async train(caps: RoutableCapability[], opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number } = {}): Promise<Router> {
     const pause = opts.pause ?? nextTick;
 
     const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
@@ -257,14 +285,23 @@ export class Router {
     });
     // On a large agent, n-grams seen once are mostly noise and cost memory; a small one needs them all.
     const tfidf = TfIdf.fit(counts, counts.length >= 2000 ? 2 : 1);
+    // Weights are features × classes, held twice while training (model and running average) and
+    // once more for the calibration model: refuse before allocating rather than after.
+    const weightBytes = tfidf.size * caps.length * 4 * 4;
+    if (opts.maxBytes !== undefined && weightBytes > opts.maxBytes) {
+      throw new TrainingTooLargeError(
+        `training this router needs about ${Math.ceil(weightBytes / 1048576)} MiB (${tfidf.size} features × ${caps.length} capabilities), over the budget of ${Math.floor(opts.maxBytes / 1048576)} MiB`,
+      );
+    }
     const xs = counts.map((d) => tfidf.vector(d));
     const ys = Int32Array.from(labels);
     await pause();
     const calibration = await Router.calibrate(caps, xs, ys, tfidf.size, outOfScope, pause);
     const softmax = new Softmax(tfidf.size, caps.length);
     if (caps.length > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
-    const examples: SparseVector[][] = caps.map(() => []);
-    xs.forEach((x, i) => examples[ys[i]].push(x));
+    const all: SparseVector[][] = caps.map(() => []);
+    xs.forEach((x, i) => all[ys[i]].push(x));
+    const examples = all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES));
     return new Router(
       caps.map((c) => c.name),
       tfidf,
@@ -308,6 +345,7 @@ export class Router {
     await model.fit(xs, ys, trainRows, trainRows.length >= 5000 ? CALIBRATION_EPOCHS : epochsFor(trainRows.length), pause);
     const byClass: SparseVector[][] = caps.map(() => []);
     for (const i of trainRows) byClass[ys[i]].push(xs[i]);
+    for (let c = 0; c < C; c++) byClass[c] = spread(byClass[c], MAX_SIMILARITY_EXAMPLES);
     const probs: number[] = [];
     const sims: number[] = [];
     for (const i of testRows) {
@@ -339,6 +377,24 @@ export class Router {
     let similarity = 0;
     if (scores.length) for (const e of this.examples[scores[0].i]) similarity = Math.max(similarity, dot(x, e));
     return { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
+  }
+
+  toState(): RouterState {
+    return {
+      names: this.names,
+      tfidf: this.tfidf.toState(),
+      w: this.softmax.w,
+      b: this.softmax.b,
+      examples: this.examples,
+      calibration: this.calibration,
+      outOfScope: this.outOfScope,
+    };
+  }
+
+  static fromState(s: RouterState): Router {
+    const tfidf = TfIdf.fromState(s.tfidf);
+    const softmax = new Softmax(tfidf.size, s.names.length, s.w, s.b);
+    return new Router(s.names, tfidf, softmax, s.examples, s.calibration, s.outOfScope);
   }
 
   /** Approximate bytes held by the trained model. */

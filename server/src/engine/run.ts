@@ -5,7 +5,9 @@
 import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import {
+  DEFAULT_MAX_REPLY_BYTES,
   MAX_PHASES_PER_TURN,
+  SECRET_MASK,
   type CompiledAction,
   type CompiledAgent,
   type CompiledCapability,
@@ -13,7 +15,7 @@ import {
 } from './compile.js';
 import type { Scored } from './router.js';
 import { parseSlot } from './slots.js';
-import { renderJson, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
+import { RenderBudget, renderJson, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
 export interface RouteDecision {
   capability: CompiledCapability;
@@ -39,7 +41,12 @@ export interface TurnInput {
   /** Index of this turn's user turn in the conversation's turns. */
   turnIndex: number;
   now: string;
+  /** The secrets granted to the conversation's tenant (operator grants and the tenant's own). */
   secrets: Readonly<Record<string, string>>;
+  /** What all rendering in this turn may spend (time, output, memory); a fresh default when absent. */
+  budget?: RenderBudget;
+  /** The most the turn may say, in UTF-8 bytes; what goes past it is cut and audited. */
+  maxReplyBytes?: number;
   /** Scores the message against the routable capabilities (the service times it). */
   score: (message: string) => Scored;
   /** Ask the LLM provider about messages the embedded router cannot place. */
@@ -54,6 +61,10 @@ export interface ActionRequest {
   url: string;
   headers: Record<string, string>;
   body: unknown;
+  /** The same request rendered with every secret replaced by a mask: what audit entries and logs show. */
+  masked: { url: string; headers: Record<string, string>; body: unknown };
+  /** The secret values this request carries, for masking them in what comes back. */
+  secretValues: string[];
 }
 
 /** What the caller sends back for an ActionRequest: the result, and its action_call audit entry. */
@@ -173,22 +184,41 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
   let phaseId: string | null = prior ? prior.phase : null;
   const said: string[] = [];
   let options: Option[] = [];
+  const budget = input.budget ?? new RenderBudget();
+  const maxReply = input.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+  let replyBytes = 0;
+  let replyCut = false;
+  // What the turn says, up to its cap: the first text past it is cut at a character boundary.
+  const say = (t: string) => {
+    if (replyCut) return;
+    const bytes = Buffer.byteLength(t) + (said.length ? 1 : 0);
+    if (replyBytes + bytes <= maxReply) {
+      said.push(t);
+      replyBytes += bytes;
+      return;
+    }
+    replyCut = true;
+    const room = Math.max(0, maxReply - replyBytes - (said.length ? 1 : 0));
+    const cut = Buffer.from(t).subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    if (cut) said.push(cut);
+    note('error', { code: 'reply_limit', message: `the reply was cut at ${maxReply} bytes` });
+  };
 
   const user = input.context?.context?.identity ?? {};
-  const scope = (withSecrets = false): Scope => ({
+  const scope = (withSecrets?: Readonly<Record<string, string>>): Scope => ({
     slots: flow.slots,
     actions: flow.actions,
     user: { id: input.userId, name: user.user_name ?? null, email: user.user_email ?? null },
     context: input.context?.context ?? {},
     message: input.message,
     conversation: { id: input.conversationId, turn_count: (prior?.turnCount ?? 0) + 1 },
-    ...(withSecrets ? { secrets: input.secrets } : {}),
+    ...(withSecrets ? { secrets: withSecrets } : {}),
   });
   // A template that fails at render time (a limit hit, a bad filter argument) says nothing and
   // is audited; the turn goes on.
   const text = (t: CompiledText): string => {
     try {
-      return t.render(scope(), lang, agent.defaultLanguage);
+      return t.render(scope(), lang, agent.defaultLanguage, budget);
     } catch (e) {
       note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0] });
       return '';
@@ -196,7 +226,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
   };
   const holds = (c: CompiledCondition): boolean => {
     try {
-      return c.holds(scope());
+      return c.holds(scope(), budget);
     } catch (e) {
       note('error', { code: 'condition_error', message: (e as Error).message.split('\n')[0], condition: c.source });
       return false;
@@ -223,7 +253,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
   const escalate = (reason: string): TurnResult => {
     setStatus('escalated', reason, 'escalated');
     flow.wait = 'closed';
-    said.push(text(agent.messages.escalated));
+    say(text(agent.messages.escalated));
     options = [];
     return result(true);
   };
@@ -232,7 +262,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
 
   // An escalated conversation belongs to a human: the turn is recorded and answered, nothing moves.
   if (status === 'escalated') {
-    said.push(text(agent.messages.escalated));
+    say(text(agent.messages.escalated));
     return result(true);
   }
   if (status === 'paused') setStatus('active', 'user_message', null);
@@ -277,8 +307,8 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
           note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });
           return escalate('max_attempts');
         }
-        said.push(text(phase.collect.retry ?? agent.messages.retry));
-        if (phase.say) said.push(text(phase.say));
+        say(text(phase.collect.retry ?? agent.messages.retry));
+        if (phase.say) say(text(phase.say));
         options = renderOptions(phase);
         return result(true);
       }
@@ -325,7 +355,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
       note('phase_transition', { capability: capability.name, from, to: phaseId });
       flow.wait = 'open';
       flow.attempts = 0;
-      said.push(text(agent.messages.not_entitled));
+      say(text(agent.messages.not_entitled));
       return result(true);
     }
     capability = decision.capability;
@@ -355,19 +385,27 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
 
     if (p.call) {
       const action = agent.actions.get(p.call)!;
-      const s = scope(true);
       let request: ActionRequest | null = null;
-      try {
-        request = {
-          kind: 'action',
-          action,
-          method: action.method,
-          url: action.url.render(s),
-          headers: Object.fromEntries(action.headers.map(([h, t]) => [h, t.render(s)])),
-          body: action.body ? renderJson(action.body, s) : undefined,
-        };
-      } catch (e) {
-        note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
+      // A secret the tenant has not been granted reads exactly as one that does not exist.
+      const missing = action.secrets.find((n) => !Object.prototype.hasOwnProperty.call(input.secrets, n));
+      if (missing !== undefined) {
+        note('error', { code: 'secret_unavailable', message: `secret "${missing}" is not available to this tenant`, action: action.name });
+      } else {
+        try {
+          const real = Object.fromEntries(action.secrets.map((n) => [n, input.secrets[n]]));
+          const masks = Object.fromEntries(action.secrets.map((n) => [n, SECRET_MASK]));
+          const render = (sc: Scope) => ({
+            url: action.url.render(sc, budget),
+            headers: Object.fromEntries(action.headers.map(([h, t]) => [h, t.render(sc, budget)])),
+            body: action.body ? renderJson(action.body, sc, budget) : undefined,
+          });
+          // Rendered twice: with the secrets for the wire, and with masks in their place for the
+          // record, so no filter or echo can carry a secret into an audit entry.
+          const wire = render(scope(real));
+          request = { kind: 'action', action, method: action.method, ...wire, masked: render(scope(masks)), secretValues: Object.values(real) };
+        } catch (e) {
+          note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
+        }
       }
       const reply: ActionReply = request
         ? ((yield request) as ActionReply)
@@ -385,7 +423,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
         continue;
       }
     }
-    if (p.say) said.push(text(p.say));
+    if (p.say) say(text(p.say));
     if (p.collect) {
       flow.wait = 'collecting';
       flow.attempts = 0;

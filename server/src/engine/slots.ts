@@ -5,7 +5,8 @@ export type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'da
 
 export interface SlotSpec {
   type: SlotType;
-  pattern?: RegExp;
+  /** A linear-time matcher (compilePattern). */
+  pattern?: { test(text: string): boolean };
   /** For `choice`: accepted values, each with the words (value, labels) that select it. */
   choices?: { value: string; words: string[] }[];
 }

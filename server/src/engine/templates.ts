@@ -1,48 +1,164 @@
 // Liquid templates and conditions for texts, action requests and branches. A template can
 // never run code: liquidjs only reads the names it is given (own properties only), can include
-// no files (an empty in-memory template map), and parsing and rendering are bounded.
-import { Liquid, type Template } from 'liquidjs';
+// no files (an empty in-memory template map), and every render of a turn draws on one budget of
+// time, output and memory (RenderBudget), so no number of phases multiplies what one turn costs.
+// Conditions are parsed as Liquid expressions, never pasted into a tag, so a condition cannot
+// close its own tag and smuggle others in. Values put into action URLs are percent-encoded.
+import { Context, isTruthy, Liquid, Tokenizer, toValueSync, Value, type Template } from 'liquidjs';
 import type { LocalizedText } from '@switchboard/contract';
 
-const liquid = new Liquid({
+/** Thrown when a turn's rendering budget is spent; the engine audits it like any template error. */
+export class BudgetError extends Error {}
+
+/** A liquidjs Limiter look-alike: one instance shared by every render of a turn. */
+class Limit {
+  private used = 0;
+  constructor(
+    private readonly what: string,
+    readonly limit: number,
+  ) {}
+  use(n: number): void {
+    if (+n > 0) {
+      this.used += +n;
+      if (this.used > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
+    }
+  }
+  check(n: number): void {
+    if (+n > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
+  }
+}
+
+export interface RenderBudgetOptions {
+  /** Wall time all renders of the turn may take together, in ms. */
+  timeMs: number;
+  /** Characters all renders of the turn may produce together. */
+  outputChars: number;
+  /** liquidjs memory units (array and string allocations in filters) for the whole turn. */
+  memory?: number;
+}
+
+export const DEFAULT_RENDER_BUDGET: RenderBudgetOptions = { timeMs: 250, outputChars: 1_000_000, memory: 10_000_000 };
+
+/**
+ * What one turn may spend on rendering. Created when the turn starts; the deadline is read by
+ * liquidjs itself as it renders (the engine still reads no clock).
+ */
+export class RenderBudget {
+  readonly renderLimit: Limit;
+  readonly memoryLimit: Limit;
+  outputLeft: number;
+
+  constructor(opts: RenderBudgetOptions = DEFAULT_RENDER_BUDGET) {
+    this.renderLimit = new Limit(`template time (${opts.timeMs} ms a turn)`, performance.now() + opts.timeMs);
+    this.memoryLimit = new Limit('template memory', opts.memory ?? DEFAULT_RENDER_BUDGET.memory!);
+    this.outputLeft = opts.outputChars;
+  }
+
+  charge(chars: number): void {
+    this.outputLeft -= chars;
+    if (this.outputLeft < 0) throw new BudgetError('template output limit exceeded');
+  }
+}
+
+const options = {
   ownPropertyOnly: true,
   strictFilters: true,
   strictVariables: false,
   templates: {},
   parseLimit: 100_000,
-  renderLimit: 200,
-  memoryLimit: 10_000_000,
   cache: false,
-});
+} as const;
+
+const liquid = new Liquid(options);
+
+/**
+ * Percent-encodes every value put into a URL template, so that a value is always one path
+ * segment or one query value (`../admin?x=1#` cannot change the request). `{{ x | raw }}` is
+ * the author's explicit way to insert a value as it is.
+ */
+function urlComponent(v: unknown): string {
+  const s = stringify(v);
+  // "." and ".." (even encoded) are path navigation to a URL parser, whatever encoding says.
+  if (s === '.' || s === '..') throw new Error(`the value "${s}" cannot be put into a URL`);
+  return encodeURIComponent(s);
+}
+const urlLiquid = new Liquid({ ...options, outputEscape: urlComponent });
+// A value the author encodes with url_encode is already a URL component: not encoded twice.
+urlLiquid.registerFilter('url_encode', { handler: (v: unknown) => encodeURIComponent(stringify(v)).replace(/%20/g, '+'), raw: true });
+
+function stringify(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (v === null || v === undefined) return '';
+  if (Array.isArray(v)) return v.map(stringify).join('');
+  return String(v);
+}
+
+/** liquidjs's emitter, but one that stops the render as soon as the turn's output budget is spent. */
+class BoundedEmitter {
+  buffer = '';
+  constructor(private readonly left: number) {}
+  write(html: unknown): void {
+    this.buffer += stringify(html);
+    if (this.buffer.length > this.left) throw new BudgetError('template output limit exceeded');
+  }
+}
 
 export type Scope = Record<string, unknown>;
+
+function contextFor(engine: Liquid, scope: Scope, budget: RenderBudget): Context {
+  return new Context(scope, engine.options, { sync: true }, {
+    renderLimit: budget.renderLimit as never,
+    memoryLimit: budget.memoryLimit as never,
+    liquid: engine,
+  });
+}
 
 export class CompiledTemplate {
   private constructor(
     readonly source: string,
     private readonly tpls: Template[] | null,
+    private readonly engine: Liquid,
   ) {}
 
-  static parse(source: string): CompiledTemplate {
+  /** `url: true` percent-encodes every output (action URLs). */
+  static parse(source: string, opts: { url?: boolean } = {}): CompiledTemplate {
+    const engine = opts.url ? urlLiquid : liquid;
     // Plain text renders as itself: most texts have no markup, and skipping Liquid keeps them cheap.
-    if (!source.includes('{')) return new CompiledTemplate(source, null);
-    return new CompiledTemplate(source, liquid.parse(source));
+    if (!source.includes('{')) return new CompiledTemplate(source, null, engine);
+    return new CompiledTemplate(source, engine.parse(source), engine);
   }
 
-  render(scope: Scope): string {
-    if (!this.tpls) return this.source;
-    return liquid.renderSync(this.tpls, scope) as string;
+  render(scope: Scope, budget: RenderBudget = new RenderBudget()): string {
+    if (!this.tpls) {
+      budget.charge(this.source.length);
+      return this.source;
+    }
+    budget.renderLimit.check(performance.now());
+    const emitter = new BoundedEmitter(budget.outputLeft);
+    const ctx = contextFor(this.engine, scope, budget);
+    toValueSync(this.engine.renderer.renderTemplates(this.tpls, ctx, emitter as never));
+    budget.charge(emitter.buffer.length);
+    return emitter.buffer;
   }
 }
 
-/** A branch condition: Liquid's own truthiness, as `{% if %}` would judge it. */
+/** A branch condition: a Liquid expression judged by Liquid's own truthiness, as `{% if %}` would. */
 export class CompiledCondition {
-  private readonly tpl: Template[];
+  private readonly value: Value;
   constructor(readonly source: string) {
-    this.tpl = liquid.parse(`{% if ${source} %}1{% endif %}`);
+    const tokenizer = new Tokenizer(source, liquid.options.operators);
+    const token = tokenizer.readFilteredValue();
+    // Everything must be the expression: leftovers such as `%}{% for …` are refused.
+    while (tokenizer.p < tokenizer.N && /\s/.test(source[tokenizer.p])) tokenizer.p++;
+    if (tokenizer.p < tokenizer.N) {
+      throw new Error(`unexpected "${source.slice(tokenizer.p, tokenizer.p + 20)}" after the expression`);
+    }
+    this.value = new Value(token, liquid);
   }
-  holds(scope: Scope): boolean {
-    return liquid.renderSync(this.tpl, scope) === '1';
+  holds(scope: Scope, budget: RenderBudget = new RenderBudget()): boolean {
+    budget.renderLimit.check(performance.now());
+    const ctx = contextFor(liquid, scope, budget);
+    return isTruthy(toValueSync(this.value.value(ctx, false)), ctx);
   }
 }
 
@@ -70,8 +186,8 @@ export class CompiledText {
     );
   }
 
-  render(scope: Scope, lang: string, defaultLang: string): string {
-    return this.pick(lang, defaultLang).render(scope);
+  render(scope: Scope, lang: string, defaultLang: string, budget?: RenderBudget): string {
+    return this.pick(lang, defaultLang).render(scope, budget);
   }
 
   /** Every variant, for matching user input against option labels in any language. */
@@ -96,18 +212,36 @@ export function compileJson(value: unknown): JsonTemplate {
   return { kind: 'value', value };
 }
 
-export function renderJson(t: JsonTemplate, scope: Scope): unknown {
+export function renderJson(t: JsonTemplate, scope: Scope, budget?: RenderBudget): unknown {
   switch (t.kind) {
     case 'text':
-      return t.tpl.render(scope);
+      return t.tpl.render(scope, budget);
     case 'value':
       return t.value;
     case 'array':
-      return t.items.map((i) => renderJson(i, scope));
+      return t.items.map((i) => renderJson(i, scope, budget));
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of t.entries) Object.defineProperty(out, k, { value: renderJson(v, scope), enumerable: true, writable: true, configurable: true });
+      for (const [k, v] of t.entries) Object.defineProperty(out, k, { value: renderJson(v, scope, budget), enumerable: true, writable: true, configurable: true });
       return out;
     }
   }
+}
+
+/**
+ * Where a template reads `secrets`, it must read one whole secret as a bare output
+ * (`{{ secrets.NAME }}`, optionally `| raw` in a URL): no filter, tag or expression can then
+ * transform a secret, so rendering with masks in place of secrets shows exactly where each went.
+ * Returns the names read, or an error message.
+ */
+export function secretReferences(source: string): { names: string[] } | { error: string } {
+  const names: string[] = [];
+  const rest = source.replace(/\{\{-?\s*secrets\.([A-Z0-9_]+)\s*(\|\s*raw\s*)?-?\}\}/g, (_m, name: string) => {
+    names.push(name);
+    return '';
+  });
+  if (/\bsecrets\b/.test(rest)) {
+    return { error: 'a secret can be read only whole, as {{ secrets.NAME }} (no filters, tags or expressions on it)' };
+  }
+  return { names: [...new Set(names)] };
 }

@@ -115,6 +115,24 @@ export class TfIdf {
     return this.idf.length;
   }
 
+  /** Plain data for a structured clone (a worker thread's answer). */
+  toState(): { keys: Float64Array; cols: Int32Array; idf: Float32Array } {
+    const keys = new Float64Array(this.vocab.size);
+    const cols = new Int32Array(this.vocab.size);
+    let i = 0;
+    for (const [k, c] of this.vocab) {
+      keys[i] = k;
+      cols[i++] = c;
+    }
+    return { keys, cols, idf: this.idf };
+  }
+
+  static fromState(s: { keys: Float64Array; cols: Int32Array; idf: Float32Array }): TfIdf {
+    const vocab = new Map<number, number>();
+    for (let i = 0; i < s.keys.length; i++) vocab.set(s.keys[i], s.cols[i]);
+    return new TfIdf(vocab, s.idf);
+  }
+
   /** Sublinear TF × IDF, L2-normalised; unknown features are dropped. */
   vector(doc: FeatureCounts): SparseVector {
     // Column and count packed into one number, so one typed-array sort orders them by column

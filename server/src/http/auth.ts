@@ -35,6 +35,8 @@ export function apiKeyAuth(keys: KeyService) {
       if (!principal.scopes.includes(scope)) {
         return sendProblem(req, res, 403, 'forbidden', `This key lacks the "${scope}" scope`);
       }
+      // Long-lived responses (event streams) end when this key is revoked.
+      res.locals.keyId = principal.keyId;
       next();
     } catch (err) {
       next(err);

@@ -1,73 +1,162 @@
-// Server-sent events of one conversation: replays what came after Last-Event-ID, then follows
-// new events as they are committed by any server process (PostgreSQL LISTEN/NOTIFY, or this
+// Server-sent events of conversations: replays what came after Last-Event-ID, then follows new
+// events as they are committed by any server process (PostgreSQL LISTEN/NOTIFY, or this
 // process's own commits on SQLite), with heartbeats; ends cleanly when the client goes.
+// Streams are capped per tenant and per conversation; a commit costs one read per conversation
+// however many streams follow it (the rows are fanned out to each); a stream opened with an API
+// key ends when the key is revoked (at once here, within a heartbeat on other processes).
 import type { Request } from 'express';
 import { PassThrough } from 'node:stream';
-import { parseEventId, type ConversationStore } from '../store/conversation-store.js';
+import { AppError } from '../errors.js';
+import { parseEventId, type ConversationStore, type EventPosition } from '../store/conversation-store.js';
 
 export interface EventStreams {
-  open(tenantId: string, conversationId: string, lastEventId: string | null, req: Request): Promise<PassThrough>;
+  open(opts: { tenantId: string; conversationId: string; lastEventId: string | null; keyId: string | null; req: Request }): Promise<PassThrough>;
+  /** Ends the streams opened with these keys (revoked). */
+  endForKeys(keyIds: readonly string[]): void;
+  /** Open streams in all. */
+  readonly size: number;
   /** Ends every open stream (shutdown). */
   closeAll(): void;
 }
 
-export function eventStreams(store: ConversationStore, heartbeatMs: number, log: { warn(o: object, m: string): void }): EventStreams {
-  const open = new Set<() => void>();
-  return {
-    async open(tenantId, conversationId, lastEventId, req) {
+export interface EventStreamOptions {
+  heartbeatMs: number;
+  perTenant: number;
+  perConversation: number;
+  /** Of these key ids, the ones revoked since (checked once per heartbeat for all streams). */
+  revoked?: (keyIds: string[]) => Promise<string[]>;
+  log: { warn(o: object, m: string): void };
+}
+
+class TooManyStreamsError extends AppError {
+  constructor(what: string, limit: number) {
+    super(429, 'rate_limited', `Too many open event streams ${what} (at most ${limit}); close one first`, undefined, { 'retry-after': '5' });
+  }
+}
+
+interface Subscriber {
+  tenantId: string;
+  keyId: string | null;
+  last: EventPosition;
+  stream: PassThrough;
+  close(): void;
+}
+
+const before = (a: EventPosition, b: EventPosition) => a.row < b.row || (a.row === b.row && a.index < b.index);
+
+export function eventStreams(store: ConversationStore, opts: EventStreamOptions): EventStreams {
+  const byConversation = new Map<string, { tenantId: string; subs: Set<Subscriber>; pumping: boolean; again: boolean }>();
+  const perTenant = new Map<string, number>();
+  let size = 0;
+
+  // One reader per conversation at a time; a notification during a read asks for one more pass.
+  const pump = async (conversationId: string) => {
+    const group = byConversation.get(conversationId);
+    if (!group) return;
+    if (group.pumping) {
+      group.again = true;
+      return;
+    }
+    group.pumping = true;
+    try {
+      do {
+        group.again = false;
+        let batch;
+        do {
+          if (!group.subs.size) return;
+          // From the position of the stream furthest behind; each stream skips what it has seen.
+          let from: EventPosition | null = null;
+          for (const s of group.subs) if (!from || before(s.last, from)) from = s.last;
+          batch = await store.events(group.tenantId, conversationId, from!);
+          for (const e of batch) {
+            const frame = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
+            for (const s of group.subs) {
+              if (!before(s.last, e.position)) continue;
+              s.stream.write(frame);
+              s.last = e.position;
+            }
+          }
+        } while (batch.length);
+      } while (group.again);
+    } catch (err) {
+      opts.log.warn({ err, conversation: conversationId }, 'event stream read failed');
+    } finally {
+      group.pumping = false;
+    }
+  };
+  const onEvent = (id: string) => {
+    if (byConversation.has(id)) void pump(id);
+  };
+  store.changes.setMaxListeners(0);
+  store.changes.on('event', onEvent);
+
+  const heartbeat = setInterval(() => {
+    const keys = new Set<string>();
+    for (const g of byConversation.values()) {
+      for (const s of g.subs) {
+        s.stream.write(': ping\n\n');
+        if (s.keyId) keys.add(s.keyId);
+      }
+    }
+    if (keys.size && opts.revoked) {
+      opts.revoked([...keys]).then(
+        (gone) => api.endForKeys(gone),
+        (err) => opts.log.warn({ err }, 'event stream key check failed'),
+      );
+    }
+  }, opts.heartbeatMs);
+  heartbeat.unref();
+
+  const api: EventStreams = {
+    async open({ tenantId, conversationId, lastEventId, keyId, req }) {
+      const last = lastEventId !== null ? parseEventId(lastEventId) : await store.lastEventPosition(tenantId, conversationId);
+      // Checked after the read, so that nothing between the check and the count can interleave.
+      const group = byConversation.get(conversationId);
+      if ((perTenant.get(tenantId) ?? 0) >= opts.perTenant) throw new TooManyStreamsError('for this tenant', opts.perTenant);
+      if (group && group.subs.size >= opts.perConversation) throw new TooManyStreamsError('on this conversation', opts.perConversation);
       const stream = new PassThrough();
-      let last = lastEventId !== null ? parseEventId(lastEventId) : await store.lastEventPosition(tenantId, conversationId);
-      let pumping = false;
-      let again = false;
       let closed = false;
-      // One reader at a time; a notification during a read asks for one more pass.
-      const pump = async () => {
-        if (pumping) {
-          again = true;
-          return;
-        }
-        pumping = true;
-        try {
-          do {
-            again = false;
-            let batch;
-            do {
-              batch = await store.events(tenantId, conversationId, last);
-              for (const e of batch) {
-                if (closed) return;
-                stream.write(`id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
-                last = e.position;
-              }
-            } while (batch.length && !closed);
-          } while (again && !closed);
-        } catch (err) {
-          log.warn({ err, conversation: conversationId }, 'event stream read failed');
-        } finally {
-          pumping = false;
-        }
+      const sub: Subscriber = {
+        tenantId,
+        keyId,
+        last,
+        stream,
+        close: () => {
+          if (closed) return;
+          closed = true;
+          size--;
+          const n = (perTenant.get(tenantId) ?? 1) - 1;
+          if (n > 0) perTenant.set(tenantId, n);
+          else perTenant.delete(tenantId);
+          const g = byConversation.get(conversationId);
+          g?.subs.delete(sub);
+          if (g && !g.subs.size) byConversation.delete(conversationId);
+          stream.end();
+        },
       };
-      const onEvent = (id: string) => {
-        if (id === conversationId) void pump();
-      };
-      const heartbeat = setInterval(() => stream.write(': ping\n\n'), heartbeatMs);
-      heartbeat.unref();
-      const close = () => {
-        if (closed) return;
-        closed = true;
-        clearInterval(heartbeat);
-        store.changes.off('event', onEvent);
-        open.delete(close);
-        stream.end();
-      };
-      open.add(close);
-      store.changes.on('event', onEvent);
-      req.on('close', close);
+      const g = byConversation.get(conversationId) ?? { tenantId, subs: new Set<Subscriber>(), pumping: false, again: false };
+      byConversation.set(conversationId, g);
+      g.subs.add(sub);
+      size++;
+      perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + 1);
+      req.on('close', sub.close);
       stream.write('retry: 2000\n\n');
-      void pump();
+      void pump(conversationId);
       return stream;
     },
+    endForKeys(keyIds) {
+      if (!keyIds.length) return;
+      const gone = new Set(keyIds);
+      for (const g of [...byConversation.values()]) for (const s of [...g.subs]) if (s.keyId && gone.has(s.keyId)) s.close();
+    },
+    get size() {
+      return size;
+    },
     closeAll() {
-      for (const close of [...open]) close();
+      clearInterval(heartbeat);
+      store.changes.off('event', onEvent);
+      for (const g of [...byConversation.values()]) for (const s of [...g.subs]) s.close();
     },
   };
+  return api;
 }

@@ -4,7 +4,7 @@ import { RequestValidationError } from '@ts-rest/express';
 import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, type FieldProblem } from '../errors.js';
-import { mapDbError } from '../store/conversation-store.js';
+import { mapDbError } from '../store/db.js';
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
@@ -74,6 +74,7 @@ function bodyParserProblem(err: any): [number, ProblemCode, string] | null {
     case 'entity.too.large':
       return [413, 'payload_too_large', `The body is larger than the limit of ${err.limit} bytes`];
     case 'encoding.unsupported':
+      return [415, 'unsupported_media_type', 'Compressed request bodies are not accepted: send the body without content-encoding'];
     case 'charset.unsupported':
       return [415, 'unsupported_media_type', 'The body must be UTF-8 JSON'];
     case 'request.aborted':
@@ -92,6 +93,10 @@ export function errorHandler(log: { error(obj: object, msg: string): void }): Er
     }
     if (rawErr instanceof RequestValidationError) {
       return sendProblem(req, res, 400, 'validation_error', 'The request is not valid', validationProblems(rawErr));
+    }
+    // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
+    if (rawErr?.type === 'entity.verify.failed' && rawErr instanceof AppError) {
+      return sendProblem(req, res, rawErr.status, rawErr.code, rawErr.message, rawErr.errors);
     }
     const bp = bodyParserProblem(rawErr);
     if (bp) return sendProblem(req, res, bp[0], bp[1], bp[2]);

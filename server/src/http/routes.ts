@@ -6,6 +6,7 @@ import type { ConversationService } from '../service/conversation-service.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import { UnavailableError } from '../errors.js';
 import type { KeyService } from '../service/keys.js';
+import type { SecretService } from '../service/secrets.js';
 import type { LifecycleService } from '../service/lifecycle.js';
 import { listDeliveries } from '../service/webhooks.js';
 import type { Database } from '../store/db.js';
@@ -20,12 +21,13 @@ export interface RouteDeps {
   store: ConversationStore;
   streams: EventStreams;
   keys: KeyService;
+  secrets: SecretService;
   db: Database;
 }
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, lifecycle, store, streams, keys, db }: RouteDeps) {
+export function createRouter({ agents, conversations, lifecycle, store, streams, keys, secrets, db }: RouteDeps) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, res }) => ({
@@ -62,7 +64,7 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       streamEvents: async ({ params, headers, req, res }) => {
         const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
         const last = headers['last-event-id'] ?? null;
-        const stream = await streams.open(c.tenantId, c.id, last, req);
+        const stream = await streams.open({ tenantId: c.tenantId, conversationId: c.id, lastEventId: last, keyId: (res.locals.keyId as string | undefined) ?? null, req });
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
         res.setHeader('cache-control', 'no-cache, no-transform');
         res.setHeader('x-accel-buffering', 'no');
@@ -94,6 +96,16 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),
       revokeKey: async ({ headers, params }) => {
         await keys.revoke(headers['tenant-id'], params.id);
+        streams.endForKeys([params.id]);
+        return { status: 204, body: undefined };
+      },
+      putSecret: async ({ headers, params, body }) => {
+        await secrets.put(headers['tenant-id'], params.name, body.value);
+        return { status: 204, body: undefined };
+      },
+      listSecrets: async ({ headers }) => ({ status: 200, body: { data: await secrets.list(headers['tenant-id']) } }),
+      deleteSecret: async ({ headers, params }) => {
+        await secrets.delete(headers['tenant-id'], params.name);
         return { status: 204, body: undefined };
       },
       putAgent: async ({ params, headers, body }) => ({

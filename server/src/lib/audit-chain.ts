@@ -2,8 +2,11 @@
 //   data_hash = SHA-256(the entry's data exactly as stored, JSON text)
 //   hash      = SHA-256(previous hash, or "" for the first entry, + "\n" + JSON of the array
 //               [id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms, data_hash])
-// Erasure replaces an entry's data by a skeleton marked `erased: true` but keeps both hashes, so
-// the chain still verifies and only the erased payload can no longer be checked.
+// Turn texts are chained too: the entry written with a turn (turn_timing, operator_message)
+// lists each turn's hash (turnHash) in its data.
+// Erasure replaces some entries' data by a skeleton and keeps both hashes; such an entry is
+// accepted only when its erased_at column is set and a later chained `erasure` entry records
+// that erasure (same time, sequence covered). Writing `erased: true` into data proves nothing.
 import { sha256 } from './canonical.js';
 
 export interface ChainedFields {
@@ -25,34 +28,85 @@ export function entryHash(previous: string | null, e: ChainedFields, dataHashVal
   return sha256(`${previous ?? ''}\n${JSON.stringify(fields)}`);
 }
 
+export interface HashedTurn {
+  idx: number;
+  role: string;
+  message: string;
+  timestamp: string;
+  author?: string | null;
+}
+
+/** Hash of one turn as stored, bound to its conversation and place. */
+export function turnHash(conversationId: string, t: HashedTurn): string {
+  return sha256(JSON.stringify([conversationId, t.idx, t.role, t.message, t.timestamp, t.author ?? null]));
+}
+
+export type BrokenReason = 'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
+
 export interface ChainReport {
   entries: number;
   valid: boolean;
-  first_broken: { sequence: number; reason: 'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'head_mismatch' } | null;
+  first_broken: { sequence: number; reason: BrokenReason; turn_index?: number } | null;
 }
 
-/** Recomputes a conversation's chain (entries in sequence order) and reports the first broken link. */
-export function verifyChain(
-  entries: (ChainedFields & { data: string; data_hash: string | null; hash: string | null })[],
-  head: string | null,
-): ChainReport {
+export interface StoredEntry extends ChainedFields {
+  data: string;
+  data_hash: string | null;
+  hash: string | null;
+  erased_at: string | null;
+}
+
+/**
+ * Recomputes a conversation's chain (entries in sequence order) and reports the first broken
+ * link; then checks every stored turn against the hash the chain holds for it (`turns` is
+ * omitted for an erased conversation, whose turns are gone).
+ */
+export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[]): ChainReport {
   let previous: string | null = null;
   let expectedSeq = 1;
-  const broken = (sequence: number, reason: NonNullable<ChainReport['first_broken']>['reason']): ChainReport => ({
+  const broken = (sequence: number, reason: BrokenReason, turnIndex?: number): ChainReport => ({
     entries: entries.length,
     valid: false,
-    first_broken: { sequence, reason },
+    first_broken: { sequence, reason, ...(turnIndex !== undefined ? { turn_index: turnIndex } : {}) },
   });
+  // Erasures the chain itself records: erased_at → the last sequence it covered.
+  const erasures = new Map<string, number>();
+  for (const e of entries) {
+    if (e.type !== 'erasure') continue;
+    const d = JSON.parse(e.data) as { erased_at?: unknown; through_sequence?: unknown };
+    if (typeof d.erased_at === 'string' && typeof d.through_sequence === 'number' && dataHash(e.data) === e.data_hash) {
+      erasures.set(d.erased_at, Math.max(erasures.get(d.erased_at) ?? 0, d.through_sequence));
+    }
+  }
+  const chainedTurns = new Map<number, { hash: string; sequence: number }>();
   for (const e of entries) {
     if (e.sequence !== expectedSeq) return broken(expectedSeq, 'sequence_gap');
     if (!e.hash || !e.data_hash) return broken(e.sequence, 'missing_hash');
-    const parsed = JSON.parse(e.data) as { erased?: unknown } | null;
-    const erased = typeof parsed === 'object' && parsed !== null && parsed.erased === true;
-    if (!erased && dataHash(e.data) !== e.data_hash) return broken(e.sequence, 'data_mismatch');
+    const intact = dataHash(e.data) === e.data_hash;
+    if (!intact) {
+      const covered = e.erased_at !== null && (erasures.get(e.erased_at) ?? 0) >= e.sequence;
+      if (!covered) return broken(e.sequence, 'data_mismatch');
+    }
     if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
+    if (intact && (e.type === 'turn_timing' || e.type === 'operator_message')) {
+      const listed = (JSON.parse(e.data) as { turns?: { index: number; hash: string }[] }).turns;
+      if (Array.isArray(listed)) for (const t of listed) chainedTurns.set(t.index, { hash: t.hash, sequence: e.sequence });
+    }
     previous = e.hash;
     expectedSeq++;
   }
   if (previous !== head) return broken(expectedSeq, 'head_mismatch');
+  if (turns && chainedTurns.size) {
+    // Turns from the first chained one on must each match (older conversations began unchained).
+    const first = Math.min(...chainedTurns.keys());
+    for (const t of turns) {
+      if (t.idx < first) continue;
+      const c = chainedTurns.get(t.idx);
+      if (!c) return broken(expectedSeq, 'turn_unchained', t.idx);
+      if (c.hash !== turnHash(entries[0].conversation_id, t)) return broken(c.sequence, 'turn_mismatch', t.idx);
+    }
+    const stored = new Set(turns.map((t) => t.idx));
+    for (const [idx, c] of chainedTurns) if (!stored.has(idx)) return broken(c.sequence, 'turn_mismatch', idx);
+  }
   return { entries: entries.length, valid: true, first_broken: null };
 }

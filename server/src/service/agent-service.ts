@@ -2,29 +2,68 @@
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent } from '@switchboard/contract';
-import { capabilityId, compileAgent, validateDefinition, type CompiledAgent } from '../engine/compile.js';
+import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
+import type { Trainer } from './training.js';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, AgentStore } from '../store/agent-store.js';
 
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+export interface AgentServiceOptions {
+  /** Trains routers (a worker pool in the server); in this thread when absent. */
+  trainer?: Trainer;
+  /** Bytes of compiled versions kept in memory; the least recently used go first. */
+  cacheBytes?: number;
+}
+
 export class AgentService {
-  /** Compiled versions are immutable, so a cache entry never goes stale; only memory bounds it. */
-  private readonly compiled = new LRUCache<string, Promise<CompiledAgent>>({ max: 500 });
+  /**
+   * Compiled versions are immutable, so an entry never goes stale; only memory bounds the cache
+   * (by bytes, not count: one large agent weighs as much as thousands of small ones). An
+   * evicted version is compiled again on its next message.
+   */
+  private readonly compiled: LRUCache<string, CompiledAgent>;
+  /** Compilations under way, so concurrent first messages share one. */
+  private readonly compiling = new Map<string, Promise<CompiledAgent>>();
 
   constructor(
     private readonly store: AgentStore,
     private readonly clock: Clock,
-  ) {}
+    private readonly opts: AgentServiceOptions = {},
+  ) {
+    this.compiled = new LRUCache<string, CompiledAgent>({
+      maxSize: opts.cacheBytes ?? 512 * 1048576,
+      sizeCalculation: (a) => Math.max(1, a.bytes),
+    });
+  }
 
   async put(tenantId: string, slug: string, definition: AgentDefinition): Promise<{ agent: Agent; changed: boolean }> {
     const problems = validateDefinition(definition);
     if (problems.length) throw new DefinitionError(problems);
     const digest = sha256(canonicalJson(definition));
+    const existing = await this.store.bySlug(tenantId, slug);
+    const current = existing ? await this.store.version(tenantId, existing.id, existing.currentVersion) : null;
+    // A new definition is trained before it is stored: one over the training budget is refused
+    // and changes nothing. The agent id it is compiled under is only known once it is stored,
+    // so the trained router is reused through the cache when the ids agree.
+    let trained: CompiledAgent | null = null;
+    if (!current || current.digest !== digest) {
+      trained = await compileAgent(existing?.id ?? NIL_UUID, 0, definition, this.trainFor(tenantId));
+    }
     const { agent, changed } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()));
-    // Train now, so the first message to this version does not wait for it.
+    const key = `${tenantId}:${agent.id}:${agent.currentVersion}`;
+    if (trained && !this.compiled.has(key)) {
+      this.compiled.set(key, await compileAgent(agent.id, agent.currentVersion, definition, async () => trained.router));
+    }
     await this.compiledVersion(tenantId, agent.id, agent.currentVersion);
     return { agent: this.toApi(agent, definition), changed };
+  }
+
+  private trainFor(tenantId: string): TrainRouter | undefined {
+    const t = this.opts.trainer;
+    return t ? (caps, outOfScope) => t(tenantId, caps, outOfScope) : undefined;
   }
 
   async get(tenantId: string, slug: string): Promise<Agent> {
@@ -60,19 +99,32 @@ export class AgentService {
     return row;
   }
 
-  /** A compiled version, built once per process and cached. */
+  /** A compiled version, built once per process and cached while memory allows. */
   compiledVersion(tenantId: string, agentId: string, version: number): Promise<CompiledAgent> {
     const key = `${tenantId}:${agentId}:${version}`;
-    let p = this.compiled.get(key);
+    const hit = this.compiled.get(key);
+    if (hit) return Promise.resolve(hit);
+    let p = this.compiling.get(key);
     if (!p) {
-      p = this.store.version(tenantId, agentId, version).then((v) => {
-        if (!v) throw new NotFoundError('agent_not_found', 'Agent version not found');
-        return compileAgent(agentId, version, AgentDefinition.parse(v.definition));
-      });
-      p.catch(() => this.compiled.delete(key));
-      this.compiled.set(key, p);
+      p = this.store
+        .version(tenantId, agentId, version)
+        .then((v) => {
+          if (!v) throw new NotFoundError('agent_not_found', 'Agent version not found');
+          return compileAgent(agentId, version, AgentDefinition.parse(v.definition), this.trainFor(tenantId));
+        })
+        .then((compiled) => {
+          this.compiled.set(key, compiled);
+          return compiled;
+        })
+        .finally(() => this.compiling.delete(key));
+      this.compiling.set(key, p);
     }
     return p;
+  }
+
+  /** Bytes of compiled versions held now. */
+  get cachedBytes(): number {
+    return this.compiled.calculatedSize;
   }
 
   private toApi(row: AgentRow, def: AgentDefinition): Agent {

@@ -21,10 +21,13 @@ import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
+import { turnHash } from '../lib/audit-chain.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
+import type { SecretService } from './secrets.js';
+import { RenderBudget, type RenderBudgetOptions } from '../engine/templates.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -40,7 +43,11 @@ export interface ConversationServiceOptions {
   maxTurns: number;
   maxContextBytes: number;
   maxStateBytes: number;
-  secrets: Readonly<Record<string, string>>;
+  /** Resolves the secrets a tenant's actions may read. */
+  secrets: SecretService;
+  /** What all template rendering of one turn may spend. */
+  renderBudget: RenderBudgetOptions;
+  maxReplyBytes: number;
   llm?: LlmRouter;
 }
 
@@ -75,7 +82,8 @@ export class ConversationService {
   async converse(call: ConverseCall): Promise<ConverseResponse> {
     const started = performance.now();
     const { body, tenantId } = call;
-    if (body.message.length > this.opts.maxMessageChars) {
+    // Characters as people count them (code points), not UTF-16 units.
+    if (body.message.length > this.opts.maxMessageChars && [...body.message].length > this.opts.maxMessageChars) {
       throw new InputError('The message is too long', [
         { path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` },
       ]);
@@ -84,7 +92,9 @@ export class ConversationService {
     const storageMs = ms(started);
     if (!call.idempotencyKey) return this.apply(call, agentRow.id, agentRow.currentVersion, started, storageMs);
 
-    const key = call.idempotencyKey;
+    // A key is the caller's own: the same key from another user is another key.
+    const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
+    const key = sha256(JSON.stringify([userId, call.idempotencyKey]));
     const hash = sha256(canonicalJson(body));
     return this.store.withKeyLock(`idem:${tenantId}:${agentRow.id}:${key}`, async () => {
       const replay = async () => {
@@ -118,7 +128,7 @@ export class ConversationService {
     const conversationId = body.conversation_id ?? randomUUID();
     const isNew = body.conversation_id === undefined;
 
-    const outcome = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : conversationId, async (unit): Promise<ConverseResponse | 'abandoned'> => {
+    const outcome = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit): Promise<ConverseResponse | 'abandoned'> => {
       let storageMs = storageBefore;
       let prior: Conversation | null = null;
       if (!isNew) {
@@ -148,7 +158,10 @@ export class ConversationService {
         throw new LimitError(`The conversation has reached its limit of ${this.opts.maxTurns} turns`, 'conversation_id');
       }
 
+      const secrets = agent.secretNames.length ? await this.opts.secrets.forTenant(tenantId, agent.secretNames) : {};
       const { result, routingMs, engineMs, actionsMs } = await this.runEngine(agent, prior, {
+        tenantId,
+        secrets,
         conversationId,
         message: body.message,
         context,
@@ -184,6 +197,7 @@ export class ConversationService {
         inactiveAfter: inactiveAfter(agent, result.status, now),
         erasedAt: null,
         auditHash: prior?.auditHash ?? null, // the store chains this call's entries onto it
+        eventSeq: prior?.eventSeq ?? 0, // the store numbers this call's event row after it
       };
       const response: ConverseResponse = {
         conversation_id: conversationId,
@@ -195,6 +209,10 @@ export class ConversationService {
         },
         state: { status: result.status, capability: result.capability.name },
       };
+      const turns: TurnRow[] = [
+        { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
+        { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
+      ];
       const audit = [
         ...result.audit,
         {
@@ -208,12 +226,9 @@ export class ConversationService {
             engine_ms: engineMs,
             actions_ms: actionsMs,
             storage_ms: storageMs,
+            turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })),
           },
         },
-      ];
-      const turns: TurnRow[] = [
-        { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
-        { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
       ];
       const events: EventDraft[] = turns.map(turnEvent);
       if (!prior || prior.phase !== result.phase || prior.capability !== result.capability.name) {
@@ -236,14 +251,23 @@ export class ConversationService {
       return response;
     });
     if (outcome === 'abandoned') throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
-    return outcome;
+    return outcome!;
   }
 
   /** Drives the engine's generator, making the action calls it asks for; times each part. */
   private async runEngine(
     agent: CompiledAgent,
     prior: Conversation | null,
-    t: { conversationId: string; message: string; context: ContextEnvelope | null; userId: string | null; turnIndex: number; now: string },
+    t: {
+      tenantId: string;
+      secrets: Record<string, string>;
+      conversationId: string;
+      message: string;
+      context: ContextEnvelope | null;
+      userId: string | null;
+      turnIndex: number;
+      now: string;
+    },
   ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number }> {
     // Scoring runs inside the engine's steps and the LLM between them: time each on its own.
     let scoringMs = 0;
@@ -271,7 +295,9 @@ export class ConversationService {
       userId: t.userId,
       turnIndex: t.turnIndex,
       now: t.now,
-      secrets: this.opts.secrets,
+      secrets: t.secrets,
+      budget: new RenderBudget(this.opts.renderBudget),
+      maxReplyBytes: this.opts.maxReplyBytes,
       score,
       llm: this.opts.llm !== undefined,
     });
@@ -283,7 +309,7 @@ export class ConversationService {
       const request = step.value;
       let reply: EngineReply;
       if (request.kind === 'action') {
-        reply = await this.actions.run(request, { turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
+        reply = await this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
         actionsMs += ms(a);
       } else {
         reply = await this.opts.llm!.route(request);

@@ -60,6 +60,14 @@ export class KeyService {
     if (!n) throw new NotFoundError('not_found', `No active key ${id}`);
   }
 
+  /** Of these key ids, the ones that are revoked (or gone). */
+  async revokedAmong(ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const live = await this.db.knex('api_keys').whereIn('id', ids).whereNull('revoked_at').select('id');
+    const alive = new Set(live.map((r) => r.id as string));
+    return ids.filter((id) => !alive.has(id));
+  }
+
   /** The key's tenant and scopes, or null for a malformed, unknown or revoked key. */
   async authenticate(presented: string): Promise<KeyPrincipal | null> {
     const m = KEY.exec(presented);

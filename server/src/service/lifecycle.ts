@@ -7,6 +7,7 @@ import type { AuditDraft, Conversation, EventDraft, TurnRow, WebhookDraft, Webho
 import type { CompiledAgent } from '../engine/compile.js';
 import { ConflictError, LimitError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { turnHash } from '../lib/audit-chain.js';
 import type { ConversationStore, ConversationUnit, TurnWrite } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 
@@ -156,12 +157,13 @@ export class LifecycleService {
     fn: (c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string) => Promise<T>,
   ): Promise<T> {
     const agentRow = await this.agents.any(tenantId, slug);
-    return this.store.exclusive(`conv:${id}`, id, async (unit) => {
+    const out = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
       const c = await unit.load(tenantId, agentRow.id, id);
       if (!c || c.erasedAt) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
       const agent = await this.agents.compiledVersion(tenantId, c.agentId, c.agentVersion);
       return fn(c, agent, unit, iso(this.clock.now()));
     });
+    return out as T;
   }
 
   async setStatus(tenantId: string, slug: string, id: string, to: ConversationStatus, outcome: string | undefined, requestId: string): Promise<ConversationDetail> {
@@ -187,14 +189,18 @@ export class LifecycleService {
       }
       if (c.turnCount + 1 > this.maxTurns) throw new LimitError(`The conversation has reached its limit of ${this.maxTurns} turns`);
       const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
-      const next: Conversation = { ...c, turnCount: c.turnCount + 1, updatedAt: now };
+      // The operator's words are chained into the audit log like the dialogue's own turns.
+      const audit: AuditDraft[] = [
+        { type: 'operator_message', turnIndex: null, timestamp: now, durationMs: null, data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, turn) }] } },
+      ];
+      const next: Conversation = { ...c, turnCount: c.turnCount + 1, auditSeq: c.auditSeq + audit.length, updatedAt: now };
       await unit.commit({
         conversation: next,
         isNew: false,
         expectedAuditSeq: c.auditSeq,
         previousAuditHash: c.auditHash,
         turns: [turn],
-        audit: [],
+        audit,
         requestId,
         events: [turnEvent(turn)],
       });
@@ -216,7 +222,7 @@ export class LifecycleService {
   async eraseUser(tenantId: string, userId: string): Promise<number> {
     let n = 0;
     for (const id of await this.store.idsOfUser(tenantId, userId)) {
-      const done = await this.store.exclusive(`conv:${id}`, id, async (unit) => {
+      const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
         const c = await unit.load(tenantId, null, id);
         if (!c || c.erasedAt || c.userId !== userId) return false;
         await unit.erase(c, iso(this.clock.now()));
@@ -237,12 +243,17 @@ export class LifecycleService {
     const now = iso(this.clock.now());
     let abandoned = 0;
     for (const due of await this.store.dueForAbandonment(now, limit)) {
-      const done = await this.store.exclusive(`conv:${due.id}`, due.id, async (unit) => {
-        const c = await unit.load(due.tenantId, null, due.id, { skipLocked: true });
-        if (!c) return false;
-        const agent = await this.agents.compiledVersion(c.tenantId, c.agentId, c.agentVersion);
-        return abandonIfDue(c, agent, unit, iso(this.clock.now()), `sweeper:${randomUUID()}`);
-      });
+      const done = await this.store.exclusive(
+        `conv:${due.id}`,
+        { tenantId: due.tenantId, id: due.id },
+        async (unit) => {
+          const c = await unit.load(due.tenantId, null, due.id);
+          if (!c) return false;
+          const agent = await this.agents.compiledVersion(c.tenantId, c.agentId, c.agentVersion);
+          return abandonIfDue(c, agent, unit, iso(this.clock.now()), `sweeper:${randomUUID()}`);
+        },
+        { skipIfBusy: true },
+      );
       if (done) abandoned++;
     }
     let erased = 0;
@@ -250,12 +261,17 @@ export class LifecycleService {
       if (days <= 0) return;
       const before = iso(new Date(this.clock.now().getTime() - days * 86_400_000));
       for (const due of await this.store.dueForRetention(before, limit, tenantId, exclude)) {
-        const done = await this.store.exclusive(`conv:${due.id}`, due.id, async (unit) => {
-          const c = await unit.load(due.tenantId, null, due.id, { skipLocked: true });
-          if (!c || c.erasedAt || c.updatedAt >= before) return false;
-          await unit.erase(c, iso(this.clock.now()));
-          return true;
-        });
+        const done = await this.store.exclusive(
+          `conv:${due.id}`,
+          { tenantId: due.tenantId, id: due.id },
+          async (unit) => {
+            const c = await unit.load(due.tenantId, null, due.id);
+            if (!c || c.erasedAt || c.updatedAt >= before) return false;
+            await unit.erase(c, iso(this.clock.now()));
+            return true;
+          },
+          { skipIfBusy: true },
+        );
         if (done) erased++;
       }
     };

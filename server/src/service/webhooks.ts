@@ -1,11 +1,12 @@
 // Delivers webhook events from the durable outbox (webhook_deliveries, written in the same
 // transaction as the status change): signed per the Standard Webhooks specification, in order
 // per conversation and URL, at least once, retried with exponential backoff for over 24 hours,
-// every attempt recorded. The same address rules as HTTP actions apply.
+// every attempt recorded. The same address rules as HTTP actions apply, per tenant.
 import { Webhook } from 'standardwebhooks';
-import type { Knex } from 'knex';
-import { request, type Dispatcher } from 'undici';
-import { guardedDispatcher } from '../actions/ssrf.js';
+import { request } from 'undici';
+import { DispatcherPool, type HostGrants } from '../actions/http-action.js';
+import { BlockedAddressError } from '../actions/ssrf.js';
+import type { SecretService } from './secrets.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { Database } from '../store/db.js';
@@ -14,10 +15,13 @@ import type { Database } from '../store/db.js';
 export const BACKOFF_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 43_200, 43_200];
 
 export interface WebhookOptions {
-  allowedHosts: readonly string[];
-  secrets: Readonly<Record<string, string>>;
+  /** Hosts each tenant may reach although they are private, as for HTTP actions. */
+  allowedHosts: HostGrants;
+  /** Resolves `secret_name` among the secrets granted to the delivery's tenant. */
+  secrets: Pick<SecretService, 'forTenant'>;
+  /** Deliveries under way at once, in all and per tenant. */
+  concurrency?: { total: number; perTenant: number };
   timeoutMs?: number;
-  batch?: number;
 }
 
 interface DeliveryRow {
@@ -30,10 +34,23 @@ interface DeliveryRow {
   attempts: number;
 }
 
+type Outcome = 'delivered' | 'retried' | 'failed';
+
+/**
+ * Deliveries run concurrently: at most `total` at once, and at most `perTenant` of one tenant,
+ * so a tenant with slow endpoints fills only its own share. A delivery is claimed by moving
+ * its next attempt past its time-out (a short write, no connection held during the call); a
+ * process that dies mid-call leaves it due again after that.
+ */
 export class WebhookDispatcher {
-  private readonly dispatcher: Dispatcher;
-  private running: Promise<unknown> | null = null;
+  private readonly dispatchers: DispatcherPool;
+  private readonly inFlight = new Map<string, { tenant: string; done: Promise<Outcome> }>();
+  private readonly perTenant = new Map<string, number>();
+  private ticking: Promise<number> | null = null;
   private timer: NodeJS.Timeout | null = null;
+  private readonly total: number;
+  private readonly tenantShare: number;
+  private readonly timeoutMs: number;
 
   constructor(
     private readonly db: Database,
@@ -41,13 +58,16 @@ export class WebhookDispatcher {
     private readonly opts: WebhookOptions,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
   ) {
-    this.dispatcher = guardedDispatcher(opts.allowedHosts);
+    this.dispatchers = new DispatcherPool(opts.allowedHosts);
+    this.total = opts.concurrency?.total ?? 16;
+    this.tenantShare = opts.concurrency?.perTenant ?? 4;
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
   }
 
   start(intervalMs: number): void {
     if (intervalMs <= 0 || this.timer) return;
     this.timer = setInterval(() => {
-      if (!this.running) void this.runOnce().catch((err) => this.log.warn({ err }, 'webhook delivery pass failed'));
+      if (!this.ticking) void this.tick().catch((err) => this.log.warn({ err }, 'webhook delivery pass failed'));
     }, intervalMs);
     this.timer.unref();
   }
@@ -55,59 +75,97 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.running?.catch(() => undefined);
-    await this.dispatcher.close();
+    await this.ticking?.catch(() => undefined);
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+    await this.dispatchers.close();
   }
 
-  /** One pass: attempts every due delivery that has no earlier pending one for its conversation and URL. */
+  /** Attempts every delivery due now, within the concurrency limits, and waits for them (tests, CLIs). */
   async runOnce(): Promise<{ delivered: number; retried: number; failed: number }> {
-    const pass = this.pass();
-    this.running = pass;
-    try {
-      return await pass;
-    } finally {
-      this.running = null;
-    }
-  }
-
-  private async pass(): Promise<{ delivered: number; retried: number; failed: number }> {
     const counts = { delivered: 0, retried: 0, failed: 0 };
-    const now = iso(this.clock.now());
-    const due = (q: Knex | Knex.Transaction) => {
-      const query = q('webhook_deliveries as d')
-        .where('d.status', 'pending')
-        .andWhere('d.next_attempt_at', '<=', now)
-        .whereNotExists((sub) =>
-          sub
-            .select(q.raw('1'))
-            .from('webhook_deliveries as e')
-            .whereRaw('e.conversation_id = d.conversation_id')
-            .andWhereRaw('e.url = d.url')
-            .andWhere('e.status', 'pending')
-            .andWhereRaw('e.seq < d.seq'),
-        )
-        .orderBy('d.next_attempt_at')
-        .limit(this.opts.batch ?? 20)
-        .select('d.id', 'd.tenant_id', 'd.conversation_id', 'd.url', 'd.secret_name', 'd.payload', 'd.attempts');
-      // Another process's claimed deliveries are skipped, not waited for.
-      return (this.db.dialect === 'postgres' ? query.forUpdate('d').skipLocked() : query) as unknown as Promise<DeliveryRow[]>;
-    };
-    if (this.db.dialect === 'postgres') {
-      // The claimed rows stay locked until their attempts are recorded.
-      await this.db.knex.transaction(async (trx) => {
-        for (const row of await due(trx)) counts[await this.attempt(row, (write) => write(trx))]++;
-      });
-    } else {
-      // One process owns an SQLite file: no claim needed, and no transaction held across HTTP calls.
-      for (const row of await due(this.db.knex)) counts[await this.attempt(row, (write) => this.db.knex.transaction(write))]++;
+    for (;;) {
+      const started = await this.tick();
+      if (!started && !this.inFlight.size) return counts;
+      for (const outcome of await Promise.all([...this.inFlight.values()].map((f) => f.done))) counts[outcome]++;
     }
-    return counts;
   }
 
-  private async attempt(
-    row: DeliveryRow,
-    persist: (write: (trx: Knex.Transaction) => Promise<void>) => Promise<void>,
-  ): Promise<'delivered' | 'retried' | 'failed'> {
+  /** Claims due deliveries up to the free capacity (fairly across tenants) and starts them; does not wait for them. */
+  private tick(): Promise<number> {
+    const run = (async () => {
+      const room = this.total - this.inFlight.size;
+      if (room <= 0) return 0;
+      const rows = await this.claim(room);
+      for (const row of rows) {
+        this.perTenant.set(row.tenant_id, (this.perTenant.get(row.tenant_id) ?? 0) + 1);
+        const done = this.attempt(row)
+          .catch((err): Outcome => {
+            this.log.warn({ err, delivery: row.id }, 'webhook delivery could not be recorded');
+            return 'retried';
+          })
+          .finally(() => {
+            this.inFlight.delete(row.id);
+            const n = (this.perTenant.get(row.tenant_id) ?? 1) - 1;
+            if (n > 0) this.perTenant.set(row.tenant_id, n);
+            else this.perTenant.delete(row.tenant_id);
+          });
+        this.inFlight.set(row.id, { tenant: row.tenant_id, done });
+      }
+      return rows.length;
+    })();
+    this.ticking = run;
+    return run.finally(() => (this.ticking = null));
+  }
+
+  /**
+   * Due deliveries that have no earlier pending one for their conversation and URL, at most
+   * `perTenant` per tenant (less what each tenant has under way here), claimed atomically.
+   */
+  private async claim(room: number): Promise<DeliveryRow[]> {
+    const now = iso(this.clock.now());
+    const knex = this.db.knex;
+    const ranked = knex('webhook_deliveries as d')
+      .where('d.status', 'pending')
+      .andWhere('d.next_attempt_at', '<=', now)
+      .whereNotExists((sub) =>
+        sub
+          .select(knex.raw('1'))
+          .from('webhook_deliveries as e')
+          .whereRaw('e.conversation_id = d.conversation_id')
+          .andWhereRaw('e.url = d.url')
+          .andWhere('e.status', 'pending')
+          .andWhereRaw('e.seq < d.seq'),
+      )
+      .select('d.id', 'd.tenant_id', 'd.next_attempt_at', knex.raw('row_number() over (partition by d.tenant_id order by d.next_attempt_at, d.seq) as rn'));
+    const candidates = (await knex
+      .from(ranked.as('r'))
+      .where('r.rn', '<=', this.tenantShare)
+      .orderBy('r.next_attempt_at')
+      .limit(room + this.inFlight.size + this.tenantShare)
+      .select('r.id', 'r.tenant_id')) as { id: string; tenant_id: string }[];
+    const busy = new Map(this.perTenant);
+    const picked: string[] = [];
+    for (const c of candidates) {
+      if (picked.length >= room) break;
+      if (this.inFlight.has(c.id)) continue;
+      const n = busy.get(c.tenant_id) ?? 0;
+      if (n >= this.tenantShare) continue;
+      busy.set(c.tenant_id, n + 1);
+      picked.push(c.id);
+    }
+    if (!picked.length) return [];
+    // The claim: only rows still due move, so of two processes only one gets each.
+    const until = iso(new Date(this.clock.now().getTime() + this.timeoutMs * 2 + 30_000));
+    const claimed = (await knex('webhook_deliveries')
+      .whereIn('id', picked)
+      .andWhere('status', 'pending')
+      .andWhere('next_attempt_at', '<=', now)
+      .update({ next_attempt_at: until })
+      .returning(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts'])) as DeliveryRow[];
+    return claimed;
+  }
+
+  private async attempt(row: DeliveryRow): Promise<Outcome> {
     const attempt = Number(row.attempts) + 1;
     const sentAt = this.clock.now();
     const started = performance.now();
@@ -121,28 +179,29 @@ export class WebhookDispatcher {
         'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
       };
       if (row.secret_name) {
-        const secret = this.opts.secrets[row.secret_name];
-        if (!secret) throw new Error(`secret ${row.secret_name} is not configured (SWITCHBOARD_SECRET_${row.secret_name})`);
-        const wh = secret.startsWith('whsec_') ? new Webhook(secret) : new Webhook(new TextEncoder().encode(secret));
+        const secret = (await this.opts.secrets.forTenant(row.tenant_id, [row.secret_name]))[row.secret_name];
+        if (!secret) throw new Error(`secret "${row.secret_name}" is not available to this tenant`);
+        // A whsec_ secret is base64 (the Standard Webhooks form); any other text is the key itself.
+        const wh = secret.startsWith('whsec_') ? new Webhook(secret) : new Webhook(new TextEncoder().encode(secret), { format: 'raw' });
         headers['webhook-signature'] = wh.sign(row.id, sentAt, row.payload);
       }
       const res = await request(row.url, {
         method: 'POST',
         headers,
         body: row.payload,
-        dispatcher: this.dispatcher,
-        signal: AbortSignal.timeout(this.opts.timeoutMs ?? 10_000),
+        dispatcher: this.dispatchers.for(row.tenant_id),
+        signal: AbortSignal.timeout(this.timeoutMs),
       });
       status = res.statusCode;
       await res.body.dump({ limit: 64 * 1024 }).catch(() => undefined);
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       const e = err as Error;
-      error = e.name === 'TimeoutError' ? 'timed out' : e.message.slice(0, 500);
+      error = e.name === 'TimeoutError' ? 'timed out' : (e instanceof BlockedAddressError ? e.message : (e.message || String(e))).slice(0, 500);
     }
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     const at = iso(sentAt);
-    let outcome: 'delivered' | 'retried' | 'failed';
+    let outcome: Outcome;
     let update: Record<string, unknown>;
     if (!error) {
       outcome = 'delivered';
@@ -154,11 +213,11 @@ export class WebhookDispatcher {
       outcome = 'retried';
       update = { next_attempt_at: iso(new Date(sentAt.getTime() + BACKOFF_SECONDS[attempt - 1] * 1000)) };
     }
-    await persist(async (trx) => {
+    await this.db.knex.transaction(async (trx) => {
       await trx('webhook_attempts').insert({ delivery_id: row.id, attempt, tenant_id: row.tenant_id, at, status, error, duration_ms: durationMs });
       await trx('webhook_deliveries').where({ id: row.id }).update({ ...update, attempts: attempt, last_status: status, last_error: error });
     });
-    if (outcome !== 'delivered') this.log.warn({ delivery: row.id, attempt, status, error, outcome }, 'webhook delivery failed');
+    if (outcome !== 'delivered') this.log.warn({ delivery: row.id, tenant: row.tenant_id, attempt, status, error, outcome }, 'webhook delivery failed');
     return outcome;
   }
 }

@@ -1,7 +1,7 @@
 // Agents and their immutable versions. Every query filters by tenant_id.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import type { Database } from './db.js';
+import { isUniqueViolation, type Database } from './db.js';
 
 export interface AgentRow {
   id: string;
@@ -66,6 +66,17 @@ export class AgentStore {
    * the current one, nothing new when it is the same. Un-archives an archived agent.
    */
   async put(tenantId: string, slug: string, definition: unknown, digest: string, now: string): Promise<{ agent: AgentRow; changed: boolean }> {
+    // Concurrent first PUTs of one slug race to insert it: the losers find it on a second try.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.putOnce(tenantId, slug, definition, digest, now);
+      } catch (err) {
+        if (attempt >= 3 || !isUniqueViolation(err)) throw err;
+      }
+    }
+  }
+
+  private async putOnce(tenantId: string, slug: string, definition: unknown, digest: string, now: string): Promise<{ agent: AgentRow; changed: boolean }> {
     return this.knex.transaction(async (trx) => {
       const q = trx('agents').where({ tenant_id: tenantId, slug }).first();
       const existing = this.dialect === 'postgres' ? await q.forUpdate() : await q;

@@ -5,9 +5,9 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus, Option } from '@switchboard/contract';
 import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
-import { UnavailableError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import type { Database } from './db.js';
+import { UnavailableError } from '../errors.js';
+import { isUniqueViolation, type Database } from './db.js';
 import { sqliteParams, type HotStatements, type SqliteHotPath } from './sqlite-hot-path.js';
 import { dataHash, entryHash, verifyChain, type ChainReport } from '../lib/audit-chain.js';
 
@@ -42,8 +42,8 @@ export interface IdempotencyRecord {
 
 /** Reads and the one write of a call on a conversation, under that conversation's lock. */
 export interface ConversationUnit {
-  /** `agentId` null: any agent of the tenant. `skipLocked`: null when another process holds the row (PostgreSQL). */
-  load(tenantId: string, agentId: string | null, id: string, opts?: { skipLocked?: boolean }): Promise<Conversation | null>;
+  /** `agentId` null: any agent of the tenant. */
+  load(tenantId: string, agentId: string | null, id: string): Promise<Conversation | null>;
   commit(write: TurnWrite): Promise<void>;
   erase(conversation: Conversation, now: string): Promise<void>;
 }
@@ -80,6 +80,7 @@ function rowToConversation(r: any): Conversation {
     lastUserTurnAt: r.last_user_turn_at,
     inactiveAfter: r.inactive_after ?? null,
     erasedAt: r.erased_at ?? null,
+    eventSeq: Number(r.event_seq ?? 0),
   };
 }
 
@@ -107,6 +108,7 @@ function conversationToRow(c: Conversation) {
     last_user_turn_at: c.lastUserTurnAt,
     inactive_after: c.inactiveAfter,
     erased_at: c.erasedAt,
+    event_seq: c.eventSeq,
   };
 }
 
@@ -135,25 +137,6 @@ function rowToAudit(r: any): AuditRow {
     data: JSON.parse(r.data),
     hash: r.hash ?? null,
   };
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/** Connection failures become 503 `unavailable`; everything else passes through. */
-export function mapDbError(err: unknown): unknown {
-  const e = err as { code?: string; name?: string; message?: string };
-  const code = e?.code ?? '';
-  if (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P03', '08006', '08001', '08003', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code) ||
-    e?.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked/i.test(e?.message ?? '')
-  ) {
-    return new UnavailableError();
-  }
-  return err;
 }
 
 function turnRows(w: TurnWrite) {
@@ -209,19 +192,26 @@ function idempotencyRow(w: TurnWrite) {
   };
 }
 
-function eventRows(w: TurnWrite) {
-  if (!w.events?.length) return [];
-  return [
-    {
-      tenant_id: w.conversation.tenantId,
-      conversation_id: w.conversation.id,
-      events: JSON.stringify(w.events.map((e) => ({ type: e.type, data: e.data }))),
-      created_at: w.conversation.updatedAt,
-    },
-  ];
+/** The event row of a write (numbered per conversation), and the conversation's new event number. */
+function eventRows(w: TurnWrite): { rows: Record<string, unknown>[]; seq: number } {
+  const c = w.conversation;
+  if (!w.events?.length) return { rows: [], seq: c.eventSeq };
+  const seq = c.eventSeq + 1;
+  return {
+    rows: [
+      {
+        tenant_id: c.tenantId,
+        conversation_id: c.id,
+        seq,
+        events: JSON.stringify(w.events.map((e) => ({ type: e.type, data: e.data }))),
+        created_at: c.updatedAt,
+      },
+    ],
+    seq,
+  };
 }
 
-/** Where a reader of a conversation's events stands: after event `index` of row `row`. */
+/** Where a reader of a conversation's events stands: after event `index` of its event row `row`. */
 export interface EventPosition {
   row: number;
   index: number;
@@ -230,6 +220,12 @@ export interface EventPosition {
 export function parseEventId(id: string): EventPosition {
   const [row, index] = id.split('-').map(Number);
   return { row, index: index ?? Number.MAX_SAFE_INTEGER };
+}
+
+/** A conversation `exclusive` works on: its tenant and id. */
+export interface ConversationRef {
+  tenantId: string;
+  id: string;
 }
 
 function webhookRows(w: TurnWrite) {
@@ -250,28 +246,43 @@ function webhookRows(w: TurnWrite) {
   }));
 }
 
+/** How long a waiter sleeps between looks at a busy conversation when no release notice comes. */
+const LEASE_POLL_MS = 250;
+export const LEASES_CHANNEL = 'switchboard_leases';
+
 export class ConversationStore {
   private readonly knex: Knex;
   private readonly locks = new KeyedLock();
   private readonly hot: SqliteHotPath | null;
   /** Emits 'event' with a conversation id whenever events of that conversation were committed, by any process. */
   readonly changes = new EventEmitter();
+  /** Emits a conversation id when another process released its lease (PostgreSQL). */
+  private readonly released = new EventEmitter();
   private listener: { stop(): Promise<void> } | null = null;
 
-  constructor(private readonly db: Database) {
+  constructor(
+    private readonly db: Database,
+    private readonly opts: { leaseMs?: number } = {},
+  ) {
     this.knex = db.knex;
     this.hot = db.hot;
+    this.released.setMaxListeners(0);
   }
 
   /**
-   * Runs `fn` with the conversation locked: one at a time per conversation in this process
-   * (first come, first served), and on PostgreSQL also across processes, by a row lock held
-   * from the load to the commit. `conversationId` null is a new conversation: nothing to lock.
+   * Runs `fn` with the conversation to itself: one call at a time per conversation in this
+   * process (first come, first served), and on PostgreSQL across processes by a lease on the
+   * conversation row, taken and released in short statements, so that no database connection
+   * is held while `fn` calls actions. `target` null is a new conversation: nothing to hold.
+   * With `skipIfBusy`, a conversation another process holds is skipped (resolves undefined).
    */
-  async exclusive<T>(lockKey: string, conversationId: string | null, fn: (unit: ConversationUnit) => Promise<T>): Promise<T> {
+  async exclusive<T>(lockKey: string, target: ConversationRef | null, fn: (unit: ConversationUnit) => Promise<T>, opts: { skipIfBusy?: boolean } = {}): Promise<T | undefined> {
     this.busy++;
     try {
-      return await this.exclusiveLocked(lockKey, conversationId, fn);
+      return await this.locks.run(lockKey, async () => {
+        if (this.db.dialect === 'postgres' && target) return this.withLease(target, fn, opts.skipIfBusy ?? false);
+        return fn(this.unit(null));
+      });
     } finally {
       this.busy--;
     }
@@ -280,24 +291,87 @@ export class ConversationStore {
   /** Conversation calls under way; shutdown waits for them to finish before closing the database. */
   busy = 0;
 
-  private exclusiveLocked<T>(lockKey: string, conversationId: string | null, fn: (unit: ConversationUnit) => Promise<T>): Promise<T> {
-    return this.locks.run(lockKey, async () => {
-      if (this.db.dialect === 'postgres' && conversationId) {
-        return this.knex.transaction(async (trx) => fn(this.unit(trx, true)));
+  private get leaseMs(): number {
+    return this.opts.leaseMs ?? 60_000;
+  }
+
+  private async withLease<T>(target: ConversationRef, fn: (unit: ConversationUnit) => Promise<T>, skipIfBusy: boolean): Promise<T | undefined> {
+    const lease = { id: randomUUID(), held: false };
+    const acquired = await this.acquireLease(target, lease.id, skipIfBusy);
+    if (acquired === 'busy') return undefined;
+    lease.held = acquired === 'held';
+    // Renewed while the call works, so a slow action never lets another process in; a process
+    // that dies lets others in once the lease runs out.
+    const renew = lease.held
+      ? setInterval(() => {
+          void this.knex('conversations')
+            .where({ id: target.id, lease_id: lease.id })
+            .update({ lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
+            .catch(() => undefined);
+        }, Math.max(500, Math.floor(this.leaseMs / 3)))
+      : null;
+    renew?.unref();
+    try {
+      return await fn(this.unit(lease));
+    } finally {
+      if (renew) clearInterval(renew);
+      if (lease.held) {
+        await this.knex('conversations')
+          .where({ id: target.id, lease_id: lease.id })
+          .update({ lease_id: null, lease_until: null })
+          .catch(() => undefined); // an unreleased lease runs out by itself
       }
-      return fn(this.unit(this.knex, false));
+    }
+  }
+
+  /** 'held': the lease is ours; 'absent': no such conversation (the load says so); 'busy': skipped. */
+  private async acquireLease(target: ConversationRef, leaseId: string, skipIfBusy: boolean): Promise<'held' | 'absent' | 'busy'> {
+    const giveUpAt = Date.now() + this.leaseMs * 2;
+    for (;;) {
+      const now = new Date().toISOString();
+      const taken = await this.knex('conversations')
+        .where({ id: target.id, tenant_id: target.tenantId })
+        .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', now))
+        .update({ lease_id: leaseId, lease_until: new Date(Date.now() + this.leaseMs).toISOString() });
+      if (taken === 1) return 'held';
+      const row = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
+      if (!row) return 'absent';
+      if (skipIfBusy) return 'busy';
+      if (Date.now() > giveUpAt) throw new UnavailableError('The conversation is busy with another request; try again shortly');
+      const until = Date.parse(row.lease_until ?? now) - Date.now();
+      await this.waitForRelease(target.id, Math.max(10, Math.min(LEASE_POLL_MS, until + 5)));
+    }
+  }
+
+  private waitForRelease(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (released: string) => {
+        if (released !== id) return;
+        clearTimeout(timer);
+        this.released.off('released', done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.released.off('released', done);
+        resolve();
+      }, ms);
+      this.released.on('released', done);
     });
   }
 
-  private unit(q: Knex | Knex.Transaction, inTransaction: boolean): ConversationUnit {
+  private unit(lease: { id: string; held: boolean } | null): ConversationUnit {
     const hot = this.hot;
     const afterCommit = (w: TurnWrite) => {
       // On PostgreSQL the listener hears pg_notify; here the commit itself tells this process.
       if (this.db.dialect === 'sqlite' && w.events?.length) this.changes.emit('event', w.conversation.id);
     };
     const erase = async (c: Conversation, now: string) => {
-      if (inTransaction) await this.eraseRows(q as Knex.Transaction, c, now);
-      else await this.knex.transaction((trx) => this.eraseRows(trx, c, now));
+      await this.knex.transaction((trx) => this.eraseRows(trx, c, now, lease));
+      if (lease) lease.held = false;
+      if (this.db.dialect === 'sqlite') {
+        // Erased text must not linger in the WAL: copy it into the (zeroed) database file and truncate.
+        await this.knex.raw('pragma wal_checkpoint(TRUNCATE)');
+      }
     };
     if (hot) {
       return {
@@ -315,16 +389,16 @@ export class ConversationStore {
       };
     }
     return {
-      load: async (tenantId, agentId, id, opts) => {
-        let query = q('conversations').where({ id, tenant_id: tenantId }).first();
+      load: async (tenantId, agentId, id) => {
+        let query = this.knex('conversations').where({ id, tenant_id: tenantId }).first();
         if (agentId) query = query.andWhere({ agent_id: agentId });
-        if (inTransaction) query = opts?.skipLocked ? query.forUpdate().skipLocked() : query.forUpdate();
         const row = await query;
         return row ? rowToConversation(row) : null;
       },
       commit: async (write) => {
-        if (inTransaction) await this.write(q as Knex.Transaction, write);
-        else await this.knex.transaction((trx) => this.write(trx, write));
+        await this.knex.transaction((trx) => this.write(trx, write, lease));
+        // The commit released the lease with its update.
+        if (lease) lease.held = false;
         afterCommit(write);
       },
       erase,
@@ -334,53 +408,82 @@ export class ConversationStore {
   /**
    * Erases what a conversation says about a person: its turns, slots, action results, context,
    * user id and event log; audit entries keep their skeleton (types, times, capabilities,
-   * outcomes) with request and response bodies and error texts removed.
+   * outcomes) with request and response bodies, error texts and turn hashes removed, marked
+   * with the erasure time, and a chained `erasure` entry records which entries it reduced.
+   * On SQLite the freed pages are overwritten (secure_delete) rather than left in the file.
    */
-  private async eraseRows(trx: Knex.Transaction, c: Conversation, now: string): Promise<void> {
-    const where = { conversation_id: c.id, tenant_id: c.tenantId };
-    await trx('turns').where(where).delete();
-    await trx('conversation_events').where(where).delete();
-    const audit = await trx('audit_entries').where(where).whereIn('type', ['action_call', 'error']).select('sequence', 'type', 'data');
-    for (const a of audit) {
-      const d = JSON.parse(a.data);
-      const skeleton =
-        a.type === 'action_call'
-          ? { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true }
-          : { code: d.code, erased: true };
-      await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton) });
-    }
-    const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
-    for (const h of hooks) {
-      const p = JSON.parse(h.payload);
-      if (p?.data) p.data.user_id = null;
-      await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(p) });
-    }
-    await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
-    await trx('conversations')
-      .where({ id: c.id, tenant_id: c.tenantId })
-      .update({
-        user_id: null,
-        context: null,
-        state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
-        erased_at: now,
-        updated_at: now,
+  private async eraseRows(trx: Knex.Transaction, c: Conversation, now: string, lease: { id: string } | null): Promise<void> {
+    if (this.db.dialect === 'sqlite') await trx.raw('pragma secure_delete = ON');
+    try {
+      const where = { conversation_id: c.id, tenant_id: c.tenantId };
+      await trx('turns').where(where).delete();
+      await trx('conversation_events').where(where).delete();
+      const audit = await trx('audit_entries').where(where).whereIn('type', ['action_call', 'error', 'turn_timing', 'operator_message']).select('sequence', 'type', 'data');
+      for (const a of audit) {
+        const d = JSON.parse(a.data);
+        const skeleton =
+          a.type === 'action_call'
+            ? { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true }
+            : a.type === 'turn_timing'
+              ? { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true }
+              : a.type === 'operator_message'
+                ? { author: 'erased', turns: [], erased: true }
+                : { code: d.code, message: '', erased: true };
+        await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton), erased_at: now });
+      }
+      const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
+      for (const h of hooks) {
+        const p = JSON.parse(h.payload);
+        if (p?.data) p.data.user_id = null;
+        await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(p) });
+      }
+      await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
+      const record = auditRows({
+        conversation: c,
+        isNew: false,
+        expectedAuditSeq: c.auditSeq,
+        previousAuditHash: c.auditHash,
+        turns: [],
+        audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
+        requestId: `erasure:${now}`,
       });
+      await trx('audit_entries').insert(record.rows);
+      const n = await trx('conversations')
+        .where({ id: c.id, tenant_id: c.tenantId, audit_seq: c.auditSeq })
+        .update({
+          user_id: null,
+          context: null,
+          state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
+          erased_at: now,
+          updated_at: now,
+          audit_seq: c.auditSeq + 1,
+          audit_hash: record.head,
+          ...(lease ? { lease_id: null, lease_until: null } : {}),
+        });
+      if (n !== 1) throw new ConcurrentUpdateError(`conversation ${c.id} changed underneath its erasure`);
+    } finally {
+      if (this.db.dialect === 'sqlite') await trx.raw('pragma secure_delete = OFF');
+    }
   }
 
-  private async write(trx: Knex.Transaction, w: TurnWrite): Promise<void> {
+  private async write(trx: Knex.Transaction, w: TurnWrite, lease: { id: string } | null = null): Promise<void> {
     const audit = auditRows(w);
-    const row = { ...conversationToRow(w.conversation), audit_hash: audit.head };
+    const events = eventRows(w);
+    const row = { ...conversationToRow(w.conversation), audit_hash: audit.head, event_seq: events.seq };
     if (w.isNew) {
       await trx('conversations').insert(row);
     } else {
       const { id, tenant_id, agent_id, created_at, ...changes } = row;
-      const n = await trx('conversations').where({ id, tenant_id, audit_seq: w.expectedAuditSeq }).update(changes);
+      const q = trx('conversations').where({ id, tenant_id, audit_seq: w.expectedAuditSeq });
+      // Only the holder of the lease may write, and its write releases the lease.
+      if (lease) q.andWhere({ lease_id: lease.id });
+      const n = await q.update(lease ? { ...changes, lease_id: null, lease_until: null } : changes);
       if (n !== 1) throw new ConcurrentUpdateError(`conversation ${id} changed underneath this turn`);
     }
     if (w.turns.length) await trx('turns').insert(turnRows(w));
     if (audit.rows.length) await trx('audit_entries').insert(audit.rows);
     // On PostgreSQL a trigger announces the row to every listening process when this commits.
-    if (w.events?.length) await trx('conversation_events').insert(eventRows(w));
+    if (events.rows.length) await trx('conversation_events').insert(events.rows);
     if (w.webhooks?.length) await trx('webhook_deliveries').insert(webhookRows(w));
     if (w.idempotency) {
       try {
@@ -395,14 +498,15 @@ export class ConversationStore {
   /** The same write as `write`, with prepared statements, inside a better-sqlite3 transaction. */
   private writeSqlite(s: HotStatements, w: TurnWrite): void {
     const audit = auditRows(w);
-    const row = sqliteParams({ ...conversationToRow(w.conversation), audit_hash: audit.head });
+    const events = eventRows(w);
+    const row = sqliteParams({ ...conversationToRow(w.conversation), audit_hash: audit.head, event_seq: events.seq });
     if (w.isNew) s.insertConversation.run(row);
     else if (s.updateConversation.run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
       throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
     }
     for (const t of turnRows(w)) s.insertTurn.run(t);
     for (const a of audit.rows) s.insertAudit.run(a);
-    for (const e of eventRows(w)) s.insertEvent.run(e);
+    for (const e of events.rows) s.insertEvent.run(e);
     for (const h of webhookRows(w)) s.insertWebhook.run(h);
     if (w.idempotency) {
       try {
@@ -479,13 +583,17 @@ export class ConversationStore {
       if (stopped) return;
       try {
         client = await client_.acquireRawConnection();
-        client.on('notification', (msg: { payload?: string }) => msg.payload && this.changes.emit('event', msg.payload));
+        client.on('notification', (msg: { channel?: string; payload?: string }) => {
+          if (!msg.payload) return;
+          if (msg.channel === LEASES_CHANNEL) this.released.emit('released', msg.payload);
+          else this.changes.emit('event', msg.payload);
+        });
         client.on('error', (err: Error) => {
           log.warn({ err }, 'event listener connection lost; reconnecting');
           client = null;
           setTimeout(() => void connect(), 1000).unref();
         });
-        await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+        await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${LEASES_CHANNEL}`);
       } catch (err) {
         log.warn({ err }, 'event listener could not connect; retrying');
         setTimeout(() => void connect(), 1000).unref();
@@ -505,16 +613,16 @@ export class ConversationStore {
     this.listener = null;
   }
 
-  /** Events of a conversation after `after`, oldest first, each with its id (`row-index`). */
+  /** Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per conversation). */
   async events(tenantId: string, conversationId: string, after: EventPosition, limit = 100): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
     const rows = await this.knex('conversation_events')
       .where({ tenant_id: tenantId, conversation_id: conversationId })
-      .andWhere('id', '>=', after.row)
-      .orderBy('id', 'asc')
+      .andWhere('seq', '>=', after.row)
+      .orderBy('seq', 'asc')
       .limit(limit);
     const out: { id: string; position: EventPosition; type: string; data: unknown }[] = [];
     for (const r of rows) {
-      const row = Number(r.id);
+      const row = Number(r.seq);
       (JSON.parse(r.events) as { type: string; data: unknown }[]).forEach((e, index) => {
         if (row > after.row || index > after.index) out.push({ id: `${row}-${index}`, position: { row, index }, type: e.type, data: e.data });
       });
@@ -524,7 +632,7 @@ export class ConversationStore {
 
   /** The position after a conversation's newest event. */
   async lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
-    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'id' }).first();
+    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'seq' }).first();
     return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
   }
 
@@ -556,10 +664,11 @@ export class ConversationStore {
     return rows.map((r) => r.id);
   }
 
-  /** Recomputes a conversation's audit chain and reports the first broken link. */
+  /** Recomputes a conversation's audit chain, and its turns' hashes, and reports the first broken link. */
   async verifyAudit(tenantId: string, conversationId: string): Promise<ChainReport> {
-    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash');
+    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash', 'erased_at');
     const rows = await this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }).orderBy('sequence', 'asc');
+    const turns = head?.erased_at ? undefined : await this.turns(tenantId, conversationId);
     return verifyChain(
       rows.map((r) => ({
         id: r.id,
@@ -573,8 +682,10 @@ export class ConversationStore {
         data: r.data,
         data_hash: r.data_hash,
         hash: r.hash,
+        erased_at: r.erased_at ?? null,
       })),
       head?.audit_hash ?? null,
+      turns,
     );
   }
 

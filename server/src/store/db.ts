@@ -7,7 +7,9 @@ import * as m002 from './migrations/002_lifecycle.js';
 import * as m003 from './migrations/003_audit_chain.js';
 import * as m004 from './migrations/004_api_keys.js';
 import * as m005 from './migrations/005_event_notify.js';
+import * as m006 from './migrations/006_tenant_model.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
+import { UnavailableError } from '../errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -25,6 +27,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '003_audit_chain': m003,
   '004_api_keys': m004,
   '005_event_notify': m005,
+  '006_tenant_model': m006,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
@@ -53,7 +56,29 @@ function knexLog(log?: DbLog) {
   return { warn: say, error: say, deprecate: say, debug: () => undefined };
 }
 
-export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number; log?: DbLog } = {}): Database {
+interface PgClient {
+  query(config: unknown, cb?: (err: Error | null, res: unknown) => void): unknown;
+  connection?: { stream?: { destroy(): void } };
+}
+
+/**
+ * A query that has not answered within the time-out fails (pg's query_timeout), but pg keeps the
+ * connection waiting on it; against a database that stopped answering (no reset, no FIN) that
+ * connection would hang for the kernel's TCP time-out. Its socket is destroyed instead, so Knex's
+ * pool drops it and the next request gets a fresh connection, or a fast 503.
+ */
+function dropConnectionOnTimeout(conn: PgClient): void {
+  const query = conn.query.bind(conn);
+  conn.query = (config: unknown, cb?: (err: Error | null, res: unknown) => void) => {
+    if (typeof cb !== 'function') return query(config, cb);
+    return query(config, (err, res) => {
+      if (err && /Query read timeout/.test(err.message)) conn.connection?.stream?.destroy();
+      cb(err, res);
+    });
+  };
+}
+
+export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number; queryTimeoutMs?: number; log?: DbLog } = {}): Database {
   const file = sqliteFileFromUrl(url);
   if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
@@ -84,11 +109,29 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
     return { knex, dialect: 'sqlite', hot: new SqliteHotPath(knex), close: () => knex.destroy() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    const queryTimeout = opts.queryTimeoutMs ?? 10_000;
     const knex = knexFactory({
       client: 'pg',
-      connection: url,
+      connection: {
+        connectionString: url,
+        // Bounded everywhere a database that stops answering could hold a request: connecting,
+        // each query on the client side, each statement on the server side, and idle sockets
+        // (TCP keepalive notices a peer that vanished).
+        connectionTimeoutMillis: opts.acquireTimeoutMs ?? 5_000,
+        query_timeout: queryTimeout,
+        statement_timeout: queryTimeout,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+      } as Knex.PgConnectionConfig,
       log: knexLog(opts.log),
-      pool: { min: 0, max: opts.poolMax ?? 10 },
+      pool: {
+        min: 0,
+        max: opts.poolMax ?? 10,
+        afterCreate: (conn: PgClient, done: (err: Error | null, conn: unknown) => void) => {
+          dropConnectionOnTimeout(conn);
+          done(null, conn);
+        },
+      },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
     return { knex, dialect: 'postgres', hot: null, close: () => knex.destroy() };
@@ -103,4 +146,23 @@ export async function migrate(db: Database): Promise<string[]> {
 
 export async function rollbackAll(db: Database): Promise<void> {
   await db.knex.migrate.rollback({ migrationSource }, true);
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+}
+
+/** Connection failures become 503 `unavailable`; everything else passes through. */
+export function mapDbError(err: unknown): unknown {
+  const e = err as { code?: string; name?: string; message?: string };
+  const code = e?.code ?? '';
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P03', '57014', '08006', '08001', '08003', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code) ||
+    e?.name === 'KnexTimeoutError' ||
+    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked|Query read timeout|timeout expired|Connection is closed|not queryable/i.test(e?.message ?? '')
+  ) {
+    return new UnavailableError();
+  }
+  return err;
 }

@@ -22,9 +22,9 @@ const insertSql = (table: string, columns: readonly string[]) =>
 export const CONVERSATION_COLUMNS = [
   'id', 'tenant_id', 'agent_id', 'agent_version', 'user_id', 'status', 'outcome', 'capability', 'capability_id',
   'phase', 'awaiting_input', 'state', 'context', 'turn_count', 'audit_seq', 'created_at', 'updated_at',
-  'completed_at', 'last_user_turn_at', 'inactive_after', 'erased_at', 'audit_hash',
+  'completed_at', 'last_user_turn_at', 'inactive_after', 'erased_at', 'audit_hash', 'event_seq',
 ] as const;
-export const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'events', 'created_at'];
+export const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
 export const WEBHOOK_COLUMNS = [
   'id', 'tenant_id', 'agent_id', 'conversation_id', 'event', 'url', 'secret_name', 'payload', 'status', 'attempts',
   'next_attempt_at', 'created_at', 'seq',

@@ -1,0 +1,24 @@
+// A worker thread that trains routers, so that training a large definition never stalls the
+// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } or
+// { id, error, tooLarge }.
+import { parentPort } from 'node:worker_threads';
+import { Router, TrainingTooLargeError, type RoutableCapability } from './router.js';
+
+export interface TrainRequest {
+  id: number;
+  caps: RoutableCapability[];
+  outOfScope: string | null;
+  maxBytes: number;
+}
+
+parentPort?.on('message', (msg: TrainRequest) => {
+  // Nothing else runs on this thread: training need not yield.
+  Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: async () => undefined }).then(
+    (router) => {
+      const state = router.toState();
+      const transfer = [state.w.buffer, state.b.buffer] as ArrayBuffer[];
+      parentPort!.postMessage({ id: msg.id, state }, transfer);
+    },
+    (err: Error) => parentPort!.postMessage({ id: msg.id, error: err.message, tooLarge: err instanceof TrainingTooLargeError }),
+  );
+});

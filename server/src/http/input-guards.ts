@@ -1,0 +1,61 @@
+// Refusals at the edge for input no handler should ever see: compressed bodies (nothing here
+// asks for them, and a decompressor is one more parser to attack), JSON nested deeper than any
+// request needs (deep nesting exhausts recursive validators), and NUL characters (PostgreSQL
+// text cannot hold them, so they would fail on one database and not the other).
+import type { NextFunction, Request, Response } from 'express';
+import { InputError } from '../errors.js';
+
+export const MAX_JSON_DEPTH = 64;
+
+/** Body encodings other than identity are refused before the body is read. */
+export function refuseContentEncoding(req: Request, _res: Response, next: NextFunction): void {
+  const enc = req.headers['content-encoding'];
+  if (enc !== undefined && enc.trim().toLowerCase() !== 'identity') {
+    next(Object.assign(new Error('Compressed request bodies are not accepted: send the body without content-encoding'), { type: 'encoding.unsupported' }));
+    return;
+  }
+  next();
+}
+
+/**
+ * A body-parser `verify` hook: counts nesting on the raw bytes (outside strings) and refuses
+ * JSON deeper than `max`, before JSON.parse or any schema walks it.
+ */
+export function depthLimit(max = MAX_JSON_DEPTH) {
+  return (_req: unknown, _res: unknown, buf: Buffer): void => {
+    let depth = 0;
+    let inString = false;
+    for (let i = 0; i < buf.length; i++) {
+      const c = buf[i];
+      if (inString) {
+        if (c === 0x5c) i++; // backslash: skip the escaped byte
+        else if (c === 0x22) inString = false;
+      } else if (c === 0x22) inString = true;
+      else if (c === 0x5b || c === 0x7b) {
+        if (++depth > max) throw new InputError(`The body is nested deeper than ${max} levels`, [{ path: '(root)', message: `at most ${max} levels of nesting` }]);
+      } else if (c === 0x5d || c === 0x7d) depth--;
+    }
+  };
+}
+
+function hasNul(v: unknown, depth = 0): boolean {
+  if (typeof v === 'string') return v.includes('\u0000');
+  if (depth > MAX_JSON_DEPTH || v === null || typeof v !== 'object') return false;
+  if (Array.isArray(v)) return v.some((x) => hasNul(x, depth + 1));
+  return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x, depth + 1));
+}
+
+/** NUL in the path, the query or anywhere in a JSON body: 400, on every database alike. */
+export function refuseNul(req: Request, _res: Response, next: NextFunction): void {
+  let url = req.originalUrl;
+  try {
+    url = decodeURIComponent(url);
+  } catch {
+    // A malformed escape is the router's and validator's to report.
+  }
+  if (url.includes('\u0000') || hasNul(req.body)) {
+    next(new InputError('The request contains a NUL character', [{ path: '(request)', message: 'NUL characters (\\u0000) are not accepted' }]));
+    return;
+  }
+  next();
+}

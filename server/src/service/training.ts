@@ -1,0 +1,129 @@
+// Router training off the event loop: a small pool of worker threads, each training within a
+// time limit (the worker is ended, and a fresh one started, when it runs over) and a memory
+// budget (refused before allocating; V8's heap limit as the backstop), and at most one training
+// per tenant at a time, so one tenant's large definitions queue behind each other, not in
+// front of everyone else's.
+import { Worker } from 'node:worker_threads';
+import { AppError } from '../errors.js';
+import { KeyedLock } from '../lib/keyed-lock.js';
+import { Router, type RoutableCapability } from '../engine/router.js';
+import type { TrainRequest } from '../engine/training-worker.js';
+
+export interface TrainingBudget {
+  timeoutMs: number;
+  memoryMb: number;
+  workers: number;
+}
+
+/** A definition whose router cannot be trained within the budget: refused, with the reason. */
+export class TrainingBudgetError extends AppError {
+  constructor(message: string) {
+    super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }]);
+  }
+}
+
+export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
+
+const workerUrl = new URL('../engine/training-boot.mjs', import.meta.url);
+
+interface Slot {
+  worker: Worker;
+  busy: boolean;
+}
+
+export class TrainingPool {
+  private readonly slots: Slot[] = [];
+  private readonly waiting: ((slot: Slot) => void)[] = [];
+  private readonly perTenant = new KeyedLock();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(private readonly budget: TrainingBudget) {}
+
+  private spawn(): Worker {
+    const worker = new Worker(workerUrl, {
+      resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
+    });
+    worker.unref();
+    return worker;
+  }
+
+  private acquire(): Promise<Slot> {
+    const free = this.slots.find((s) => !s.busy);
+    if (free) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    if (this.slots.length < this.budget.workers) {
+      const slot = { worker: this.spawn(), busy: true };
+      this.slots.push(slot);
+      return Promise.resolve(slot);
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(slot: Slot, broken: boolean): void {
+    if (broken) {
+      void slot.worker.terminate();
+      slot.worker = this.spawn();
+    }
+    const next = this.waiting.shift();
+    if (next) next(slot);
+    else slot.busy = false;
+  }
+
+  /** Trains in a worker; one training per tenant at a time, FIFO. */
+  readonly train: Trainer = (tenantId, caps, outOfScope) =>
+    this.perTenant.run(tenantId, async () => {
+      if (this.closed) throw new Error('the training pool is closed');
+      const slot = await this.acquire();
+      const id = this.nextId++;
+      let broken = false;
+      try {
+        return await new Promise<Router>((resolve, reject) => {
+          const w = slot.worker;
+          const done = () => {
+            clearTimeout(timer);
+            w.off('message', onMessage);
+            w.off('error', onError);
+            w.off('exit', onExit);
+          };
+          const timer = setTimeout(() => {
+            done();
+            broken = true;
+            reject(new TrainingBudgetError(`training this router took longer than ${this.budget.timeoutMs} ms; use fewer examples or capabilities`));
+          }, this.budget.timeoutMs);
+          const onMessage = (m: { id: number; state?: Parameters<typeof Router.fromState>[0]; error?: string; tooLarge?: boolean }) => {
+            if (m.id !== id) return;
+            done();
+            if (m.state) resolve(Router.fromState(m.state));
+            else if (m.tooLarge) reject(new TrainingBudgetError(m.error!));
+            else reject(new Error(m.error));
+          };
+          const onError = (err: Error & { code?: string }) => {
+            done();
+            broken = true;
+            reject(
+              err.code === 'ERR_WORKER_OUT_OF_MEMORY'
+                ? new TrainingBudgetError(`training this router needs more than ${this.budget.memoryMb} MiB; use fewer examples or capabilities`)
+                : err,
+            );
+          };
+          const onExit = () => onError(Object.assign(new Error('the training worker stopped'), { code: 'ERR_WORKER_EXITED' }));
+          w.on('message', onMessage);
+          w.once('error', onError);
+          w.once('exit', onExit);
+          const req: TrainRequest = { id, caps, outOfScope, maxBytes: this.budget.memoryMb * 1048576 };
+          w.postMessage(req);
+        });
+      } finally {
+        this.release(slot, broken);
+      }
+    });
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    this.slots.length = 0;
+  }
+}
