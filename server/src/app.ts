@@ -75,7 +75,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
   const training = new TrainingPool(config.training);
   const agents = new AgentService(agentStore, clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
-  const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock);
+  const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,

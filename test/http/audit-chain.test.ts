@@ -66,6 +66,40 @@ describe.each(databases)('audit chain on $name', (database) => {
     expect(r.body).toMatchObject({ valid: true, first_broken: null });
   });
 
+  it('refuses a forged entry that claims to be erased: only a real, chained erasure exempts an entry', async () => {
+    const id = await conversation();
+    const row = (await entries(id)).find((e) => e.type === 'routing_decision');
+    const forged = JSON.stringify({ ...JSON.parse(row.data), erased: true, selected: { capability: 'x' } });
+    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: forged });
+    expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'data_mismatch' } });
+    // Setting erased_at as well proves nothing without the chained erasure entry that covers it.
+    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ erased_at: '2026-11-22T10:00:00.000Z' });
+    expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'data_mismatch' } });
+  });
+
+  it('records an erasure as a chained entry', async () => {
+    const id = await conversation(1);
+    const n = (await entries(id)).length;
+    await request(f.app.app).delete(`/api/v1/agents/echo/conversations/${id}`).set(T).expect(204);
+    const all = await entries(id);
+    expect(all).toHaveLength(n + 1);
+    expect(all.at(-1)).toMatchObject({ type: 'erasure' });
+    expect(JSON.parse(all.at(-1).data)).toMatchObject({ through_sequence: n });
+    expect(await verify(id)).toMatchObject({ valid: true, entries: n + 1 });
+  });
+
+  it('covers turn texts: a changed, added or deleted turn breaks verification', async () => {
+    const a = await conversation(2);
+    await f.db.knex('turns').where({ conversation_id: a, idx: 2 }).update({ message: 'I never said that' });
+    expect(await verify(a)).toMatchObject({ valid: false, first_broken: { reason: 'turn_mismatch', turn_index: 2 } });
+    const b = await conversation(1);
+    await f.db.knex('turns').where({ conversation_id: b, idx: 3 }).delete();
+    expect(await verify(b)).toMatchObject({ valid: false, first_broken: { reason: 'turn_mismatch', turn_index: 3 } });
+    const c = await conversation(1);
+    await f.db.knex('turns').insert({ conversation_id: c, idx: 4, tenant_id: 'acme', role: 'agent', message: 'smuggled', timestamp: '2026-11-22T10:00:00.000Z' });
+    expect(await verify(c)).toMatchObject({ valid: false, first_broken: { reason: 'turn_unchained', turn_index: 4 } });
+  });
+
   it("answers 404 for another tenant's conversation", async () => {
     const id = await conversation(0);
     const r = await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set({ 'tenant-id': 'other' });

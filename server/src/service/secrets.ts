@@ -22,6 +22,7 @@ export class SecretService {
     private readonly operator: Readonly<Record<string, OperatorSecret>>,
     private readonly key: Buffer | undefined,
     private readonly clock: Clock,
+    private readonly log?: { warn(o: object, m: string): void },
   ) {}
 
   /** Whether an operator secret is granted to the tenant. */
@@ -37,10 +38,16 @@ export class SecretService {
     for (const n of names) if (this.granted(n, tenantId)) out[n] = this.operator[n].value;
     if (this.key) {
       for (const row of await this.store.get(tenantId, names)) {
-        const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(row.iv, 'base64'));
-        decipher.setAAD(aad(tenantId, row.name));
-        decipher.setAuthTag(Buffer.from(row.tag, 'base64'));
-        out[row.name] = Buffer.concat([decipher.update(Buffer.from(row.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+        try {
+          const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(row.iv, 'base64'));
+          decipher.setAAD(aad(tenantId, row.name));
+          decipher.setAuthTag(Buffer.from(row.tag, 'base64'));
+          out[row.name] = Buffer.concat([decipher.update(Buffer.from(row.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+        } catch {
+          // A row that does not open under this key, tenant and name (another key, a copied or
+          // altered row) is no secret of this tenant's.
+          this.log?.warn({ tenant: tenantId, secret: row.name }, 'a stored secret does not decrypt for its tenant and name (SECRETS_KEY changed, or the row was altered)');
+        }
       }
     }
     return out;
