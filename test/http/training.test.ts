@@ -63,3 +63,95 @@ describe('training', () => {
     expect(r.body.state.capability).toBe('cap_12');
   });
 });
+
+describe('training budgets', () => {
+  let app: App;
+  let drop: () => Promise<void>;
+
+  beforeAll(async () => {
+    const created = await databases[0].create();
+    drop = created.drop;
+    app = testApp(created.db, { training: { timeoutMs: 30_000, memoryMb: 64, workers: 1 }, routerCacheMb: 1 });
+  });
+  afterAll(async () => {
+    await app.close();
+    await drop();
+  });
+
+  it('refuses a definition whose router would need more memory than the budget, and stores nothing', async () => {
+    // 400 capabilities × 30 distinct examples: tens of thousands of features × 400 classes.
+    const huge = {
+      name: 'Huge',
+      capabilities: Array.from({ length: 400 }, (_, c) => ({
+        name: `c${c}`,
+        examples: Array.from({ length: 30 }, (_, e) => `w${c}q${e % 10} v${c}q${(e + 3) % 10} u${c}q${(e + 7) % 10}`),
+        phases: [{ id: 'p', say: 'x' }],
+      })),
+    };
+    const r = await request(app.app).put('/api/v1/agents/huge').set('tenant-id', 'noisy').send(huge);
+    expect(r.status).toBe(422);
+    expect(r.body.code).toBe('training_budget_exceeded');
+    expect(r.body.detail).toMatch(/MiB/);
+    expect((await request(app.app).get('/api/v1/agents/huge').set('tenant-id', 'noisy')).status).toBe(404);
+  });
+
+  it('refuses a definition that trains longer than the time budget, and the server answers meanwhile', async () => {
+    const created = await databases[0].create();
+    const slow = testApp(created.db, { training: { timeoutMs: 300, memoryMb: 1024, workers: 1 } });
+    try {
+      const put = request(slow.app).put('/api/v1/agents/big').set('tenant-id', 'noisy').send(bigAgent());
+      const health = await request(slow.app).get('/healthz');
+      expect(health.status).toBe(200);
+      const r = await put;
+      expect(r.status).toBe(422);
+      expect(r.body.detail).toMatch(/longer than 300 ms/);
+      // The pool replaced the stopped worker: the next definition trains.
+      await request(slow.app).put('/api/v1/agents/echo').set('tenant-id', 'noisy').send(echoAgent).expect(200);
+    } finally {
+      await slow.close();
+      await created.drop();
+    }
+  });
+
+  it('bounds the cache of compiled versions by bytes, and an evicted version still answers', async () => {
+    // Each of these weighs about 0.7 MiB compiled: a 1 MiB cache keeps one.
+    const mid = {
+      name: 'Mid',
+      capabilities: Array.from({ length: 20 }, (_, c) => ({
+        name: `cap_${c}`,
+        examples: Array.from({ length: 30 }, (_, e) => `${words[c % words.length]} ${words[(c * 7 + e) % words.length]} request number ${c} variant ${e}`),
+        phases: [{ id: 'p', say: `capability ${c}` }],
+      })),
+    };
+    for (let i = 0; i < 3; i++) {
+      await request(app.app).put(`/api/v1/agents/mid-${i}`).set('tenant-id', 't').send(mid).expect(200);
+      expect(app.agents.cachedBytes).toBeGreaterThan(0);
+      expect(app.agents.cachedBytes).toBeLessThanOrEqual(1024 * 1024);
+    }
+    const r = await request(app.app).post('/api/v1/agents/mid-0/converse').set('tenant-id', 't').send({ message: 'password password request number 12 variant 3' });
+    expect(r.body.state.capability).toBe('cap_12');
+  });
+});
+
+describe('the training pool', () => {
+  it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
+    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });
+    const caps = bigAgent().capabilities.slice(0, 30).map((c) => ({ name: c.name, examples: c.examples }));
+    try {
+      const jobs = [pool.train('a', caps, null), pool.train('a', caps, null), pool.train('b', caps, null)];
+      let sawBoth = false;
+      let settled = false;
+      void Promise.allSettled(jobs).then(() => (settled = true));
+      while (!settled) {
+        expect(pool.runningFor('a')).toBeLessThanOrEqual(1);
+        if (pool.runningFor('a') === 1 && pool.runningFor('b') === 1) sawBoth = true;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(sawBoth).toBe(true);
+      for (const r of await Promise.all(jobs)) expect(r.score('loan flight request number 12 variant 3').scores[0].name).toBe('cap_12');
+    } finally {
+      await pool.close();
+    }
+  });
+});

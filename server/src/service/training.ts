@@ -37,6 +37,7 @@ export class TrainingPool {
   private readonly perTenant = new KeyedLock();
   private nextId = 1;
   private closed = false;
+  private readonly running = new Map<string, number>();
 
   constructor(private readonly budget: TrainingBudget) {}
 
@@ -76,7 +77,11 @@ export class TrainingPool {
   readonly train: Trainer = (tenantId, caps, outOfScope) =>
     this.perTenant.run(tenantId, async () => {
       if (this.closed) throw new Error('the training pool is closed');
-      const slot = await this.acquire();
+      this.running.set(tenantId, (this.running.get(tenantId) ?? 0) + 1);
+      const slot = await this.acquire().catch((err) => {
+        this.done(tenantId);
+        throw err;
+      });
       const id = this.nextId++;
       let broken = false;
       try {
@@ -118,8 +123,20 @@ export class TrainingPool {
         });
       } finally {
         this.release(slot, broken);
+        this.done(tenantId);
       }
     });
+
+  private done(tenantId: string): void {
+    const n = (this.running.get(tenantId) ?? 1) - 1;
+    if (n > 0) this.running.set(tenantId, n);
+    else this.running.delete(tenantId);
+  }
+
+  /** Trainings under way or waiting for a worker, of one tenant (at most one by design). */
+  runningFor(tenantId: string): number {
+    return this.running.get(tenantId) ?? 0;
+  }
 
   async close(): Promise<void> {
     this.closed = true;
