@@ -124,15 +124,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     pinoHttp({
       logger,
       genReqId: (req) => (req as unknown as { id: string }).id,
+      // The route pattern, never the URL: paths and queries carry user ids, which erasure must be able to remove.
+      customProps: (_req, res) => ({ route: ((res as Response).locals?.route as string | undefined) ?? '(unmatched)' }),
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
       serializers: {
-        // The route pattern, never the URL: paths and queries carry user ids, which erasure must be able to remove.
-        req: (req) => ({
-          id: req.id,
-          method: req.method,
-          route: (req.raw as Request | undefined)?.route?.path ?? '(unmatched)',
-          tenant: req.headers?.['tenant-id'],
-        }),
+        req: (req) => ({ id: req.id, method: req.method, tenant: req.headers?.['tenant-id'] }),
         res: (res) => ({ statusCode: res.statusCode }),
       },
     }),
@@ -171,6 +167,11 @@ export function createApp(config: Config, deps: AppDeps): App {
   createExpressEndpoints(contract, createRouter({ agents, conversations, lifecycle, store, streams, keys, secrets, db: deps.db }), app, {
     // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
     globalMiddleware: [
+      // The route pattern, for the request log.
+      ((req: Request, res: Response, next: NextFunction) => {
+        res.locals.route = (req as Request & { tsRestRoute?: { path: string } }).tsRestRoute?.path;
+        next();
+      }) as never,
       ...(config.authMode === 'api_key' ? [apiKeyAuth(keys) as never] : []),
       ...(rateLimit ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never] : []),
     ],

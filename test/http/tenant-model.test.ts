@@ -171,6 +171,34 @@ describe.each(databases)('the tenant model on $name', (database) => {
       }
     });
 
+    it('reads each commit once for all the streams of a conversation', async () => {
+      await f.app.store.listen({ warn: () => undefined }); // PostgreSQL: hear commits through LISTEN
+      const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(ACME).send({ message: 'echo this' })).body.conversation_id;
+      const server = f.app.app.listen(0, '127.0.0.1');
+      await new Promise((r) => server.once('listening', r));
+      const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1/agents/echo/conversations/${id}/events`;
+      const { openSse } = await import('../helpers/sse.js');
+      const streams = [await openSse(url, ACME), await openSse(url, ACME)];
+      const store = f.app.store;
+      const original = store.events.bind(store);
+      let reads = 0;
+      store.events = (...args: Parameters<typeof original>) => {
+        reads++;
+        return original(...args);
+      };
+      try {
+        await request(f.app.app).post('/api/v1/agents/echo/converse').set(ACME).send({ message: 'hello', conversation_id: id }).expect(200);
+        for (const s of streams) expect((await s.take(2)).map((e) => e.event)).toEqual(['turn.created', 'turn.created']);
+        // One read that finds the row and one that finds nothing more, whatever the number of streams.
+        expect(reads).toBeLessThanOrEqual(2);
+      } finally {
+        store.events = original;
+        for (const s of streams) s.close();
+        server.closeAllConnections();
+        await new Promise((r) => server.close(r));
+      }
+    });
+
     it('numbers events per conversation: ids say nothing of other tenants', async () => {
       const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(ACME).send({ message: 'echo this' })).body.conversation_id;
       const rows = await f.db.knex('conversation_events').where({ conversation_id: id });

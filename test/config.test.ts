@@ -1,0 +1,35 @@
+// Configuration: grants of secrets and private hosts name their tenants explicitly.
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../server/src/config.js';
+
+describe('configuration grants', () => {
+  it('grants each operator secret to the tenants its _TENANTS list names, * only when written', () => {
+    const c = loadConfig({
+      SWITCHBOARD_SECRET_A: 'a-value',
+      SWITCHBOARD_SECRET_A_TENANTS: 'acme, beta',
+      SWITCHBOARD_SECRET_B: 'b-value',
+      SWITCHBOARD_SECRET_B_TENANTS: '*',
+      SWITCHBOARD_SECRET_C: 'c-value',
+    });
+    expect(c.secrets).toEqual({
+      A: { value: 'a-value', tenants: ['acme', 'beta'] },
+      B: { value: 'b-value', tenants: ['*'] },
+      C: { value: 'c-value', tenants: [] },
+    });
+    expect(() => loadConfig({ SWITCHBOARD_SECRET_A: 'x', SWITCHBOARD_SECRET_A_TENANTS: 'not a tenant!' })).toThrow(ConfigError);
+  });
+
+  it('reads ACTION_ALLOWED_HOSTS as TENANT=host entries and refuses entries without a tenant', () => {
+    expect(loadConfig({ ACTION_ALLOWED_HOSTS: 'demo=127.0.0.1:3001, *=Hooks.Internal ,demo=10.0.0.5' }).actionAllowedHosts).toEqual({
+      demo: ['127.0.0.1:3001', '10.0.0.5'],
+      '*': ['hooks.internal'],
+    });
+    expect(() => loadConfig({ ACTION_ALLOWED_HOSTS: '127.0.0.1:3001' })).toThrow(/names no tenant; write TENANT=127.0.0.1:3001/);
+  });
+
+  it('takes a 32-byte SECRETS_KEY as hex or base64 and refuses anything else', () => {
+    expect(loadConfig({ SECRETS_KEY: 'ab'.repeat(32) }).secretsKey).toHaveLength(32);
+    expect(loadConfig({ SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).secretsKey).toHaveLength(32);
+    expect(() => loadConfig({ SECRETS_KEY: 'short' })).toThrow(ConfigError);
+  });
+});
