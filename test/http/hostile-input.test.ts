@@ -52,6 +52,16 @@ const body = fc.oneof(
   deep,
 );
 
+/** JSON nested `depth` levels deep, as raw text (arrays or objects), at some place in a body. */
+const deeplyNested = fc.record({ depth: fc.integer({ min: 60, max: 40_000 }), objects: fc.boolean() }).map(({ depth, objects }) =>
+  objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}${']'.repeat(depth)}`,
+);
+/** Times with offsets, possible or not (`+99:99`, `-24:00`, `+9999`). */
+const timeFilter = fc
+  .record({ h: fc.integer({ min: 0, max: 99 }), m: fc.integer({ min: 0, max: 99 }), sign: fc.constantFrom('+', '-'), colon: fc.boolean() })
+  .map(({ h, m, sign, colon }) => `2026-01-01T00:00:00${sign}${String(h).padStart(2, '0')}${colon ? ':' : ''}${String(m).padStart(2, '0')}`);
+const contentEncoding = fc.option(fc.constantFrom('gzip', 'br', 'deflate', 'identity', 'x-unknown'));
+
 /** A path segment from any value (a lone surrogate cannot be percent-encoded, so it becomes "u"). */
 function pathSegment(v: unknown): string {
   try {
@@ -61,7 +71,7 @@ function pathSegment(v: unknown): string {
   }
 }
 
-describe('hostile input', () => {
+describe.each(databases)('hostile input on $name', (database) => {
   let app: App;
   let db: Database;
   let drop: () => Promise<void>;
@@ -69,7 +79,7 @@ describe('hostile input', () => {
   const T = { 'tenant-id': 'acme' };
 
   beforeAll(async () => {
-    ({ db, drop } = await databases[0].create());
+    ({ db, drop } = await database.create());
     app = testApp(db);
     await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
     await request(app.app).put('/api/v1/agents/support').set(T).send(supportAgent('http://127.0.0.1:9')).expect(200);
@@ -103,14 +113,18 @@ describe('hostile input', () => {
         fc.record({ tenant: headerText, user: fc.option(headerText), key: fc.option(headerText), rid: fc.option(headerText) }),
         fc.constantFrom('echo', 'support', 'nope', '..', 'ECHO', '%00', 'a'.repeat(70)),
         fc.boolean(),
-        async (b, h, slug, continuing) => {
+        fc.option(deeplyNested),
+        contentEncoding,
+        async (b, h, slug, continuing, nested, encoding) => {
           const before = await counts();
           const payload = continuing && b && typeof b === 'object' && !Array.isArray(b) ? { ...(b as object), conversation_id: convId } : b;
           const r = request(app.app).post(`/api/v1/agents/${encodeURIComponent(slug)}/converse`).set('tenant-id', h.tenant).set('content-type', 'application/json');
           if (h.user) r.set('user-id', h.user);
           if (h.key) r.set('idempotency-key', h.key);
           if (h.rid) r.set('x-request-id', h.rid);
-          const res = await r.send(JSON.stringify(payload));
+          if (encoding) r.set('content-encoding', encoding);
+          const text = nested ? `{"message":"hi","context":{"version":"v1","context":{"customAttributes":{"x":${nested}}}}}` : JSON.stringify(payload);
+          const res = await r.send(text);
           expectSane(res);
           if (res.status >= 400) expect(await counts()).toEqual(before);
         },
@@ -128,8 +142,8 @@ describe('hostile input', () => {
       '/api/v1/agents',
     );
     await fc.assert(
-      fc.asyncProperty(paths, fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'user_id', 'created_after', 'created_before', 'capability', 'type', '__proto__'), text), headerText, async (path, query, tenant) => {
-        const qs = new URLSearchParams(query as Record<string, string>).toString();
+      fc.asyncProperty(paths, fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'user_id', 'created_after', 'created_before', 'capability', 'type', '__proto__'), text), headerText, fc.option(timeFilter), async (path, query, tenant, time) => {
+        const qs = new URLSearchParams({ ...(query as Record<string, string>), ...(time ? { created_after: time } : {}) }).toString();
         expectSane(await request(app.app).get(`${path}${qs ? `?${qs}` : ''}`).set('tenant-id', tenant));
         expectSane(await request(app.app).get(`/api/v1/agents/echo/conversations/${convId}/audit-logs${qs ? `?${qs}` : ''}`).set(T));
       }),
@@ -149,6 +163,25 @@ describe('hostile input', () => {
         expectSane(await request(app.app).delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`).set({ 'tenant-id': 'fuzz-only' }));
       }),
       { numRuns: RUNS, seed: SEED },
+    );
+  });
+
+  it('creates one agent however many first PUTs of a slug race, and refuses deep definitions', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 8 }), deeplyNested, async (k, nested) => {
+        const slug = `race-${n++}`;
+        const results = await Promise.all(Array.from({ length: k }, () => request(app.app).put(`/api/v1/agents/${slug}`).set(T).send(echoAgent)));
+        expect(results.map((r) => r.status)).toEqual(Array(k).fill(200));
+        expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
+        const before = await counts();
+        const def = JSON.stringify({ ...echoAgent, actions: { a: { type: 'http', method: 'POST', url: 'http://x.test/', body: JSON.parse('0') } } }).replace('"body":0', `"body":${nested}`);
+        const r = await request(app.app).put(`/api/v1/agents/${slug}-deep`).set(T).set('content-type', 'application/json').send(def);
+        expectSane(r);
+        expect(r.status).toBe(400);
+        expect(await counts()).toEqual(before);
+      }),
+      { numRuns: Math.max(5, Math.floor(RUNS / 6)), seed: SEED },
     );
   });
 
