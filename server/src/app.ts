@@ -83,6 +83,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxStateBytes: config.maxStateBytes,
     secrets,
     renderBudget: config.renderBudget,
+    tenantRenderMsPerSecond: config.tenantRenderMsPerSecond,
     maxReplyBytes: config.maxReplyBytes,
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });

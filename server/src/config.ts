@@ -20,6 +20,7 @@ const EnvSchema = z.object({
     .optional(),
   RENDER_BUDGET_MS: z.coerce.number().int().min(1).max(10_000).default(250),
   RENDER_BUDGET_CHARS: z.coerce.number().int().min(1024).default(1_000_000),
+  RENDER_TENANT_MS_PER_SECOND: z.coerce.number().min(1).max(1000).default(100),
   MAX_REPLY_BYTES: z.coerce.number().int().min(256).default(64 * 1024),
   TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
@@ -81,6 +82,8 @@ export interface Config {
   secretsKey?: Buffer;
   /** What all template rendering of one turn may spend: wall time and characters produced. */
   renderBudget: { timeMs: number; outputChars: number };
+  /** Template time one tenant may spend per second in one process (bursts up to four turns' budget). */
+  tenantRenderMsPerSecond: number;
   /** The most one turn may say (UTF-8 bytes); a longer reply is cut there and audited. */
   maxReplyBytes: number;
   /** Router training runs in worker threads, within this time and heap, one at a time per tenant. */
@@ -191,6 +194,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     secrets: Object.freeze(parseSecrets(env)),
     secretsKey: parseKey(e.SECRETS_KEY),
     renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
+    tenantRenderMsPerSecond: e.RENDER_TENANT_MS_PER_SECOND,
     maxReplyBytes: e.MAX_REPLY_BYTES,
     training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
     routerCacheMb: e.ROUTER_CACHE_MB,

@@ -47,11 +47,23 @@ export class RenderBudget {
   readonly renderLimit: Limit;
   readonly memoryLimit: Limit;
   outputLeft: number;
+  /** Milliseconds spent rendering so far (what the tenant's time bucket is charged). */
+  spentMs = 0;
 
   constructor(opts: RenderBudgetOptions = DEFAULT_RENDER_BUDGET) {
     this.renderLimit = new Limit(`template time (${opts.timeMs} ms a turn)`, performance.now() + opts.timeMs);
     this.memoryLimit = new Limit('template memory', opts.memory ?? DEFAULT_RENDER_BUDGET.memory!);
     this.outputLeft = opts.outputChars;
+  }
+
+  /** Runs one render or condition, adding its time to `spentMs`. */
+  timed<T>(fn: () => T): T {
+    const started = performance.now();
+    try {
+      return fn();
+    } finally {
+      this.spentMs += performance.now() - started;
+    }
   }
 
   charge(chars: number): void {
@@ -136,7 +148,7 @@ export class CompiledTemplate {
     budget.renderLimit.check(performance.now());
     const emitter = new BoundedEmitter(budget.outputLeft);
     const ctx = contextFor(this.engine, scope, budget);
-    toValueSync(this.engine.renderer.renderTemplates(this.tpls, ctx, emitter as never));
+    budget.timed(() => toValueSync(this.engine.renderer.renderTemplates(this.tpls!, ctx, emitter as never)));
     budget.charge(emitter.buffer.length);
     return emitter.buffer;
   }
@@ -158,7 +170,7 @@ export class CompiledCondition {
   holds(scope: Scope, budget: RenderBudget = new RenderBudget()): boolean {
     budget.renderLimit.check(performance.now());
     const ctx = contextFor(liquid, scope, budget);
-    return isTruthy(toValueSync(this.value.value(ctx, false)), ctx);
+    return budget.timed(() => isTruthy(toValueSync(this.value.value(ctx, false)), ctx));
   }
 }
 

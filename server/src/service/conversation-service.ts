@@ -28,6 +28,7 @@ import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters 
 import type { AgentService } from './agent-service.js';
 import type { SecretService } from './secrets.js';
 import { RenderBudget, type RenderBudgetOptions } from '../engine/templates.js';
+import { TimeBuckets } from '../lib/time-bucket.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -47,6 +48,8 @@ export interface ConversationServiceOptions {
   secrets: SecretService;
   /** What all template rendering of one turn may spend. */
   renderBudget: RenderBudgetOptions;
+  /** Template time each tenant may spend per second in this process (a turn gets at most what is left). */
+  tenantRenderMsPerSecond: number;
   maxReplyBytes: number;
   llm?: LlmRouter;
 }
@@ -71,13 +74,18 @@ function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope 
 }
 
 export class ConversationService {
+  /** Each tenant's share of template time: one tenant's heavy templates cannot fill the event loop. */
+  private readonly renderTime: TimeBuckets;
+
   constructor(
     private readonly agents: AgentService,
     private readonly store: ConversationStore,
     private readonly actions: HttpActionRunner,
     private readonly clock: Clock,
     private readonly opts: ConversationServiceOptions,
-  ) {}
+  ) {
+    this.renderTime = new TimeBuckets(opts.tenantRenderMsPerSecond, Math.max(opts.renderBudget.timeMs * 4, opts.tenantRenderMsPerSecond));
+  }
 
   async converse(call: ConverseCall): Promise<ConverseResponse> {
     const started = performance.now();
@@ -280,6 +288,10 @@ export class ConversationService {
       scoringMs += ms(s);
       return out;
     };
+    const budget = new RenderBudget({
+      ...this.opts.renderBudget,
+      timeMs: Math.min(this.opts.renderBudget.timeMs, this.renderTime.available(t.tenantId)),
+    });
     const gen = runTurn({
       agent,
       prior: prior && {
@@ -296,7 +308,7 @@ export class ConversationService {
       turnIndex: t.turnIndex,
       now: t.now,
       secrets: t.secrets,
-      budget: new RenderBudget(this.opts.renderBudget),
+      budget,
       maxReplyBytes: this.opts.maxReplyBytes,
       score,
       llm: this.opts.llm !== undefined,
@@ -319,6 +331,7 @@ export class ConversationService {
       step = gen.next(reply);
       stepsMs += ms(s);
     }
+    this.renderTime.charge(t.tenantId, budget.spentMs);
     const round = (x: number) => Math.round(x * 100) / 100;
     return { result: step.value, routingMs: round(scoringMs + llmMs), engineMs: round(Math.max(0, stepsMs - scoringMs)), actionsMs };
   }
