@@ -126,7 +126,11 @@ export function createApp(config: Config, deps: AppDeps): App {
       logger,
       genReqId: (req) => (req as unknown as { id: string }).id,
       // The route pattern, never the URL: paths and queries carry user ids, which erasure must be able to remove.
-      customProps: (_req, res) => ({ route: ((res as Response).locals?.route as string | undefined) ?? '(unmatched)' }),
+      // Called when the request starts (no route yet) and when it is logged: only the latter names one.
+      customProps: (_req, res) => {
+        const route = (res as Response).locals?.route as string | undefined;
+        return route ? { route } : {};
+      },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
       serializers: {
         req: (req) => ({ id: req.id, method: req.method, tenant: req.headers?.['tenant-id'] }),
