@@ -43,7 +43,8 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
     second = openDatabase(created.url, { poolMax: 20 });
     backend = await startBackend(ordersHandler);
     hooks = await startBackend((_q, res) => setTimeout(() => json(res, 204, {}), 10));
-    const config = { actionAllowedHosts: { '*': [`127.0.0.1:${backend.port}`, `127.0.0.1:${hooks.port}`] } };
+    // Deliveries are driven by runOnce below, not by a timer that could take some of them first.
+    const config = { actionAllowedHosts: { '*': [`127.0.0.1:${backend.port}`, `127.0.0.1:${hooks.port}`] }, webhookIntervalMs: 0 };
     apps = [testApp(created.db, config, clock), testApp(second, config, clock)];
     for (const a of apps) await a.startBackground();
     replicas = apps.map(supertestDriver);

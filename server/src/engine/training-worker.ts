@@ -11,6 +11,9 @@ export interface TrainRequest {
   maxBytes: number;
 }
 
+// Loaded and ready: the pool starts a training's clock only from here.
+parentPort?.postMessage({ ready: true });
+
 parentPort?.on('message', (msg: TrainRequest) => {
   // Nothing else runs on this thread: training need not yield.
   Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: async () => undefined }).then(

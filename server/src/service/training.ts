@@ -28,6 +28,8 @@ const workerUrl = new URL('../engine/training-boot.mjs', import.meta.url);
 
 interface Slot {
   worker: Worker;
+  /** Resolves when the worker has loaded (its start-up does not count against a training's time). */
+  ready: Promise<void>;
   busy: boolean;
 }
 
@@ -41,12 +43,23 @@ export class TrainingPool {
 
   constructor(private readonly budget: TrainingBudget) {}
 
-  private spawn(): Worker {
+  private spawn(): { worker: Worker; ready: Promise<void> } {
     const worker = new Worker(workerUrl, {
       resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
     });
     worker.unref();
-    return worker;
+    const ready = new Promise<void>((resolve, reject) => {
+      const onMessage = (m: { ready?: boolean }) => {
+        if (!m?.ready) return;
+        worker.off('message', onMessage);
+        worker.off('error', reject);
+        resolve();
+      };
+      worker.on('message', onMessage);
+      worker.once('error', reject);
+    });
+    ready.catch(() => undefined);
+    return { worker, ready };
   }
 
   private acquire(): Promise<Slot> {
@@ -56,7 +69,7 @@ export class TrainingPool {
       return Promise.resolve(free);
     }
     if (this.slots.length < this.budget.workers) {
-      const slot = { worker: this.spawn(), busy: true };
+      const slot = { ...this.spawn(), busy: true };
       this.slots.push(slot);
       return Promise.resolve(slot);
     }
@@ -66,7 +79,7 @@ export class TrainingPool {
   private release(slot: Slot, broken: boolean): void {
     if (broken) {
       void slot.worker.terminate();
-      slot.worker = this.spawn();
+      Object.assign(slot, this.spawn());
     }
     const next = this.waiting.shift();
     if (next) next(slot);
@@ -85,6 +98,12 @@ export class TrainingPool {
       const id = this.nextId++;
       let broken = false;
       try {
+        try {
+          await slot.ready;
+        } catch (err) {
+          broken = true;
+          throw err;
+        }
         return await new Promise<Router>((resolve, reject) => {
           const w = slot.worker;
           const done = () => {
