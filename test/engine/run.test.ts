@@ -50,6 +50,7 @@ function turn(
 /** The prior state a finished turn leaves behind. */
 const after = (r: TurnResult, turnCount = 2): Prior => ({
   status: r.status,
+  outcome: r.outcome,
   capability: r.capability.name,
   phase: r.phase,
   flow: r.flow,
@@ -320,6 +321,7 @@ describe('guards and statuses', () => {
     expect(r0.reply).toBe('Handing you over.');
     const r1 = turn(agent, after(r0), 'hello?').result;
     expect(r1.status).toBe('escalated');
+    expect(r1.outcome).toBe('escalated');
     expect(r1.reply).toBe('A colleague will take over here shortly.');
     expect(r1.awaitingInput).toBe(true);
     expect(r1.audit).toEqual([]);

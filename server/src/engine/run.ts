@@ -29,6 +29,8 @@ export interface TurnInput {
   /** The conversation before this turn; null for a new one. */
   prior: {
     status: ConversationStatus;
+    /** The conversation's outcome so far (kept by a turn that does not change its status). */
+    outcome?: string | null;
     capability: string;
     phase: string;
     flow: FlowState;
@@ -179,7 +181,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
     ? { slots: { ...prior.flow.slots }, actions: { ...prior.flow.actions }, attempts: prior.flow.attempts, wait: prior.flow.wait }
     : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
   let status: ConversationStatus = prior ? prior.status : 'active';
-  let outcome: string | null = null;
+  let outcome: string | null = prior?.outcome ?? null;
   let capability = prior ? (agent.capabilities.get(prior.capability) ?? agent.fallback) : agent.fallback;
   let phaseId: string | null = prior ? prior.phase : null;
   const said: string[] = [];

@@ -296,6 +296,7 @@ export class ConversationService {
       agent,
       prior: prior && {
         status: prior.status,
+        outcome: prior.outcome,
         capability: prior.capability,
         phase: prior.phase,
         flow: prior.flow,
