@@ -1,6 +1,6 @@
 // `npm run build:client`: compiles the typed client and the contract it is built on into a
 // standalone package (build/client-package) that a plain Node.js app can install and import:
-// JavaScript and declarations, the contract inlined, @ts-rest/core and zod as dependencies.
+// JavaScript and declarations, the contract inlined, @ts-rest/core, eventsource-parser and zod as dependencies.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -34,7 +34,12 @@ export function buildClient(): string {
     main: './client/src/index.js',
     types: './client/src/index.d.ts',
     exports: { '.': { types: './client/src/index.d.ts', import: './client/src/index.js' } },
-    dependencies: { '@ts-rest/core': client.dependencies['@ts-rest/core'], zod: contract.dependencies.zod },
+    license: client.license,
+    dependencies: {
+      '@ts-rest/core': client.dependencies['@ts-rest/core'],
+      'eventsource-parser': client.dependencies['eventsource-parser'],
+      zod: contract.dependencies.zod,
+    },
   };
   writeFileSync(join(CLIENT_PACKAGE, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   return CLIENT_PACKAGE;

@@ -9,6 +9,8 @@ const backend = await startOrdersBackend(backendPort);
 // The example backend is granted to the demo tenant only, like any private host.
 const tenant = process.env.AGENTS_TENANT ?? 'demo';
 const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
+// The example agent's action URL follows the backend's port (${ORDERS_URL} in agents/acme-support.yaml).
+process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
 const config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
 const running = await start(config);
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);

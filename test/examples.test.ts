@@ -28,10 +28,9 @@ describe('the example agent', () => {
     const port = (backend.address() as AddressInfo).port;
     const created = await databases[0].create();
     drop = created.drop;
-    app = testApp(created.db, { actionAllowedHosts: { '*': [`127.0.0.1:${port}`] } });
-    const { definition } = await readAgentFile(EXAMPLE);
-    // The file names the backend's default port; point it at this test's one.
-    definition.actions!.get_order.url = definition.actions!.get_order.url.replace('127.0.0.1:3001', `127.0.0.1:${port}`);
+    app = testApp(created.db, { actionAllowedHosts: { demo: [`127.0.0.1:${port}`] } });
+    // The file reads the backend's address from SWITCHBOARD_VAR_ORDERS_URL, as npm start sets it.
+    const { definition } = await readAgentFile(EXAMPLE, { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${port}` });
     await app.agents.put('demo', 'acme-support', definition);
   });
   afterAll(async () => {
@@ -48,9 +47,12 @@ describe('the example agent', () => {
       .expect(200)
       .then((r) => r.body);
 
-  it('validates', async () => {
+  it('validates, and follows the backend wherever SWITCHBOARD_VAR_ORDERS_URL puts it', async () => {
     const { definition } = await readAgentFile(EXAMPLE);
     expect(validateDefinition(definition)).toEqual([]);
+    expect(definition.actions!.get_order.url).toBe('http://127.0.0.1:3001/orders/{{ slots.order_id }}');
+    const moved = await readAgentFile(EXAMPLE, { SWITCHBOARD_VAR_ORDERS_URL: 'http://127.0.0.1:4555' });
+    expect(moved.definition.actions!.get_order.url).toBe('http://127.0.0.1:4555/orders/{{ slots.order_id }}');
   });
 
   it('tracks an order through the example backend', async () => {
@@ -104,6 +106,40 @@ describe('npm run agents', () => {
     writeFileSync(bad, 'name: Broken\ncapabilities:\n  - name: a\n    phases:\n      - id: p\n        next: nowhere\n');
     const err = await cli('validate', bad).catch((e) => e);
     expect(err.code).toBe(1);
-    expect(err.stderr).toContain('capabilities[0].phases[0].next: unknown phase "nowhere"');
+    expect(err.stderr).toContain('capabilities[0].phases[0].next: unknown phase "nowhere" (line 6, column 15)');
+  });
+
+  it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {
+    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help']]) {
+      const { stdout } = await cli(...args);
+      expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
+    }
+    const err = await cli('apply', EXAMPLE).catch((e) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toMatch(/required option '--tenant <tenant>' not specified/);
+  });
+
+  it('says which files clash when two define one slug', async () => {
+    const folder = mkdtempSync(join(dir, 'clash-'));
+    writeFileSync(join(folder, 'x.yaml'), 'name: X\ncapabilities: [{ name: a, phases: [{ id: p }] }]\n');
+    writeFileSync(join(folder, 'x.json'), '{"name":"X","capabilities":[{"name":"a","phases":[{"id":"p"}]}]}');
+    const { agentFiles } = await import('../server/src/agents-loader.js');
+    await expect(agentFiles(folder)).rejects.toThrow(`${join(folder, 'x.json')} and ${join(folder, 'x.yaml')} both define agent "x"`);
+  });
+
+  it('fills ${NAME} from SWITCHBOARD_VAR_NAME, with defaults, and names what is missing', async () => {
+    const { expandVariables } = await import('../server/src/agents-loader.js');
+    expect(expandVariables('a ${X} b ${Y:-dflt} c', { SWITCHBOARD_VAR_X: '1' })).toBe('a 1 b dflt c');
+    expect(() => expandVariables('${MISSING}', {})).toThrow('set SWITCHBOARD_VAR_MISSING');
+  });
+});
+
+describe('npm run keys', () => {
+  it('prints usage for --help on the command and every sub-command', async () => {
+    const cli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/src/cli/keys.ts', ...args]);
+    for (const args of [['--help'], ['create', '--help'], ['list', '--help'], ['revoke', '--help']]) {
+      const { stdout } = await cli(...args);
+      expect(stdout, args.join(' ')).toMatch(/^Usage: npm run keys --/);
+    }
   });
 });

@@ -3,16 +3,19 @@
 //   const sb = createSwitchboardClient({ baseUrl: 'http://127.0.0.1:3000', tenantId: 'demo' });
 //   const r = await sb.api.converse({ params: { slug: 'acme-support' }, body: { message: 'hi' } });
 //   if (r.status === 200) console.log(r.body.response.message);
+//
+//   for await (const e of sb.events('acme-support', conversationId)) console.log(e.type, e.data);
 import { initClient, type InitClientArgs } from '@ts-rest/core';
-import { contract } from '@switchboard/contract';
+import { createParser } from 'eventsource-parser';
+import { contract, type Problem } from '@switchboard/contract';
 
 export * from '@switchboard/contract';
 
 export interface SwitchboardClientOptions {
   /** Where the service listens, e.g. `http://127.0.0.1:3000`. */
   baseUrl: string;
-  /** Sent as `tenant-id` on every call. */
-  tenantId: string;
+  /** Sent as `tenant-id` on every call; may be left out with `apiKey`, which names its tenant. */
+  tenantId?: string;
   /** Sent as `authorization: Bearer <key>` when the server runs with AUTH_MODE=api_key. */
   apiKey?: string;
   /** Sent as `user-id`, the fallback end-user id. */
@@ -23,12 +26,45 @@ export interface SwitchboardClientOptions {
   fetch?: typeof fetch;
 }
 
+/** One server-sent event of a conversation. */
+export interface ConversationEvent {
+  /** Resume after this event with `lastEventId`. */
+  id: string;
+  type: 'turn.created' | 'status.changed' | 'phase.changed';
+  data: Record<string, unknown>;
+}
+
+export interface EventsOptions {
+  /** Start after this event (else with the next one). */
+  lastEventId?: string;
+  /** Ends the iteration. */
+  signal?: AbortSignal;
+  /** Reconnect (with the last event id) when the stream drops; true by default. */
+  reconnect?: boolean;
+}
+
+/** A refused event stream: the server's problem details. */
+export class SwitchboardError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Partial<Problem>,
+  ) {
+    super(problem.detail ?? `HTTP ${status}`);
+  }
+}
+
+// The event stream is not JSON: it is served by `events()` below, not by the typed JSON calls.
+const { streamEvents: _stream, ...jsonApi } = contract.api;
+const clientContract = { api: jsonApi, ops: contract.ops };
+
 export function createSwitchboardClient(opts: SwitchboardClientOptions) {
-  const baseHeaders: Record<string, string> = { 'tenant-id': opts.tenantId, ...(opts.headers ?? {}) };
+  const baseUrl = opts.baseUrl.replace(/\/+$/, '');
+  const baseHeaders: Record<string, string> = { ...(opts.tenantId ? { 'tenant-id': opts.tenantId } : {}), ...(opts.headers ?? {}) };
   if (opts.apiKey) baseHeaders.authorization = `Bearer ${opts.apiKey}`;
   if (opts.userId) baseHeaders['user-id'] = opts.userId;
+  const doFetch = opts.fetch ?? fetch;
   const args = {
-    baseUrl: opts.baseUrl.replace(/\/+$/, ''),
+    baseUrl,
     baseHeaders: baseHeaders as { 'tenant-id': string },
     throwOnUnknownStatus: true,
     ...(opts.fetch
@@ -41,7 +77,70 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
         }
       : {}),
   } satisfies InitClientArgs;
-  return initClient(contract, args);
+  const client = initClient(clientContract as typeof contract, args) as unknown as {
+    api: Omit<ReturnType<typeof initClient<typeof contract, typeof args>>['api'], 'streamEvents'>;
+    ops: ReturnType<typeof initClient<typeof contract, typeof args>>['ops'];
+  };
+
+  /**
+   * A conversation's events as an async iterator: parsed, in order, resuming with Last-Event-ID
+   * after a dropped connection. Ends when `signal` aborts or the loop breaks; a refused stream
+   * (404, 401, 429…) throws a SwitchboardError.
+   */
+  async function* events(slug: string, conversationId: string, o: EventsOptions = {}): AsyncGenerator<ConversationEvent> {
+    let last = o.lastEventId;
+    let retryMs = 2000;
+    const url = `${baseUrl}/api/v1/agents/${encodeURIComponent(slug)}/conversations/${encodeURIComponent(conversationId)}/events`;
+    while (!o.signal?.aborted) {
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      o.signal?.addEventListener('abort', stop, { once: true });
+      try {
+        const res = await doFetch(url, {
+          headers: { ...baseHeaders, accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) },
+          signal: controller.signal,
+        });
+        if (res.status !== 200 || !res.body) {
+          const text = await res.text().catch(() => '');
+          let problem: Partial<Problem> = {};
+          try {
+            problem = JSON.parse(text);
+          } catch {
+            problem = { detail: text || `HTTP ${res.status}` };
+          }
+          throw new SwitchboardError(res.status, problem);
+        }
+        const queue: ConversationEvent[] = [];
+        const parser = createParser({
+          onEvent: (e) => {
+            if (!e.id || !e.event) return;
+            queue.push({ id: e.id, type: e.event as ConversationEvent['type'], data: JSON.parse(e.data) });
+          },
+          onRetry: (ms) => (retryMs = ms),
+        });
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          parser.feed(decoder.decode(chunk, { stream: true }));
+          while (queue.length) {
+            const e = queue.shift()!;
+            last = e.id;
+            yield e;
+          }
+        }
+      } catch (err) {
+        if (err instanceof SwitchboardError) throw err;
+        if (o.signal?.aborted) return;
+        // A dropped connection: resume below.
+      } finally {
+        o.signal?.removeEventListener('abort', stop);
+        controller.abort();
+      }
+      if (o.reconnect === false || o.signal?.aborted) return;
+      await new Promise((r) => setTimeout(r, retryMs));
+    }
+  }
+
+  return { ...client, events };
 }
 
 export type SwitchboardClient = ReturnType<typeof createSwitchboardClient>;

@@ -49,6 +49,8 @@ export const ConverseHeaders = UserHeaders.extend({
 export const ProblemFieldError = z.object({
   path: z.string().describe('Where the problem is: a JSON path into the body, or query.NAME, header.NAME, path.NAME'),
   message: z.string(),
+  line: z.number().int().optional().describe('For a YAML body or file: the line (from 1) of the value in question'),
+  column: z.number().int().optional().describe('For a YAML body or file: the column (from 1)'),
 });
 
 export const ProblemCode = z.enum([

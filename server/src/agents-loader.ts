@@ -1,42 +1,78 @@
 // Loads agent files (YAML or JSON, one agent each, named <slug>.yaml / <slug>.json) into a tenant.
+// Files may name deployment values as ${NAME} or ${NAME:-default}, filled at load time from the
+// environment's SWITCHBOARD_VAR_<NAME> (only in files: a definition sent over the API is taken
+// as it is, and no template can read the environment).
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { AgentDefinition } from '@switchboard/contract';
-import { DefinitionError } from './errors.js';
+import { DefinitionError, type FieldProblem } from './errors.js';
 import { jsonPath } from './http/problem.js';
+import { parseYamlSource, withPositions } from './lib/yaml-source.js';
+import { validateDefinition } from './engine/compile.js';
 import type { AgentService } from './service/agent-service.js';
 
 export interface AppliedAgent {
   slug: string;
   version: number;
   changed: boolean;
+  /** The version this file replaced, when there was one. */
+  replaced: number | null;
 }
 
-export async function readAgentFile(file: string): Promise<{ slug: string; definition: AgentDefinition }> {
-  const text = await readFile(file, 'utf8');
-  const raw = extname(file) === '.json' ? JSON.parse(text) : parseYaml(text);
+export const VAR_PREFIX = 'SWITCHBOARD_VAR_';
+
+/** Fills ${NAME} and ${NAME:-default} from SWITCHBOARD_VAR_<NAME>; an unset one without default is an error. */
+export function expandVariables(text: string, env: NodeJS.ProcessEnv = process.env): string {
+  const missing: string[] = [];
+  const out = text.replace(/\$\{([A-Z][A-Z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
+    const v = env[`${VAR_PREFIX}${name}`];
+    if (v !== undefined && v !== '') return v;
+    if (fallback !== undefined) return fallback;
+    missing.push(`${VAR_PREFIX}${name}`);
+    return '';
+  });
+  if (missing.length) throw new Error(`set ${[...new Set(missing)].join(', ')} (the file reads ${missing.length === 1 ? 'it' : 'them'} as \${…})`);
+  return out;
+}
+
+/** Reads, fills and checks one agent file; problems carry the YAML line and column. */
+export async function readAgentFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<{ slug: string; definition: AgentDefinition }> {
+  const text = expandVariables(await readFile(file, 'utf8'), env);
+  const source = extname(file) === '.json' ? null : parseYamlSource(text);
+  const raw = source ? source.value : JSON.parse(text);
+  const located = (problems: FieldProblem[]) => (source ? withPositions(problems, source) : problems);
   const parsed = AgentDefinition.safeParse(raw);
-  if (!parsed.success) {
-    throw new DefinitionError(parsed.error.issues.map((i) => ({ path: jsonPath(i.path), message: i.message })));
-  }
+  if (!parsed.success) throw new DefinitionError(located(parsed.error.issues.map((i) => ({ path: jsonPath(i.path), message: i.message }))));
+  const problems = validateDefinition(parsed.data);
+  if (problems.length) throw new DefinitionError(located(problems));
   return { slug: basename(file, extname(file)), definition: parsed.data };
 }
 
 export async function applyAgentFile(agents: AgentService, tenantId: string, file: string): Promise<AppliedAgent> {
   const { slug, definition } = await readAgentFile(file);
+  const before = await agents.currentVersion(tenantId, slug);
   const { agent, changed } = await agents.put(tenantId, slug, definition);
-  return { slug, version: agent.version, changed };
+  return { slug, version: agent.version, changed, replaced: changed && before !== null && before !== agent.version ? before : null };
 }
 
+/** The agent files of a folder; two files for one slug (x.yaml and x.json) is an error naming both. */
 export async function agentFiles(dir: string): Promise<string[]> {
   const names = (await readdir(dir)).filter((n) => /\.(ya?ml|json)$/.test(n)).sort();
+  const bySlug = new Map<string, string[]>();
+  for (const n of names) bySlug.set(basename(n, extname(n)), [...(bySlug.get(basename(n, extname(n))) ?? []), n]);
+  const clashes = [...bySlug.entries()].filter(([, files]) => files.length > 1);
+  if (clashes.length) {
+    throw new Error(
+      clashes.map(([slug, files]) => `${files.map((f) => join(dir, f)).join(' and ')} both define agent "${slug}": keep one`).join('; '),
+    );
+  }
   return names.map((n) => join(dir, n));
 }
 
 export function describeDefinitionError(file: string, err: unknown): string {
   if (err instanceof DefinitionError) {
-    return `${file}: ${err.message}\n${(err.errors ?? []).map((e) => `  ${e.path}: ${e.message}`).join('\n')}`;
+    const where = (e: FieldProblem) => (e.line !== undefined ? ` (line ${e.line}, column ${e.column})` : '');
+    return `${file}: ${err.message}\n${(err.errors ?? []).map((e) => `  ${e.path}: ${e.message}${where(e)}`).join('\n')}`;
   }
   return `${file}: ${(err as Error).message}`;
 }

@@ -11,9 +11,9 @@ import { LlmRouter } from './actions/llm-router.js';
 import type { Config } from './config.js';
 import { errorHandler, sendProblem, validationProblems } from './http/problem.js';
 import { getOpenApi } from './http/openapi.js';
-import { apiKeyAuth } from './http/auth.js';
+import { apiKeyAuth, tenantFromKey } from './http/auth.js';
 import { eventStreams, type EventStreams } from './http/events.js';
-import { depthLimit, refuseContentEncoding, refuseNul } from './http/input-guards.js';
+import { depthLimit, refuseContentEncoding, refuseNul, YAML_TYPES, yamlBody } from './http/input-guards.js';
 import { SecretService } from './service/secrets.js';
 import { TrainingPool } from './service/training.js';
 import { SecretStore } from './store/secret-store.js';
@@ -139,23 +139,31 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   );
 
-  // A body must be JSON; anything else is refused before it is read.
+  // A body must be JSON (an agent definition may also be YAML); anything else is refused before it is read.
+  const AGENT_PATH = /^\/api\/v1\/agents\/[^/]+\/?$/;
   app.use((req: Request, res: Response, next: NextFunction) => {
     const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    if (hasBody && !req.is(['application/json', 'application/*+json'])) {
-      return sendProblem(req, res, 415, 'unsupported_media_type', 'The body must be application/json');
+    const yamlAllowed = req.method === 'PUT' && AGENT_PATH.test(req.path);
+    if (hasBody && !req.is(['application/json', 'application/*+json']) && !(yamlAllowed && req.is(YAML_TYPES))) {
+      return sendProblem(req, res, 415, 'unsupported_media_type', yamlAllowed ? 'The body must be application/json or application/yaml' : 'The body must be application/json');
     }
     next();
   });
   app.use(refuseContentEncoding);
   const json = (limit: number) => express.json({ limit, type: ['application/json', 'application/*+json'], verify: depthLimit() });
-  app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes));
+  app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes), express.text({ limit: config.agentBodyLimitBytes, type: YAML_TYPES }), yamlBody);
   app.use(json(config.bodyLimitBytes));
   app.use(refuseNul);
 
+  if (config.authMode === 'api_key') app.use('/api/v1', tenantFromKey(keys));
   // Every /api/v1 call names its tenant; this check runs before the contract's so it can say so plainly.
   app.use('/api/v1', (req: Request, res: Response, next: NextFunction) => {
     const tenant = req.headers['tenant-id'];
+    if ((tenant === undefined || tenant === '') && config.authMode === 'api_key') {
+      // A valid key would have named the tenant.
+      res.setHeader('www-authenticate', 'Bearer');
+      return sendProblem(req, res, 401, 'unauthorized', 'A valid API key is required: authorization: Bearer <key>');
+    }
     if (tenant === undefined || tenant === '') {
       return sendProblem(req, res, 400, 'tenant_required', 'The tenant-id header is required', [
         { path: 'header.tenant-id', message: 'required' },

@@ -4,6 +4,9 @@ import type { ProblemCode } from '@switchboard/contract';
 export interface FieldProblem {
   path: string;
   message: string;
+  /** For YAML input: where in the source (from 1). */
+  line?: number;
+  column?: number;
 }
 
 export class AppError extends Error {

@@ -38,10 +38,21 @@ export async function start(config: Config): Promise<Running> {
   }
 
   if (config.agentsDir) {
-    for (const file of await agentFiles(config.agentsDir)) {
+    let files: string[] = [];
+    try {
+      files = await agentFiles(config.agentsDir);
+    } catch (err) {
+      logger.error(`AGENTS_DIR ${config.agentsDir}: ${(err as Error).message}`);
+    }
+    for (const file of files) {
       try {
         const r = await applyAgentFile(built.agents, config.agentsTenant, file);
-        logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
+        if (r.replaced !== null) {
+          logger.warn(
+            { tenant: config.agentsTenant, slug: r.slug, version: r.version, replaced: r.replaced, file },
+            `agent ${r.slug}: ${file} differs from the current version ${r.replaced} and replaces it as version ${r.version} (a version applied by hand is no longer current)`,
+          );
+        } else logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
       } catch (err) {
         logger.error(describeDefinitionError(file, err));
       }

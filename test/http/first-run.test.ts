@@ -25,3 +25,100 @@ describe.each(databases)('first-run defects on $name', (database) => {
     expect(after.turns).toHaveLength(escalated.turns.length + 2);
   });
 });
+
+describe.each(databases)('agent definitions as YAML on $name', (database) => {
+  const f = appFixture(database, {});
+  const putYaml = (slug: string, text: string, type = 'application/yaml') =>
+    request(f.app.app).put(`/api/v1/agents/${slug}`).set({ ...T, 'content-type': type }).send(text);
+
+  it('accepts application/yaml with the same validation, and answers the same agent as JSON would', async () => {
+    const text = 'name: From YAML\ncapabilities:\n  - name: hi\n    examples: [hello]\n    phases:\n      - id: greet\n        say: "Hello!"\n';
+    const r = await putYaml('yaml-bot', text).expect(200);
+    expect(r.body).toMatchObject({ slug: 'yaml-bot', version: 1, name: 'From YAML' });
+    const again = await request(f.app.app).put('/api/v1/agents/yaml-bot').set(T).send(r.body.definition).expect(200);
+    expect(again.body.version).toBe(1);
+    await putYaml('yaml-bot-2', text, 'text/yaml').expect(200);
+  });
+
+  it('says where a problem is: YAML line and column for syntax and for the definition', async () => {
+    const syntax = await putYaml('bad-yaml', 'name: X\ncapabilities:\n  - name: a\n   phases: [\n');
+    expect(syntax.status).toBe(400);
+    expect(syntax.body.errors[0]).toMatchObject({ line: expect.any(Number), column: expect.any(Number) });
+    const invalid = await putYaml('bad-def', 'name: X\ncapabilities:\n  - name: a\n    phases:\n      - id: p\n        next: nowhere\n');
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.errors).toContainEqual({ path: 'capabilities[0].phases[0].next', message: 'unknown phase "nowhere"', line: 6, column: 15 });
+    const schema = await putYaml('bad-schema', 'name: X\ncapabilities:\n  - name: Not An Identifier\n    phases: [{ id: p }]\n');
+    expect(schema.body.errors[0]).toMatchObject({ path: 'capabilities[0].name', line: 3, column: 11 });
+  });
+
+  it('refuses alias bombs and deep nesting, and other types still get 415', async () => {
+    const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`)].join('\n');
+    expect((await putYaml('bomb', bomb)).status).toBe(400);
+    expect((await putYaml('deep', `name: ${'['.repeat(100)}${']'.repeat(100)}`)).status).toBe(400);
+    expect((await request(f.app.app).put('/api/v1/agents/xml').set({ ...T, 'content-type': 'application/xml' }).send('<a/>')).status).toBe(415);
+    expect((await request(f.app.app).post('/api/v1/agents/x/converse').set({ ...T, 'content-type': 'application/yaml' }).send('message: hi')).status).toBe(415);
+  });
+});
+
+describe.each(databases)('API keys name their tenant on $name', (database) => {
+  it('takes the tenant from the key when tenant-id is left out, and still refuses another tenant', async () => {
+    const { db, drop } = await database.create();
+    const { testApp } = await import('../helpers/servers.js');
+    const app = testApp(db, { authMode: 'api_key' });
+    try {
+      const key = (await app.keys.create('acme', ['admin', 'read', 'converse'])).key;
+      const auth = { authorization: `Bearer ${key}` };
+      await request(app.app).put('/api/v1/agents/echo').set(auth).send({ name: 'E', capabilities: [{ name: 'e', examples: ['hi'], phases: [{ id: 'p', say: 'hi' }] }] }).expect(200);
+      expect((await request(app.app).get('/api/v1/agents').set(auth)).body.data.map((a: { slug: string }) => a.slug)).toEqual(['echo']);
+      expect((await request(app.app).get('/api/v1/agents').set({ ...auth, 'tenant-id': 'other' })).status).toBe(403);
+      const none = await request(app.app).get('/api/v1/agents');
+      expect(none.status).toBe(401);
+      expect(none.body.code).toBe('unauthorized');
+      expect((await request(app.app).get('/api/v1/agents').set({ authorization: 'Bearer sbk_nope' })).status).toBe(401);
+    } finally {
+      await app.close();
+      await drop();
+    }
+  });
+});
+
+describe.each(databases)('the typed client event stream on $name', (database) => {
+  it("iterates a conversation's events, resumes after Last-Event-ID, and throws the problem of a refused stream", async () => {
+    const { db, drop } = await database.create();
+    const { testApp } = await import('../helpers/servers.js');
+    const { createSwitchboardClient, SwitchboardError } = await import('../../client/src/index.js');
+    const app = testApp(db);
+    await app.startBackground();
+    const server = app.app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const controller = new AbortController();
+    try {
+      const sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}`, tenantId: 'acme' });
+      expect('streamEvents' in sb.api).toBe(false);
+      await sb.api.putAgent({ params: { slug: 'echo' }, body: { name: 'E', capabilities: [{ name: 'e', examples: ['echo this'], phases: [{ id: 'l', say: 'Go.', collect: { slot: 's' } }, { id: 'r', say: 'You said: {{ slots.s }}' }] }] } });
+      const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
+      if (first.status !== 200) throw new Error('converse failed');
+      const id = first.body.conversation_id;
+      const stream = sb.events('echo', id, { signal: controller.signal });
+      const next = stream.next();
+      await new Promise((r) => setTimeout(r, 100));
+      await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'hello', conversation_id: id } });
+      const e1 = (await next).value!;
+      expect(e1).toMatchObject({ type: 'turn.created', data: { role: 'user', message: 'hello' } });
+      const e2 = (await stream.next()).value!;
+      expect(e2).toMatchObject({ type: 'turn.created', data: { role: 'agent' } });
+      await stream.return(undefined);
+      // From the first event on: everything after it, at once.
+      const resumed = sb.events('echo', id, { lastEventId: e1.id, signal: controller.signal });
+      expect((await resumed.next()).value).toEqual(e2);
+      await resumed.return(undefined);
+      await expect(sb.events('echo', '00000000-0000-4000-8000-000000000000').next()).rejects.toBeInstanceOf(SwitchboardError);
+    } finally {
+      controller.abort();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await app.close();
+      await drop();
+    }
+  });
+});

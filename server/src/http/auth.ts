@@ -14,6 +14,30 @@ const scopeOf = new Map<string, Scope>(
 
 const publicRoutes = new Set(Object.values(contract.ops).map((r) => key(r as AppRoute)));
 
+const bearerOf = (req: Request) => /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+
+/**
+ * In api_key mode the key names its tenant, so `tenant-id` may be left out: it is filled in from
+ * a valid key before the tenant check (a header that names another tenant still answers 403).
+ */
+export function tenantFromKey(keys: KeyService) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const given = req.headers['tenant-id'];
+    const bearer = bearerOf(req);
+    if ((given !== undefined && given !== '') || !bearer) return next();
+    try {
+      const principal = await keys.authenticate(bearer);
+      if (principal) {
+        req.headers['tenant-id'] = principal.tenantId;
+        res.locals.principal = principal;
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
+
 export function apiKeyAuth(keys: KeyService) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
@@ -22,9 +46,8 @@ export function apiKeyAuth(keys: KeyService) {
     const scope = scopeOf.get(key(route));
     if (!scope) return sendProblem(req, res, 403, 'forbidden', 'This route has no scope');
     try {
-      const header = req.headers.authorization ?? '';
-      const bearer = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
-      const principal = bearer ? await keys.authenticate(bearer) : null;
+      const bearer = bearerOf(req);
+      const principal = (res.locals.principal as Awaited<ReturnType<KeyService['authenticate']>> | undefined) ?? (bearer ? await keys.authenticate(bearer) : null);
       if (!principal) {
         res.setHeader('www-authenticate', 'Bearer');
         return sendProblem(req, res, 401, 'unauthorized', 'A valid API key is required: authorization: Bearer <key>');

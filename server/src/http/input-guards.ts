@@ -4,6 +4,7 @@
 // text cannot hold them, so they would fail on one database and not the other).
 import type { NextFunction, Request, Response } from 'express';
 import { InputError } from '../errors.js';
+import { parseYamlSource } from '../lib/yaml-source.js';
 
 export const MAX_JSON_DEPTH = 64;
 
@@ -58,4 +59,35 @@ export function refuseNul(req: Request, _res: Response, next: NextFunction): voi
     return;
   }
   next();
+}
+
+export const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+
+function depthOf(v: unknown, max: number, depth = 0): number {
+  if (depth > max || v === null || typeof v !== 'object') return depth;
+  let deepest = depth;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) {
+    deepest = Math.max(deepest, depthOf(x, max, depth + 1));
+    if (deepest > max) break;
+  }
+  return deepest;
+}
+
+/**
+ * An agent definition sent as YAML: parsed (aliases bounded), held to the same nesting limit as
+ * JSON, and kept with its source so that problems can name the line and column.
+ */
+export function yamlBody(req: Request, res: Response, next: NextFunction): void {
+  if (typeof req.body !== 'string' || !req.is(YAML_TYPES)) return next();
+  try {
+    const source = parseYamlSource(req.body);
+    if (depthOf(source.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+      throw new InputError(`The body is nested deeper than ${MAX_JSON_DEPTH} levels`, [{ path: '(root)', message: `at most ${MAX_JSON_DEPTH} levels of nesting` }]);
+    }
+    res.locals.source = source;
+    req.body = source.value;
+    next();
+  } catch (err) {
+    next(err);
+  }
 }

@@ -4,6 +4,7 @@ import { RequestValidationError } from '@ts-rest/express';
 import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, type FieldProblem } from '../errors.js';
+import { withPositions, type SourceDocument } from '../lib/yaml-source.js';
 import { mapDbError } from '../store/db.js';
 
 const TITLES: Record<number, string> = {
@@ -29,6 +30,9 @@ export function sendProblem(
   errors?: FieldProblem[],
   headers?: Record<string, string>,
 ): void {
+  // Problems in a YAML body also say where they are in it.
+  const source = res.locals?.source as SourceDocument | undefined;
+  if (errors && source) errors = withPositions(errors, source);
   const body: Problem = {
     type: `https://switchboard.dev/problems/${code.replace(/_/g, '-')}`,
     title: TITLES[status] ?? 'Error',

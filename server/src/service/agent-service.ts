@@ -85,6 +85,11 @@ export class AgentService {
     }
   }
 
+  /** The current version of the agent with this slug, or null when there is none. */
+  async currentVersion(tenantId: string, slug: string): Promise<number | null> {
+    return (await this.store.bySlug(tenantId, slug))?.currentVersion ?? null;
+  }
+
   /** The live (not archived) agent with this slug, or 404. */
   async active(tenantId: string, slug: string): Promise<AgentRow> {
     const row = await this.store.bySlug(tenantId, slug);
