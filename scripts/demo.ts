@@ -1,24 +1,40 @@
 // `npm start`: the service on the embedded SQLite default, with the example agents loaded into
 // tenant "demo" and the example orders backend running beside it (allow-listed for actions).
+import type { Server } from 'node:http';
 import { startOrdersBackend } from '../examples/orders-backend.js';
-import { loadConfig } from '../server/src/config.js';
-import { start } from '../server/src/main.js';
+import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
+import { start, type Running } from '../server/src/main.js';
+import { describeStartupError } from '../server/src/startup-errors.js';
 
 const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
-const backend = await startOrdersBackend(backendPort);
-// The example backend is granted to the demo tenant only, like any private host.
-const tenant = process.env.AGENTS_TENANT ?? 'demo';
-const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
-// The example agent's action URL follows the backend's port (${ORDERS_URL} in agents/acme-support.yaml).
-process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
-const config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
-const running = await start(config);
+let backend: Server | null = null;
+let config: Config | null = null;
+let running: Running;
+try {
+  backend = await startOrdersBackend(backendPort).catch((err) => {
+    throw Object.assign(err, { what: 'The example orders backend', portSetting: 'EXAMPLE_BACKEND_PORT' });
+  });
+  // The example backend is granted to the demo tenant only, like any private host.
+  const tenant = process.env.AGENTS_TENANT ?? 'demo';
+  const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
+  // The example agent's action URL follows the backend's port (ORDERS_URL in agents/acme-support.yaml).
+  process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
+  config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
+  running = await start(config);
+} catch (err) {
+  const e = err as { what?: string; portSetting?: string };
+  const line =
+    err instanceof ConfigError ? err.message : describeStartupError(err, { databaseUrl: config?.databaseUrl ?? process.env.DATABASE_URL ?? 'sqlite://', what: e.what, portSetting: e.portSetting });
+  console.error(line ?? err);
+  backend?.close();
+  process.exit(1);
+}
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);
 console.log(`Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`);
 for (const sig of ['SIGTERM', 'SIGINT'] as const) {
   process.once(sig, async () => {
     await running.stop();
-    backend.close();
+    backend?.close();
     process.exit(0);
   });
 }

@@ -1,10 +1,11 @@
 // Entry point: configuration → database (migrated) → agent files → app → listen; drains on SIGTERM.
 import type { Server } from 'node:http';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
 import { createApp } from './app.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
-import { migrate, openDatabase } from './store/db.js';
+import { ensureDatabase, migrate, openDatabase } from './store/db.js';
+import { describeStartupError } from './startup-errors.js';
 
 export interface Running {
   server: Server;
@@ -12,21 +13,25 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function start(config: Config): Promise<Running> {
-  const logger = pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization'], censor: '***' } });
+export async function start(config: Config, opts: { logger?: Logger } = {}): Promise<Running> {
+  const logger = opts.logger ?? pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization'], censor: '***' } });
   if (config.authMode === 'header' && !isLoopbackHost(config.host) && !config.trustTenantHeader) {
     throw new ConfigError(
       `refusing to listen on ${config.host} with AUTH_MODE=header: anyone who can reach it could name any tenant. ` +
         'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
     );
   }
+  if (await ensureDatabase(config.databaseUrl)) logger.info({ database: new URL(config.databaseUrl).pathname.slice(1) }, 'created the PostgreSQL database');
   const db = openDatabase(config.databaseUrl, {
     poolMax: config.dbPoolMax,
     acquireTimeoutMs: config.dbAcquireTimeoutMs,
     queryTimeoutMs: config.dbQueryTimeoutMs,
     log: logger,
   });
-  const applied = await migrate(db);
+  const applied = await migrate(db).catch(async (err) => {
+    await db.close();
+    throw err;
+  });
   logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
   const built = createApp(config, { db, logger });
   const ungranted = built.secrets.ungranted();
@@ -61,10 +66,16 @@ export async function start(config: Config): Promise<Running> {
 
   await built.startBackground();
   const server = built.app.listen(config.port, config.host);
-  await new Promise<void>((resolve, reject) => {
-    server.once('listening', resolve);
-    server.once('error', reject);
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('listening', resolve);
+      server.once('error', reject);
+    });
+  } catch (err) {
+    await built.close(0);
+    await db.close();
+    throw err;
+  }
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
@@ -104,7 +115,8 @@ async function main() {
       });
     }
   } catch (err) {
-    console.error(err instanceof ConfigError ? err.message : err);
+    const line = err instanceof ConfigError ? err.message : describeStartupError(err, { databaseUrl: config.databaseUrl });
+    console.error(line ?? err);
     process.exit(1);
   }
 }

@@ -139,6 +139,38 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }
 
+/**
+ * Creates the PostgreSQL database DATABASE_URL names when it does not exist and the role may
+ * create databases; returns whether it did. Other failures are left to the caller.
+ */
+export async function ensureDatabase(url: string): Promise<boolean> {
+  if (sqliteFileFromUrl(url) !== null) return false;
+  const target = new URL(url);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  if (!name) return false;
+  const probe = knexFactory({ client: 'pg', connection: { connectionString: url, connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 } });
+  try {
+    await probe.raw('select 1');
+    return false;
+  } catch (err) {
+    if ((err as { code?: string }).code !== '3D000') throw err;
+  } finally {
+    await probe.destroy();
+  }
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  const admin = knexFactory({ client: 'pg', connection: { connectionString: maintenance.toString(), connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 } });
+  try {
+    await admin.raw('create database ??', [name]);
+    return true;
+  } catch (err) {
+    // No right to create it: report the database as missing.
+    throw Object.assign(new Error(`database "${name}" does not exist`), { code: '3D000', cause: err });
+  } finally {
+    await admin.destroy();
+  }
+}
+
 export async function migrate(db: Database): Promise<string[]> {
   const [, applied] = await db.knex.migrate.latest({ migrationSource });
   return applied as string[];

@@ -1,0 +1,165 @@
+// Start-up as an operator meets it: failures in one line that says what to do, a database created
+// when the role may, and `npm run serve` stopping cleanly when npm itself is signalled.
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import knexFactory from 'knex';
+import { afterAll, describe, expect, it } from 'vitest';
+import { PG_URL } from './helpers/databases.js';
+
+const run = promisify(execFile);
+const dir = mkdtempSync(join(tmpdir(), 'switchboard-startup-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const listen = () =>
+  new Promise<Server>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => resolve(s));
+  });
+const portOf = (s: Server) => (s.address() as { port: number }).port;
+const freePort = () =>
+  listen().then((s) => {
+    const p = portOf(s);
+    return new Promise<number>((r) => s.close(() => r(p)));
+  });
+
+/** Runs the server (or `npm start`) and returns how it failed. */
+async function fails(env: Record<string, string>, entry = 'server/src/main.ts'): Promise<{ code: number; stderr: string }> {
+  const err = await run(process.execPath, ['--import', 'tsx', entry], {
+    env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: `sqlite://${join(dir, `${randomBytes(4).toString('hex')}.db`)}`, ...env },
+    timeout: 30_000,
+  }).then(
+    () => ({ code: 0, stderr: '' }),
+    (e: { code: number; stderr: string }) => e,
+  );
+  return { code: err.code, stderr: err.stderr };
+}
+
+const oneLine = (s: string) => s.trim().split('\n').filter((l) => !/^npm warn|ExperimentalWarning|--trace-warnings/.test(l));
+
+describe('start-up failures', () => {
+  it('a port in use: one line, what to do, exit 1', async () => {
+    const busy = await listen();
+    try {
+      const r = await fails({ PORT: String(portOf(busy)) });
+      expect(r.code).toBe(1);
+      expect(oneLine(r.stderr)).toEqual([`Switchboard cannot listen on 127.0.0.1:${portOf(busy)}: the port is in use. Stop what listens there, or set PORT to another port.`]);
+    } finally {
+      busy.close();
+    }
+  });
+
+  it("the example backend's port in use under npm start: one line naming EXAMPLE_BACKEND_PORT", async () => {
+    const busy = await listen();
+    try {
+      const r = await fails({ PORT: '0', EXAMPLE_BACKEND_PORT: String(portOf(busy)) }, 'scripts/demo.ts');
+      expect(r.code).toBe(1);
+      expect(oneLine(r.stderr)).toEqual([
+        `The example orders backend cannot listen on 127.0.0.1:${portOf(busy)}: the port is in use. Stop what listens there, or set EXAMPLE_BACKEND_PORT to another port.`,
+      ]);
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('an unreachable PostgreSQL: one line', async () => {
+    const r = await fails({ DATABASE_URL: 'postgres://someone:pw@127.0.0.1:1/nothing' });
+    expect(r.code).toBe(1);
+    const lines = oneLine(r.stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^cannot reach PostgreSQL at postgres:\/\/someone:\*\*\*@127\.0\.0\.1:1\/nothing \(ECONNREFUSED\): is it running/);
+  });
+
+  describe.skipIf(!PG_URL)(`on PostgreSQL${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+    const admin = () => knexFactory({ client: 'pg', connection: PG_URL!, pool: { min: 0, max: 1 } });
+
+    it('creates a database that does not exist when the role may, and says how when it may not', async () => {
+      const k = admin();
+      const name = `sb_start_${randomBytes(4).toString('hex')}`;
+      const role = `sb_role_${randomBytes(4).toString('hex')}`;
+      try {
+        const u = new URL(PG_URL!);
+        u.pathname = `/${name}`;
+        const port = await freePort();
+        const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: u.toString(), PORT: String(port) }, stdio: 'ignore' });
+        try {
+          let ok = false;
+          for (let i = 0; i < 150 && !ok; i++) {
+            ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+            if (!ok) await new Promise((r) => setTimeout(r, 100));
+          }
+          expect(ok).toBe(true);
+        } finally {
+          child.kill('SIGTERM');
+          await new Promise((r) => child.once('exit', r));
+        }
+        await k.raw(`create role ${role} login nocreatedb`);
+        const v = new URL(PG_URL!);
+        v.username = role;
+        v.password = '';
+        v.pathname = `/${name}_missing`;
+        const r = await fails({ DATABASE_URL: v.toString() });
+        expect(r.code).toBe(1);
+        expect(oneLine(r.stderr)).toEqual([
+          `the PostgreSQL database "${name}_missing" does not exist and could not be created with this role: create it (createdb ${name}_missing, or CREATE DATABASE ${name}_missing) and start again.`,
+        ]);
+      } finally {
+        await k.raw(`drop database if exists ${name} with (force)`);
+        await k.raw(`drop role if exists ${role}`);
+        await k.destroy();
+      }
+    });
+  });
+});
+
+describe('npm run serve under a process manager', () => {
+  it('stops the server when npm is sent SIGTERM', async () => {
+    const port = await freePort();
+    const npm = spawn('npm', ['run', '-s', 'serve'], {
+      env: { ...process.env, LOG_LEVEL: 'silent', PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'serve.db')}` },
+      stdio: 'ignore',
+    });
+    const base = `http://127.0.0.1:${port}`;
+    let ok = false;
+    for (let i = 0; i < 150 && !ok; i++) {
+      ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+      if (!ok) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ok).toBe(true);
+    npm.kill('SIGTERM');
+    let down = false;
+    for (let i = 0; i < 100 && !down; i++) {
+      down = await fetch(`${base}/healthz`).then(() => false, () => true);
+      if (!down) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(down).toBe(true);
+  });
+});
+
+describe('agent files at start-up', () => {
+  it('says so when a restart replaces a version applied by hand', async () => {
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const { Writable } = await import('node:stream');
+    const { pino } = await import('pino');
+    const { loadConfig } = await import('../server/src/config.js');
+    const { start } = await import('../server/src/main.js');
+    const agents = join(dir, 'agents');
+    mkdirSync(agents, { recursive: true });
+    writeFileSync(join(agents, 'bot.yaml'), 'name: Bot\ncapabilities:\n  - name: a\n    examples: [hi]\n    phases: [{ id: p, say: "From the file." }]\n');
+    const config = loadConfig({ PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite://${join(dir, 'files.db')}`, AGENTS_DIR: agents, AGENTS_TENANT: 'demo', RATE_LIMIT_RPS: '0', SWEEP_INTERVAL_MS: '0', WEBHOOK_INTERVAL_MS: '0' });
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    let running = await start(config, { logger });
+    const h = { 'tenant-id': 'demo', 'content-type': 'application/json' };
+    const byHand = { name: 'Bot', capabilities: [{ name: 'a', examples: ['hi'], phases: [{ id: 'p', say: 'Changed by hand.' }] }] };
+    expect((await fetch(`${running.url}/api/v1/agents/bot`, { method: 'PUT', headers: h, body: JSON.stringify(byHand) })).status).toBe(200);
+    await running.stop();
+    running = await start(config, { logger });
+    await running.stop();
+    const warning = lines.map((l) => JSON.parse(l)).find((l) => l.level === 40 && l.slug === 'bot');
+    expect(warning?.msg).toBe(`agent bot: ${join(agents, 'bot.yaml')} differs from the current version 2 and replaces it as version 3 (a version applied by hand is no longer current)`);
+  });
+});
