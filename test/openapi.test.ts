@@ -1,6 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import openapiTS, { astToString } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
 import { contract } from '@switchboard/contract';
+import { lintOpenApi } from '../scripts/lint-openapi.js';
 import { OPENAPI_FILE, renderOpenApi } from '../scripts/openapi.js';
 
 describe('openapi.json', () => {
@@ -8,20 +14,72 @@ describe('openapi.json', () => {
     expect(readFileSync(OPENAPI_FILE, 'utf8')).toBe(renderOpenApi());
   });
 
-  it('documents every route of the contract with a summary and every error response', () => {
+  it('documents every route of the contract with a summary, a description and every error response', () => {
     const doc = JSON.parse(renderOpenApi());
+    const resolve = (r: { $ref?: string; description?: string }) => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r);
     const routes = [...Object.values(contract.api), ...Object.values(contract.ops)];
     for (const route of routes) {
       const path = route.path.replace(/:([a-z_]+)/g, '{$1}');
       const op = doc.paths[path]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.path}`).toBeDefined();
       expect(op.summary).toBeTruthy();
+      expect(op.description).toBeTruthy();
+      expect(op.tags).toHaveLength(1);
       for (const [status, r] of Object.entries(op.responses as Record<string, { description: string }>)) {
-        expect(r.description, `${route.method} ${route.path} ${status}`).not.toBe(status);
+        expect(resolve(r).description, `${route.method} ${route.path} ${status}`).toBeTruthy();
+        expect(resolve(r).description, `${route.method} ${route.path} ${status}`).not.toBe(status);
       }
     }
     const converse = doc.paths['/api/v1/agents/{slug}/converse'].post;
     const headers = converse.parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
-    expect(headers).toEqual(expect.arrayContaining(['tenant-id', 'user-id', 'x-request-id', 'idempotency-key']));
+    expect(headers).toEqual(expect.arrayContaining(['user-id', 'x-request-id', 'idempotency-key']));
+    // The tenant comes through a security scheme: the header, or an API key that names it.
+    expect(converse.security).toEqual([{ tenantHeader: [] }, { apiKey: [] }]);
+    expect(doc.components.securitySchemes.tenantHeader).toMatchObject({ type: 'apiKey', in: 'header', name: 'tenant-id' });
+    expect(doc.paths['/healthz'].get.security).toEqual([]);
+    // The example starts a conversation: trying it does not answer 404.
+    expect(converse.requestBody.content['application/json'].examples.start.value).not.toHaveProperty('conversation_id');
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    expect(doc.info).toMatchObject({ version: pkg.version, license: { name: 'Apache-2.0' } });
   });
+
+  it('names its shared schemas as components and stays under 200 KB', () => {
+    const text = renderOpenApi();
+    expect(text.length).toBeLessThan(200 * 1024);
+    const schemas = JSON.parse(text).components.schemas;
+    for (const name of ['Conversation', 'ConversationDetail', 'ConversationSummary', 'Turn', 'Agent', 'AgentDefinition', 'Problem', 'RoutingDecisionEntry', 'ActionCallEntry', 'TurnTimingEntry', 'AuditEntry']) {
+      expect(schemas, name).toHaveProperty(name);
+    }
+  });
+
+  it('passes Redocly recommended and Spectral spectral:oas with no error and no warning', async () => {
+    const findings = await lintOpenApi(renderOpenApi());
+    expect(findings.map((f) => `${f.tool} ${f.severity} ${f.rule}: ${f.message} (${f.where})`)).toEqual([]);
+  }, 60_000);
+
+  it('generates openapi-typescript types with a Conversation a program can use', async () => {
+    const types = astToString(await openapiTS(JSON.parse(renderOpenApi())));
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-openapi-ts-'));
+    try {
+      writeFileSync(join(dir, 'api.d.ts'), types);
+      writeFileSync(
+        join(dir, 'app.ts'),
+        `import type { components, paths } from './api.js';
+type Conversation = components['schemas']['Conversation'];
+type Reply = paths['/api/v1/agents/{slug}/converse']['post']['responses']['200']['content']['application/json'];
+const c: Conversation = { id: 'x', agent_id: 'a', capability_id: 'c', user_id: null, status: 'escalated', outcome: 'escalated', turns: [{ role: 'user', message: 'hi', timestamp: '2026-11-22T10:00:00Z' }], created_at: 't', updated_at: 't', completed_at: null };
+const r: Reply = { conversation_id: c.id, response: { message: 'hello', phase: 'p', awaiting_input: true, options: [] }, state: { status: c.status, capability: 'x' } };
+// @ts-expect-error a status the API does not have
+const wrong: Conversation['status'] = 'lost';
+export { c, r, wrong };
+`,
+      );
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false }, files: ['app.ts'] }));
+      await promisify(execFile)(process.execPath, [join(process.cwd(), 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')]).catch((e) => {
+        throw new Error(`${e.stdout}${e.stderr}`);
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

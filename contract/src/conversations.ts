@@ -159,15 +159,24 @@ const entry = <T extends string, D extends z.ZodTypeAny>(type: T, data: D) =>
     hash: z.string().nullable().describe('SHA-256 chaining this entry to the previous one (see audit-logs/verify)'),
   });
 
+export const RoutingDecisionEntry = entry('routing_decision', RoutingDecisionData);
+export const ActionCallEntry = entry('action_call', ActionCallData);
+export const PhaseTransitionEntry = entry('phase_transition', PhaseTransitionData);
+export const StatusChangeEntry = entry('status_change', StatusChangeData);
+export const TurnTimingEntry = entry('turn_timing', TurnTimingData);
+export const ErrorEntry = entry('error', ErrorData);
+export const OperatorMessageEntry = entry('operator_message', OperatorMessageData);
+export const ErasureEntry = entry('erasure', ErasureData);
+
 export const AuditEntry = z.discriminatedUnion('type', [
-  entry('routing_decision', RoutingDecisionData),
-  entry('action_call', ActionCallData),
-  entry('phase_transition', PhaseTransitionData),
-  entry('status_change', StatusChangeData),
-  entry('turn_timing', TurnTimingData),
-  entry('error', ErrorData),
-  entry('operator_message', OperatorMessageData),
-  entry('erasure', ErasureData),
+  RoutingDecisionEntry,
+  ActionCallEntry,
+  PhaseTransitionEntry,
+  StatusChangeEntry,
+  TurnTimingEntry,
+  ErrorEntry,
+  OperatorMessageEntry,
+  ErasureEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

@@ -1,12 +1,168 @@
-// Builds the OpenAPI 3 document from the contract (served at /openapi.json, committed as openapi.json).
+// Builds the OpenAPI 3.1 document from the contract (served at /openapi.json, committed as
+// openapi.json): @ts-rest/open-api generates the operations; this module then names the shared
+// schemas as components (so generators produce a `Conversation` type and the document stays
+// small), declares the security schemes each operation needs, tags operations by resource, and
+// states the version, licence and servers.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isAppRouteOtherResponse, type AppRoute } from '@ts-rest/core';
 import { generateOpenApi } from '@ts-rest/open-api';
-import { contract } from '@switchboard/contract';
+import type { ZodTypeAny } from 'zod';
+import * as c from '@switchboard/contract';
 
-type Operation = Record<string, any>;
+type Json = Record<string, any>;
 
-/** Header descriptions land inside their schemas; lift them onto the parameters where readers look. */
-function liftParameterDescriptions(op: Operation, route: AppRoute): Operation {
+// The schema generator @ts-rest/open-api itself uses, so that a named schema's JSON is exactly
+// what the generated operations contain.
+const requireFromTsRest = createRequire(createRequire(import.meta.url).resolve('@ts-rest/open-api'));
+const { generateSchema } = requireFromTsRest('@anatine/zod-openapi') as { generateSchema(z: ZodTypeAny, useOutput?: boolean): Json };
+
+const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string; license: string };
+
+/** Schemas that become components, by name. */
+const NAMED: Record<string, ZodTypeAny> = {
+  Problem: c.Problem,
+  ProblemFieldError: c.ProblemFieldError,
+  ConverseRequest: c.ConverseRequest,
+  ConverseResponse: c.ConverseResponse,
+  ContextEnvelope: c.ContextEnvelope,
+  Option: c.Option,
+  Turn: c.Turn,
+  Conversation: c.ConversationRecord,
+  ConversationSummary: c.ConversationSummary,
+  ConversationDetail: c.ConversationDetail,
+  RoutingDecisionEntry: c.RoutingDecisionEntry,
+  ActionCallEntry: c.ActionCallEntry,
+  PhaseTransitionEntry: c.PhaseTransitionEntry,
+  StatusChangeEntry: c.StatusChangeEntry,
+  TurnTimingEntry: c.TurnTimingEntry,
+  ErrorEntry: c.ErrorEntry,
+  OperatorMessageEntry: c.OperatorMessageEntry,
+  ErasureEntry: c.ErasureEntry,
+  AuditEntry: c.AuditEntry,
+  AuditVerification: c.AuditVerification,
+  Agent: c.Agent,
+  AgentDefinition: c.AgentDefinition,
+  Capability: c.CapabilityDef,
+  Phase: c.PhaseDef,
+  HttpAction: c.HttpActionDef,
+  Webhook: c.WebhookDef,
+  LocalizedText: c.LocalizedText,
+  WebhookDelivery: c.WebhookDelivery,
+  ApiKey: c.ApiKey,
+  CreatedKey: c.CreatedKey,
+  SecretInfo: c.SecretInfo,
+  OperatorMessageResult: c.OperatorMessageResult,
+  Health: c.Health,
+};
+
+const TAGS: { name: string; description: string; routes: string[] }[] = [
+  { name: 'Conversations', description: 'Talk to an agent, and read conversations, their turns and live state', routes: ['converse', 'listConversations', 'getConversation', 'getHistory', 'streamEvents'] },
+  { name: 'Audit', description: 'What the service decided and did for a conversation, hash-chained', routes: ['getAuditLogs', 'verifyAuditLogs'] },
+  { name: 'Operators', description: 'People taking over: messages, status moves, erasure', routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'] },
+  { name: 'Agents', description: 'Agent definitions and their versions', routes: ['putAgent', 'listAgents', 'getAgent', 'deleteAgent'] },
+  { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
+  { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
+  { name: 'Secrets', description: "The tenant's own secrets for action templates (write-only)", routes: ['putSecret', 'listSecrets', 'deleteSecret'] },
+  { name: 'Operations', description: 'Liveness and readiness', routes: ['healthz', 'readyz'] },
+];
+const tagOf = new Map(TAGS.flatMap((t) => t.routes.map((r) => [r, t.name] as const)));
+const routeName = new Map<AppRoute, string>([
+  ...Object.entries(c.contract.api).map(([k, r]) => [r as AppRoute, k] as const),
+  ...Object.entries(c.contract.ops).map(([k, r]) => [r as AppRoute, k] as const),
+]);
+const scopes = c.routeScopes as Record<string, string>;
+
+/** OpenAPI 3.0 `nullable` → 3.1 (a `null` type), everywhere in a schema tree. */
+function to31(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(to31);
+  if (!node || typeof node !== 'object') return node;
+  const out: Json = {};
+  for (const [k, v] of Object.entries(node)) out[k] = to31(v);
+  if (out.nullable === true) {
+    delete out.nullable;
+    if (typeof out.type === 'string') out.type = [out.type, 'null'];
+    else if (Array.isArray(out.type)) out.type = [...new Set([...out.type, 'null'])];
+    else {
+      const { description, ...rest } = out;
+      // Any value already includes null.
+      if (!Object.keys(rest).length) return description ? { description } : {};
+      return { ...(description ? { description } : {}), anyOf: [rest, { type: 'null' }] };
+    }
+  } else if (out.nullable === false) delete out.nullable;
+  // A one-branch composition is the branch itself.
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    if (Array.isArray(out[key]) && out[key].length === 1 && Object.keys(out).length === 1) return out[key][0];
+  }
+  return out;
+}
+
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+const withoutDescription = (s: Json): Json => {
+  const { description: _d, ...rest } = s;
+  return rest;
+};
+
+/** Replaces, bottom-up, every subtree equal to a named schema (its own description aside) by a $ref. */
+function nameSchemas(doc: Json): Json {
+  const components: Record<string, Json> = {};
+  const byShape = new Map<string, string>();
+  const replace = (node: unknown, self?: string): unknown => {
+    if (Array.isArray(node)) return node.map((n) => replace(n));
+    if (!node || typeof node !== 'object') return node;
+    const out: Json = {};
+    for (const [k, v] of Object.entries(node)) out[k] = k === 'examples' || k === 'example' ? v : replace(v);
+    const name = byShape.get(canonical(withoutDescription(out)));
+    if (name && name !== self) {
+      const ref: Json = { $ref: `#/components/schemas/${name}` };
+      if (out.description && out.description !== components[name].description) ref.description = out.description;
+      return ref;
+    }
+    return out;
+  };
+  // Smaller schemas first, so that larger ones refer to them.
+  const forms = Object.entries(NAMED)
+    .flatMap(([name, z]) => {
+      const output = to31(generateSchema(z, true)) as Json;
+      const input = to31(generateSchema(z, false)) as Json;
+      return canonical(output) === canonical(input) ? [[name, output] as const] : [[name, output] as const, [`${name}Input`, input] as const];
+    })
+    .sort((a, b) => JSON.stringify(a[1]).length - JSON.stringify(b[1]).length);
+  for (const [name, schema] of forms) {
+    const named = replace(schema, name) as Json;
+    components[name] = named;
+    const key = canonical(withoutDescription(named));
+    if (!byShape.has(key)) byShape.set(key, name);
+  }
+  const paths = replace(doc.paths) as Json;
+  // Only the components something refers to (directly or through another component).
+  const used = new Set<string>();
+  const visit = (v: unknown) => {
+    if (Array.isArray(v)) return v.forEach(visit);
+    if (!v || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      if (k === '$ref' && typeof x === 'string') {
+        const n = x.split('/').pop()!;
+        if (!used.has(n)) {
+          used.add(n);
+          visit(components[n]);
+        }
+      } else visit(x);
+    }
+  };
+  visit(paths);
+  return { ...doc, paths, components: { ...(doc.components ?? {}), schemas: Object.fromEntries(Object.entries(components).filter(([n]) => used.has(n)).sort(([a], [b]) => (a < b ? -1 : 1))) } };
+}
+
+/** Per operation: tags, security, descriptions lifted where readers look, and other content types. */
+function mapOperation(op: Json, route: AppRoute): Json {
+  const name = routeName.get(route) ?? '';
+  op.tags = [tagOf.get(name) ?? 'Operations'];
+  // Tenant header, or an API key that names its tenant (with a scope): as the server runs.
+  op.security = scopes[name] ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
+  if (scopes[name]) op['x-scope'] = scopes[name];
+  if (!op.description) op.description = scopes[name] ? `${route.summary}. With an API key, it needs the ${scopes[name]} scope.` : route.summary;
   // Responses of another content type (server-sent events) are left out by the generator.
   for (const [status, r] of Object.entries(route.responses)) {
     if (isAppRouteOtherResponse(r)) {
@@ -22,28 +178,106 @@ function liftParameterDescriptions(op: Operation, route: AppRoute): Operation {
       delete p.schema.description;
     }
   }
+  // The tenant-id header is described by the security scheme; a key names the tenant without it.
+  op.parameters = (op.parameters ?? []).filter((p: Json) => !(p.in === 'header' && ['tenant-id', 'authorization'].includes(p.name)));
+  if (!op.parameters.length) delete op.parameters;
   // Responses without a body (204) have no schema to carry a description.
-  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, { description?: string; content?: Record<string, { schema?: { description?: string } }> }>)) {
+  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
     if (r.description !== status) continue;
     if (status === '204') r.description = 'Done; no body';
-    const described = Object.values(r.content ?? {}).find((c) => c.schema?.description);
-    if (described) r.description = described.schema!.description!;
+    const described = Object.values(r.content ?? {}).find((x: Json) => x.schema?.description) as Json | undefined;
+    if (described) r.description = described.schema.description;
+  }
+  if (!scopes[name]) op.responses['4XX'] ??= { description: 'Any other client error, as problem details', content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } } };
+  // Problems are served as application/problem+json.
+  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
+    if (Number(status[0]) >= 4 && r.content?.['application/json']) {
+      r.content = { 'application/problem+json': r.content['application/json'] };
+    }
+  }
+  if (name === 'putAgent' && op.requestBody?.content?.['application/json']) {
+    op.requestBody.description = 'An agent definition, as JSON or YAML';
+    op.requestBody.content['application/yaml'] = { schema: op.requestBody.content['application/json'].schema };
+  }
+  if (name === 'converse' && op.requestBody?.content?.['application/json']) {
+    op.requestBody.description = 'A message; without conversation_id it starts a conversation';
+    op.requestBody.content['application/json'].examples = {
+      start: { summary: 'Start a conversation', value: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } } },
+      continue: { summary: 'Continue one (use the conversation_id an answer gave)', value: { message: '100001', conversation_id: '00000000-0000-4000-8000-000000000000' } },
+    };
   }
   return op;
 }
 
+/** The error responses every /api/v1 operation shares, as response components. */
+const SHARED_RESPONSES: Record<string, string> = {
+  '400': 'BadRequest',
+  '401': 'Unauthorized',
+  '403': 'Forbidden',
+  '404': 'NotFound',
+  '413': 'PayloadTooLarge',
+  '415': 'UnsupportedMediaType',
+  '429': 'TooManyRequests',
+  '500': 'InternalError',
+  '503': 'Unavailable',
+};
+
+function shareResponses(doc: Json): Json {
+  const responses: Record<string, Json> = {};
+  // The most common form of each shared status becomes the component; operations with exactly it refer to it.
+  for (const [status, name] of Object.entries(SHARED_RESPONSES)) {
+    const counts = new Map<string, { n: number; r: Json }>();
+    for (const item of Object.values(doc.paths as Json)) {
+      for (const op of Object.values(item as Json)) {
+        const r = (op as Json).responses?.[status];
+        if (!r) continue;
+        const k = canonical(r);
+        counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, r });
+      }
+    }
+    const best = [...counts.values()].sort((a, b) => b.n - a.n)[0];
+    if (!best || best.n < 2) continue;
+    responses[name] = best.r;
+    const key = canonical(best.r);
+    for (const item of Object.values(doc.paths as Json)) {
+      for (const op of Object.values(item as Json)) {
+        const rs = (op as Json).responses;
+        if (rs?.[status] && canonical(rs[status]) === key) rs[status] = { $ref: `#/components/responses/${name}` };
+      }
+    }
+  }
+  return { ...doc, components: { ...doc.components, responses } };
+}
+
 export function getOpenApi(): Record<string, unknown> {
-  return generateOpenApi(
-    contract,
+  const generated = generateOpenApi(
+    c.contract,
     {
-      openapi: '3.0.3',
       info: {
         title: 'Switchboard',
-        version: '1.0.0',
+        version: pkg.version,
         description:
-          'Multi-tenant service that hosts conversational agents. Every /api/v1 endpoint takes a `tenant-id` header. Errors are RFC 9457 problem details (application/problem+json).',
+          'Multi-tenant service that hosts conversational agents. Every /api/v1 call names its tenant with the `tenant-id` header, or (AUTH_MODE=api_key) with an API key that names it. Errors are RFC 9457 problem details (application/problem+json).',
+        license: { name: pkg.license, identifier: pkg.license },
+        contact: { name: 'Switchboard maintainers' },
       },
     },
-    { setOperationId: true, operationMapper: (op, route) => liftParameterDescriptions(op as Operation, route) as typeof op },
-  ) as Record<string, unknown>;
+    { setOperationId: true, operationMapper: (op, route) => mapOperation(op as Json, route) as typeof op },
+  ) as Json;
+  const doc = shareResponses(nameSchemas(to31(generated) as Json));
+  return {
+    openapi: '3.1.0',
+    info: doc.info,
+    servers: [{ url: 'http://127.0.0.1:3000', description: 'A local server (npm start)' }],
+    tags: TAGS.map(({ name, description }) => ({ name, description })),
+    paths: doc.paths,
+    components: {
+      schemas: doc.components.schemas,
+      responses: doc.components.responses,
+      securitySchemes: {
+        tenantHeader: { type: 'apiKey', in: 'header', name: 'tenant-id', description: 'AUTH_MODE=header: the tenant, trusted from a gateway in front' },
+        apiKey: { type: 'http', scheme: 'bearer', description: 'AUTH_MODE=api_key: `authorization: Bearer sbk_…`; the key names its tenant and carries scopes (converse, read, admin)' },
+      },
+    },
+  };
 }
