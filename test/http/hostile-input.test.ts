@@ -2,6 +2,7 @@
 // headers, path parameters and query strings never cause a 500, never crash the process, and a
 // rejected request changes nothing. Templates never evaluate what users send.
 import fc from 'fast-check';
+import { stringify as stringifyYaml } from 'yaml';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
@@ -158,6 +159,8 @@ describe.each(databases)('hostile input on $name', (database) => {
         const put = await request(app.app).put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz`).set(T).set('content-type', 'application/json').send(JSON.stringify(def));
         expectSane(put);
         if (put.status >= 400) expect(await counts()).toEqual(before);
+        const asYaml = await request(app.app).put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz-yaml`).set(T).set('content-type', 'application/yaml').send(stringifyYaml(def ?? null));
+        expectSane(asYaml);
         expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/status`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
         expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/messages`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
         expectSane(await request(app.app).delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`).set({ 'tenant-id': 'fuzz-only' }));
