@@ -185,7 +185,7 @@ function mapOperation(op: Json, route: AppRoute): Json {
   for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
     if (r.description !== status) continue;
     if (status === '204') r.description = 'Done; no body';
-    const described = Object.values(r.content ?? {}).find((x: Json) => x.schema?.description) as Json | undefined;
+    const described = (Object.values(r.content ?? {}) as Json[]).find((x) => x.schema?.description);
     if (described) r.description = described.schema.description;
   }
   if (!scopes[name]) op.responses['4XX'] ??= { description: 'Any other client error, as problem details', content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } } };
