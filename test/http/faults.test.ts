@@ -18,33 +18,35 @@ import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
 const T = { 'tenant-id': 'acme' };
 const postgres = databases.find((d) => d.name === 'postgres');
 
-describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
-  let proxy: Proxy;
-  let db: Database;
-  let app: App;
-  let drop: () => Promise<void>;
-  let direct: Database;
-
+/** An app whose PostgreSQL connections go through a proxy the test can cut or silence; `direct` bypasses it. */
+function behindProxy(opts: { queryTimeoutMs?: number } = {}) {
+  const f = {} as { proxy: Proxy; db: Database; app: App; direct: Database; drop: () => Promise<void> };
   beforeAll(async () => {
     const created = await postgres!.create();
-    drop = created.drop;
-    direct = created.db;
+    f.drop = created.drop;
+    f.direct = created.db;
     const u = new URL(created.url);
-    proxy = await startProxy(u.hostname, Number(u.port || 5432));
+    f.proxy = await startProxy(u.hostname, Number(u.port || 5432));
     u.hostname = '127.0.0.1';
-    u.port = String(proxy.port);
-    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800, log: { warn: () => undefined } });
-    app = testApp(db);
-    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+    u.port = String(f.proxy.port);
+    f.db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800, queryTimeoutMs: opts.queryTimeoutMs, log: { warn: () => undefined } });
+    f.app = testApp(f.db);
+    await request(f.app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
   });
   afterAll(async () => {
-    await app?.close();
-    await db?.close();
-    await proxy?.close();
-    await drop?.();
+    await f.app?.close();
+    await f.db?.close();
+    await f.proxy?.close();
+    await f.drop?.();
   });
+  return f;
+}
+
+describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+  const f = behindProxy();
 
   it('answers 503 unavailable with retry-after, writes nothing, and recovers by itself', async () => {
+    const { app, proxy, direct } = f;
     const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
     proxy.cut();
     for (const r of [
@@ -73,30 +75,10 @@ describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: s
 });
 
 describe.skipIf(!postgres)(`a database that stops answering${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
-  let proxy: Proxy;
-  let db: Database;
-  let app: App;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    const created = await postgres!.create();
-    drop = created.drop;
-    const u = new URL(created.url);
-    proxy = await startProxy(u.hostname, Number(u.port || 5432));
-    u.hostname = '127.0.0.1';
-    u.port = String(proxy.port);
-    db = openDatabase(u.toString(), { poolMax: 4, acquireTimeoutMs: 800, queryTimeoutMs: 1000, log: { warn: () => undefined } });
-    app = testApp(db);
-    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
-  });
-  afterAll(async () => {
-    await app?.close();
-    await db?.close();
-    await proxy?.close();
-    await drop?.();
-  });
+  const f = behindProxy({ queryTimeoutMs: 1000 });
 
   it('answers 503 within its query time-out (no reset, no FIN: a black hole), then recovers', { timeout: 20_000 }, async () => {
+    const { app, proxy } = f;
     const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
     proxy.blackhole();
     // Pooled connections stay open and silent: each call must give up on its own, not hang.

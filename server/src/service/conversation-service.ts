@@ -16,7 +16,7 @@ import type { Conversation, EventDraft, TurnRow } from '../domain.js';
 import { abandonIfDue, inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type EngineReply, type TurnResult } from '../engine/run.js';
+import { runTurn, type EngineReply, type TurnInput, type TurnResult } from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
@@ -266,16 +266,7 @@ export class ConversationService {
   private async runEngine(
     agent: CompiledAgent,
     prior: Conversation | null,
-    t: {
-      tenantId: string;
-      secrets: Record<string, string>;
-      conversationId: string;
-      message: string;
-      context: ContextEnvelope | null;
-      userId: string | null;
-      turnIndex: number;
-      now: string;
-    },
+    t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now'> & { tenantId: string },
   ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number }> {
     // Scoring runs inside the engine's steps and the LLM between them: time each on its own.
     let scoringMs = 0;
