@@ -48,7 +48,12 @@ export interface ConversationUnit {
   erase(conversation: Conversation, now: string): Promise<void>;
 }
 
-export class ConcurrentUpdateError extends Error {}
+/** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
+export class ConcurrentUpdateError extends UnavailableError {
+  constructor(detail: string) {
+    super(`The conversation was changed by another request; try again (${detail})`);
+  }
+}
 
 /** The PostgreSQL channel on which a commit with new events names its conversation (migration 005's trigger sends on it). */
 export const EVENTS_CHANNEL = 'switchboard_events';
