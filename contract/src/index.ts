@@ -3,7 +3,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { Agent } from './agents.js';
-import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, UserHeaders, Uuid } from './common.js';
+import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, Uuid } from './common.js';
 import {
   AuditLogPage,
   AuditLogQuery,

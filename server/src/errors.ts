@@ -71,3 +71,28 @@ export class RateLimitedError extends AppError {
     super(429, 'rate_limited', 'Too many requests for this tenant; retry later', undefined, { 'retry-after': String(retryAfterSeconds) });
   }
 }
+
+export class TenantRequiredError extends AppError {
+  constructor() {
+    super(400, 'tenant_required', 'The tenant-id header is required', [{ path: 'header.tenant-id', message: 'required' }]);
+  }
+}
+
+/** 401: never says whether a key exists. */
+export class UnauthorizedError extends AppError {
+  constructor() {
+    super(401, 'unauthorized', 'A valid API key is required: authorization: Bearer <key>', undefined, { 'www-authenticate': 'Bearer' });
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message: string) {
+    super(403, 'forbidden', message);
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(message: string) {
+    super(415, 'unsupported_media_type', message);
+  }
+}

@@ -1,6 +1,7 @@
 // Entry point: configuration → database (migrated) → agent files → app → listen; drains on SIGTERM.
 import type { Server } from 'node:http';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
 import { createApp } from './app.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
@@ -14,7 +15,7 @@ export interface Running {
 }
 
 export async function start(config: Config, opts: { logger?: Logger } = {}): Promise<Running> {
-  const logger = opts.logger ?? pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization'], censor: '***' } });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel });
   if (config.authMode === 'header' && !isLoopbackHost(config.host) && !config.trustTenantHeader) {
     throw new ConfigError(
       `refusing to listen on ${config.host} with AUTH_MODE=header: anyone who can reach it could name any tenant. ` +

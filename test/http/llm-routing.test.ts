@@ -21,7 +21,7 @@ describe('LLM routing provider', () => {
   let drop: () => Promise<void>;
 
   beforeAll(async () => {
-    provider = await startBackend((req, res, body) => {
+    provider = await startBackend((_req, res, body) => {
       const a = answer(JSON.parse(body));
       setTimeout(() => {
         if (a.status !== 200) return json(res, a.status, { error: { message: 'boom' } });

@@ -1,8 +1,8 @@
 // `npm run agents -- apply --tenant acme agents/*.yaml` and `npm run agents -- validate FILE…`:
 // applies agent files to the database named by DATABASE_URL, printing what changed.
-import { pino } from 'pino';
 import { applyAgentFile, describeDefinitionError, readAgentFile } from '../agents-loader.js';
-import { createApp } from '../app.js';
+import { createLogger } from '../lib/logger.js';
+import { createServices } from '../services.js';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { program, run } from './program.js';
@@ -38,7 +38,7 @@ cli
     let failed = 0;
     try {
       await migrate(db);
-      const app = createApp(config, { db, logger: pino({ level: 'silent' }) });
+      const app = createServices(config, { db, logger: createLogger({ level: 'silent' }) });
       for (const f of files) {
         try {
           const r = await applyAgentFile(app.agents, opts.tenant, f);

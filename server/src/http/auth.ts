@@ -3,8 +3,9 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { AppRoute } from '@ts-rest/core';
 import { contract, routeScopes, type Scope } from '@switchboard/contract';
-import type { KeyService } from '../service/keys.js';
-import { sendProblem } from './problem.js';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import type { KeyPrincipal, KeyService } from '../service/keys.js';
+import { bearerOf } from './tenant.js';
 
 // By method and path: ts-rest hands middleware a copy of the route object, not the contract's own.
 const key = (r: AppRoute) => `${r.method} ${r.path}`;
@@ -14,50 +15,19 @@ const scopeOf = new Map<string, Scope>(
 
 const publicRoutes = new Set(Object.values(contract.ops).map((r) => key(r as AppRoute)));
 
-const bearerOf = (req: Request) => /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
-
-/**
- * In api_key mode the key names its tenant, so `tenant-id` may be left out: it is filled in from
- * a valid key before the tenant check (a header that names another tenant still answers 403).
- */
-export function tenantFromKey(keys: KeyService) {
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const given = req.headers['tenant-id'];
-    const bearer = bearerOf(req);
-    if ((given !== undefined && given !== '') || !bearer) return next();
-    try {
-      const principal = await keys.authenticate(bearer);
-      if (principal) {
-        req.headers['tenant-id'] = principal.tenantId;
-        res.locals.principal = principal;
-      }
-      next();
-    } catch (err) {
-      next(err);
-    }
-  };
-}
-
 export function apiKeyAuth(keys: KeyService) {
   return async (req: Request, res: Response, next: NextFunction) => {
-    const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
-    if (!route || publicRoutes.has(key(route))) return next();
-    // Fail closed: a route without a scope is reachable by nobody.
-    const scope = scopeOf.get(key(route));
-    if (!scope) return sendProblem(req, res, 403, 'forbidden', 'This route has no scope');
     try {
+      const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
+      if (!route || publicRoutes.has(key(route))) return next();
+      // Fail closed: a route without a scope is reachable by nobody.
+      const scope = scopeOf.get(key(route));
+      if (!scope) throw new ForbiddenError('This route has no scope');
       const bearer = bearerOf(req);
-      const principal = (res.locals.principal as Awaited<ReturnType<KeyService['authenticate']>> | undefined) ?? (bearer ? await keys.authenticate(bearer) : null);
-      if (!principal) {
-        res.setHeader('www-authenticate', 'Bearer');
-        return sendProblem(req, res, 401, 'unauthorized', 'A valid API key is required: authorization: Bearer <key>');
-      }
-      if (principal.tenantId !== req.headers['tenant-id']) {
-        return sendProblem(req, res, 403, 'forbidden', 'This key belongs to another tenant');
-      }
-      if (!principal.scopes.includes(scope)) {
-        return sendProblem(req, res, 403, 'forbidden', `This key lacks the "${scope}" scope`);
-      }
+      const principal = (res.locals.principal as KeyPrincipal | undefined) ?? (bearer ? await keys.authenticate(bearer) : null);
+      if (!principal) throw new UnauthorizedError();
+      if (principal.tenantId !== req.headers['tenant-id']) throw new ForbiddenError('This key belongs to another tenant');
+      if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This key lacks the "${scope}" scope`);
       // Long-lived responses (event streams) end when this key is revoked.
       res.locals.keyId = principal.keyId;
       next();

@@ -5,6 +5,7 @@
 import type { NextFunction, Request, Response } from 'express';
 import { InputError } from '../errors.js';
 import { parseYamlSource } from '../lib/yaml-source.js';
+import { YAML_TYPES } from './media-type.js';
 
 export const MAX_JSON_DEPTH = 64;
 
@@ -61,7 +62,6 @@ export function refuseNul(req: Request, _res: Response, next: NextFunction): voi
   next();
 }
 
-export const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 
 function depthOf(v: unknown, max: number, depth = 0): number {
   if (depth > max || v === null || typeof v !== 'object') return depth;

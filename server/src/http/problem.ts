@@ -1,5 +1,5 @@
 // The one place where errors become RFC 9457 problem details (application/problem+json).
-import type { ErrorRequestHandler, Request, Response } from 'express';
+import type { ErrorRequestHandler, Response } from 'express';
 import { RequestValidationError } from '@ts-rest/express';
 import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
@@ -21,29 +21,30 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export function sendProblem(
-  req: Request,
-  res: Response,
-  status: number,
-  code: ProblemCode,
-  detail: string,
-  errors?: FieldProblem[],
-  headers?: Record<string, string>,
-): void {
+export interface ProblemInput {
+  status: number;
+  code: ProblemCode;
+  detail: string;
+  errors?: FieldProblem[];
+  headers?: Record<string, string>;
+}
+
+/** Writes a problem document. Everything else throws an AppError, which errorHandler turns into one. */
+export function sendProblem(res: Response, p: ProblemInput): void {
   // Problems in a YAML body also say where they are in it.
   const source = res.locals?.source as SourceDocument | undefined;
-  if (errors && source) errors = withPositions(errors, source);
+  const errors = p.errors && source ? withPositions(p.errors, source) : p.errors;
   const body: Problem = {
-    type: `https://switchboard.dev/problems/${code.replace(/_/g, '-')}`,
-    title: TITLES[status] ?? 'Error',
-    status,
-    detail,
-    code,
+    type: `https://switchboard.dev/problems/${p.code.replace(/_/g, '-')}`,
+    title: TITLES[p.status] ?? 'Error',
+    status: p.status,
+    detail: p.detail,
+    code: p.code,
     request_id: String(res.getHeader('x-request-id') ?? ''),
     ...(errors?.length ? { errors } : {}),
   };
-  for (const [k, v] of Object.entries(headers ?? {})) res.setHeader(k, v);
-  res.status(status).type('application/problem+json').send(JSON.stringify(body));
+  for (const [k, v] of Object.entries(p.headers ?? {})) res.setHeader(k, v);
+  res.status(p.status).type('application/problem+json').send(JSON.stringify(body));
 }
 
 /** `['capabilities', 1, 'phases', 2, 'next']` → `capabilities[1].phases[2].next`. */
@@ -89,27 +90,25 @@ function bodyParserProblem(err: any): [number, ProblemCode, string] | null {
   }
 }
 
+/** The one place an error becomes a response: AppErrors as they say, body-parser's by type, the rest 500. */
 export function errorHandler(log: { error(obj: object, msg: string): void }): ErrorRequestHandler {
-  return (rawErr, req, res, _next) => {
+  return (rawErr, _req, res, _next) => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
     if (rawErr instanceof RequestValidationError) {
-      return sendProblem(req, res, 400, 'validation_error', 'The request is not valid', validationProblems(rawErr));
+      return sendProblem(res, { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) });
     }
     // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
-    if (rawErr?.type === 'entity.verify.failed' && rawErr instanceof AppError) {
-      return sendProblem(req, res, rawErr.status, rawErr.code, rawErr.message, rawErr.errors);
-    }
-    const bp = bodyParserProblem(rawErr);
-    if (bp) return sendProblem(req, res, bp[0], bp[1], bp[2]);
+    const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr);
+    if (bp) return sendProblem(res, { status: bp[0], code: bp[1], detail: bp[2] });
     const err = mapDbError(rawErr);
     if (err instanceof AppError) {
       if (err.status >= 500) log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'request failed');
-      return sendProblem(req, res, err.status, err.code, err.message, err.errors, err.headers);
+      return sendProblem(res, { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers });
     }
     log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'unexpected error');
-    return sendProblem(req, res, 500, 'internal_error', 'Something went wrong on our side; the request id identifies it in our logs');
+    return sendProblem(res, { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' });
   };
 }

@@ -5,7 +5,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { Redis } from 'ioredis';
 import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { Config } from '../config.js';
-import { sendProblem } from './problem.js';
+import { RateLimitedError } from '../errors.js';
 
 export interface TenantRateLimit {
   middleware(req: Request, res: Response, next: NextFunction): void;
@@ -31,18 +31,11 @@ export function tenantRateLimit(config: Config['rateLimit']): TenantRateLimit | 
     limiter = new BurstyRateLimiter(new RateLimiterMemory(rate), new RateLimiterMemory(burst));
   }
   return {
-    middleware(req, res, next) {
+    middleware(req, _res, next) {
       const tenant = String(req.headers['tenant-id']);
       limiter.consume(tenant).then(
         () => next(),
-        (rej: unknown) => {
-          if (rej instanceof RateLimiterRes) {
-            return sendProblem(req, res, 429, 'rate_limited', `Too many requests for tenant ${tenant}; retry later`, undefined, {
-              'retry-after': String(Math.max(1, Math.ceil(rej.msBeforeNext / 1000))),
-            });
-          }
-          next(rej);
-        },
+        (rej: unknown) => next(rej instanceof RateLimiterRes ? new RateLimitedError(Math.max(1, Math.ceil(rej.msBeforeNext / 1000))) : rej),
       );
     },
     async ready(timeoutMs = 3000) {

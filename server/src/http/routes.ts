@@ -1,33 +1,14 @@
 // The contract's handlers: each reads the tenant and request id and calls a service.
 import { initServer } from '@ts-rest/express';
 import { contract } from '@switchboard/contract';
-import type { AgentService } from '../service/agent-service.js';
-import type { ConversationService } from '../service/conversation-service.js';
-import type { ConversationStore } from '../store/conversation-store.js';
 import { UnavailableError } from '../errors.js';
-import type { KeyService } from '../service/keys.js';
-import type { SecretService } from '../service/secrets.js';
-import type { LifecycleService } from '../service/lifecycle.js';
-import { listDeliveries } from '../service/webhooks.js';
-import type { Database } from '../store/db.js';
-import type { EventStreams } from './events.js';
+import type { Services } from '../services.js';
 
 const s = initServer();
 
-export interface RouteDeps {
-  agents: AgentService;
-  conversations: ConversationService;
-  lifecycle: LifecycleService;
-  store: ConversationStore;
-  streams: EventStreams;
-  keys: KeyService;
-  secrets: SecretService;
-  db: Database;
-}
-
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, lifecycle, store, streams, keys, secrets, db }: RouteDeps) {
+export function createRouter({ agents, conversations, lifecycle, streams, keys, secrets, webhookLog, ping }: Services) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, res }) => ({
@@ -64,7 +45,9 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       streamEvents: async ({ params, headers, req, res }) => {
         const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
         const last = headers['last-event-id'] ?? null;
-        const stream = await streams.open({ tenantId: c.tenantId, conversationId: c.id, lastEventId: last, keyId: (res.locals.keyId as string | undefined) ?? null, req });
+        const gone = new AbortController();
+        req.on('close', () => gone.abort());
+        const stream = await streams.open({ tenantId: c.tenantId, conversationId: c.id, lastEventId: last, keyId: (res.locals.keyId as string | undefined) ?? null, signal: gone.signal });
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
         res.setHeader('cache-control', 'no-cache, no-transform');
         res.setHeader('x-accel-buffering', 'no');
@@ -88,10 +71,10 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
         status: 200,
         body: { erased: await lifecycle.eraseUser(headers['tenant-id'], params.user_id) },
       }),
-      listWebhookDeliveries: async ({ params, headers, query }) => {
-        const agent = await agents.any(headers['tenant-id'], params.slug);
-        return { status: 200, body: await listDeliveries(db, headers['tenant-id'], agent.id, query) };
-      },
+      listWebhookDeliveries: async ({ params, headers, query }) => ({
+        status: 200,
+        body: await webhookLog.list(headers['tenant-id'], params.slug, query),
+      }),
       createKey: async ({ headers, body }) => ({ status: 201, body: await keys.create(headers['tenant-id'], body.scopes, body.name) }),
       listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),
       revokeKey: async ({ headers, params }) => {
@@ -123,7 +106,7 @@ export function createRouter({ agents, conversations, lifecycle, store, streams,
       healthz: async () => ({ status: 200, body: { status: 'ok' } }),
       readyz: async () => {
         try {
-          await store.ping();
+          await ping();
         } catch {
           throw new UnavailableError();
         }

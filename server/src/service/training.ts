@@ -7,7 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { Router, type RoutableCapability } from '../engine/router.js';
-import type { TrainRequest } from '../engine/training-worker.js';
+import type { TrainRequest } from './training-worker.js';
 
 export interface TrainingBudget {
   timeoutMs: number;
@@ -24,7 +24,7 @@ export class TrainingBudgetError extends AppError {
 
 export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
 
-const workerUrl = new URL('../engine/training-boot.mjs', import.meta.url);
+const workerUrl = new URL('./training-boot.mjs', import.meta.url);
 
 interface Slot {
   worker: Worker;

@@ -4,13 +4,13 @@
 // Streams are capped per tenant and per conversation; a commit costs one read per conversation
 // however many streams follow it (the rows are fanned out to each); a stream opened with an API
 // key ends when the key is revoked (at once here, within a heartbeat on other processes).
-import type { Request } from 'express';
 import { PassThrough } from 'node:stream';
 import { AppError } from '../errors.js';
 import { parseEventId, type ConversationStore, type EventPosition } from '../store/conversation-store.js';
 
 export interface EventStreams {
-  open(opts: { tenantId: string; conversationId: string; lastEventId: string | null; keyId: string | null; req: Request }): Promise<PassThrough>;
+  /** A stream of one conversation's events; it ends when `signal` aborts (the client went). */
+  open(opts: { tenantId: string; conversationId: string; lastEventId: string | null; keyId: string | null; signal: AbortSignal }): Promise<PassThrough>;
   /** Ends the streams opened with these keys (revoked). */
   endForKeys(keyIds: readonly string[]): void;
   /** Open streams in all. */
@@ -108,7 +108,7 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
   heartbeat.unref();
 
   const api: EventStreams = {
-    async open({ tenantId, conversationId, lastEventId, keyId, req }) {
+    async open({ tenantId, conversationId, lastEventId, keyId, signal }) {
       const last = lastEventId !== null ? parseEventId(lastEventId) : await store.lastEventPosition(tenantId, conversationId);
       // Checked after the read, so that nothing between the check and the count can interleave.
       const group = byConversation.get(conversationId);
@@ -139,7 +139,8 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
       g.subs.add(sub);
       size++;
       perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + 1);
-      req.on('close', sub.close);
+      if (signal.aborted) sub.close();
+      else signal.addEventListener('abort', sub.close, { once: true });
       stream.write('retry: 2000\n\n');
       void pump(conversationId);
       return stream;

@@ -2,7 +2,7 @@
 // server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } or
 // { id, error, tooLarge }.
 import { parentPort } from 'node:worker_threads';
-import { Router, TrainingTooLargeError, type RoutableCapability } from './router.js';
+import { Router, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
 
 export interface TrainRequest {
   id: number;

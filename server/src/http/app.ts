@@ -1,0 +1,65 @@
+// The Express application over the services: middleware in order, the contract's routes, the
+// OpenAPI document and its viewer, and the one error handler. It never listens itself.
+import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { createExpressEndpoints } from '@ts-rest/express';
+import swaggerUi from 'swagger-ui-express';
+import { contract } from '@switchboard/contract';
+import type { Config } from '../config.js';
+import { NotFoundError } from '../errors.js';
+import type { Services } from '../services.js';
+import { apiKeyAuth } from './auth.js';
+import { depthLimit, refuseContentEncoding, refuseNul, yamlBody } from './input-guards.js';
+import { JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
+import { getOpenApi } from './openapi.js';
+import { errorHandler } from './problem.js';
+import { tenantRateLimit, type TenantRateLimit } from './rate-limit.js';
+import { recordRoute, requestLog } from './request-log.js';
+import { requestId } from './request-id.js';
+import { createRouter } from './routes.js';
+import { requireTenant } from './tenant.js';
+
+export interface HttpApp {
+  app: Express;
+  /** The per-tenant rate limit (null when off): its Redis connection is the app's own. */
+  rateLimit: TenantRateLimit | null;
+}
+
+export function createHttpApp(services: Services, config: Config): HttpApp {
+  const rateLimit = tenantRateLimit(config.rateLimit);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+
+  app.use(requestId());
+  app.use(requestLog({ logger: services.logger }));
+  app.use(mediaType);
+  app.use(refuseContentEncoding);
+  const json = (limit: number) => express.json({ limit, type: JSON_TYPES, verify: depthLimit() });
+  app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes), express.text({ limit: config.agentBodyLimitBytes, type: YAML_TYPES }), yamlBody);
+  app.use(json(config.bodyLimitBytes));
+  app.use(refuseNul);
+  app.use('/api/v1', requireTenant({ authMode: config.authMode, keys: services.keys }));
+
+  createExpressEndpoints(contract, createRouter(services), app, {
+    // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
+    globalMiddleware: [
+      recordRoute as never,
+      ...(config.authMode === 'api_key' ? [apiKeyAuth(services.keys) as never] : []),
+      ...(rateLimit ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never] : []),
+    ],
+    responseValidation: false,
+    jsonQuery: false,
+    requestValidationErrorHandler: (err, _req, _res, next) => next(err),
+  });
+
+  const openapi = getOpenApi();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  app.use('/docs', swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: 'Switchboard API' }));
+
+  app.use((req: Request, _res: Response, next: NextFunction) => next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`)));
+  app.use(errorHandler(services.logger));
+  return { app, rateLimit };
+}

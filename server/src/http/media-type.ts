@@ -1,0 +1,20 @@
+// Bodies are JSON; an agent definition (PUT /api/v1/agents/:slug) may also be YAML. Anything else
+// is refused before it is read.
+import type { NextFunction, Request, Response } from 'express';
+import { UnsupportedMediaTypeError } from '../errors.js';
+
+export const JSON_TYPES = ['application/json', 'application/*+json'];
+export const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
+const AGENT_PATH = /^\/api\/v1\/agents\/[^/]+\/?$/;
+
+/** Whether a request may carry a YAML body (an agent definition). */
+export const yamlAllowed = (req: Request) => req.method === 'PUT' && AGENT_PATH.test(req.path);
+
+export function mediaType(req: Request, _res: Response, next: NextFunction): void {
+  const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+  const yaml = yamlAllowed(req);
+  if (hasBody && !req.is(JSON_TYPES) && !(yaml && req.is(YAML_TYPES))) {
+    return next(new UnsupportedMediaTypeError(yaml ? 'The body must be application/json or application/yaml' : 'The body must be application/json'));
+  }
+  next();
+}

@@ -1,0 +1,28 @@
+// One JSON log line per request: method, route pattern (never the URL: paths and queries carry
+// user ids, which erasure must be able to remove), tenant, status and time, under the request id.
+import type { Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
+
+export function requestLog(opts: { logger: Logger }) {
+  return pinoHttp({
+    logger: opts.logger,
+    genReqId: (req) => (req as unknown as { id: string }).id,
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    // Called when the request starts (no route yet) and when it is logged: only the latter names one.
+    customProps: (_req, res) => {
+      const route = (res as Response).locals?.route as string | undefined;
+      return route ? { route } : {};
+    },
+    serializers: {
+      req: (req) => ({ id: req.id, method: req.method, tenant: req.headers?.['tenant-id'] }),
+      res: (res) => ({ statusCode: res.statusCode }),
+    },
+  });
+}
+
+/** A ts-rest global middleware that records the matched route's pattern for the log line. */
+export function recordRoute(req: Request, res: Response, next: () => void): void {
+  res.locals.route = (req as Request & { tsRestRoute?: { path: string } }).tsRestRoute?.path;
+  next();
+}

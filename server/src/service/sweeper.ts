@@ -1,0 +1,33 @@
+// Runs the lifecycle sweep (abandonment after inactivity, retention) every interval, one pass
+// at a time; with several processes each conversation is still swept once (LifecycleService.sweep).
+import type { Logger } from 'pino';
+import type { LifecycleService } from './lifecycle.js';
+
+export class Sweeper {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<unknown> | null = null;
+
+  constructor(
+    private readonly lifecycle: LifecycleService,
+    private readonly log: Pick<Logger, 'info' | 'warn'>,
+  ) {}
+
+  start(intervalMs: number): void {
+    if (intervalMs <= 0 || this.timer) return;
+    this.timer = setInterval(() => {
+      if (this.running) return;
+      this.running = this.lifecycle
+        .sweep()
+        .then((r) => (r.abandoned || r.erased) && this.log.info(r, 'sweep'))
+        .catch((err) => this.log.warn({ err }, 'sweep failed'))
+        .finally(() => (this.running = null));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+}

@@ -1,0 +1,115 @@
+// Wires the services and background jobs from configuration and dependencies: everything the
+// HTTP layer and the command-line tools use, and nothing of HTTP itself.
+import type { Logger } from 'pino';
+import { HttpActionRunner } from './actions/http-action.js';
+import { LlmRouter } from './actions/llm-router.js';
+import type { Config } from './config.js';
+import { systemClock, type Clock } from './lib/clock.js';
+import { createLogger } from './lib/logger.js';
+import { AgentService } from './service/agent-service.js';
+import { ConversationService } from './service/conversation-service.js';
+import { eventStreams, type EventStreams } from './service/event-streams.js';
+import { KeyService } from './service/keys.js';
+import { LifecycleService } from './service/lifecycle.js';
+import { SecretService } from './service/secrets.js';
+import { Sweeper } from './service/sweeper.js';
+import { TrainingPool } from './service/training.js';
+import { WebhookLog } from './service/webhook-log.js';
+import { WebhookDispatcher } from './service/webhooks.js';
+import { AgentStore } from './store/agent-store.js';
+import { ConversationStore } from './store/conversation-store.js';
+import type { Database } from './store/db.js';
+import { SecretStore } from './store/secret-store.js';
+
+export interface ServiceDeps {
+  db: Database;
+  clock?: Clock;
+  logger?: Logger;
+  /** First retry delay of HTTP actions (tests shorten it). */
+  actionRetryBaseMs?: number;
+}
+
+export interface Services {
+  agents: AgentService;
+  conversations: ConversationService;
+  lifecycle: LifecycleService;
+  webhooks: WebhookDispatcher;
+  webhookLog: WebhookLog;
+  keys: KeyService;
+  secrets: SecretService;
+  streams: EventStreams;
+  store: ConversationStore;
+  logger: Logger;
+  /** Resolves when the database answers (readiness). */
+  ping(): Promise<void>;
+  /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
+  startBackground(): Promise<void>;
+  /** Waits (up to `graceMs`) for conversation calls under way, then stops the jobs and closes clients. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createServices(config: Config, deps: ServiceDeps): Services {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? createLogger({ level: config.logLevel });
+  const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs });
+  const actions = new HttpActionRunner({
+    allowedHosts: config.actionAllowedHosts,
+    maxResponseBytes: config.actionMaxResponseBytes,
+    retryBaseMs: deps.actionRetryBaseMs,
+    log: logger,
+  });
+  const training = new TrainingPool(config.training);
+  const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
+  const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
+  const conversations = new ConversationService(agents, store, actions, clock, {
+    maxMessageChars: config.maxMessageChars,
+    maxTurns: config.maxTurnsPerConversation,
+    maxContextBytes: config.maxContextBytes,
+    maxStateBytes: config.maxStateBytes,
+    secrets,
+    renderBudget: config.renderBudget,
+    tenantRenderMsPerSecond: config.tenantRenderMsPerSecond,
+    maxReplyBytes: config.maxReplyBytes,
+    llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
+  });
+  const keys = new KeyService(deps.db, clock);
+  const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i), config.maxTurnsPerConversation);
+  const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
+  const streams = eventStreams(store, {
+    heartbeatMs: config.sseHeartbeatMs,
+    perTenant: config.sseLimits.perTenant,
+    perConversation: config.sseLimits.perConversation,
+    revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
+    log: logger,
+  });
+  const sweeper = new Sweeper(lifecycle, logger);
+
+  return {
+    agents,
+    conversations,
+    lifecycle,
+    webhooks,
+    webhookLog: new WebhookLog(deps.db, agents),
+    keys,
+    secrets,
+    streams,
+    store,
+    logger,
+    ping: () => store.ping(),
+    startBackground: async () => {
+      await store.listen(logger);
+      webhooks.start(config.webhookIntervalMs);
+      sweeper.start(config.sweepIntervalMs);
+    },
+    close: async (graceMs = 10_000) => {
+      await sweeper.stop();
+      streams.closeAll();
+      const until = Date.now() + graceMs;
+      while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+      await actions.close();
+      await webhooks.stop();
+      await training.close();
+      await store.stopListening();
+    },
+  };
+}

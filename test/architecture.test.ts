@@ -1,0 +1,66 @@
+// The layers of docs/architecture.md, enforced: what each folder may import.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = process.cwd();
+const files = (dir: string): string[] =>
+  readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n);
+    return statSync(p).isDirectory() ? files(p) : /\.(ts|mjs)$/.test(n) ? [p] : [];
+  });
+
+/** Every import of a file, as a path relative to the repository (packages by name). */
+function imports(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const m of text.matchAll(/(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+    const spec = m[1] ?? m[2];
+    out.push(spec.startsWith('.') ? relative(root, join(file, '..', spec)) : spec);
+  }
+  return out;
+}
+
+interface Rule {
+  layer: string;
+  forbidden: RegExp;
+  why: string;
+  except?: (file: string, imported: string) => boolean;
+}
+
+const RULES: Rule[] = [
+  { layer: 'contract/src', forbidden: /^(server|client)\/|^@switchboard\/(server|client)/, why: 'the contract depends on nothing of ours' },
+  { layer: 'client/src', forbidden: /^server\/|^@switchboard\/server/, why: 'the client knows only the contract' },
+  {
+    layer: 'server/src/engine',
+    forbidden: /^server\/src\/(store|service|http|actions|cli|config|services|app|main)|^node:(fs|net|http|https|dns|child_process|worker_threads)|^(knex|pg|better-sqlite3|undici|express)$/,
+    why: 'the engine is pure: no I/O, no storage, no HTTP',
+  },
+  { layer: 'server/src/lib', forbidden: /^server\/src\/(store|service|http|engine|actions|cli)/, why: 'lib holds what everything shares, and depends on none of it' },
+  { layer: 'server/src/store', forbidden: /^server\/src\/(service|http|engine|actions|cli)/, why: 'stores hold queries; they call no service' },
+  { layer: 'server/src/service', forbidden: /^server\/src\/(http|cli)/, why: 'services know nothing of HTTP' },
+  {
+    layer: 'server/src/http',
+    forbidden: /^server\/src\/(store|engine|actions|cli)|^(knex|pg|better-sqlite3)$/,
+    why: 'the HTTP layer talks to services only',
+    // The one error mapper turns database driver errors into 503s (store/db.ts owns that mapping).
+    except: (file, imported) => file.endsWith('http/problem.ts') && imported === 'server/src/store/db.js',
+  },
+];
+
+describe('architecture', () => {
+  it.each(RULES)('$layer: $why', ({ layer, forbidden, except }) => {
+    const broken: string[] = [];
+    for (const file of files(join(root, layer))) {
+      for (const imported of imports(file)) {
+        if (forbidden.test(imported) && !except?.(file, imported)) broken.push(`${relative(root, file)} imports ${imported}`);
+      }
+    }
+    expect(broken).toEqual([]);
+  });
+
+  it('finds the imports it checks (the rules are not vacuous)', () => {
+    expect(imports(join(root, 'server/src/http/routes.ts'))).toContain('server/src/services.js');
+    expect(imports(join(root, 'server/src/engine/run.ts'))).toContain('server/src/engine/compile.js');
+  });
+});
