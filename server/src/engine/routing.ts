@@ -1,0 +1,112 @@
+// Routing a message: scoring against the routable capabilities, the entitlement gate, the
+// fallback, and (when the embedded router cannot place a message) the model provider.
+import type { ContextEnvelope } from '@switchboard/contract';
+import type { CompiledAgent, CompiledCapability } from './compile.js';
+import type { Scored } from './router.js';
+import type { EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
+
+export function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boolean {
+  if (!cap.requires) return true;
+  const ent = context?.context?.entitlements ?? {};
+  return Object.entries(cap.requires).every(([key, allowed]) => {
+    const v = Object.prototype.hasOwnProperty.call(ent, key) ? ent[key] : undefined;
+    return allowed.some((a) => a === v || (typeof v === 'string' && String(a) === v));
+  });
+}
+
+/**
+ * Picks the capability for a message: the best one when its probability clears the threshold,
+ * the message resembles one of its examples closely enough, and the user is entitled to it;
+ * else the fallback.
+ */
+export function route(agent: CompiledAgent, scored: Scored, context: ContextEnvelope | null): RouteDecision {
+  const threshold = agent.threshold;
+  const ranked = scored.scores.map((s) => {
+    const cap = agent.capabilities.get(s.name)!;
+    return { cap, score: s.score, eligible: entitled(cap, context) };
+  });
+  const candidates = ranked.slice(0, 5).map((s) => ({
+    capability: s.cap.name,
+    score: s.score,
+    eligible: s.eligible,
+    ...(s.eligible ? {} : { reason: 'not_entitled' }),
+  }));
+  const best = ranked[0];
+  const decide = (cap: CompiledCapability, score: number, strategy: string, reason: string, notEntitled = false): RouteDecision => ({
+    capability: cap,
+    notEntitled,
+    audit: {
+      strategy,
+      selected: { capability: cap.name, capability_id: cap.id, score },
+      candidates,
+      threshold,
+      similarity: scored.similarity,
+      min_similarity: agent.minSimilarity,
+      calibration: agent.router.calibration.method,
+      reason,
+      model: agent.router.model,
+    },
+  });
+  if (!best) return decide(agent.fallback, 0, 'fallback', 'no_routable_capability');
+  const clears = best.score >= threshold && scored.similarity >= agent.minSimilarity;
+  if (!clears) return decide(agent.fallback, best.score, 'fallback', best.score >= threshold ? 'low_similarity' : 'below_threshold');
+  if (!best.eligible) return decide(agent.fallback, best.score, 'fallback', 'not_entitled', true);
+  if (best.cap === agent.fallback) return decide(best.cap, best.score, 'classifier', 'out_of_scope');
+  return decide(best.cap, best.score, 'classifier', 'best_match');
+}
+
+/**
+ * Routes the turn's message to a capability: the embedded router's choice, or the model's when
+ * the router is unsure and a provider is configured. A capability the user is not entitled to
+ * ends the turn with the agent's not_entitled message; otherwise the flow starts at phase 0.
+ */
+export const routeMessage: Step = function* (t: TurnState) {
+  const { agent, input } = t;
+  let decision = route(agent, input.score(input.message), input.context);
+  const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity';
+  if (input.llm && unsure) decision = yield* askModel(t, decision);
+  t.note('routing_decision', decision.audit);
+  if (decision.notEntitled) {
+    const from = t.phaseId;
+    t.capability = decision.capability;
+    t.phaseId = 'not_entitled';
+    t.note('phase_transition', { capability: t.capability.name, from, to: t.phaseId });
+    t.flow.wait = 'open';
+    t.flow.attempts = 0;
+    t.say(t.text(agent.messages.not_entitled));
+    return t.stop(t.result(true));
+  }
+  t.capability = decision.capability;
+  t.flow.attempts = 0;
+  return { kind: 'goto', idx: 0 };
+};
+
+/** Asks the provider to place a message among the eligible capabilities; its failure keeps the router's decision. */
+function* askModel(t: TurnState, decision: RouteDecision): Generator<EngineRequest, RouteDecision, EngineReply> {
+  const { agent, input } = t;
+  const eligible = agent.routable.filter((c) => entitled(c, input.context));
+  const reply = (yield {
+    kind: 'llm_route',
+    message: input.message,
+    candidates: eligible.map((c) => ({ name: c.name, description: c.description, examples: agent.examplesOf(c.name).slice(0, 5) })),
+  }) as LlmRouteReply;
+  const chosen = reply.capability ? eligible.find((c) => c.name === reply.capability) : undefined;
+  const llm = { model: reply.model, duration_ms: reply.durationMs, answer: reply.capability };
+  if (reply.error) {
+    t.note('error', { code: 'llm_failed', message: reply.error, model: reply.model });
+    return { ...decision, audit: { ...decision.audit, llm: { ...llm, error: reply.error } } };
+  }
+  if (!chosen) return { ...decision, audit: { ...decision.audit, llm } };
+  const scores = decision.audit.candidates as { capability: string; score: number }[];
+  return {
+    capability: chosen,
+    notEntitled: false,
+    audit: {
+      ...decision.audit,
+      strategy: 'llm',
+      selected: { capability: chosen.name, capability_id: chosen.id, score: scores.find((c) => c.capability === chosen.name)?.score ?? 0 },
+      reason: 'llm',
+      llm,
+    },
+  };
+}

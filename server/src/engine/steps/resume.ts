@@ -1,0 +1,45 @@
+// A user message to a conversation waiting on a collect: fill the slot and go on after the
+// phase; or, when it plainly asks for something else, switch capability; or ask again (and
+// escalate once max_attempts is spent). A turn not waiting on a collect continues to routing.
+import { parseSlot } from '../slots.js';
+import { route } from '../routing.js';
+import { CONTINUE, type Step } from '../turn.js';
+
+export const resumeCollect: Step = function* (t) {
+  const { agent, input, flow, capability } = t;
+  if (flow.wait !== 'collecting') return CONTINUE;
+  const idx = t.phaseId === null ? undefined : capability.phaseIndex.get(t.phaseId);
+  const phase = idx === undefined ? undefined : capability.phases[idx];
+  if (!phase?.collect) return CONTINUE;
+  const parsed = parseSlot(phase.collect.spec, input.message, new Date(input.now));
+  if (parsed.ok) {
+    flow.slots[phase.collect.slot] = parsed.value;
+    flow.attempts = 0;
+    flow.wait = 'open';
+    const next = t.nextOf(phase, idx!);
+    // A collect with nowhere to go: the flow has run out of phases.
+    return next === null ? t.stop(t.result(true)) : { kind: 'goto', idx: next };
+  }
+  if (agent.switchThreshold !== null) {
+    // A message that does not fill the slot but plainly asks for something else moves there.
+    const scored = input.score(input.message);
+    const decision = route(agent, scored, input.context);
+    const target = decision.capability;
+    if (!decision.notEntitled && target !== capability && target !== agent.fallback && scored.scores[0].score >= agent.switchThreshold) {
+      t.note('routing_decision', { ...decision.audit, reason: 'switch', from: { capability: capability.name, phase: t.phaseId }, switch_threshold: agent.switchThreshold });
+      t.capability = target;
+      flow.wait = 'open';
+      flow.attempts = 0;
+      return { kind: 'goto', idx: 0 };
+    }
+  }
+  flow.attempts += 1;
+  if (flow.attempts >= phase.collect.maxAttempts) {
+    t.note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });
+    return t.stop(t.escalate('max_attempts'));
+  }
+  t.say(t.text(phase.collect.retry ?? agent.messages.retry));
+  if (phase.say) t.say(t.text(phase.say));
+  t.options = t.renderOptions(phase);
+  return t.stop(t.result(true));
+};

@@ -1,0 +1,251 @@
+// One turn's state and what every step of a turn shares: the flow being advanced, what the turn
+// says, its audit entries, its render budget, and the engine's request and result types.
+// No I/O and no clock: action and model calls are yielded to the caller, which sends their
+// results back in, and `now` comes in with the input.
+import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
+import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
+import type { Scored } from './router.js';
+import { RenderBudget, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
+
+export interface RouteDecision {
+  capability: CompiledCapability;
+  /** True when the best match is a capability the user is not entitled to. */
+  notEntitled: boolean;
+  audit: Record<string, unknown>;
+}
+
+export interface TurnInput {
+  agent: CompiledAgent;
+  /** The conversation before this turn; null for a new one. */
+  prior: {
+    status: ConversationStatus;
+    /** The conversation's outcome so far (kept by a turn that does not change its status). */
+    outcome?: string | null;
+    capability: string;
+    phase: string;
+    flow: FlowState;
+    turnCount: number;
+  } | null;
+  conversationId: string;
+  message: string;
+  context: ContextEnvelope | null;
+  userId: string | null;
+  /** Index of this turn's user turn in the conversation's turns. */
+  turnIndex: number;
+  now: string;
+  /** The secrets granted to the conversation's tenant (operator grants and the tenant's own). */
+  secrets: Readonly<Record<string, string>>;
+  /** What all rendering in this turn may spend (time, output, memory); a fresh default when absent. */
+  budget?: RenderBudget;
+  /** The most the turn may say, in UTF-8 bytes; what goes past it is cut and audited. */
+  maxReplyBytes?: number;
+  /** Scores the message against the routable capabilities (the service times it). */
+  score: (message: string) => Scored;
+  /** Ask the LLM provider about messages the embedded router cannot place. */
+  llm?: boolean;
+}
+
+/** A rendered HTTP request the engine asks the caller to make. */
+export interface ActionRequest {
+  kind: 'action';
+  action: CompiledAction;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** The same request rendered with every secret replaced by a mask: what audit entries and logs show. */
+  masked: { url: string; headers: Record<string, string>; body: unknown };
+  /** The secret values this request carries, for masking them in what comes back. */
+  secretValues: string[];
+}
+
+/** What the caller sends back for an ActionRequest: the result, and its action_call audit entry. */
+export interface ActionReply {
+  result: ActionResult;
+  audit: AuditDraft;
+}
+
+/** A low-confidence message the engine asks the caller to resolve with the LLM provider. */
+export interface LlmRouteRequest {
+  kind: 'llm_route';
+  message: string;
+  candidates: { name: string; description: string | null; examples: string[] }[];
+}
+
+/** The provider's choice (null: none fits), or why it could not answer. */
+export interface LlmRouteReply {
+  capability: string | null;
+  model: string;
+  durationMs: number;
+  error?: string;
+}
+
+export type EngineRequest = ActionRequest | LlmRouteRequest;
+export type EngineReply = ActionReply | LlmRouteReply;
+
+export interface TurnResult {
+  status: ConversationStatus;
+  outcome: string | null;
+  capability: CompiledCapability;
+  phase: string;
+  awaitingInput: boolean;
+  flow: FlowState;
+  reply: string;
+  options: Option[];
+  audit: AuditDraft[];
+}
+
+export function languageOf(context: ContextEnvelope | null, fallback: string): string {
+  const lang = context?.context?.preferences?.language;
+  return typeof lang === 'string' && lang ? lang.toLowerCase() : fallback;
+}
+
+/** Whether a capability's `requires` gate holds for the context's entitlements. */
+
+/** What one step of a turn decides: go on with the next step, jump to a phase, or end the turn with a result. */
+export type StepOutcome = { kind: 'continue' } | { kind: 'goto'; idx: number } | { kind: 'stop'; result: TurnResult };
+export type Step<A extends unknown[] = []> = (t: TurnState, ...args: A) => Generator<EngineRequest, StepOutcome, EngineReply>;
+
+export const CONTINUE: StepOutcome = { kind: 'continue' };
+
+/** The turn under way: its flow, status, capability and phase, what it says and what it audits. */
+export class TurnState {
+  readonly agent: CompiledAgent;
+  readonly lang: string;
+  readonly budget: RenderBudget;
+  readonly audit: AuditDraft[] = [];
+  readonly flow: FlowState;
+  status: ConversationStatus;
+  outcome: string | null;
+  capability: CompiledCapability;
+  phaseId: string | null;
+  options: Option[] = [];
+  private readonly said: string[] = [];
+  private readonly maxReply: number;
+  private replyBytes = 0;
+  private replyCut = false;
+
+  constructor(readonly input: TurnInput) {
+    const { agent, prior } = input;
+    this.agent = agent;
+    this.lang = languageOf(input.context, agent.defaultLanguage);
+    this.budget = input.budget ?? new RenderBudget();
+    this.maxReply = input.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
+    this.flow = prior
+      ? { slots: { ...prior.flow.slots }, actions: { ...prior.flow.actions }, attempts: prior.flow.attempts, wait: prior.flow.wait }
+      : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
+    this.status = prior ? prior.status : 'active';
+    this.outcome = prior?.outcome ?? null;
+    this.capability = prior ? (agent.capabilities.get(prior.capability) ?? agent.fallback) : agent.fallback;
+    this.phaseId = prior ? prior.phase : null;
+  }
+
+  note(type: AuditDraft['type'], data: Record<string, unknown>, durationMs: number | null = null): void {
+    this.audit.push({ type, turnIndex: this.input.turnIndex, timestamp: this.input.now, durationMs, data });
+  }
+
+  /** Adds to what the turn says, up to its cap: the first text past it is cut at a character boundary. */
+  say(text: string): void {
+    if (this.replyCut) return;
+    const bytes = Buffer.byteLength(text) + (this.said.length ? 1 : 0);
+    if (this.replyBytes + bytes <= this.maxReply) {
+      this.said.push(text);
+      this.replyBytes += bytes;
+      return;
+    }
+    this.replyCut = true;
+    const room = Math.max(0, this.maxReply - this.replyBytes - (this.said.length ? 1 : 0));
+    const cut = Buffer.from(text).subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    if (cut) this.said.push(cut);
+    this.note('error', { code: 'reply_limit', message: `the reply was cut at ${this.maxReply} bytes` });
+  }
+
+  /** The names templates read; `secrets` only for action requests. */
+  scope(secrets?: Readonly<Record<string, string>>): Scope {
+    const { input } = this;
+    const user = input.context?.context?.identity ?? {};
+    return {
+      slots: this.flow.slots,
+      actions: this.flow.actions,
+      user: { id: input.userId, name: user.user_name ?? null, email: user.user_email ?? null },
+      context: input.context?.context ?? {},
+      message: input.message,
+      conversation: { id: input.conversationId, turn_count: (input.prior?.turnCount ?? 0) + 1 },
+      ...(secrets ? { secrets } : {}),
+    };
+  }
+
+  /** A text in the turn's language; one that fails at render time says nothing and is audited. */
+  text(t: CompiledText): string {
+    try {
+      return t.render(this.scope(), this.lang, this.agent.defaultLanguage, this.budget);
+    } catch (e) {
+      this.note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0] });
+      return '';
+    }
+  }
+
+  holds(c: CompiledCondition): boolean {
+    try {
+      return c.holds(this.scope(), this.budget);
+    } catch (e) {
+      this.note('error', { code: 'condition_error', message: (e as Error).message.split('\n')[0], condition: c.source });
+      return false;
+    }
+  }
+
+  setStatus(to: ConversationStatus, reason: string, outcome: string | null): void {
+    this.note('status_change', { from: this.status, to, reason, outcome });
+    this.status = to;
+    this.outcome = outcome;
+  }
+
+  renderOptions(p: CompiledPhase): Option[] {
+    return p.options.map((o) => ({ label: this.text(o.label), value: o.value }));
+  }
+
+  /** The phase after `p` (its first branch that holds, else the next in the list), or null when the flow has run out. */
+  nextOf(p: CompiledPhase, idx: number): number | null {
+    const cap = this.capability;
+    const following = idx + 1 < cap.phases.length ? cap.phases[idx + 1].id : null;
+    let target = following;
+    if (p.next !== null) {
+      target = following;
+      for (const b of p.next) {
+        if (!b.when || this.holds(b.when)) {
+          target = b.goto;
+          break;
+        }
+      }
+    }
+    return target === null ? null : cap.phaseIndex.get(target)!;
+  }
+
+  result(awaitingInput: boolean): TurnResult {
+    return {
+      status: this.status,
+      outcome: this.outcome,
+      capability: this.capability,
+      phase: this.phaseId ?? this.capability.phases[0].id,
+      awaitingInput,
+      flow: this.flow,
+      reply: this.said.join('\n'),
+      options: this.options,
+      audit: this.audit,
+    };
+  }
+
+  /** Hands the conversation to a person: audited, the escalated message said, nothing offered. */
+  escalate(reason: string): TurnResult {
+    this.setStatus('escalated', reason, 'escalated');
+    this.flow.wait = 'closed';
+    this.say(this.text(this.agent.messages.escalated));
+    this.options = [];
+    return this.result(true);
+  }
+
+  stop(result: TurnResult): StepOutcome {
+    return { kind: 'stop', result };
+  }
+}
