@@ -12,8 +12,9 @@ import type {
   ConverseResponse,
   Turn,
 } from '@switchboard/contract';
-import type { Conversation, EventDraft, TurnRow } from '../domain.js';
-import { abandonIfDue, inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
+import type { Conversation, TurnRow } from '../domain.js';
+import { openConversation } from './lifecycle.js';
+import { buildTurnWrite } from './turn-write.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { runTurn, type EngineReply, type TurnInput, type TurnResult } from '../engine/run.js';
@@ -21,7 +22,6 @@ import type { LlmRouter } from '../actions/llm-router.js';
 import type { Scored } from '../engine/router.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
-import { turnHash } from '../lib/audit-chain.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
@@ -98,7 +98,7 @@ export class ConversationService {
     }
     const agentRow = await this.agents.active(tenantId, call.slug);
     const storageMs = ms(started);
-    if (!call.idempotencyKey) return this.apply(call, agentRow.id, agentRow.currentVersion, started, storageMs);
+    if (!call.idempotencyKey) return this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, started, storageMs });
 
     // A key is the caller's own: the same key from another user is another key.
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
@@ -114,7 +114,7 @@ export class ConversationService {
       const stored = await replay();
       if (stored) return stored;
       try {
-        return await this.apply(call, agentRow.id, agentRow.currentVersion, started, storageMs, { key, hash });
+        return await this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, started, storageMs, idem: { key, hash } });
       } catch (err) {
         // Another server process stored this key first: answer as it did.
         if (err instanceof DuplicateIdempotencyKeyError) return (await replay())!;
@@ -123,143 +123,71 @@ export class ConversationService {
     });
   }
 
-  private async apply(
-    call: ConverseCall,
-    agentId: string,
-    currentVersion: number,
-    started: number,
-    storageBefore: number,
-    idem?: { key: string; hash: string },
-  ): Promise<ConverseResponse> {
+  /** One call, under the conversation's lock: open it, check the caps, run the engine, write the result. */
+  private async apply(call: ConverseCall, ctx: { agentId: string; currentVersion: number; started: number; storageMs: number; idem?: { key: string; hash: string } }): Promise<ConverseResponse> {
     const { tenantId, body } = call;
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
     const conversationId = body.conversation_id ?? randomUUID();
     const isNew = body.conversation_id === undefined;
 
-    const outcome = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit): Promise<ConverseResponse | 'abandoned'> => {
-      let storageMs = storageBefore;
-      let prior: Conversation | null = null;
-      if (!isNew) {
-        const t = performance.now();
-        prior = await unit.load(tenantId, agentId, conversationId);
-        storageMs += ms(t);
-        // Another user's conversation is reported exactly as an unknown one.
-        if (!prior || prior.erasedAt || (userId !== null && prior.userId !== userId)) {
-          throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
-        }
-      }
-      const agent = await this.agents.compiledVersion(tenantId, agentId, prior ? prior.agentVersion : currentVersion);
-      const now = iso(this.clock.now());
-      // Returned, not thrown: a throw would roll the abandonment back on PostgreSQL.
-      if (prior && (await abandonIfDue(prior, agent, unit, now, call.requestId))) return 'abandoned';
+    const response = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit) => {
+      const opened = isNew
+        ? null
+        : await openConversation(unit, { agents: this.agents, clock: this.clock }, { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' });
+      const prior = opened?.conversation ?? null;
       if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
       }
+      const agent = opened?.agent ?? (await this.agents.compiledVersion(tenantId, ctx.agentId, ctx.currentVersion));
+      const now = opened?.now ?? iso(this.clock.now());
       const context = mergeContext(prior?.context ?? null, body.context);
-      if (context && Buffer.byteLength(JSON.stringify(context)) > this.opts.maxContextBytes) {
-        throw new AppError(413, 'payload_too_large', `The context is larger than ${this.opts.maxContextBytes} bytes`, [
-          { path: 'context', message: `at most ${this.opts.maxContextBytes} bytes of JSON` },
-        ]);
-      }
-      const turnIndex = prior ? prior.turnCount : 0;
-      if (turnIndex + 2 > this.opts.maxTurns) {
-        throw new LimitError(`The conversation has reached its limit of ${this.opts.maxTurns} turns`, 'conversation_id');
-      }
+      this.checkCaps(prior, context);
 
       const secrets = agent.secretNames.length ? await this.opts.secrets.forTenant(tenantId, agent.secretNames) : {};
+      const turnUser = prior ? prior.userId : userId;
       const { result, routingMs, engineMs, actionsMs } = await this.runEngine(agent, prior, {
         tenantId,
         secrets,
         conversationId,
         message: body.message,
         context,
-        userId: prior ? prior.userId : userId,
-        turnIndex,
+        userId: turnUser,
+        turnIndex: prior ? prior.turnCount : 0,
         now,
       });
-
       if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
         throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
       }
-      const conversation: Conversation = {
-        id: conversationId,
+      const { write, response } = buildTurnWrite({
         tenantId,
-        agentId,
-        agentVersion: agent.version,
-        userId: prior ? prior.userId : userId,
-        status: result.status,
-        outcome: result.outcome,
-        capability: result.capability.name,
-        capabilityId: result.capability.id,
-        phase: result.phase,
-        awaitingInput: result.awaitingInput,
-        flow: result.flow,
+        agent,
+        prior,
+        conversationId,
+        userId: turnUser,
         context,
-        turnCount: turnIndex + 2,
-        auditSeq: (prior?.auditSeq ?? 0) + result.audit.length + 1,
-        createdAt: prior?.createdAt ?? now,
-        updatedAt: now,
-        completedAt:
-          prior?.completedAt ?? (result.status === 'completed' || result.status === 'abandoned' ? now : null),
-        lastUserTurnAt: now,
-        inactiveAfter: inactiveAfter(agent, result.status, now),
-        erasedAt: null,
-        auditHash: prior?.auditHash ?? null, // the store chains this call's entries onto it
-        eventSeq: prior?.eventSeq ?? 0, // the store numbers this call's event row after it
-      };
-      const response: ConverseResponse = {
-        conversation_id: conversationId,
-        response: {
-          message: result.reply,
-          phase: result.phase,
-          awaiting_input: result.awaitingInput,
-          options: result.options,
-        },
-        state: { status: result.status, capability: result.capability.name },
-      };
-      const turns: TurnRow[] = [
-        { idx: turnIndex, role: 'user', message: body.message, timestamp: now },
-        { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
-      ];
-      const audit = [
-        ...result.audit,
-        {
-          type: 'turn_timing' as const,
-          turnIndex,
-          timestamp: now,
-          durationMs: ms(started),
-          data: {
-            total_ms: ms(started),
-            routing_ms: routingMs,
-            engine_ms: engineMs,
-            actions_ms: actionsMs,
-            storage_ms: storageMs,
-            turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })),
-          },
-        },
-      ];
-      const events: EventDraft[] = turns.map(turnEvent);
-      if (!prior || prior.phase !== result.phase || prior.capability !== result.capability.name) {
-        events.push({ type: 'phase.changed', data: { capability: result.capability.name, from: prior?.phase ?? null, to: result.phase }, createdAt: now });
-      }
-      for (const a of audit) if (a.type === 'status_change') events.push({ type: 'status.changed', data: a.data, createdAt: now });
-      const statusIdx = audit.findLastIndex((a) => a.type === 'status_change');
-      await unit.commit({
-        conversation,
-        isNew,
-        expectedAuditSeq: prior?.auditSeq ?? 0,
-        previousAuditHash: prior?.auditHash ?? null,
-        turns,
-        events,
-        webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, prior?.status ?? null, (prior?.auditSeq ?? 0) + statusIdx + 1, now) : [],
-        audit,
+        message: body.message,
+        result,
+        now,
         requestId: call.requestId,
-        idempotency: idem ? { agentId, key: idem.key, requestHash: idem.hash, response } : undefined,
+        timing: { total_ms: ms(ctx.started), routing_ms: routingMs, engine_ms: engineMs, actions_ms: actionsMs, storage_ms: ctx.storageMs + (opened?.loadMs ?? 0) },
+        idempotency: ctx.idem,
       });
+      await unit.commit(write);
       return response;
     });
-    if (outcome === 'abandoned') throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
-    return outcome!;
+    return response!;
+  }
+
+  /** The operator's caps on one conversation: context size and turns (state size is checked after the turn). */
+  private checkCaps(prior: Conversation | null, context: ContextEnvelope | null): void {
+    if (context && Buffer.byteLength(JSON.stringify(context)) > this.opts.maxContextBytes) {
+      throw new AppError(413, 'payload_too_large', `The context is larger than ${this.opts.maxContextBytes} bytes`, [
+        { path: 'context', message: `at most ${this.opts.maxContextBytes} bytes of JSON` },
+      ]);
+    }
+    if ((prior?.turnCount ?? 0) + 2 > this.opts.maxTurns) {
+      throw new LimitError(`The conversation has reached its limit of ${this.opts.maxTurns} turns`, 'conversation_id');
+    }
   }
 
   /** Drives the engine's generator, making the action calls it asks for; times each part. */

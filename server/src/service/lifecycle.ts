@@ -132,6 +132,32 @@ export async function abandonIfDue(c: Conversation, agent: CompiledAgent, unit: 
   return true;
 }
 
+/**
+ * Loads a conversation inside a unit that holds it: 404 when it is unknown, foreign, erased or
+ * (with `userId`) another user's, exactly as an unknown one. With `closedCode`, a conversation
+ * found past its inactivity deadline is abandoned here (committed) and the call answers 409
+ * with that code: a message arriving after the deadline but before the sweeper finds it closed.
+ */
+export async function openConversation(
+  unit: ConversationUnit,
+  deps: { agents: AgentService; clock: Clock },
+  q: { tenantId: string; agentId: string | null; id: string; userId?: string | null; requestId: string; closedCode?: 'conversation_closed' | 'invalid_transition' },
+): Promise<{ conversation: Conversation; agent: CompiledAgent; now: string; loadMs: number }> {
+  const started = performance.now();
+  const c = await unit.load(q.tenantId, q.agentId, q.id);
+  const loadMs = Math.round((performance.now() - started) * 100) / 100;
+  if (!c || c.erasedAt || (q.userId !== undefined && q.userId !== null && c.userId !== q.userId)) {
+    throw new NotFoundError('conversation_not_found', `No conversation ${q.id}`);
+  }
+  const agent = await deps.agents.compiledVersion(q.tenantId, c.agentId, c.agentVersion);
+  const now = iso(deps.clock.now());
+  // The abandonment is its own committed write: answering 409 afterwards does not undo it.
+  if (q.closedCode && (await abandonIfDue(c, agent, unit, now, q.requestId))) {
+    throw new ConflictError(q.closedCode, 'The conversation was abandoned for inactivity');
+  }
+  return { conversation: c, agent, now, loadMs };
+}
+
 export interface RetentionPolicy {
   /** Days after which closed conversations are erased, for every tenant (0: never). */
   days: number;
@@ -149,41 +175,32 @@ export class LifecycleService {
     private readonly maxTurns = Number.MAX_SAFE_INTEGER,
   ) {}
 
-  /** Runs `fn` on a conversation of an agent under its lock; 404 when unknown, foreign or erased. */
+  /** Runs `fn` on a conversation of an agent under its lock (see openConversation). */
   private async onConversation<T>(
-    tenantId: string,
-    slug: string,
-    id: string,
+    q: { tenantId: string; slug: string; id: string; requestId: string; closedCode?: 'conversation_closed' | 'invalid_transition' },
     fn: (c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string) => Promise<T>,
   ): Promise<T> {
-    const agentRow = await this.agents.any(tenantId, slug);
-    const out = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
-      const c = await unit.load(tenantId, agentRow.id, id);
-      if (!c || c.erasedAt) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
-      const agent = await this.agents.compiledVersion(tenantId, c.agentId, c.agentVersion);
-      return fn(c, agent, unit, iso(this.clock.now()));
+    const agentRow = await this.agents.any(q.tenantId, q.slug);
+    const out = await this.store.exclusive(`conv:${q.id}`, { tenantId: q.tenantId, id: q.id }, async (unit) => {
+      const { conversation, agent, now } = await openConversation(unit, { agents: this.agents, clock: this.clock }, { ...q, agentId: agentRow.id });
+      return fn(conversation, agent, unit, now);
     });
     return out as T;
   }
 
   async setStatus(tenantId: string, slug: string, id: string, to: ConversationStatus, outcome: string | undefined, requestId: string): Promise<ConversationDetail> {
-    const abandoned = await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
-      // Returned, not thrown: a throw would roll the abandonment back on PostgreSQL.
-      if (await abandonIfDue(c, agent, unit, now, requestId)) return true;
+    await this.onConversation({ tenantId, slug, id, requestId, closedCode: 'invalid_transition' }, async (c, agent, unit, now) => {
       if (!TRANSITIONS[c.status].includes(to)) {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
       }
       const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
       await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId));
-      return false;
     });
-    if (abandoned) throw new ConflictError('invalid_transition', 'The conversation was abandoned for inactivity');
     return this.detail(tenantId, slug, id);
   }
 
   async operatorMessage(tenantId: string, slug: string, id: string, message: string, author: string | undefined, requestId: string): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
-    const result = await this.onConversation(tenantId, slug, id, async (c, agent, unit, now) => {
-      if (await abandonIfDue(c, agent, unit, now, requestId)) return null;
+    return this.onConversation({ tenantId, slug, id, requestId, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
@@ -210,12 +227,10 @@ export class LifecycleService {
         turn: { role: 'agent' as const, message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
       };
     });
-    if (!result) throw new ConflictError('conversation_closed', 'The conversation was abandoned for inactivity');
-    return result;
   }
 
-  async erase(tenantId: string, slug: string, id: string): Promise<void> {
-    await this.onConversation(tenantId, slug, id, (c, _agent, unit, now) => unit.erase(c, now));
+  async erase(tenantId: string, slug: string, id: string, requestId = 'erasure'): Promise<void> {
+    await this.onConversation({ tenantId, slug, id, requestId }, (c, _agent, unit, now) => unit.erase(c, now));
   }
 
   /** Erases every conversation of one end user of a tenant, across agents. */
