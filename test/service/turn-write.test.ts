@@ -57,7 +57,7 @@ describe('the write of a converse call', () => {
     const last = write.audit.at(-1)!;
     expect(last.type).toBe('turn_timing');
     expect(last.data).toEqual({ ...timing, turns: write.turns.map((t) => ({ index: t.idx, hash: turnHash('c1', t) })) });
-    expect(write.events.map((e) => e.type)).toEqual(['turn.created', 'turn.created', 'phase.changed', 'status.changed', 'status.changed']);
+    expect(write.events!.map((e) => e.type)).toEqual(['turn.created', 'turn.created', 'phase.changed', 'status.changed', 'status.changed']);
     expect(write.webhooks).toHaveLength(1);
     expect(write.webhooks![0]).toMatchObject({ event: 'conversation.completed', url: 'https://hooks.example.com/h' });
     expect(write.idempotency).toEqual({ agentId: AGENT_ID, key: 'k', requestHash: 'h', response });

@@ -72,7 +72,7 @@ export function validationProblems(err: RequestValidationError): FieldProblem[] 
 }
 
 /** Errors of body-parser, by its `type` field. */
-function bodyParserProblem(err: any): [number, ProblemCode, string] | null {
+function bodyParserProblem(err: { type?: string; limit?: number } | null | undefined): [number, ProblemCode, string] | null {
   switch (err?.type) {
     case 'entity.parse.failed':
       return [400, 'validation_error', 'The body is not valid JSON'];

@@ -5,6 +5,8 @@ import type { ApiKey, Scope } from '@switchboard/contract';
 import { NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { Database } from '../store/db.js';
+import { KeyStore } from '../store/key-store.js';
+import type { ApiKeyTableRow } from '../store/rows.js';
 
 const KEY = /^sbk_([0-9a-f]{32})_([A-Za-z0-9_-]{43})$/;
 const hashOf = (secret: string) => createHash('sha256').update(secret).digest();
@@ -17,7 +19,7 @@ export interface KeyPrincipal {
   scopes: Scope[];
 }
 
-const toApi = (r: any): ApiKey => ({
+const toApi = (r: Pick<ApiKeyTableRow, 'id' | 'name' | 'prefix' | 'scopes' | 'created_at' | 'revoked_at'>): ApiKey => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
@@ -27,16 +29,20 @@ const toApi = (r: any): ApiKey => ({
 });
 
 export class KeyService {
+  private readonly store: KeyStore;
+
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.store = new KeyStore(db);
+  }
 
   async create(tenantId: string, scopes: Scope[], name?: string): Promise<ApiKey & { key: string }> {
     const id = randomUUID();
     const secret = randomBytes(32).toString('base64url');
     const key = `sbk_${id.replace(/-/g, '')}_${secret}`;
-    const row = {
+    const row: ApiKeyTableRow = {
       id,
       tenant_id: tenantId,
       name: name ?? null,
@@ -46,25 +52,21 @@ export class KeyService {
       created_at: iso(this.clock.now()),
       revoked_at: null,
     };
-    await this.db.knex('api_keys').insert(row);
+    await this.store.insert(row);
     return { ...toApi(row), key };
   }
 
   async list(tenantId: string): Promise<ApiKey[]> {
-    const rows = await this.db.knex('api_keys').where({ tenant_id: tenantId }).orderBy('created_at', 'desc');
-    return rows.map(toApi);
+    return (await this.store.list(tenantId)).map(toApi);
   }
 
   async revoke(tenantId: string, id: string): Promise<void> {
-    const n = await this.db.knex('api_keys').where({ tenant_id: tenantId, id }).whereNull('revoked_at').update({ revoked_at: iso(this.clock.now()) });
-    if (!n) throw new NotFoundError('not_found', `No active key ${id}`);
+    if (!(await this.store.revoke(tenantId, id, iso(this.clock.now())))) throw new NotFoundError('not_found', `No active key ${id}`);
   }
 
   /** Of these key ids, the ones that are revoked (or gone). */
   async revokedAmong(ids: string[]): Promise<string[]> {
-    if (!ids.length) return [];
-    const live = await this.db.knex('api_keys').whereIn('id', ids).whereNull('revoked_at').select('id');
-    const alive = new Set(live.map((r) => r.id as string));
+    const alive = new Set(await this.store.active(ids));
     return ids.filter((id) => !alive.has(id));
   }
 
@@ -73,7 +75,7 @@ export class KeyService {
     const m = KEY.exec(presented);
     if (!m) return null;
     const id = `${m[1].slice(0, 8)}-${m[1].slice(8, 12)}-${m[1].slice(12, 16)}-${m[1].slice(16, 20)}-${m[1].slice(20)}`;
-    const row = await this.db.knex('api_keys').where({ id }).first();
+    const row = await this.store.byId(id);
     const expected = row ? Buffer.from(row.secret_hash, 'hex') : DECOY;
     const matches = timingSafeEqual(expected, hashOf(m[2]));
     if (!row || !matches || row.revoked_at) return null;

@@ -9,6 +9,7 @@ import { BlockedAddressError } from '../actions/ssrf.js';
 import type { SecretService } from './secrets.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { Database } from '../store/db.js';
+import { WebhookStore, type DeliveryRow } from '../store/webhook-store.js';
 
 /** Seconds to wait after the 1st, 2nd, … failed attempt; about 40 hours in all, then the delivery fails. */
 export const BACKOFF_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 43_200, 43_200];
@@ -23,15 +24,6 @@ export interface WebhookOptions {
   timeoutMs?: number;
 }
 
-interface DeliveryRow {
-  id: string;
-  tenant_id: string;
-  conversation_id: string;
-  url: string;
-  secret_name: string | null;
-  payload: string;
-  attempts: number;
-}
 
 type Outcome = 'delivered' | 'retried' | 'failed';
 
@@ -43,6 +35,7 @@ type Outcome = 'delivered' | 'retried' | 'failed';
  */
 export class WebhookDispatcher {
   private readonly dispatchers: DispatcherPool;
+  private readonly store: WebhookStore;
   private readonly inFlight = new Map<string, { tenant: string; done: Promise<Outcome> }>();
   private readonly perTenant = new Map<string, number>();
   private ticking: Promise<number> | null = null;
@@ -52,12 +45,13 @@ export class WebhookDispatcher {
   private readonly timeoutMs: number;
 
   constructor(
-    private readonly db: Database,
+    db: Database,
     private readonly clock: Clock,
     private readonly opts: WebhookOptions,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
   ) {
     this.dispatchers = new DispatcherPool(opts.allowedHosts);
+    this.store = new WebhookStore(db);
     this.total = opts.concurrency?.total ?? 16;
     this.tenantShare = opts.concurrency?.perTenant ?? 4;
     this.timeoutMs = opts.timeoutMs ?? 10_000;
@@ -122,26 +116,7 @@ export class WebhookDispatcher {
    */
   private async claim(room: number): Promise<DeliveryRow[]> {
     const now = iso(this.clock.now());
-    const knex = this.db.knex;
-    const ranked = knex('webhook_deliveries as d')
-      .where('d.status', 'pending')
-      .andWhere('d.next_attempt_at', '<=', now)
-      .whereNotExists((sub) =>
-        sub
-          .select(knex.raw('1'))
-          .from('webhook_deliveries as e')
-          .whereRaw('e.conversation_id = d.conversation_id')
-          .andWhereRaw('e.url = d.url')
-          .andWhere('e.status', 'pending')
-          .andWhereRaw('e.seq < d.seq'),
-      )
-      .select('d.id', 'd.tenant_id', 'd.next_attempt_at', knex.raw('row_number() over (partition by d.tenant_id order by d.next_attempt_at, d.seq) as rn'));
-    const candidates = (await knex
-      .from(ranked.as('r'))
-      .where('r.rn', '<=', this.tenantShare)
-      .orderBy('r.next_attempt_at')
-      .limit(room + this.inFlight.size + this.tenantShare)
-      .select('r.id', 'r.tenant_id')) as { id: string; tenant_id: string }[];
+    const candidates = await this.store.dueCandidates(now, this.tenantShare, room + this.inFlight.size + this.tenantShare);
     const busy = new Map(this.perTenant);
     const picked: string[] = [];
     for (const c of candidates) {
@@ -155,13 +130,7 @@ export class WebhookDispatcher {
     if (!picked.length) return [];
     // The claim: only rows still due move, so of two processes only one gets each.
     const until = iso(new Date(this.clock.now().getTime() + this.timeoutMs * 2 + 30_000));
-    const claimed = (await knex('webhook_deliveries')
-      .whereIn('id', picked)
-      .andWhere('status', 'pending')
-      .andWhere('next_attempt_at', '<=', now)
-      .update({ next_attempt_at: until })
-      .returning(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts'])) as DeliveryRow[];
-    return claimed;
+    return this.store.claim(picked, now, until);
   }
 
   private async attempt(row: DeliveryRow): Promise<Outcome> {
@@ -212,10 +181,7 @@ export class WebhookDispatcher {
       outcome = 'retried';
       update = { next_attempt_at: iso(new Date(sentAt.getTime() + BACKOFF_SECONDS[attempt - 1] * 1000)) };
     }
-    await this.db.knex.transaction(async (trx) => {
-      await trx('webhook_attempts').insert({ delivery_id: row.id, attempt, tenant_id: row.tenant_id, at, status, error, duration_ms: durationMs });
-      await trx('webhook_deliveries').where({ id: row.id }).update({ ...update, attempts: attempt, last_status: status, last_error: error });
-    });
+    await this.store.recordAttempt(row, { attempt, at, status, error, durationMs, update });
     if (outcome !== 'delivered') this.log.warn({ delivery: row.id, tenant: row.tenant_id, attempt, status, error, outcome }, 'webhook delivery failed');
     return outcome;
   }

@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation, type Database } from './db.js';
+import type { AgentTableRow } from './rows.js';
 
 export interface AgentRow {
   id: string;
@@ -21,7 +22,7 @@ export interface AgentVersionRow {
   createdAt: string;
 }
 
-const toAgent = (r: any): AgentRow => ({
+const toAgent = (r: AgentTableRow): AgentRow => ({
   id: r.id,
   tenantId: r.tenant_id,
   slug: r.slug,

@@ -8,6 +8,10 @@ import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDr
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { UnavailableError } from '../errors.js';
 import { isUniqueViolation, type Database } from './db.js';
+import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
+import { EventLog, type EventPosition } from './event-log.js';
+
+export { parseEventId, type EventPosition } from './event-log.js';
 import { sqliteParams, type HotStatements, type SqliteHotPath } from './sqlite-hot-path.js';
 import { dataHash, entryHash, verifyChain, type ChainReport } from '../lib/audit-chain.js';
 
@@ -55,13 +59,11 @@ export class ConcurrentUpdateError extends UnavailableError {
   }
 }
 
-/** The PostgreSQL channel on which a commit with new events names its conversation (migration 005's trigger sends on it). */
-export const EVENTS_CHANNEL = 'switchboard_events';
 export class DuplicateIdempotencyKeyError extends Error {}
 
 const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
 
-function rowToConversation(r: any): Conversation {
+function rowToConversation(r: ConversationTableRow): Conversation {
   return {
     id: r.id,
     tenantId: r.tenant_id,
@@ -117,7 +119,7 @@ function conversationToRow(c: Conversation) {
   };
 }
 
-function rowToTurn(r: any): TurnRow {
+function rowToTurn(r: TurnTableRow): TurnRow {
   return {
     idx: Number(r.idx),
     role: r.role,
@@ -129,7 +131,7 @@ function rowToTurn(r: any): TurnRow {
   };
 }
 
-function rowToAudit(r: any): AuditRow {
+function rowToAudit(r: AuditTableRow): AuditRow {
   return {
     id: r.id,
     conversationId: r.conversation_id,
@@ -216,17 +218,6 @@ function eventRows(w: TurnWrite): { rows: Record<string, unknown>[]; seq: number
   };
 }
 
-/** Where a reader of a conversation's events stands: after event `index` of its event row `row`. */
-export interface EventPosition {
-  row: number;
-  index: number;
-}
-
-export function parseEventId(id: string): EventPosition {
-  const [row, index] = id.split('-').map(Number);
-  return { row, index: index ?? Number.MAX_SAFE_INTEGER };
-}
-
 /** A conversation `exclusive` works on: its tenant and id. */
 export interface ConversationRef {
   tenantId: string;
@@ -253,17 +244,13 @@ function webhookRows(w: TurnWrite) {
 
 /** How long a waiter sleeps between looks at a busy conversation when no release notice comes. */
 const LEASE_POLL_MS = 250;
-export const LEASES_CHANNEL = 'switchboard_leases';
 
 export class ConversationStore {
   private readonly knex: Knex;
   private readonly locks = new KeyedLock();
   private readonly hot: SqliteHotPath | null;
-  /** Emits 'event' with a conversation id whenever events of that conversation were committed, by any process. */
-  readonly changes = new EventEmitter();
-  /** Emits a conversation id when another process released its lease (PostgreSQL). */
-  private readonly released = new EventEmitter();
-  private listener: { stop(): Promise<void> } | null = null;
+  /** The events committed with conversations, and the notices of other processes' commits and releases. */
+  readonly eventLog: EventLog;
 
   constructor(
     private readonly db: Database,
@@ -271,7 +258,28 @@ export class ConversationStore {
   ) {
     this.knex = db.knex;
     this.hot = db.hot;
-    this.released.setMaxListeners(0);
+    this.eventLog = new EventLog(db);
+  }
+
+  /** Emits 'event' with a conversation id whenever events of that conversation were committed, by any process. */
+  get changes(): EventEmitter {
+    return this.eventLog.changes;
+  }
+
+  listen(log: { warn(o: object, m: string): void }): Promise<void> {
+    return this.eventLog.listen(log);
+  }
+
+  stopListening(): Promise<void> {
+    return this.eventLog.stopListening();
+  }
+
+  events(...args: Parameters<EventLog['events']>) {
+    return this.eventLog.events(...args);
+  }
+
+  lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
+    return this.eventLog.lastEventPosition(tenantId, conversationId);
   }
 
   /**
@@ -353,14 +361,14 @@ export class ConversationStore {
       const done = (released: string) => {
         if (released !== id) return;
         clearTimeout(timer);
-        this.released.off('released', done);
+        this.eventLog.released.off('released', done);
         resolve();
       };
       const timer = setTimeout(() => {
-        this.released.off('released', done);
+        this.eventLog.released.off('released', done);
         resolve();
       }, ms);
-      this.released.on('released', done);
+      this.eventLog.released.on('released', done);
     });
   }
 
@@ -368,7 +376,7 @@ export class ConversationStore {
     const hot = this.hot;
     const afterCommit = (w: TurnWrite) => {
       // On PostgreSQL the listener hears pg_notify; here the commit itself tells this process.
-      if (this.db.dialect === 'sqlite' && w.events?.length) this.changes.emit('event', w.conversation.id);
+      if (this.db.dialect === 'sqlite' && w.events?.length) this.eventLog.changes.emit('event', w.conversation.id);
     };
     const erase = async (c: Conversation, now: string) => {
       await this.knex.transaction((trx) => this.eraseRows(trx, c, now, lease));
@@ -575,70 +583,6 @@ export class ConversationStore {
     if (type) q.andWhere('type', type);
     const rows = await q.orderBy('sequence', 'asc').limit(limit);
     return rows.map(rowToAudit);
-  }
-
-  /** On PostgreSQL, LISTENs for other processes' commits (reconnecting when the connection drops). */
-  async listen(log: { warn(o: object, m: string): void }): Promise<void> {
-    if (this.db.dialect !== 'postgres' || this.listener) return;
-    this.changes.setMaxListeners(0);
-    let stopped = false;
-    let client: any = null;
-    const client_ = this.knex.client as { acquireRawConnection(): Promise<any>; destroyRawConnection(c: any): Promise<void> };
-    const connect = async (): Promise<void> => {
-      if (stopped) return;
-      try {
-        client = await client_.acquireRawConnection();
-        client.on('notification', (msg: { channel?: string; payload?: string }) => {
-          if (!msg.payload) return;
-          if (msg.channel === LEASES_CHANNEL) this.released.emit('released', msg.payload);
-          else this.changes.emit('event', msg.payload);
-        });
-        client.on('error', (err: Error) => {
-          log.warn({ err }, 'event listener connection lost; reconnecting');
-          client = null;
-          setTimeout(() => void connect(), 1000).unref();
-        });
-        await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${LEASES_CHANNEL}`);
-      } catch (err) {
-        log.warn({ err }, 'event listener could not connect; retrying');
-        setTimeout(() => void connect(), 1000).unref();
-      }
-    };
-    await connect();
-    this.listener = {
-      stop: async () => {
-        stopped = true;
-        if (client) await client_.destroyRawConnection(client).catch(() => undefined);
-      },
-    };
-  }
-
-  async stopListening(): Promise<void> {
-    await this.listener?.stop();
-    this.listener = null;
-  }
-
-  /** Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per conversation). */
-  async events(tenantId: string, conversationId: string, after: EventPosition, limit = 100): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
-    const rows = await this.knex('conversation_events')
-      .where({ tenant_id: tenantId, conversation_id: conversationId })
-      .andWhere('seq', '>=', after.row)
-      .orderBy('seq', 'asc')
-      .limit(limit);
-    const out: { id: string; position: EventPosition; type: string; data: unknown }[] = [];
-    for (const r of rows) {
-      const row = Number(r.seq);
-      (JSON.parse(r.events) as { type: string; data: unknown }[]).forEach((e, index) => {
-        if (row > after.row || index > after.index) out.push({ id: `${row}-${index}`, position: { row, index }, type: e.type, data: e.data });
-      });
-    }
-    return out;
-  }
-
-  /** The position after a conversation's newest event. */
-  async lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
-    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'seq' }).first();
-    return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
   }
 
   /** Conversations whose inactivity deadline has passed, oldest deadline first. */

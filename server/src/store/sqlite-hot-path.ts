@@ -3,6 +3,7 @@
 // and prepares every statement anew; on a converse call that was about half of the server's CPU
 // time (docs/performance.md), so the few statements of that path are kept prepared here.
 import type { Knex } from 'knex';
+import { withPooledConnection } from './knex-adapter.js';
 
 type Params = Record<string, unknown>;
 
@@ -58,19 +59,15 @@ export class SqliteHotPath {
   constructor(private readonly knex: Knex) {}
 
   /** Runs `fn` synchronously on a pooled connection with its prepared statements. */
-  async run<T>(fn: (s: HotStatements, conn: Connection) => T): Promise<T> {
-    const client = this.knex.client as { acquireConnection(): Promise<Connection>; releaseConnection(c: Connection): Promise<unknown> };
-    const conn = await client.acquireConnection();
-    try {
+  run<T>(fn: (s: HotStatements, conn: Connection) => T): Promise<T> {
+    return withPooledConnection(this.knex, (conn: Connection) => {
       let s = this.prepared.get(conn);
       if (!s) {
         s = prepareAll(conn);
         this.prepared.set(conn, s);
       }
       return fn(s, conn);
-    } finally {
-      await client.releaseConnection(conn);
-    }
+    });
   }
 }
 

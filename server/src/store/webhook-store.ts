@@ -2,6 +2,69 @@
 // Every query filters by tenant_id.
 import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import type { Database } from './db.js';
+
+/** A delivery as the dispatcher attempts it. */
+export interface DeliveryRow {
+  id: string;
+  tenant_id: string;
+  conversation_id: string;
+  url: string;
+  secret_name: string | null;
+  payload: string;
+  attempts: number;
+}
+
+/** The outbox as the dispatcher works it: due deliveries, claims, attempts. */
+export class WebhookStore {
+  private readonly knex: Knex;
+  constructor(db: Database) {
+    this.knex = db.knex;
+  }
+
+  /**
+   * Due deliveries that have no earlier pending one for their conversation and URL, at most
+   * `perTenant` of each tenant, oldest due first.
+   */
+  async dueCandidates(now: string, perTenant: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+    const knex = this.knex;
+    const ranked = knex('webhook_deliveries as d')
+      .where('d.status', 'pending')
+      .andWhere('d.next_attempt_at', '<=', now)
+      .whereNotExists((sub) =>
+        sub
+          .select(knex.raw('1'))
+          .from('webhook_deliveries as e')
+          .whereRaw('e.conversation_id = d.conversation_id')
+          .andWhereRaw('e.url = d.url')
+          .andWhere('e.status', 'pending')
+          .andWhereRaw('e.seq < d.seq'),
+      )
+      .select('d.id', 'd.tenant_id', 'd.next_attempt_at', knex.raw('row_number() over (partition by d.tenant_id order by d.next_attempt_at, d.seq) as rn'));
+    return knex.from(ranked.as('r')).where('r.rn', '<=', perTenant).orderBy('r.next_attempt_at').limit(limit).select('r.id', 'r.tenant_id');
+  }
+
+  /** Claims deliveries by moving their next attempt to `until`: only rows still due move, so of two processes one gets each. */
+  async claim(ids: string[], now: string, until: string): Promise<DeliveryRow[]> {
+    return (await this.knex('webhook_deliveries')
+      .whereIn('id', ids)
+      .andWhere('status', 'pending')
+      .andWhere('next_attempt_at', '<=', now)
+      .update({ next_attempt_at: until })
+      .returning(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts'])) as DeliveryRow[];
+  }
+
+  /** Records one attempt and the delivery's new state together. */
+  async recordAttempt(
+    row: DeliveryRow,
+    a: { attempt: number; at: string; status: number | null; error: string | null; durationMs: number; update: Record<string, unknown> },
+  ): Promise<void> {
+    await this.knex.transaction(async (trx) => {
+      await trx('webhook_attempts').insert({ delivery_id: row.id, attempt: a.attempt, tenant_id: row.tenant_id, at: a.at, status: a.status, error: a.error, duration_ms: a.durationMs });
+      await trx('webhook_deliveries').where({ id: row.id }).update({ ...a.update, attempts: a.attempt, last_status: a.status, last_error: a.error });
+    });
+  }
+}
 
 /** An agent's deliveries, newest first, each with its attempts, a page at a time. */
 export async function listDeliveries(

@@ -1,9 +1,10 @@
 // PostgreSQL: announce new events from a trigger (delivered on commit), which saves the converse
 // path the round trip of its own pg_notify. SQLite has no NOTIFY; its process announces itself.
 import type { Knex } from 'knex';
+import { isPostgres } from '../knex-adapter.js';
 
 export async function up(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'pg') return;
+  if (!isPostgres(knex)) return;
   await knex.raw(`
     create function switchboard_notify_event() returns trigger language plpgsql as $$
     begin
@@ -14,7 +15,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  if (knex.client.config.client !== 'pg') return;
+  if (!isPostgres(knex)) return;
   await knex.raw('drop trigger if exists conversation_events_notify on conversation_events');
   await knex.raw('drop function if exists switchboard_notify_event()');
 }

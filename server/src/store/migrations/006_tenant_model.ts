@@ -2,6 +2,7 @@
 // across an outbound call), per-conversation event numbers, and erasure recorded outside an
 // audit entry's data so that only a real erasure can exempt it from the hash check.
 import type { Knex } from 'knex';
+import { isPostgres } from '../knex-adapter.js';
 
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('tenant_secrets', (t) => {
@@ -37,7 +38,7 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('conversation_events', (t) => {
     t.unique(['conversation_id', 'seq'], { indexName: 'conversation_events_seq_idx' });
   });
-  if (knex.client.config.client === 'pg') {
+  if (isPostgres(knex)) {
     // Wakes servers waiting for a conversation another server was answering.
     await knex.raw(`
       create function switchboard_notify_lease() returns trigger language plpgsql as $$
@@ -53,7 +54,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  if (knex.client.config.client === 'pg') {
+  if (isPostgres(knex)) {
     await knex.raw('drop trigger if exists conversations_lease_released on conversations');
     await knex.raw('drop function if exists switchboard_notify_lease()');
   }

@@ -1,0 +1,102 @@
+// The event log behind server-sent events: one row per write (numbered per conversation), read
+// after a position; and, on PostgreSQL, the LISTEN connection that hears other processes'
+// commits (new events, released conversation leases) and re-emits them in this process.
+import { EventEmitter } from 'node:events';
+import type { Knex } from 'knex';
+import type { Database } from './db.js';
+import { rawConnection, type RawPgConnection } from './knex-adapter.js';
+
+/** The channel on which a commit with new events names its conversation (migration 005's trigger). */
+export const EVENTS_CHANNEL = 'switchboard_events';
+/** The channel on which a released conversation lease names its conversation (migration 006's trigger). */
+export const LEASES_CHANNEL = 'switchboard_leases';
+
+/** Where a reader of a conversation's events stands: after event `index` of its event row `row`. */
+export interface EventPosition {
+  row: number;
+  index: number;
+}
+
+export function parseEventId(id: string): EventPosition {
+  const [row, index] = id.split('-').map(Number);
+  return { row, index: index ?? Number.MAX_SAFE_INTEGER };
+}
+
+export class EventLog {
+  private readonly knex: Knex;
+  /** Emits 'event' with a conversation id whenever events of that conversation were committed, by any process. */
+  readonly changes = new EventEmitter();
+  /** Emits 'released' with a conversation id when another process released its lease (PostgreSQL). */
+  readonly released = new EventEmitter();
+  private listener: { stop(): Promise<void> } | null = null;
+
+  constructor(private readonly db: Database) {
+    this.knex = db.knex;
+    this.changes.setMaxListeners(0);
+    this.released.setMaxListeners(0);
+  }
+
+  /** On PostgreSQL, LISTENs for other processes' commits (reconnecting when the connection drops). */
+  async listen(log: { warn(o: object, m: string): void }): Promise<void> {
+    if (this.db.dialect !== 'postgres' || this.listener) return;
+    this.changes.setMaxListeners(0);
+    let stopped = false;
+    let client: RawPgConnection | null = null;
+    const connect = async (): Promise<void> => {
+      if (stopped) return;
+      try {
+        client = await rawConnection(this.knex).acquire();
+        client!.on('notification', (msg: { channel?: string; payload?: string }) => {
+          if (!msg.payload) return;
+          if (msg.channel === LEASES_CHANNEL) this.released.emit('released', msg.payload);
+          else this.changes.emit('event', msg.payload);
+        });
+        client!.on('error', (err: Error) => {
+          log.warn({ err }, 'event listener connection lost; reconnecting');
+          client = null;
+          setTimeout(() => void connect(), 1000).unref();
+        });
+        await client!.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${LEASES_CHANNEL}`);
+      } catch (err) {
+        log.warn({ err }, 'event listener could not connect; retrying');
+        setTimeout(() => void connect(), 1000).unref();
+      }
+    };
+    await connect();
+    this.listener = {
+      stop: async () => {
+        stopped = true;
+        if (client) await rawConnection(this.knex).destroy(client).catch(() => undefined);
+      },
+    };
+  }
+
+  async stopListening(): Promise<void> {
+    await this.listener?.stop();
+    this.listener = null;
+  }
+
+  /** Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per conversation). */
+  async events(tenantId: string, conversationId: string, after: EventPosition, limit = 100): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
+    const rows = await this.knex('conversation_events')
+      .where({ tenant_id: tenantId, conversation_id: conversationId })
+      .andWhere('seq', '>=', after.row)
+      .orderBy('seq', 'asc')
+      .limit(limit);
+    const out: { id: string; position: EventPosition; type: string; data: unknown }[] = [];
+    for (const r of rows) {
+      const row = Number(r.seq);
+      (JSON.parse(r.events) as { type: string; data: unknown }[]).forEach((e, index) => {
+        if (row > after.row || index > after.index) out.push({ id: `${row}-${index}`, position: { row, index }, type: e.type, data: e.data });
+      });
+    }
+    return out;
+  }
+
+  /** The position after a conversation's newest event. */
+  async lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
+    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'seq' }).first();
+    return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
+  }
+
+}

@@ -1,0 +1,30 @@
+// Every use of Knex internals, in one place: a raw PostgreSQL connection outside the pool (for
+// LISTEN), a pooled connection held for synchronous prepared statements (the SQLite hot path),
+// and which client a migration runs on. Knex documents none of these as public API.
+import type { Knex } from 'knex';
+
+/** A pg client as Knex's raw connection hands it out. */
+export interface RawPgConnection {
+  on(event: 'notification', fn: (msg: { channel?: string; payload?: string }) => void): void;
+  on(event: 'error', fn: (err: Error) => void): void;
+  query(sql: string): Promise<unknown>;
+}
+
+export function rawConnection(knex: Knex): { acquire(): Promise<RawPgConnection>; destroy(c: RawPgConnection): Promise<void> } {
+  const client = knex.client as { acquireRawConnection(): Promise<RawPgConnection>; destroyRawConnection(c: RawPgConnection): Promise<void> };
+  return { acquire: () => client.acquireRawConnection(), destroy: (c) => client.destroyRawConnection(c) };
+}
+
+/** Runs `fn` with a connection from Knex's pool, released afterwards. */
+export async function withPooledConnection<C, T>(knex: Knex, fn: (conn: C) => T | Promise<T>): Promise<T> {
+  const client = knex.client as { acquireConnection(): Promise<C>; releaseConnection(c: C): Promise<unknown> };
+  const conn = await client.acquireConnection();
+  try {
+    return await fn(conn);
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
+/** Whether a migration runs on PostgreSQL. */
+export const isPostgres = (knex: Knex) => knex.client.config.client === 'pg';
