@@ -93,3 +93,13 @@ export interface AuditRow extends AuditDraft {
   requestId: string;
   hash: string | null;
 }
+
+/** What erasure keeps of a conversation's records (decided in service/erasure.ts, applied by the store). */
+export interface ErasureRules {
+  /** Audit entry types whose data carries something of the person. */
+  auditTypes: AuditType[];
+  /** What an entry of one of those types keeps. */
+  skeleton(type: AuditType, data: Record<string, any>): Record<string, unknown>;
+  /** What a webhook payload keeps. */
+  webhookPayload(payload: Record<string, any>): Record<string, unknown>;
+}

@@ -8,6 +8,7 @@ import type { CompiledAgent } from '../engine/compile.js';
 import { ConflictError, LimitError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { turnHash } from '../lib/audit-chain.js';
+import { ERASURE } from './erasure.js';
 import type { ConversationStore, ConversationUnit, TurnWrite } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 
@@ -230,7 +231,7 @@ export class LifecycleService {
   }
 
   async erase(tenantId: string, slug: string, id: string, requestId = 'erasure'): Promise<void> {
-    await this.onConversation({ tenantId, slug, id, requestId }, (c, _agent, unit, now) => unit.erase(c, now));
+    await this.onConversation({ tenantId, slug, id, requestId }, (c, _agent, unit, now) => unit.erase(c, now, ERASURE));
   }
 
   /** Erases every conversation of one end user of a tenant, across agents. */
@@ -240,7 +241,7 @@ export class LifecycleService {
       const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
         const c = await unit.load(tenantId, null, id);
         if (!c || c.erasedAt || c.userId !== userId) return false;
-        await unit.erase(c, iso(this.clock.now()));
+        await unit.erase(c, iso(this.clock.now()), ERASURE);
         return true;
       });
       if (done) n++;
@@ -282,7 +283,7 @@ export class LifecycleService {
           async (unit) => {
             const c = await unit.load(due.tenantId, null, due.id);
             if (!c || c.erasedAt || c.updatedAt >= before) return false;
-            await unit.erase(c, iso(this.clock.now()));
+            await unit.erase(c, iso(this.clock.now()), ERASURE);
             return true;
           },
           { skipIfBusy: true },

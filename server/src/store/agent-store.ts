@@ -34,11 +34,11 @@ const toAgent = (r: AgentTableRow): AgentRow => ({
 
 export class AgentStore {
   private readonly knex: Knex;
-  private readonly dialect: Database['dialect'];
+  private readonly adapter: Database['adapter'];
   private readonly hot: Database['hot'];
   constructor(db: Database) {
     this.knex = db.knex;
-    this.dialect = db.dialect;
+    this.adapter = db.adapter;
     this.hot = db.hot;
   }
 
@@ -80,7 +80,7 @@ export class AgentStore {
   private async putOnce(tenantId: string, slug: string, definition: unknown, digest: string, now: string): Promise<{ agent: AgentRow; changed: boolean }> {
     return this.knex.transaction(async (trx) => {
       const q = trx('agents').where({ tenant_id: tenantId, slug }).first();
-      const existing = this.dialect === 'postgres' ? await q.forUpdate() : await q;
+      const existing = await this.adapter.forUpdate(q);
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });

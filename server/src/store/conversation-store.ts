@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus, Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
+import type { AuditDraft, AuditRow, Conversation, ErasureRules, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { UnavailableError } from '../errors.js';
 import { isUniqueViolation, type Database } from './db.js';
@@ -49,7 +49,8 @@ export interface ConversationUnit {
   /** `agentId` null: any agent of the tenant. */
   load(tenantId: string, agentId: string | null, id: string): Promise<Conversation | null>;
   commit(write: TurnWrite): Promise<void>;
-  erase(conversation: Conversation, now: string): Promise<void>;
+  /** Erases what the conversation says about a person, keeping what `rules` say (service/erasure.ts). */
+  erase(conversation: Conversation, now: string, rules: ErasureRules): Promise<void>;
 }
 
 /** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
@@ -293,7 +294,7 @@ export class ConversationStore {
     this.busy++;
     try {
       return await this.locks.run(lockKey, async () => {
-        if (this.db.dialect === 'postgres' && target) return this.withLease(target, fn, opts.skipIfBusy ?? false);
+        if (this.db.adapter.shared && target) return this.withLease(target, fn, opts.skipIfBusy ?? false);
         return fn(this.unit(null));
       });
     } finally {
@@ -375,16 +376,12 @@ export class ConversationStore {
   private unit(lease: { id: string; held: boolean } | null): ConversationUnit {
     const hot = this.hot;
     const afterCommit = (w: TurnWrite) => {
-      // On PostgreSQL the listener hears pg_notify; here the commit itself tells this process.
-      if (this.db.dialect === 'sqlite' && w.events?.length) this.eventLog.changes.emit('event', w.conversation.id);
+      // A shared database announces commits to every process (NOTIFY); otherwise the commit tells this one.
+      if (!this.db.adapter.shared && w.events?.length) this.eventLog.changes.emit('event', w.conversation.id);
     };
-    const erase = async (c: Conversation, now: string) => {
-      await this.knex.transaction((trx) => this.eraseRows(trx, c, now, lease));
+    const erase = async (c: Conversation, now: string, rules: ErasureRules) => {
+      await this.db.adapter.secureErase(this.knex, (trx) => this.eraseRows(trx, { conversation: c, now, rules }, lease));
       if (lease) lease.held = false;
-      if (this.db.dialect === 'sqlite') {
-        // Erased text must not linger in the WAL: copy it into the (zeroed) database file and truncate.
-        await this.knex.raw('pragma wal_checkpoint(TRUNCATE)');
-      }
     };
     if (hot) {
       return {
@@ -420,63 +417,49 @@ export class ConversationStore {
 
   /**
    * Erases what a conversation says about a person: its turns, slots, action results, context,
-   * user id and event log; audit entries keep their skeleton (types, times, capabilities,
-   * outcomes) with request and response bodies, error texts and turn hashes removed, marked
-   * with the erasure time, and a chained `erasure` entry records which entries it reduced.
-   * On SQLite the freed pages are overwritten (secure_delete) rather than left in the file.
+   * user id, event log and idempotency records; audit entries and webhook payloads keep what
+   * the rules say, marked with the erasure time, and a chained `erasure` entry records which
+   * entries it reduced.
+   * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
    */
-  private async eraseRows(trx: Knex.Transaction, c: Conversation, now: string, lease: { id: string } | null): Promise<void> {
-    if (this.db.dialect === 'sqlite') await trx.raw('pragma secure_delete = ON');
-    try {
-      const where = { conversation_id: c.id, tenant_id: c.tenantId };
-      await trx('turns').where(where).delete();
-      await trx('conversation_events').where(where).delete();
-      const audit = await trx('audit_entries').where(where).whereIn('type', ['action_call', 'error', 'turn_timing', 'operator_message']).select('sequence', 'type', 'data');
-      for (const a of audit) {
-        const d = JSON.parse(a.data);
-        const skeleton =
-          a.type === 'action_call'
-            ? { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true }
-            : a.type === 'turn_timing'
-              ? { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true }
-              : a.type === 'operator_message'
-                ? { author: 'erased', turns: [], erased: true }
-                : { code: d.code, message: '', erased: true };
-        await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton), erased_at: now });
-      }
-      const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
-      for (const h of hooks) {
-        const p = JSON.parse(h.payload);
-        if (p?.data) p.data.user_id = null;
-        await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(p) });
-      }
-      await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
-      const record = auditRows({
-        conversation: c,
-        isNew: false,
-        expectedAuditSeq: c.auditSeq,
-        previousAuditHash: c.auditHash,
-        turns: [],
-        audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
-        requestId: `erasure:${now}`,
-      });
-      await trx('audit_entries').insert(record.rows);
-      const n = await trx('conversations')
-        .where({ id: c.id, tenant_id: c.tenantId, audit_seq: c.auditSeq })
-        .update({
-          user_id: null,
-          context: null,
-          state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
-          erased_at: now,
-          updated_at: now,
-          audit_seq: c.auditSeq + 1,
-          audit_hash: record.head,
-          ...(lease ? { lease_id: null, lease_until: null } : {}),
-        });
-      if (n !== 1) throw new ConcurrentUpdateError(`conversation ${c.id} changed underneath its erasure`);
-    } finally {
-      if (this.db.dialect === 'sqlite') await trx.raw('pragma secure_delete = OFF');
+  private async eraseRows(trx: Knex.Transaction, e: { conversation: Conversation; now: string; rules: ErasureRules }, lease: { id: string } | null): Promise<void> {
+    const { conversation: c, now, rules } = e;
+    const where = { conversation_id: c.id, tenant_id: c.tenantId };
+    await trx('turns').where(where).delete();
+    await trx('conversation_events').where(where).delete();
+    const audit = await trx('audit_entries').where(where).whereIn('type', rules.auditTypes).select('sequence', 'type', 'data');
+    for (const a of audit) {
+      const skeleton = rules.skeleton(a.type, JSON.parse(a.data));
+      await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton), erased_at: now });
     }
+    const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
+    for (const h of hooks) {
+      await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload))) });
+    }
+    await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
+    const record = auditRows({
+      conversation: c,
+      isNew: false,
+      expectedAuditSeq: c.auditSeq,
+      previousAuditHash: c.auditHash,
+      turns: [],
+      audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
+      requestId: `erasure:${now}`,
+    });
+    await trx('audit_entries').insert(record.rows);
+    const n = await trx('conversations')
+      .where({ id: c.id, tenant_id: c.tenantId, audit_seq: c.auditSeq })
+      .update({
+        user_id: null,
+        context: null,
+        state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
+        erased_at: now,
+        updated_at: now,
+        audit_seq: c.auditSeq + 1,
+        audit_hash: record.head,
+        ...(lease ? { lease_id: null, lease_until: null } : {}),
+      });
+    if (n !== 1) throw new ConcurrentUpdateError(`conversation ${c.id} changed underneath its erasure`);
   }
 
   private async write(trx: Knex.Transaction, w: TurnWrite, lease: { id: string } | null = null): Promise<void> {

@@ -9,6 +9,7 @@ import * as m004 from './migrations/004_api_keys.js';
 import * as m005 from './migrations/005_event_notify.js';
 import * as m006 from './migrations/006_tenant_model.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
+import { postgresDialect, sqliteDialect, type DialectAdapter } from './dialects.js';
 import { UnavailableError } from '../errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -16,6 +17,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /** Everything that differs between the two databases. */
+  adapter: DialectAdapter;
   /** Prepared statements for the converse path, on SQLite only. */
   hot: SqliteHotPath | null;
   close(): Promise<void>;
@@ -106,7 +109,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
         },
       },
     });
-    return { knex, dialect: 'sqlite', hot: new SqliteHotPath(knex), close: () => knex.destroy() };
+    return { knex, dialect: 'sqlite', adapter: sqliteDialect, hot: new SqliteHotPath(knex), close: () => knex.destroy() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;
@@ -134,7 +137,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
       },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
-    return { knex, dialect: 'postgres', hot: null, close: () => knex.destroy() };
+    return { knex, dialect: 'postgres', adapter: postgresDialect, hot: null, close: () => knex.destroy() };
   }
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }

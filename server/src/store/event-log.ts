@@ -38,7 +38,7 @@ export class EventLog {
 
   /** On PostgreSQL, LISTENs for other processes' commits (reconnecting when the connection drops). */
   async listen(log: { warn(o: object, m: string): void }): Promise<void> {
-    if (this.db.dialect !== 'postgres' || this.listener) return;
+    if (!this.db.adapter.shared || this.listener) return;
     this.changes.setMaxListeners(0);
     let stopped = false;
     let client: RawPgConnection | null = null;

@@ -1,0 +1,24 @@
+// What erasure keeps of a conversation (docs/lifecycle.md, "Erasure and retention"): audit
+// entries keep their skeleton — types, times, capabilities, outcomes, status codes — and lose
+// request and response bodies, error texts and turn hashes; webhook payloads lose the user id.
+// The store applies these rules; this is where they are decided.
+import type { ErasureRules } from '../domain.js';
+
+export const ERASURE: ErasureRules = {
+  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message'],
+  skeleton(type, d) {
+    switch (type) {
+      case 'action_call':
+        return { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true };
+      case 'turn_timing':
+        return { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true };
+      case 'operator_message':
+        return { author: 'erased', turns: [], erased: true };
+      default:
+        return { code: d.code, message: '', erased: true };
+    }
+  },
+  webhookPayload(p) {
+    return p?.data ? { ...p, data: { ...p.data, user_id: null } } : p;
+  },
+};
