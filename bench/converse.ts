@@ -73,7 +73,16 @@ async function main() {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', MAX_TURNS_PER_CONVERSATION: '100000000' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'error',
+      AGENTS_DIR: '',
+      RATE_LIMIT_RPS: '0',
+      MAX_TURNS_PER_CONVERSATION: '100000000',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   try {
@@ -127,9 +136,7 @@ async function main() {
     console.log('\n| workload | req/s | p50 ms | p99 ms | vs /healthz | errors | non-2xx |');
     console.log('|---|---:|---:|---:|---:|---:|---:|');
     for (const r of results) {
-      console.log(
-        `| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${r.errors} | ${r.non2xx} |`,
-      );
+      console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${r.errors} | ${r.non2xx} |`);
     }
     const failed = results.reduce((n, r) => n + r.errors + r.non2xx, 0);
     if (failed) console.log(`\nWARNING: ${failed} requests failed or answered other than 2xx; the figures above are not valid`);

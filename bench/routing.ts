@@ -90,7 +90,9 @@ async function switchboard(): Promise<Row> {
   keepAlive.push(alone);
   if (alone.calibration.threshold !== agent.router.calibration.threshold) throw new Error('training is not deterministic');
   const c = agent.router.calibration;
-  console.log(`  calibration: threshold ${c.threshold}, similarity floor ${c.minSimilarity} (${c.method}); model ~${(agent.router.bytes / 1048576).toFixed(1)} MB of arrays`);
+  console.log(
+    `  calibration: threshold ${c.threshold}, similarity floor ${c.minSimilarity} (${c.method}); model ~${(agent.router.bytes / 1048576).toFixed(1)} MB of arrays`,
+  );
   const row = evaluate(
     `Switchboard (${agent.router.model}, calibrated)`,
     (m) => {

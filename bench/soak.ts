@@ -88,7 +88,13 @@ async function startServer(databaseUrl: string, env: Record<string, string> = {}
   });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
-    if (await fetch(`${base}/readyz`).then((r) => r.ok, () => false)) return { base, proc };
+    if (
+      await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { base, proc };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('server did not start');
@@ -213,7 +219,10 @@ async function noisyTenant(base: string, backend: string, stop: Promise<void>): 
     for (let k = 0; k < 10; k++) {
       const ctl = new AbortController();
       controllers.push(ctl);
-      const res = await fetch(`${base}/api/v1/agents/heavy/conversations/${r.body.conversation_id}/events`, { headers: headers(tenant), signal: ctl.signal }).catch(() => null);
+      const res = await fetch(`${base}/api/v1/agents/heavy/conversations/${r.body.conversation_id}/events`, {
+        headers: headers(tenant),
+        signal: ctl.signal,
+      }).catch(() => null);
       if (res?.status === 200) {
         streams++;
         void res.body?.pipeTo(new WritableStream()).catch(() => undefined);

@@ -24,13 +24,17 @@ try {
 } catch (err) {
   const e = err as { what?: string; portSetting?: string };
   const line =
-    err instanceof ConfigError ? err.message : describeStartupError(err, { databaseUrl: config?.databaseUrl ?? process.env.DATABASE_URL ?? 'sqlite://', what: e.what, portSetting: e.portSetting });
+    err instanceof ConfigError
+      ? err.message
+      : describeStartupError(err, { databaseUrl: config?.databaseUrl ?? process.env.DATABASE_URL ?? 'sqlite://', what: e.what, portSetting: e.portSetting });
   console.error(line ?? err);
   backend?.close();
   process.exit(1);
 }
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);
-console.log(`Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`);
+console.log(
+  `Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`,
+);
 for (const sig of ['SIGTERM', 'SIGINT'] as const) {
   process.once(sig, async () => {
     await running.stop();

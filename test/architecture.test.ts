@@ -33,10 +33,15 @@ const RULES: Rule[] = [
   { layer: 'client/src', forbidden: /^server\/|^@switchboard\/server/, why: 'the client knows only the contract' },
   {
     layer: 'server/src/engine',
-    forbidden: /^server\/src\/(store|service|http|actions|cli|config|services|app|main)|^node:(fs|net|http|https|dns|child_process|worker_threads)|^(knex|pg|better-sqlite3|undici|express)$/,
+    forbidden:
+      /^server\/src\/(store|service|http|actions|cli|config|services|app|main)|^node:(fs|net|http|https|dns|child_process|worker_threads)|^(knex|pg|better-sqlite3|undici|express)$/,
     why: 'the engine is pure: no I/O, no storage, no HTTP',
   },
-  { layer: 'server/src/lib', forbidden: /^server\/src\/(store|service|http|engine|actions|cli)/, why: 'lib holds what everything shares, and depends on none of it' },
+  {
+    layer: 'server/src/lib',
+    forbidden: /^server\/src\/(store|service|http|engine|actions|cli)/,
+    why: 'lib holds what everything shares, and depends on none of it',
+  },
   { layer: 'server/src/store', forbidden: /^server\/src\/(service|http|engine|actions|cli)/, why: 'stores hold queries; they call no service' },
   { layer: 'server/src/service', forbidden: /^server\/src\/(http|cli)/, why: 'services know nothing of HTTP' },
   {

@@ -76,7 +76,10 @@ describe('the example agent', () => {
     const b = await say('Refund', a.conversation_id);
     expect(b.response.phase).toBe('refund_email');
     const c = await say('ana@example.com', a.conversation_id);
-    expect(c.response.options).toEqual([{ label: 'Yes', value: 'yes' }, { label: 'No', value: 'no' }]);
+    expect(c.response.options).toEqual([
+      { label: 'Yes', value: 'yes' },
+      { label: 'No', value: 'no' },
+    ]);
     const d = await say('yes', a.conversation_id);
     expect(d.response.message).toBe('Done: a refund request is open and a confirmation is on its way to ana@example.com.');
   });

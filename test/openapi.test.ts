@@ -47,7 +47,19 @@ describe('openapi.json', () => {
     const text = renderOpenApi();
     expect(text.length).toBeLessThan(200 * 1024);
     const schemas = JSON.parse(text).components.schemas;
-    for (const name of ['Conversation', 'ConversationDetail', 'ConversationSummary', 'Turn', 'Agent', 'AgentDefinition', 'Problem', 'RoutingDecisionEntry', 'ActionCallEntry', 'TurnTimingEntry', 'AuditEntry']) {
+    for (const name of [
+      'Conversation',
+      'ConversationDetail',
+      'ConversationSummary',
+      'Turn',
+      'Agent',
+      'AgentDefinition',
+      'Problem',
+      'RoutingDecisionEntry',
+      'ActionCallEntry',
+      'TurnTimingEntry',
+      'AuditEntry',
+    ]) {
       expect(schemas, name).toHaveProperty(name);
     }
   });
@@ -74,7 +86,13 @@ const wrong: Conversation['status'] = 'lost';
 export { c, r, wrong };
 `,
       );
-      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false }, files: ['app.ts'] }));
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: { strict: true, noEmit: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', skipLibCheck: false },
+          files: ['app.ts'],
+        }),
+      );
       await promisify(execFile)(process.execPath, [join(process.cwd(), 'node_modules/typescript/bin/tsc'), '-p', join(dir, 'tsconfig.json')]).catch((e) => {
         throw new Error(`${e.stdout}${e.stderr}`);
       });

@@ -38,7 +38,11 @@ async function fails(env: Record<string, string>, entry = 'server/src/main.ts'):
   return { code: err.code, stderr: err.stderr };
 }
 
-const oneLine = (s: string) => s.trim().split('\n').filter((l) => !/^npm warn|ExperimentalWarning|--trace-warnings/.test(l));
+const oneLine = (s: string) =>
+  s
+    .trim()
+    .split('\n')
+    .filter((l) => !/^npm warn|ExperimentalWarning|--trace-warnings/.test(l));
 
 describe('start-up failures', () => {
   it('a port in use: one line, what to do, exit 1', async () => {
@@ -46,7 +50,9 @@ describe('start-up failures', () => {
     try {
       const r = await fails({ PORT: String(portOf(busy)) });
       expect(r.code).toBe(1);
-      expect(oneLine(r.stderr)).toEqual([`Switchboard cannot listen on 127.0.0.1:${portOf(busy)}: the port is in use. Stop what listens there, or set PORT to another port.`]);
+      expect(oneLine(r.stderr)).toEqual([
+        `Switchboard cannot listen on 127.0.0.1:${portOf(busy)}: the port is in use. Stop what listens there, or set PORT to another port.`,
+      ]);
     } finally {
       busy.close();
     }
@@ -84,11 +90,17 @@ describe('start-up failures', () => {
         const u = new URL(PG_URL!);
         u.pathname = `/${name}`;
         const port = await freePort();
-        const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], { env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: u.toString(), PORT: String(port) }, stdio: 'ignore' });
+        const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+          env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: u.toString(), PORT: String(port) },
+          stdio: 'ignore',
+        });
         try {
           let ok = false;
           for (let i = 0; i < 150 && !ok; i++) {
-            ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+            ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+              (r) => r.ok,
+              () => false,
+            );
             if (!ok) await new Promise((r) => setTimeout(r, 100));
           }
           expect(ok).toBe(true);
@@ -125,14 +137,20 @@ describe('npm run serve under a process manager', () => {
     const base = `http://127.0.0.1:${port}`;
     let ok = false;
     for (let i = 0; i < 150 && !ok; i++) {
-      ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+      ok = await fetch(`${base}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (!ok) await new Promise((r) => setTimeout(r, 100));
     }
     expect(ok).toBe(true);
     npm.kill('SIGTERM');
     let down = false;
     for (let i = 0; i < 100 && !down; i++) {
-      down = await fetch(`${base}/healthz`).then(() => false, () => true);
+      down = await fetch(`${base}/healthz`).then(
+        () => false,
+        () => true,
+      );
       if (!down) await new Promise((r) => setTimeout(r, 100));
     }
     expect(down).toBe(true);
@@ -149,7 +167,16 @@ describe('agent files at start-up', () => {
     const agents = join(dir, 'agents');
     mkdirSync(agents, { recursive: true });
     writeFileSync(join(agents, 'bot.yaml'), 'name: Bot\ncapabilities:\n  - name: a\n    examples: [hi]\n    phases: [{ id: p, say: "From the file." }]\n');
-    const config = loadConfig({ PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: `sqlite://${join(dir, 'files.db')}`, AGENTS_DIR: agents, AGENTS_TENANT: 'demo', RATE_LIMIT_RPS: '0', SWEEP_INTERVAL_MS: '0', WEBHOOK_INTERVAL_MS: '0' });
+    const config = loadConfig({
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: `sqlite://${join(dir, 'files.db')}`,
+      AGENTS_DIR: agents,
+      AGENTS_TENANT: 'demo',
+      RATE_LIMIT_RPS: '0',
+      SWEEP_INTERVAL_MS: '0',
+      WEBHOOK_INTERVAL_MS: '0',
+    });
     const lines: string[] = [];
     const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
     let running = await start(config, { logger });
@@ -160,6 +187,8 @@ describe('agent files at start-up', () => {
     running = await start(config, { logger });
     await running.stop();
     const warning = lines.map((l) => JSON.parse(l)).find((l) => l.level === 40 && l.slug === 'bot');
-    expect(warning?.msg).toBe(`agent bot: ${join(agents, 'bot.yaml')} differs from the current version 2 and replaces it as version 3 (a version applied by hand is no longer current)`);
+    expect(warning?.msg).toBe(
+      `agent bot: ${join(agents, 'bot.yaml')} differs from the current version 2 and replaces it as version 3 (a version applied by hand is no longer current)`,
+    );
   });
 });

@@ -10,9 +10,7 @@ export const Agent = z
     name: z.string(),
     description: z.string().nullable(),
     version: z.number().int().describe('Current version; every changed definition makes a new one'),
-    capabilities: z.array(
-      z.object({ id: z.string().uuid(), name: z.string(), description: z.string().nullable() }),
-    ),
+    capabilities: z.array(z.object({ id: z.string().uuid(), name: z.string(), description: z.string().nullable() })),
     definition: AgentDefinition,
     created_at: Timestamp,
     updated_at: Timestamp,

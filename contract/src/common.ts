@@ -38,12 +38,7 @@ export const UserHeaders = TenantHeaders.extend({
 });
 
 export const ConverseHeaders = UserHeaders.extend({
-  'idempotency-key': z
-    .string()
-    .min(1)
-    .max(255)
-    .optional()
-    .describe('A retried request with the same key and body returns the stored response'),
+  'idempotency-key': z.string().min(1).max(255).optional().describe('A retried request with the same key and body returns the stored response'),
 });
 
 export const ProblemFieldError = z.object({

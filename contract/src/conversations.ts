@@ -25,9 +25,7 @@ const RecordBase = z.object({
   completed_at: Timestamp.nullable(),
 });
 
-export const ConversationRecord = RecordBase.extend({ turns: z.array(Turn) }).describe(
-  'A conversation with its turns, oldest first',
-);
+export const ConversationRecord = RecordBase.extend({ turns: z.array(Turn) }).describe('A conversation with its turns, oldest first');
 export type ConversationRecord = z.infer<typeof ConversationRecord>;
 
 export const ConversationSummary = RecordBase.extend({
@@ -72,9 +70,7 @@ export type AuditType = z.infer<typeof AuditType>;
 export const RoutingDecisionData = z.object({
   strategy: z.enum(['classifier', 'sticky', 'fallback', 'llm']),
   selected: z.object({ capability: z.string(), capability_id: z.string().uuid(), score: z.number() }),
-  candidates: z.array(
-    z.object({ capability: z.string(), score: z.number(), eligible: z.boolean(), reason: z.string().optional() }),
-  ),
+  candidates: z.array(z.object({ capability: z.string(), score: z.number(), eligible: z.boolean(), reason: z.string().optional() })),
   threshold: z.number().describe("The author's routing.threshold, else the calibrated one"),
   similarity: z.number().optional().describe("Cosine similarity to the best capability's closest example"),
   min_similarity: z.number().optional().describe("The author's routing.min_similarity, else the calibrated one"),

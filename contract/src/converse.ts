@@ -27,11 +27,7 @@ export const ContextEnvelope = z.object({
 export type ContextEnvelope = z.infer<typeof ContextEnvelope>;
 
 export const ConverseRequest = z.object({
-  message: z
-    .string()
-    .trim()
-    .min(1, 'must not be empty')
-    .describe('The user message, trimmed; at most MAX_MESSAGE_CHARS characters (default 4000)'),
+  message: z.string().trim().min(1, 'must not be empty').describe('The user message, trimmed; at most MAX_MESSAGE_CHARS characters (default 4000)'),
   conversation_id: z.string().uuid().optional().describe('Omit to start a conversation; give to continue one'),
   context: ContextEnvelope.optional(),
 });

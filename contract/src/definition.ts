@@ -2,8 +2,14 @@
 // Cross-references (phase ids, action names, templates) are checked by the server's validator.
 import { z } from 'zod';
 
-const Identifier = z.string().regex(/^[a-z][a-z0-9_]*$/, 'must match [a-z][a-z0-9_]*').max(64);
-const PhaseId = z.string().regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'must match [A-Za-z][A-Za-z0-9_-]*').max(64);
+const Identifier = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*$/, 'must match [a-z][a-z0-9_]*')
+  .max(64);
+const PhaseId = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_-]*$/, 'must match [A-Za-z][A-Za-z0-9_-]*')
+  .max(64);
 
 /** A text, or a map of language code to text. */
 export const LocalizedText = z.union([
@@ -60,9 +66,7 @@ export const CapabilityDef = z
   })
   .strict();
 
-const JsonValue: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue), z.record(JsonValue)]),
-);
+const JsonValue: z.ZodType<unknown> = z.lazy(() => z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(JsonValue), z.record(JsonValue)]));
 
 export const HttpActionDef = z
   .object({
@@ -95,7 +99,10 @@ export const AgentDefinition = z
   .object({
     name: z.string().min(1).max(200),
     description: z.string().max(2000).optional(),
-    default_language: z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/).default('en'),
+    default_language: z
+      .string()
+      .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/)
+      .default('en'),
     routing: z
       .object({
         threshold: z.number().min(0).max(1).optional().describe('Lowest probability at which a capability is chosen; calibrated when absent'),

@@ -159,7 +159,7 @@ export const conversationsContract = c.router({
     headers: TenantHeaders,
     body: c.noBody(),
     responses: { 200: Erased.describe("The number of the tenant's conversations with this user that were erased") },
-    summary: "Erase the personal data of every conversation of one end user (GDPR erasure)",
+    summary: 'Erase the personal data of every conversation of one end user (GDPR erasure)',
   },
   listWebhookDeliveries: {
     method: 'GET',

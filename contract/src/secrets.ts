@@ -2,7 +2,10 @@
 import { z } from 'zod';
 import { Timestamp } from './common.js';
 
-export const SecretName = z.string().regex(/^[A-Z0-9_]{1,128}$/, 'must match [A-Z0-9_]{1,128}').describe('Secret name, as templates read it: secrets.NAME');
+export const SecretName = z
+  .string()
+  .regex(/^[A-Z0-9_]{1,128}$/, 'must match [A-Z0-9_]{1,128}')
+  .describe('Secret name, as templates read it: secrets.NAME');
 
 export const PutSecret = z
   .object({

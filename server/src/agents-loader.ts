@@ -62,9 +62,7 @@ export async function agentFiles(dir: string): Promise<string[]> {
   for (const n of names) bySlug.set(basename(n, extname(n)), [...(bySlug.get(basename(n, extname(n))) ?? []), n]);
   const clashes = [...bySlug.entries()].filter(([, files]) => files.length > 1);
   if (clashes.length) {
-    throw new Error(
-      clashes.map(([slug, files]) => `${files.map((f) => join(dir, f)).join(' and ')} both define agent "${slug}": keep one`).join('; '),
-    );
+    throw new Error(clashes.map(([slug, files]) => `${files.map((f) => join(dir, f)).join(' and ')} both define agent "${slug}": keep one`).join('; '));
   }
   return names.map((n) => join(dir, n));
 }

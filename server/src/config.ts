@@ -2,9 +2,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
-const Bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const Bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -21,7 +19,11 @@ const EnvSchema = z.object({
   RENDER_BUDGET_MS: z.coerce.number().int().min(1).max(10_000).default(250),
   RENDER_BUDGET_CHARS: z.coerce.number().int().min(1024).default(1_000_000),
   RENDER_TENANT_MS_PER_SECOND: z.coerce.number().min(1).max(1000).default(100),
-  MAX_REPLY_BYTES: z.coerce.number().int().min(256).default(64 * 1024),
+  MAX_REPLY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(256)
+    .default(64 * 1024),
   TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
   TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
@@ -33,9 +35,21 @@ const EnvSchema = z.object({
   SSE_MAX_PER_TENANT: z.coerce.number().int().min(1).default(500),
   SSE_MAX_PER_CONVERSATION: z.coerce.number().int().min(1).default(10),
   MAX_MESSAGE_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(4000),
-  BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(64 * 1024),
-  AGENT_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).default(10 * 1024 * 1024),
-  ACTION_MAX_RESPONSE_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024),
+  AGENT_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(10 * 1024 * 1024),
+  ACTION_MAX_RESPONSE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(1024 * 1024),
   AGENTS_DIR: z.string().optional(),
   AGENTS_TENANT: z.string().default('demo'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
@@ -48,15 +62,26 @@ const EnvSchema = z.object({
   RATE_LIMIT_BURST: z.coerce.number().int().min(0).default(200),
   REDIS_URL: z.string().optional(),
   MAX_TURNS_PER_CONVERSATION: z.coerce.number().int().min(2).default(1000),
-  MAX_CONTEXT_BYTES: z.coerce.number().int().min(256).default(16 * 1024),
-  MAX_STATE_BYTES: z.coerce.number().int().min(1024).default(256 * 1024),
+  MAX_CONTEXT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(256)
+    .default(16 * 1024),
+  MAX_STATE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(256 * 1024),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).default(30_000),
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
   TENANT_RETENTION_DAYS: z
     .string()
-    .regex(/^(\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)?(,\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)*$/, 'must look like "acme=30,beta=7"')
+    .regex(
+      /^(\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)?(,\s*[A-Za-z0-9][A-Za-z0-9._-]{0,63}\s*=\s*\d+(\.\d+)?\s*)*$/,
+      'must look like "acme=30,beta=7"',
+    )
     .default(''),
 });
 
@@ -133,10 +158,19 @@ const TENANT_OR_ALL = /^(\*|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$/;
 /** `TENANT=host[:port]` entries, comma-separated; `*=host` grants a host to every tenant. */
 function parseHostGrants(raw: string): Record<string, string[]> {
   const grants: Record<string, string[]> = {};
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const eq = entry.indexOf('=');
     const tenant = eq > 0 ? entry.slice(0, eq).trim() : '';
-    const host = eq > 0 ? entry.slice(eq + 1).trim().toLowerCase() : '';
+    const host =
+      eq > 0
+        ? entry
+            .slice(eq + 1)
+            .trim()
+            .toLowerCase()
+        : '';
     if (!TENANT_OR_ALL.test(tenant) || !host) {
       throw new ConfigError(
         `invalid configuration:\n  ACTION_ALLOWED_HOSTS: "${entry}" names no tenant; write TENANT=${eq > 0 ? host || 'HOST' : entry} (or *=${eq > 0 ? host || 'HOST' : entry} to grant it to every tenant)`,
@@ -157,7 +191,10 @@ function parseSecrets(env: NodeJS.ProcessEnv): Record<string, OperatorSecret> {
     if (!k.startsWith(SECRET_PREFIX) || k.endsWith(GRANT_SUFFIX) || v === undefined || k.length === SECRET_PREFIX.length) continue;
     const name = k.slice(SECRET_PREFIX.length);
     const grant = env[`${k}${GRANT_SUFFIX}`] ?? '';
-    const tenants = grant.split(',').map((t) => t.trim()).filter(Boolean);
+    const tenants = grant
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
     const bad = tenants.find((t) => !TENANT_OR_ALL.test(t));
     if (bad) throw new ConfigError(`invalid configuration:\n  ${k}${GRANT_SUFFIX}: "${bad}" is not a tenant id (or *)`);
     secrets[name] = { value: v, tenants };

@@ -99,7 +99,7 @@ export interface ErasureRules {
   /** Audit entry types whose data carries something of the person. */
   auditTypes: AuditType[];
   /** What an entry of one of those types keeps. */
-  skeleton(type: AuditType, data: Record<string, any>): Record<string, unknown>;
+  skeleton(type: AuditType, data: Record<string, unknown>): Record<string, unknown>;
   /** What a webhook payload keeps. */
-  webhookPayload(payload: Record<string, any>): Record<string, unknown>;
+  webhookPayload(payload: Record<string, unknown>): Record<string, unknown>;
 }

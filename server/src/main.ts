@@ -37,10 +37,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
   const built = createApp(config, { db, logger });
   const ungranted = built.secrets.ungranted();
   if (ungranted.length) {
-    logger.warn(
-      { secrets: ungranted },
-      'operator secrets granted to no tenant: list the tenants in SWITCHBOARD_SECRET_<NAME>_TENANTS (or * for all)',
-    );
+    logger.warn({ secrets: ungranted }, 'operator secrets granted to no tenant: list the tenants in SWITCHBOARD_SECRET_<NAME>_TENANTS (or * for all)');
   }
 
   if (config.agentsDir) {

@@ -27,7 +27,10 @@ export function describeStartupError(err: unknown, ctx: { databaseUrl: string; w
     return `the PostgreSQL database "${name}" does not exist and could not be created with this role: create it (createdb ${name}, or CREATE DATABASE ${name}) and start again.`;
   }
   if (e?.code === '28P01' || e?.code === '28000') return `PostgreSQL refused the login for ${db}: check the user and password in DATABASE_URL.`;
-  if (['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(e?.code ?? '') || /timeout|Connection terminated/i.test(e?.message ?? '')) {
+  if (
+    ['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH'].includes(e?.code ?? '') ||
+    /timeout|Connection terminated/i.test(e?.message ?? '')
+  ) {
     return `cannot reach PostgreSQL at ${db} (${e?.code ?? e?.message}): is it running, and is DATABASE_URL right?`;
   }
   return null;

@@ -9,7 +9,12 @@ import { json, startBackend, type Backend } from '../helpers/servers.js';
 const meta = { tenantId: 'acme', turnIndex: 0, now: () => '2026-11-22T10:00:00.000Z' };
 
 const SECRET = 'super-secret-token';
-const masked = <T>(v: T): T => JSON.parse(JSON.stringify(v ?? null).split(SECRET).join('***')) ?? undefined;
+const masked = <T>(v: T): T =>
+  JSON.parse(
+    JSON.stringify(v ?? null)
+      .split(SECRET)
+      .join('***'),
+  ) ?? undefined;
 
 /** A request as the engine renders it: for the wire, and with the secret masked for the record. */
 function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers' | 'body'>> & { retries?: number; timeoutMs?: number } = {}): ActionRequest {
@@ -74,7 +79,11 @@ describe('HTTP actions', () => {
 
   it('sends the method, headers and JSON body, and parses the JSON answer', async () => {
     const { result, audit } = await runner.run(
-      req(`${allowed.url}/echo?t=super-secret-token`, { method: 'POST', headers: { authorization: 'Bearer super-secret-token' }, body: { a: 1, note: 'token super-secret-token' } }),
+      req(`${allowed.url}/echo?t=super-secret-token`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer super-secret-token' },
+        body: { a: 1, note: 'token super-secret-token' },
+      }),
       meta,
     );
     // The server echoed the secret: the flow (and so the reply) gets the mask, not the secret.

@@ -21,7 +21,10 @@ describe('typed client: lifecycle, audit and keys', () => {
     server = app.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tenantId: 'acme' });
-    const put = await sb.api.putAgent({ params: { slug: 'echo' }, body: { ...echoAgent, webhooks: [{ url: 'http://127.0.0.1:9/hooks', events: ['conversation.completed'] }] } as never });
+    const put = await sb.api.putAgent({
+      params: { slug: 'echo' },
+      body: { ...echoAgent, webhooks: [{ url: 'http://127.0.0.1:9/hooks', events: ['conversation.completed'] }] } as never,
+    });
     expect(put.status).toBe(200);
   });
   afterAll(async () => {
@@ -32,7 +35,10 @@ describe('typed client: lifecycle, audit and keys', () => {
   });
 
   it('operates a conversation: operator message, status, audit verification, deliveries, erasure', async () => {
-    const c = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this', context: { version: 'v1', context: { identity: { user_id: 'zoe' } } } } });
+    const c = await sb.api.converse({
+      params: { slug: 'echo' },
+      body: { message: 'echo this', context: { version: 'v1', context: { identity: { user_id: 'zoe' } } } },
+    });
     if (c.status !== 200) throw new Error(`converse ${c.status}`);
     const id = c.body.conversation_id;
     const msg = await sb.api.postOperatorMessage({ params: { slug: 'echo', id }, body: { message: 'A person here.', author: 'kim' } });

@@ -47,7 +47,11 @@ const oneAction = (url: string, headers: Record<string, string> = {}): AgentDefi
     {
       name: 'c',
       examples: ['go'],
-      phases: [{ id: 'ask', say: 'Who?', collect: { slot: 'u', type: 'text' } }, { id: 'call', call: 'a' }, { id: 'done', say: 'Done.', end: 'completed' }],
+      phases: [
+        { id: 'ask', say: 'Who?', collect: { slot: 'u', type: 'text' } },
+        { id: 'call', call: 'a' },
+        { id: 'done', say: 'Done.', end: 'completed' },
+      ],
     },
   ],
   actions: { a: { type: 'http', method: 'GET', url, headers } },
@@ -65,14 +69,23 @@ describe('secrets in definitions', () => {
       "{{ secrets['T'] }}",
     ]) {
       const problems = validateDefinition(parseDefinition(oneAction(`http://h.test/?t=${tpl}`)));
-      expect(problems.map((p) => p.path), tpl).toContain('actions.a.url');
+      expect(
+        problems.map((p) => p.path),
+        tpl,
+      ).toContain('actions.a.url');
     }
     expect(validateDefinition(parseDefinition(oneAction('http://h.test/?t={{ secrets.T }}', { authorization: 'Bearer {{ secrets.T }}' })))).toEqual([]);
   });
 
   it('sends the secret on the wire and records only the mask', async () => {
     const agent = await agentOf(oneAction('http://h.test/x?t={{ secrets.T }}', { authorization: 'Bearer {{ secrets.T }}' }));
-    const prior = { status: 'active' as const, capability: 'c', phase: 'ask', flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const }, turnCount: 2 };
+    const prior = {
+      status: 'active' as const,
+      capability: 'c',
+      phase: 'ask',
+      flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
+      turnCount: 2,
+    };
     const { calls } = run(agent, 'ana', { prior, secrets: { T: 's3cr3t-value' } });
     expect(calls[0].url).toBe('http://h.test/x?t=s3cr3t-value');
     expect(calls[0].headers.authorization).toBe('Bearer s3cr3t-value');
@@ -83,15 +96,31 @@ describe('secrets in definitions', () => {
 
   it('does not send an action whose secret the tenant was not granted, and says so as for an unknown one', async () => {
     const agent = await agentOf(oneAction('http://h.test/x?t={{ secrets.T }}'));
-    const prior = { status: 'active' as const, capability: 'c', phase: 'ask', flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const }, turnCount: 2 };
+    const prior = {
+      status: 'active' as const,
+      capability: 'c',
+      phase: 'ask',
+      flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
+      turnCount: 2,
+    };
     const { result, calls } = run(agent, 'ana', { prior, secrets: {} });
     expect(calls).toHaveLength(0);
-    expect(result.audit.find((a) => a.type === 'error')!.data).toEqual({ code: 'secret_unavailable', message: 'secret "T" is not available to this tenant', action: 'a' });
+    expect(result.audit.find((a) => a.type === 'error')!.data).toEqual({
+      code: 'secret_unavailable',
+      message: 'secret "T" is not available to this tenant',
+      action: 'a',
+    });
   });
 });
 
 describe('values in URLs', () => {
-  const prior = { status: 'active' as const, capability: 'c', phase: 'ask', flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const }, turnCount: 2 };
+  const prior = {
+    status: 'active' as const,
+    capability: 'c',
+    phase: 'ask',
+    flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
+    turnCount: 2,
+  };
 
   it('encodes a slot value as one path segment, so it cannot change the path, query or fragment', async () => {
     const agent = await agentOf(oneAction('http://h.test/users/{{ slots.u }}/profile?q={{ slots.u }}'));
@@ -166,7 +195,9 @@ describe('budgets of one turn', () => {
   it('stops a render as soon as the turn output budget is spent, not after it built the whole string', async () => {
     const agent = await agentOf({
       name: 'x',
-      capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', say: "{% for i in (1..5000000) %}{{ 'xxxxxxxxxx' }}{% endfor %}", end: 'completed' }] }],
+      capabilities: [
+        { name: 'c', examples: ['go'], phases: [{ id: 'a', say: "{% for i in (1..5000000) %}{{ 'xxxxxxxxxx' }}{% endfor %}", end: 'completed' }] },
+      ],
     });
     const { result } = run(agent, 'go', { budget: new RenderBudget({ timeMs: 60_000, outputChars: 100_000 }) });
     expect(result.reply).toBe('');
@@ -176,7 +207,7 @@ describe('budgets of one turn', () => {
 
 describe('conditions', () => {
   it('are parsed as expressions: a condition cannot close its tag and inject others', () => {
-    expect(() => new CompiledCondition("false %}{% endif %}{% for i in (1..9000000) %}{% endfor %}{% if false")).toThrow(/expected/);
+    expect(() => new CompiledCondition('false %}{% endif %}{% for i in (1..9000000) %}{% endfor %}{% if false')).toThrow(/expected/);
     const problems = validateDefinition(
       parseDefinition({
         name: 'x',

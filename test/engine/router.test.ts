@@ -62,12 +62,14 @@ describe('the router', () => {
   });
 
   it('keeps held-out out-of-scope examples out of the calibration and learns them as a class', async () => {
-    const oos = { name: 'fallback', examples: ['what is the weather', 'tell me a joke', 'who won the game', 'play some music', 'how tall is everest', 'what time is it'] };
+    const oos = {
+      name: 'fallback',
+      examples: ['what is the weather', 'tell me a joke', 'who won the game', 'play some music', 'how tall is everest', 'what time is it'],
+    };
     const r = await Router.train([...small, oos], { outOfScope: 'fallback' });
     expect(r.outOfScope).toBe('fallback');
     expect(r.score('tell me a funny joke').scores[0].name).toBe('fallback');
   });
-
 });
 
 describe('routing decisions', () => {
@@ -108,15 +110,18 @@ describe('routing decisions', () => {
       name: 'gated',
       capabilities: [
         { name: 'support', examples: ['I need help with my account', 'help me please', 'support request'], phases: phases('support') },
-        { name: 'priority', examples: ['priority support line', 'call me back on the priority line', 'premium phone support'], requires: { tier: ['gold'] }, phases: phases('priority') },
+        {
+          name: 'priority',
+          examples: ['priority support line', 'call me back on the priority line', 'premium phone support'],
+          requires: { tier: ['gold'] },
+          phases: phases('priority'),
+        },
       ],
     });
     const silver = { version: 'v1' as const, context: { entitlements: { tier: 'silver' } } };
     const d = route(agent, agent.router.score('I want the priority support line'), silver);
     expect(d.notEntitled).toBe(true);
-    expect(d.audit.candidates).toEqual(
-      expect.arrayContaining([expect.objectContaining({ capability: 'priority', eligible: false, reason: 'not_entitled' })]),
-    );
+    expect(d.audit.candidates).toEqual(expect.arrayContaining([expect.objectContaining({ capability: 'priority', eligible: false, reason: 'not_entitled' })]));
     const gold = { version: 'v1' as const, context: { entitlements: { tier: 'gold' } } };
     expect(route(agent, agent.router.score('I want the priority support line'), gold).capability.name).toBe('priority');
   });
@@ -130,7 +135,10 @@ describe('mid-flow switching', () => {
       {
         name: 'order_status',
         examples: small[0].examples,
-        phases: [{ id: 'ask', say: 'Order number?', collect: { slot: 'order_id', pattern: '^[0-9]{6}$' } }, { id: 'done', say: 'ok', end: 'completed' }],
+        phases: [
+          { id: 'ask', say: 'Order number?', collect: { slot: 'order_id', pattern: '^[0-9]{6}$' } },
+          { id: 'done', say: 'ok', end: 'completed' },
+        ],
       },
       { name: 'human', examples: small[2].examples, phases: [{ id: 'handoff', say: 'Handing over.', end: 'escalated' }] },
       { name: 'billing', examples: small[1].examples, phases: phases('billing') },
@@ -138,7 +146,18 @@ describe('mid-flow switching', () => {
   });
 
   function run(agent: Awaited<ReturnType<typeof agentOf>>, prior: TurnInput['prior'], message: string): TurnResult {
-    const gen = runTurn({ agent, prior, conversationId: 'c', message, context: null, userId: null, turnIndex: 2, now: '2026-11-22T10:00:00.000Z', secrets: {}, score: (m) => agent.router.score(m) });
+    const gen = runTurn({
+      agent,
+      prior,
+      conversationId: 'c',
+      message,
+      context: null,
+      userId: null,
+      turnIndex: 2,
+      now: '2026-11-22T10:00:00.000Z',
+      secrets: {},
+      score: (m) => agent.router.score(m),
+    });
     const step = gen.next();
     if (!step.done) throw new Error('unexpected request');
     return step.value;

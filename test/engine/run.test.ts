@@ -171,7 +171,10 @@ describe('collecting slots', () => {
   it('takes the default branch when no condition holds, with its outcome', async () => {
     const agent = await support();
     const r0 = turn(agent, null, 'where is my order').result;
-    const { result } = turn(agent, after(r0), '100002', { answers: [{ ok: true, status: 200, body: { status: 'preparing' } }], secrets: { ORDERS_TOKEN: 'tok' } });
+    const { result } = turn(agent, after(r0), '100002', {
+      answers: [{ ok: true, status: 200, body: { status: 'preparing' } }],
+      secrets: { ORDERS_TOKEN: 'tok' },
+    });
     expect(result.phase).toBe('not_shipped');
     expect(result.outcome).toBe('pending');
   });
@@ -198,7 +201,16 @@ describe('collecting slots', () => {
     for (const [type, input, expected] of types) {
       const agent = await agentOf({
         name: 'x',
-        capabilities: [{ name: 'c', examples: ['start'], phases: [{ id: 'ask', say: '?', collect: { slot: 's', type: type as 'text' } }, { id: 'done', say: 'ok {{ slots.s }}', end: 'completed' }] }],
+        capabilities: [
+          {
+            name: 'c',
+            examples: ['start'],
+            phases: [
+              { id: 'ask', say: '?', collect: { slot: 's', type: type as 'text' } },
+              { id: 'done', say: 'ok {{ slots.s }}', end: 'completed' },
+            ],
+          },
+        ],
       });
       const r0 = turn(agent, null, 'start').result;
       expect(turn(agent, after(r0), input).result.flow.slots.s, `${type} ${input}`).toEqual(expected);
@@ -267,7 +279,13 @@ describe('texts and templates', () => {
   it('renders user and context names and never exposes secrets to replies', async () => {
     const def = parseDefinition({
       name: 'x',
-      capabilities: [{ name: 'c', examples: ['hello'], phases: [{ id: 'p', say: 'Hi {{ user.name | default: "there" }} ({{ context.customAttributes.plan }}){{ secrets.X }}{{ constructor }}' }] }],
+      capabilities: [
+        {
+          name: 'c',
+          examples: ['hello'],
+          phases: [{ id: 'p', say: 'Hi {{ user.name | default: "there" }} ({{ context.customAttributes.plan }}){{ secrets.X }}{{ constructor }}' }],
+        },
+      ],
     });
     // The validator refuses secrets in a say; compile it anyway to prove the engine does not provide them either.
     expect(validateDefinition(def).map((p) => p.path)).toEqual(['capabilities[0].phases[0].say']);
@@ -306,7 +324,16 @@ describe('guards and statuses', () => {
   it('stops a flow that loops more than the phase limit and escalates with an error entry', async () => {
     const agent = await agentOf({
       name: 'loop',
-      capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', next: 'b' }, { id: 'b', next: 'a' }] }],
+      capabilities: [
+        {
+          name: 'c',
+          examples: ['go'],
+          phases: [
+            { id: 'a', next: 'b' },
+            { id: 'b', next: 'a' },
+          ],
+        },
+      ],
     });
     const { result } = turn(agent, null, 'go');
     expect(result.status).toBe('escalated');

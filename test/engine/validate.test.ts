@@ -8,7 +8,14 @@ describe('definition validation', () => {
       name: 'x',
       routing: { fallback: 'nope' },
       capabilities: [
-        { name: 'a', examples: ['x'], phases: [{ id: 'p1', next: 'shiped' }, { id: 'p1', call: 'missing' }] },
+        {
+          name: 'a',
+          examples: ['x'],
+          phases: [
+            { id: 'p1', next: 'shiped' },
+            { id: 'p1', call: 'missing' },
+          ],
+        },
         {
           name: 'a',
           phases: [

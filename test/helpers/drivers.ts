@@ -36,12 +36,24 @@ export function supertestDriver(app: App): Driver {
   const done = (p: request.Test): Promise<Res> => p.then((x) => ({ status: x.status, body: x.body, headers: x.headers as H }));
   const base = '/api/v1/agents';
   return {
-    converse: (slug, body, h) => done(r.post(`${base}/${slug}/converse`).set(withTenant(h)).send(body as object)),
+    converse: (slug, body, h) =>
+      done(
+        r
+          .post(`${base}/${slug}/converse`)
+          .set(withTenant(h))
+          .send(body as object),
+      ),
     list: (slug, q = {}, h) => done(r.get(`${base}/${slug}/conversations`).query(q).set(withTenant(h))),
     get: (slug, id, h) => done(r.get(`${base}/${slug}/conversations/${id}`).set(withTenant(h))),
     history: (slug, id, h) => done(r.get(`${base}/${slug}/conversations/${id}/history`).set(withTenant(h))),
     audit: (slug, id, q = {}, h) => done(r.get(`${base}/${slug}/conversations/${id}/audit-logs`).query(q).set(withTenant(h))),
-    putAgent: (slug, def, h) => done(r.put(`${base}/${slug}`).set(withTenant(h)).send(def as object)),
+    putAgent: (slug, def, h) =>
+      done(
+        r
+          .put(`${base}/${slug}`)
+          .set(withTenant(h))
+          .send(def as object),
+      ),
     getAgent: (slug, h) => done(r.get(`${base}/${slug}`).set(withTenant(h))),
     listAgents: (h) => done(r.get(base).set(withTenant(h))),
     deleteAgent: (slug, h) => done(r.delete(`${base}/${slug}`).set(withTenant(h))),

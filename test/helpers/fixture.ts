@@ -23,7 +23,11 @@ export function appFixture(database: TestDatabase, agents: Record<string, unknow
     f.db = created.db;
     f.app = testApp(created.db, config, clock);
     for (const [slug, def] of Object.entries(agents)) {
-      await request(f.app.app).put(`/api/v1/agents/${slug}`).set('tenant-id', 'acme').send(def as object).expect(200);
+      await request(f.app.app)
+        .put(`/api/v1/agents/${slug}`)
+        .set('tenant-id', 'acme')
+        .send(def as object)
+        .expect(200);
     }
   });
   afterAll(async () => {

@@ -9,7 +9,10 @@ import type { Database } from '../../server/src/store/db.js';
 
 /** Test configuration: no rate limit unless a test sets one. */
 export function testConfig(overrides: Partial<Config> = {}): Config {
-  return loadConfig({ LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', SWITCHBOARD_SECRET_ORDERS_TOKEN: 'tok-s3cret-value', SWITCHBOARD_SECRET_ORDERS_TOKEN_TENANTS: 'acme' }, overrides);
+  return loadConfig(
+    { LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', SWITCHBOARD_SECRET_ORDERS_TOKEN: 'tok-s3cret-value', SWITCHBOARD_SECRET_ORDERS_TOKEN_TENANTS: 'acme' },
+    overrides,
+  );
 }
 
 export function testApp(db: Database, overrides: Partial<Config> = {}, clock?: Clock): App {
@@ -24,9 +27,7 @@ export interface Backend {
 }
 
 /** A loopback server that records every request and answers with `handler`. */
-export async function startBackend(
-  handler: (req: IncomingMessage, res: ServerResponse, body: string) => void,
-): Promise<Backend> {
+export async function startBackend(handler: (req: IncomingMessage, res: ServerResponse, body: string) => void): Promise<Backend> {
   const requests: Backend['requests'] = [];
   const server: Server = createServer((req, res) => {
     let body = '';

@@ -87,7 +87,19 @@ describe.each(databases)('API on $name', (database) => {
       });
 
       it('refuses an invalid definition with every problem and its path, and stores nothing', async () => {
-        const bad = { name: 'bad', capabilities: [{ name: 'a', examples: ['x'], phases: [{ id: 'p', next: 'shiped' }, { id: 'q', call: 'nope' }] }] };
+        const bad = {
+          name: 'bad',
+          capabilities: [
+            {
+              name: 'a',
+              examples: ['x'],
+              phases: [
+                { id: 'p', next: 'shiped' },
+                { id: 'q', call: 'nope' },
+              ],
+            },
+          ],
+        };
         const r = await api.putAgent('bad-agent', bad);
         expect(r.status).toBe(400);
         expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -258,9 +270,7 @@ describe.each(databases)('API on $name', (database) => {
         // Each turn makes a 15 ms HTTP call, so without the lock the turns would overlap.
         const s = await api.converse('slow-echo', { message: 'echo this' });
         const id = s.body.conversation_id;
-        const results = await Promise.all(
-          Array.from({ length: 20 }, (_, i) => api.converse('slow-echo', { message: `m${i}`, conversation_id: id })),
-        );
+        const results = await Promise.all(Array.from({ length: 20 }, (_, i) => api.converse('slow-echo', { message: `m${i}`, conversation_id: id })));
         expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
         for (const [i, r] of results.entries()) expect(r.body.response.message).toBe(`You said: m${i}`);
         const turns = (await api.history('slow-echo', id)).body.turns as { role: string; message: string }[];
@@ -290,11 +300,21 @@ describe.each(databases)('API on $name', (database) => {
 
       it('replaces the context blocks a continuing request carries and keeps the others', async () => {
         const s = await start('where is my order', {
-          context: { version: 'v1', context: { identity: { user_id: 'ctx' }, preferences: { language: 'es' }, customAttributes: { a: 1, __proto__: { x: 1 } } } },
+          context: {
+            version: 'v1',
+            context: { identity: { user_id: 'ctx' }, preferences: { language: 'es' }, customAttributes: { a: 1, __proto__: { x: 1 } } },
+          },
         });
-        await api.converse('support', { message: 'abc', conversation_id: s.conversation_id, context: { version: 'v1', context: { preferences: { language: 'en' } } } });
+        await api.converse('support', {
+          message: 'abc',
+          conversation_id: s.conversation_id,
+          context: { version: 'v1', context: { preferences: { language: 'en' } } },
+        });
         const d = await api.get('support', s.conversation_id);
-        expect(d.body.context).toEqual({ version: 'v1', context: { identity: { user_id: 'ctx' }, preferences: { language: 'en' }, customAttributes: { a: 1 } } });
+        expect(d.body.context).toEqual({
+          version: 'v1',
+          context: { identity: { user_id: 'ctx' }, preferences: { language: 'en' }, customAttributes: { a: 1 } },
+        });
       });
     });
 

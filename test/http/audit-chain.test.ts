@@ -12,10 +12,19 @@ describe.each(databases)('audit chain on $name', (database) => {
 
   async function conversation(turns = 3): Promise<string> {
     const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
-    for (let i = 0; i < turns; i++) await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: `m${i}`, conversation_id: id }).expect(200);
+    for (let i = 0; i < turns; i++)
+      await request(f.app.app)
+        .post('/api/v1/agents/echo/converse')
+        .set(T)
+        .send({ message: `m${i}`, conversation_id: id })
+        .expect(200);
     return id;
   }
-  const verify = (id: string) => request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set(T).then((r) => r.body);
+  const verify = (id: string) =>
+    request(f.app.app)
+      .get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`)
+      .set(T)
+      .then((r) => r.body);
   const entries = (id: string) => f.db.knex('audit_entries').where({ conversation_id: id }).orderBy('sequence');
 
   it('verifies an untouched log', async () => {
@@ -28,7 +37,10 @@ describe.each(databases)('audit chain on $name', (database) => {
     const id = await conversation();
     const row = (await entries(id))[4];
     const data = JSON.parse(row.data);
-    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: JSON.stringify({ ...data, forged: true }) });
+    await f.db
+      .knex('audit_entries')
+      .where({ conversation_id: id, sequence: row.sequence })
+      .update({ data: JSON.stringify({ ...data, forged: true }) });
     expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'data_mismatch' } });
   });
 
@@ -37,7 +49,10 @@ describe.each(databases)('audit chain on $name', (database) => {
     const { dataHash } = await import('../../server/src/lib/audit-chain.js');
     const row = (await entries(id))[2];
     const forged = JSON.stringify({ ...JSON.parse(row.data), forged: true });
-    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: forged, data_hash: dataHash(forged) });
+    await f.db
+      .knex('audit_entries')
+      .where({ conversation_id: id, sequence: row.sequence })
+      .update({ data: forged, data_hash: dataHash(forged) });
     expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'hash_mismatch' } });
   });
 
@@ -96,7 +111,9 @@ describe.each(databases)('audit chain on $name', (database) => {
     await f.db.knex('turns').where({ conversation_id: b, idx: 3 }).delete();
     expect(await verify(b)).toMatchObject({ valid: false, first_broken: { reason: 'turn_mismatch', turn_index: 3 } });
     const c = await conversation(1);
-    await f.db.knex('turns').insert({ conversation_id: c, idx: 4, tenant_id: 'acme', role: 'agent', message: 'smuggled', timestamp: '2026-11-22T10:00:00.000Z' });
+    await f.db
+      .knex('turns')
+      .insert({ conversation_id: c, idx: 4, tenant_id: 'acme', role: 'agent', message: 'smuggled', timestamp: '2026-11-22T10:00:00.000Z' });
     expect(await verify(c)).toMatchObject({ valid: false, first_broken: { reason: 'turn_unchained', turn_index: 4 } });
   });
 

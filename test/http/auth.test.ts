@@ -17,11 +17,13 @@ describe.each(databases)('API keys on $name', (database) => {
   let db: Database;
   let drop: () => Promise<void>;
   const keys: Record<string, string> = {};
-  const as = (key: string | undefined, tenant = 'a') => (r: request.Test) => {
-    r.set('tenant-id', tenant);
-    if (key) r.set('authorization', `Bearer ${key}`);
-    return r;
-  };
+  const as =
+    (key: string | undefined, tenant = 'a') =>
+    (r: request.Test) => {
+      r.set('tenant-id', tenant);
+      if (key) r.set('authorization', `Bearer ${key}`);
+      return r;
+    };
 
   beforeAll(async () => {
     ({ db, drop } = await database.create());
@@ -72,7 +74,11 @@ describe.each(databases)('API keys on $name', (database) => {
   });
 
   it('creates keys through the API, shows each once, stores only a hash, and revokes them at once', async () => {
-    const created = await as(keys.adminA)(request(app.app).post('/api/v1/keys').send({ name: 'web', scopes: ['read'] }));
+    const created = await as(keys.adminA)(
+      request(app.app)
+        .post('/api/v1/keys')
+        .send({ name: 'web', scopes: ['read'] }),
+    );
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({ name: 'web', scopes: ['read'], revoked_at: null, key: expect.stringMatching(/^sbk_[0-9a-f]{32}_[A-Za-z0-9_-]{43}$/) });
     const secret = created.body.key.slice('sbk_'.length + 32 + 1); // base64url secrets may contain '_'

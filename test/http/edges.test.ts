@@ -37,7 +37,8 @@ describe('HTTP edges', () => {
       ['get', '/api/v1/agents'],
       ['get', '/api/v1/agents/echo/conversations'],
     ] as const) {
-      const res = await request(app.app)[m](p).send(m === 'post' ? { message: 'hi' } : undefined);
+      const agent = request(app.app);
+      const res = await agent[m](p).send(m === 'post' ? { message: 'hi' } : undefined);
       problem(400, 'tenant_required')(res);
     }
   });
@@ -49,20 +50,29 @@ describe('HTTP edges', () => {
   });
 
   it('answers 415 for a body that is not JSON and 400 for malformed JSON', async () => {
-    problem(415, 'unsupported_media_type')(
-      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'text/plain').send('message=hi'),
-    );
-    problem(400, 'validation_error')(
-      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('{"message": '),
-    );
-    problem(400, 'validation_error')(
-      await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('"just a string"'),
-    );
+    problem(
+      415,
+      'unsupported_media_type',
+    )(await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'text/plain').send('message=hi'));
+    problem(
+      400,
+      'validation_error',
+    )(await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('{"message": '));
+    problem(
+      400,
+      'validation_error',
+    )(await request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send('"just a string"'));
   });
 
   it('answers 413 over 64 KiB, but takes a large agent definition', async () => {
-    problem(413, 'payload_too_large')(
-      await request(app.app).post('/api/v1/agents/echo/converse').set(t).send({ message: 'x'.repeat(70 * 1024) }),
+    problem(
+      413,
+      'payload_too_large',
+    )(
+      await request(app.app)
+        .post('/api/v1/agents/echo/converse')
+        .set(t)
+        .send({ message: 'x'.repeat(70 * 1024) }),
     );
     const big = { ...echoAgent, capabilities: [{ ...echoAgent.capabilities[0], examples: Array.from({ length: 20_000 }, (_, i) => `example number ${i}`) }] };
     expect(JSON.stringify(big).length).toBeGreaterThan(64 * 1024);
@@ -97,7 +107,9 @@ describe('HTTP edges', () => {
       .post('/api/v1/agents/echo/converse')
       .set(t)
       .set('content-type', 'application/json')
-      .send('{"message":"echo this","__proto__":{"polluted":1},"context":{"version":"v1","context":{"customAttributes":{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}}}}');
+      .send(
+        '{"message":"echo this","__proto__":{"polluted":1},"context":{"version":"v1","context":{"customAttributes":{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}}}}',
+      );
     expect(res.status).toBe(200);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });

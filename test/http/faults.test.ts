@@ -117,7 +117,11 @@ describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' :
           {
             name: 'echo',
             examples: ['echo this'],
-            phases: [{ id: 'listen', say: 'Say something.', collect: { slot: 'said', type: 'text' } }, { id: 'work', call: 'hang' }, { id: 'done', say: 'Done.' }],
+            phases: [
+              { id: 'listen', say: 'Say something.', collect: { slot: 'said', type: 'text' } },
+              { id: 'work', call: 'hang' },
+              { id: 'done', say: 'Done.' },
+            ],
           },
         ],
         actions: { hang: { type: 'http', method: 'GET', url: `${hanging.url}/hang`, timeout_ms: 20_000 } },
@@ -126,9 +130,16 @@ describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' :
       await request(app.app).put('/api/v1/agents/hang').set(N).send(slowEcho).expect(200);
       await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
       const ids: string[] = [];
-      for (let i = 0; i < 10; i++) ids.push((await request(app.app).post('/api/v1/agents/hang/converse').set(N).send({ message: 'echo this' })).body.conversation_id);
+      for (let i = 0; i < 10; i++)
+        ids.push((await request(app.app).post('/api/v1/agents/hang/converse').set(N).send({ message: 'echo this' })).body.conversation_id);
       // Ten continuing turns wait on the action, more than the pool has connections.
-      const stuck = ids.map((id) => request(app.app).post('/api/v1/agents/hang/converse').set(N).send({ message: 'x', conversation_id: id }).then((r) => r));
+      const stuck = ids.map((id) =>
+        request(app.app)
+          .post('/api/v1/agents/hang/converse')
+          .set(N)
+          .send({ message: 'x', conversation_id: id })
+          .then((r) => r),
+      );
       while (hanging.requests.length < 10) await new Promise((r) => setTimeout(r, 20));
       for (let i = 0; i < 5; i++) {
         const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' });
@@ -156,9 +167,13 @@ describe.each(databases)('a failure between two writes on $name', (database) => 
     const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
     // Writing the agent turn fails after the user turn was written in the same call.
     if (database.name === 'sqlite') {
-      await db.knex.raw(`create trigger fail_agent_turn before insert on turns when new.role = 'agent' and new.idx > 1 begin select raise(abort, 'disk on fire'); end`);
+      await db.knex.raw(
+        `create trigger fail_agent_turn before insert on turns when new.role = 'agent' and new.idx > 1 begin select raise(abort, 'disk on fire'); end`,
+      );
     } else {
-      await db.knex.raw(`create function fail_agent_turn() returns trigger language plpgsql as $$ begin if new.role = 'agent' and new.idx > 1 then raise exception 'disk on fire'; end if; return new; end $$`);
+      await db.knex.raw(
+        `create function fail_agent_turn() returns trigger language plpgsql as $$ begin if new.role = 'agent' and new.idx > 1 then raise exception 'disk on fire'; end if; return new; end $$`,
+      );
       await db.knex.raw('create trigger fail_agent_turn before insert on turns for each row execute function fail_agent_turn()');
     }
     const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'hello', conversation_id: id });
@@ -183,19 +198,41 @@ describe('SIGTERM', () => {
       });
     });
     const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-      env: { ...process.env, PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'db.sqlite')}`, LOG_LEVEL: 'silent', ACTION_ALLOWED_HOSTS: `*=127.0.0.1:${slow.port}`, RATE_LIMIT_RPS: '0' },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATABASE_URL: `sqlite://${join(dir, 'db.sqlite')}`,
+        LOG_LEVEL: 'silent',
+        ACTION_ALLOWED_HOSTS: `*=127.0.0.1:${slow.port}`,
+        RATE_LIMIT_RPS: '0',
+      },
       stdio: 'ignore',
     });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       const base = `http://127.0.0.1:${port}`;
       for (let i = 0; i < 100; i++) {
-        if (await fetch(`${base}/healthz`).then((r) => r.ok, () => false)) break;
+        if (
+          await fetch(`${base}/healthz`).then(
+            (r) => r.ok,
+            () => false,
+          )
+        )
+          break;
         await new Promise((r) => setTimeout(r, 100));
       }
       const agent = {
         name: 'Slow',
-        capabilities: [{ name: 'go', examples: ['go now'], phases: [{ id: 'call', call: 'wait' }, { id: 'done', say: 'Finished.', end: 'completed' }] }],
+        capabilities: [
+          {
+            name: 'go',
+            examples: ['go now'],
+            phases: [
+              { id: 'call', call: 'wait' },
+              { id: 'done', say: 'Finished.', end: 'completed' },
+            ],
+          },
+        ],
         actions: { wait: { type: 'http', method: 'GET', url: `${slow.url}/wait` } },
       };
       const h = { 'tenant-id': 'acme', 'content-type': 'application/json' };
@@ -205,7 +242,7 @@ describe('SIGTERM', () => {
       child.kill('SIGTERM');
       const res = await inFlight;
       expect(res.status).toBe(200);
-      expect(((await res.json()) as { response: { message: string } }).response.message).toBe("Finished.");
+      expect(((await res.json()) as { response: { message: string } }).response.message).toBe('Finished.');
       expect(await exited).toBe(0);
       await expect(fetch(`${base}/healthz`)).rejects.toThrow();
     } finally {

@@ -10,8 +10,15 @@ const T = { 'tenant-id': 'acme' };
 describe.each(databases)('first-run defects on $name', (database) => {
   const f = appFixture(database, { support: supportAgent('http://127.0.0.1:9') });
   const say = (message: string, id?: string) =>
-    request(f.app.app).post('/api/v1/agents/support/converse').set(T).send(id ? { message, conversation_id: id } : { message });
-  const get = (id: string) => request(f.app.app).get(`/api/v1/agents/support/conversations/${id}`).set(T).then((r) => r.body);
+    request(f.app.app)
+      .post('/api/v1/agents/support/converse')
+      .set(T)
+      .send(id ? { message, conversation_id: id } : { message });
+  const get = (id: string) =>
+    request(f.app.app)
+      .get(`/api/v1/agents/support/conversations/${id}`)
+      .set(T)
+      .then((r) => r.body);
 
   it('keeps an escalated conversation escalated, with its outcome, phase and slots, when the user writes again', async () => {
     const id = (await say('where is my order')).body.conversation_id;
@@ -21,7 +28,13 @@ describe.each(databases)('first-run defects on $name', (database) => {
     const r = await say('hello? anyone?', id).expect(200);
     expect(r.body.state.status).toBe('escalated');
     const after = await get(id);
-    expect(after).toMatchObject({ status: 'escalated', outcome: 'escalated', phase: escalated.phase, capability: escalated.capability, slots: escalated.slots });
+    expect(after).toMatchObject({
+      status: 'escalated',
+      outcome: 'escalated',
+      phase: escalated.phase,
+      capability: escalated.capability,
+      slots: escalated.slots,
+    });
     expect(after.turns).toHaveLength(escalated.turns.length + 2);
   });
 });
@@ -29,7 +42,10 @@ describe.each(databases)('first-run defects on $name', (database) => {
 describe.each(databases)('agent definitions as YAML on $name', (database) => {
   const f = appFixture(database, {});
   const putYaml = (slug: string, text: string, type = 'application/yaml') =>
-    request(f.app.app).put(`/api/v1/agents/${slug}`).set({ ...T, 'content-type': type }).send(text);
+    request(f.app.app)
+      .put(`/api/v1/agents/${slug}`)
+      .set({ ...T, 'content-type': type })
+      .send(text);
 
   it('accepts application/yaml with the same validation, and answers the same agent as JSON would', async () => {
     const text = 'name: From YAML\ncapabilities:\n  - name: hi\n    examples: [hello]\n    phases:\n      - id: greet\n        say: "Hello!"\n';
@@ -52,11 +68,32 @@ describe.each(databases)('agent definitions as YAML on $name', (database) => {
   });
 
   it('refuses alias bombs and deep nesting, and other types still get 415', async () => {
-    const bomb = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`)].join('\n');
+    const bomb = [
+      'a: &a ["x","x","x","x","x","x","x","x","x"]',
+      ...Array.from(
+        { length: 9 },
+        (_, i) =>
+          `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)},*${String.fromCharCode(97 + i)}]`,
+      ),
+    ].join('\n');
     expect((await putYaml('bomb', bomb)).status).toBe(400);
     expect((await putYaml('deep', `name: ${'['.repeat(100)}${']'.repeat(100)}`)).status).toBe(400);
-    expect((await request(f.app.app).put('/api/v1/agents/xml').set({ ...T, 'content-type': 'application/xml' }).send('<a/>')).status).toBe(415);
-    expect((await request(f.app.app).post('/api/v1/agents/x/converse').set({ ...T, 'content-type': 'application/yaml' }).send('message: hi')).status).toBe(415);
+    expect(
+      (
+        await request(f.app.app)
+          .put('/api/v1/agents/xml')
+          .set({ ...T, 'content-type': 'application/xml' })
+          .send('<a/>')
+      ).status,
+    ).toBe(415);
+    expect(
+      (
+        await request(f.app.app)
+          .post('/api/v1/agents/x/converse')
+          .set({ ...T, 'content-type': 'application/yaml' })
+          .send('message: hi')
+      ).status,
+    ).toBe(415);
   });
 });
 
@@ -68,9 +105,19 @@ describe.each(databases)('API keys name their tenant on $name', (database) => {
     try {
       const key = (await app.keys.create('acme', ['admin', 'read', 'converse'])).key;
       const auth = { authorization: `Bearer ${key}` };
-      await request(app.app).put('/api/v1/agents/echo').set(auth).send({ name: 'E', capabilities: [{ name: 'e', examples: ['hi'], phases: [{ id: 'p', say: 'hi' }] }] }).expect(200);
+      await request(app.app)
+        .put('/api/v1/agents/echo')
+        .set(auth)
+        .send({ name: 'E', capabilities: [{ name: 'e', examples: ['hi'], phases: [{ id: 'p', say: 'hi' }] }] })
+        .expect(200);
       expect((await request(app.app).get('/api/v1/agents').set(auth)).body.data.map((a: { slug: string }) => a.slug)).toEqual(['echo']);
-      expect((await request(app.app).get('/api/v1/agents').set({ ...auth, 'tenant-id': 'other' })).status).toBe(403);
+      expect(
+        (
+          await request(app.app)
+            .get('/api/v1/agents')
+            .set({ ...auth, 'tenant-id': 'other' })
+        ).status,
+      ).toBe(403);
       const none = await request(app.app).get('/api/v1/agents');
       expect(none.status).toBe(401);
       expect(none.body.code).toBe('unauthorized');
@@ -95,7 +142,22 @@ describe.each(databases)('the typed client event stream on $name', (database) =>
     try {
       const sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as { port: number }).port}`, tenantId: 'acme' });
       expect('streamEvents' in sb.api).toBe(false);
-      await sb.api.putAgent({ params: { slug: 'echo' }, body: { name: 'E', capabilities: [{ name: 'e', examples: ['echo this'], phases: [{ id: 'l', say: 'Go.', collect: { slot: 's' } }, { id: 'r', say: 'You said: {{ slots.s }}' }] }] } });
+      await sb.api.putAgent({
+        params: { slug: 'echo' },
+        body: {
+          name: 'E',
+          capabilities: [
+            {
+              name: 'e',
+              examples: ['echo this'],
+              phases: [
+                { id: 'l', say: 'Go.', collect: { slot: 's' } },
+                { id: 'r', say: 'You said: {{ slots.s }}' },
+              ],
+            },
+          ],
+        },
+      });
       const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
       if (first.status !== 200) throw new Error('converse failed');
       const id = first.body.conversation_id;

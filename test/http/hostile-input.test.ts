@@ -45,7 +45,10 @@ const body = fc.oneof(
       conversation_id: fc.oneof(fc.uuid(), text),
       context: fc.oneof(
         deep,
-        fc.record({ version: fc.oneof(fc.constant('v1'), text), context: fc.oneof(deep, fc.dictionary(fc.constantFrom('identity', 'preferences', 'entitlements', 'customAttributes', '__proto__'), deep)) }),
+        fc.record({
+          version: fc.oneof(fc.constant('v1'), text),
+          context: fc.oneof(deep, fc.dictionary(fc.constantFrom('identity', 'preferences', 'entitlements', 'customAttributes', '__proto__'), deep)),
+        }),
       ),
     },
     { requiredKeys: [] },
@@ -54,9 +57,9 @@ const body = fc.oneof(
 );
 
 /** JSON nested `depth` levels deep, as raw text (arrays or objects), at some place in a body. */
-const deeplyNested = fc.record({ depth: fc.integer({ min: 60, max: 40_000 }), objects: fc.boolean() }).map(({ depth, objects }) =>
-  objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}${']'.repeat(depth)}`,
-);
+const deeplyNested = fc
+  .record({ depth: fc.integer({ min: 60, max: 40_000 }), objects: fc.boolean() })
+  .map(({ depth, objects }) => (objects ? `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}` : `${'['.repeat(depth)}${']'.repeat(depth)}`));
 /** Times with offsets, possible or not (`+99:99`, `-24:00`, `+9999`). */
 const timeFilter = fc
   .record({ h: fc.integer({ min: 0, max: 99 }), m: fc.integer({ min: 0, max: 99 }), sign: fc.constantFrom('+', '-'), colon: fc.boolean() })
@@ -93,7 +96,13 @@ describe.each(databases)('hostile input on $name', (database) => {
 
   const counts = async () => {
     const [c, t, a, k] = await Promise.all(
-      ['conversations', 'turns', 'audit_entries', 'agents'].map((table) => db.knex(table).count({ n: '*' }).first().then((r) => Number(r!.n))),
+      ['conversations', 'turns', 'audit_entries', 'agents'].map((table) =>
+        db
+          .knex(table)
+          .count({ n: '*' })
+          .first()
+          .then((r) => Number(r!.n)),
+      ),
     );
     return { c, t, a, k };
   };
@@ -119,7 +128,10 @@ describe.each(databases)('hostile input on $name', (database) => {
         async (b, h, slug, continuing, nested, encoding) => {
           const before = await counts();
           const payload = continuing && b && typeof b === 'object' && !Array.isArray(b) ? { ...(b as object), conversation_id: convId } : b;
-          const r = request(app.app).post(`/api/v1/agents/${encodeURIComponent(slug)}/converse`).set('tenant-id', h.tenant).set('content-type', 'application/json');
+          const r = request(app.app)
+            .post(`/api/v1/agents/${encodeURIComponent(slug)}/converse`)
+            .set('tenant-id', h.tenant)
+            .set('content-type', 'application/json');
           if (h.user) r.set('user-id', h.user);
           if (h.key) r.set('idempotency-key', h.key);
           if (h.rid) r.set('x-request-id', h.rid);
@@ -143,11 +155,25 @@ describe.each(databases)('hostile input on $name', (database) => {
       '/api/v1/agents',
     );
     await fc.assert(
-      fc.asyncProperty(paths, fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'user_id', 'created_after', 'created_before', 'capability', 'type', '__proto__'), text), headerText, fc.option(timeFilter), async (path, query, tenant, time) => {
-        const qs = new URLSearchParams({ ...(query as Record<string, string>), ...(time ? { created_after: time } : {}) }).toString();
-        expectSane(await request(app.app).get(`${path}${qs ? `?${qs}` : ''}`).set('tenant-id', tenant));
-        expectSane(await request(app.app).get(`/api/v1/agents/echo/conversations/${convId}/audit-logs${qs ? `?${qs}` : ''}`).set(T));
-      }),
+      fc.asyncProperty(
+        paths,
+        fc.dictionary(fc.constantFrom('status', 'limit', 'cursor', 'user_id', 'created_after', 'created_before', 'capability', 'type', '__proto__'), text),
+        headerText,
+        fc.option(timeFilter),
+        async (path, query, tenant, time) => {
+          const qs = new URLSearchParams({ ...(query as Record<string, string>), ...(time ? { created_after: time } : {}) }).toString();
+          expectSane(
+            await request(app.app)
+              .get(`${path}${qs ? `?${qs}` : ''}`)
+              .set('tenant-id', tenant),
+          );
+          expectSane(
+            await request(app.app)
+              .get(`/api/v1/agents/echo/conversations/${convId}/audit-logs${qs ? `?${qs}` : ''}`)
+              .set(T),
+          );
+        },
+      ),
       { numRuns: RUNS, seed: SEED },
     );
   });
@@ -156,14 +182,38 @@ describe.each(databases)('hostile input on $name', (database) => {
     await fc.assert(
       fc.asyncProperty(deep, body, fc.constantFrom('x', 'echo', 'BAD SLUG'), async (def, b, slug) => {
         const before = await counts();
-        const put = await request(app.app).put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz`).set(T).set('content-type', 'application/json').send(JSON.stringify(def));
+        const put = await request(app.app)
+          .put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz`)
+          .set(T)
+          .set('content-type', 'application/json')
+          .send(JSON.stringify(def));
         expectSane(put);
         if (put.status >= 400) expect(await counts()).toEqual(before);
-        const asYaml = await request(app.app).put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz-yaml`).set(T).set('content-type', 'application/yaml').send(stringifyYaml(def ?? null));
+        const asYaml = await request(app.app)
+          .put(`/api/v1/agents/${encodeURIComponent(slug)}-fuzz-yaml`)
+          .set(T)
+          .set('content-type', 'application/yaml')
+          .send(stringifyYaml(def ?? null));
         expectSane(asYaml);
-        expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/status`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
-        expectSane(await request(app.app).post(`/api/v1/agents/echo/conversations/${convId}/messages`).set(T).set('content-type', 'application/json').send(JSON.stringify(b)));
-        expectSane(await request(app.app).delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`).set({ 'tenant-id': 'fuzz-only' }));
+        expectSane(
+          await request(app.app)
+            .post(`/api/v1/agents/echo/conversations/${convId}/status`)
+            .set(T)
+            .set('content-type', 'application/json')
+            .send(JSON.stringify(b)),
+        );
+        expectSane(
+          await request(app.app)
+            .post(`/api/v1/agents/echo/conversations/${convId}/messages`)
+            .set(T)
+            .set('content-type', 'application/json')
+            .send(JSON.stringify(b)),
+        );
+        expectSane(
+          await request(app.app)
+            .delete(`/api/v1/users/${pathSegment((b as { message?: unknown })?.message)}/conversations`)
+            .set({ 'tenant-id': 'fuzz-only' }),
+        );
       }),
       { numRuns: RUNS, seed: SEED },
     );
@@ -178,7 +228,10 @@ describe.each(databases)('hostile input on $name', (database) => {
         expect(results.map((r) => r.status)).toEqual(Array(k).fill(200));
         expect(new Set(results.map((r) => r.body.id)).size).toBe(1);
         const before = await counts();
-        const def = JSON.stringify({ ...echoAgent, actions: { a: { type: 'http', method: 'POST', url: 'http://x.test/', body: JSON.parse('0') } } }).replace('"body":0', `"body":${nested}`);
+        const def = JSON.stringify({ ...echoAgent, actions: { a: { type: 'http', method: 'POST', url: 'http://x.test/', body: JSON.parse('0') } } }).replace(
+          '"body":0',
+          `"body":${nested}`,
+        );
         const r = await request(app.app).put(`/api/v1/agents/${slug}-deep`).set(T).set('content-type', 'application/json').send(def);
         expectSane(r);
         expect(r.status).toBe(400);

@@ -23,7 +23,14 @@ function agent(hookUrl: string): AgentDefinitionInput {
     inactivity_timeout_seconds: 60,
     webhooks: [{ url: hookUrl, events: ['conversation.completed', 'conversation.escalated', 'conversation.abandoned'], secret_name: 'HOOKS' }],
     capabilities: [
-      { name: 'ask', examples: ['I have a question', 'question please'], phases: [{ id: 'q', say: 'Ask away.', collect: { slot: 'q' } }, { id: 'a', say: 'Noted: {{ slots.q }}' }] },
+      {
+        name: 'ask',
+        examples: ['I have a question', 'question please'],
+        phases: [
+          { id: 'q', say: 'Ask away.', collect: { slot: 'q' } },
+          { id: 'a', say: 'Noted: {{ slots.q }}' },
+        ],
+      },
       { name: 'wait', examples: ['hold on a moment', 'wait please'], phases: [{ id: 'hold', say: 'Waiting for you.', end: 'paused' }] },
       { name: 'human', examples: ['talk to a human', 'real person please'], phases: [{ id: 'handoff', say: 'Handing over.', end: 'escalated' }] },
       { name: 'bye', examples: ['goodbye', 'bye bye'], phases: [{ id: 'farewell', say: 'Bye!', end: 'completed', outcome: 'said_goodbye' }] },
@@ -54,12 +61,25 @@ describe.each(databases)('lifecycle on $name', (database) => {
     const created = await database.create();
     drop = created.drop;
     clock = new FakeClock();
-    app = testApp(created.db, { actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] }, secrets: { HOOKS: { value: SECRET, tenants: ['*'] } }, sseHeartbeatMs: 200, retention: { days: 30, tenants: { shortlived: 1 } } }, clock);
+    app = testApp(
+      created.db,
+      {
+        actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] },
+        secrets: { HOOKS: { value: SECRET, tenants: ['*'] } },
+        sseHeartbeatMs: 200,
+        retention: { days: 30, tenants: { shortlived: 1 } },
+      },
+      clock,
+    );
     await app.startBackground();
     server = app.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    await request(app.app).put('/api/v1/agents/life').set(T).send(agent(`${hooks.url}/hooks`)).expect(200);
+    await request(app.app)
+      .put('/api/v1/agents/life')
+      .set(T)
+      .send(agent(`${hooks.url}/hooks`))
+      .expect(200);
   });
   afterAll(async () => {
     await app?.close();
@@ -71,11 +91,24 @@ describe.each(databases)('lifecycle on $name', (database) => {
 
   const say = (message: string, conversation_id?: string, tenant = T) =>
     request(app.app).post('/api/v1/agents/life/converse').set(tenant).send({ message, conversation_id });
-  const get = (id: string) => request(app.app).get(`/api/v1/agents/life/conversations/${id}`).set(T).then((r) => r.body);
+  const get = (id: string) =>
+    request(app.app)
+      .get(`/api/v1/agents/life/conversations/${id}`)
+      .set(T)
+      .then((r) => r.body);
   const audit = (id: string, type?: string) =>
-    request(app.app).get(`/api/v1/agents/life/conversations/${id}/audit-logs`).query(type ? { type, limit: 500 } : { limit: 500 }).set(T).then((r) => r.body.data as any[]);
+    request(app.app)
+      .get(`/api/v1/agents/life/conversations/${id}/audit-logs`)
+      .query(type ? { type, limit: 500 } : { limit: 500 })
+      .set(T)
+      .then((r) => r.body.data as any[]);
   const setStatus = (id: string, body: object) => request(app.app).post(`/api/v1/agents/life/conversations/${id}/status`).set(T).send(body);
-  const deliveries = (q: object = {}) => request(app.app).get('/api/v1/agents/life/webhook-deliveries').query(q).set(T).then((r) => r.body);
+  const deliveries = (q: object = {}) =>
+    request(app.app)
+      .get('/api/v1/agents/life/webhook-deliveries')
+      .query(q)
+      .set(T)
+      .then((r) => r.body);
 
   describe('abandonment', () => {
     it('abandons an active conversation after the inactivity timeout, once', async () => {
@@ -142,14 +175,23 @@ describe.each(databases)('lifecycle on $name', (database) => {
       const waiting = await say('hello? anyone?', id);
       expect(waiting.body.response).toMatchObject({ message: 'A colleague will take over here shortly.', awaiting_input: true });
       expect(waiting.body.state.status).toBe('escalated');
-      const op = await request(app.app).post(`/api/v1/agents/life/conversations/${id}/messages`).set(T).send({ message: 'Hi, Sam here. How can I help?', author: 'sam' });
+      const op = await request(app.app)
+        .post(`/api/v1/agents/life/conversations/${id}/messages`)
+        .set(T)
+        .send({ message: 'Hi, Sam here. How can I help?', author: 'sam' });
       expect(op.status).toBe(201);
       expect(op.body).toMatchObject({ conversation_id: id, turn_index: 4, turn: { role: 'agent', message: 'Hi, Sam here. How can I help?', author: 'sam' } });
       expect((await setStatus(id, { status: 'paused' })).body.code).toBe('invalid_transition');
       const done = await setStatus(id, { status: 'completed', outcome: 'refund_issued' });
       expect(done.body).toMatchObject({ status: 'completed', outcome: 'refund_issued', completed_at: expect.any(String) });
       const turns = (await get(id)).turns;
-      expect(turns.map((t: { role: string; author?: string }) => `${t.role}${t.author ? `:${t.author}` : ''}`)).toEqual(['user', 'agent', 'user', 'agent', 'agent:sam']);
+      expect(turns.map((t: { role: string; author?: string }) => `${t.role}${t.author ? `:${t.author}` : ''}`)).toEqual([
+        'user',
+        'agent',
+        'user',
+        'agent',
+        'agent:sam',
+      ]);
       expect((await say('thanks', id)).status).toBe(409);
       const late = await request(app.app).post(`/api/v1/agents/life/conversations/${id}/messages`).set(T).send({ message: 'one more thing' });
       expect(late.body.code).toBe('conversation_closed');
@@ -159,8 +201,7 @@ describe.each(databases)('lifecycle on $name', (database) => {
 
   describe('webhooks', () => {
     const sentFor = (id: string) => hooks.requests.filter((r) => JSON.parse(r.body).data.conversation_id === id);
-    const deliveryOf = async (id: string, event: string) =>
-      (await deliveries({ conversation_id: id })).data.find((d: { event: string }) => d.event === event);
+    const deliveryOf = async (id: string, event: string) => (await deliveries({ conversation_id: id })).data.find((d: { event: string }) => d.event === event);
 
     it('delivers a signed event from the outbox, retrying with backoff, every attempt recorded', async () => {
       const id = (await say('goodbye')).body.conversation_id;
@@ -226,7 +267,11 @@ describe.each(databases)('lifecycle on $name', (database) => {
     it('never calls a receiver the address rules refuse', async () => {
       const stranger = await startBackend((_q, res) => json(res, 200, {}));
       try {
-        await request(app.app).put('/api/v1/agents/blocked-hooks').set(T).send(agent(`${stranger.url}/hooks`)).expect(200);
+        await request(app.app)
+          .put('/api/v1/agents/blocked-hooks')
+          .set(T)
+          .send(agent(`${stranger.url}/hooks`))
+          .expect(200);
         await request(app.app).post('/api/v1/agents/blocked-hooks/converse').set(T).send({ message: 'goodbye' }).expect(200);
         await app.webhooks.runOnce();
         expect(stranger.requests).toHaveLength(0);
@@ -274,10 +319,12 @@ describe.each(databases)('lifecycle on $name', (database) => {
 
   describe('erasure and retention', () => {
     it('erases a conversation: turns, slots, context and user id go, an audit skeleton stays', async () => {
-      const id = (await request(app.app)
-        .post('/api/v1/agents/life/converse')
-        .set(T)
-        .send({ message: 'I have a question', context: { version: 'v1', context: { identity: { user_id: 'ana', user_email: 'ana@example.com' } } } })).body.conversation_id;
+      const id = (
+        await request(app.app)
+          .post('/api/v1/agents/life/converse')
+          .set(T)
+          .send({ message: 'I have a question', context: { version: 'v1', context: { identity: { user_id: 'ana', user_email: 'ana@example.com' } } } })
+      ).body.conversation_id;
       await say('my card number is 4111', id).expect(200);
       expect((await request(app.app).delete(`/api/v1/agents/life/conversations/${id}`).set(T)).status).toBe(204);
       const c = await get(id);
@@ -294,10 +341,32 @@ describe.each(databases)('lifecycle on $name', (database) => {
     it("erases every conversation of one user of the tenant, and no other tenant's", async () => {
       const ctx = (u: string) => ({ version: 'v1', context: { identity: { user_id: u } } });
       const mine = [];
-      for (let i = 0; i < 2; i++) mine.push((await request(app.app).post('/api/v1/agents/life/converse').set(T).send({ message: 'I have a question', context: ctx('bob') })).body.conversation_id);
-      const other = (await request(app.app).post('/api/v1/agents/life/converse').set(T).send({ message: 'I have a question', context: ctx('carol') })).body.conversation_id;
-      await request(app.app).put('/api/v1/agents/life').set({ 'tenant-id': 'elsewhere' }).send(agent(`${hooks.url}/hooks`)).expect(200);
-      const foreign = (await request(app.app).post('/api/v1/agents/life/converse').set({ 'tenant-id': 'elsewhere' }).send({ message: 'I have a question', context: ctx('bob') })).body.conversation_id;
+      for (let i = 0; i < 2; i++)
+        mine.push(
+          (
+            await request(app.app)
+              .post('/api/v1/agents/life/converse')
+              .set(T)
+              .send({ message: 'I have a question', context: ctx('bob') })
+          ).body.conversation_id,
+        );
+      const other = (
+        await request(app.app)
+          .post('/api/v1/agents/life/converse')
+          .set(T)
+          .send({ message: 'I have a question', context: ctx('carol') })
+      ).body.conversation_id;
+      await request(app.app)
+        .put('/api/v1/agents/life')
+        .set({ 'tenant-id': 'elsewhere' })
+        .send(agent(`${hooks.url}/hooks`))
+        .expect(200);
+      const foreign = (
+        await request(app.app)
+          .post('/api/v1/agents/life/converse')
+          .set({ 'tenant-id': 'elsewhere' })
+          .send({ message: 'I have a question', context: ctx('bob') })
+      ).body.conversation_id;
       const r = await request(app.app).delete('/api/v1/users/bob/conversations').set(T);
       expect(r.body).toEqual({ erased: 2 });
       for (const id of mine) expect((await get(id)).erased_at).toEqual(expect.any(String));
@@ -308,14 +377,22 @@ describe.each(databases)('lifecycle on $name', (database) => {
 
     it('erases closed conversations after the retention period, per tenant or globally', async () => {
       const short = { 'tenant-id': 'shortlived' };
-      await request(app.app).put('/api/v1/agents/life').set(short).send(agent(`${hooks.url}/hooks`)).expect(200);
+      await request(app.app)
+        .put('/api/v1/agents/life')
+        .set(short)
+        .send(agent(`${hooks.url}/hooks`))
+        .expect(200);
       const a = (await say('goodbye', undefined, short)).body.conversation_id;
       const b = (await say('goodbye')).body.conversation_id;
       const open = (await say('I have a question', undefined, short)).body.conversation_id;
       clock.advance(2 * 86_400_000);
       const r = await app.lifecycle.sweep();
       expect(r.erased).toBeGreaterThanOrEqual(1);
-      const read = (id: string, t: Record<string, string>) => request(app.app).get(`/api/v1/agents/life/conversations/${id}`).set(t).then((x) => x.body);
+      const read = (id: string, t: Record<string, string>) =>
+        request(app.app)
+          .get(`/api/v1/agents/life/conversations/${id}`)
+          .set(t)
+          .then((x) => x.body);
       expect((await read(a, short)).erased_at).toEqual(expect.any(String));
       expect((await read(b, T)).erased_at).toBeNull();
       // The open one was abandoned for inactivity by that sweep, and is erased a day later.

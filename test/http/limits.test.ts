@@ -51,7 +51,12 @@ describe('rate limits', () => {
     const a = await make({ rps: 3, burst: 0, redisUrl: REDIS_URL });
     const b = await make({ rps: 3, burst: 0, redisUrl: REDIS_URL });
     const statuses = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => request((i % 2 ? a : b).app).get('/api/v1/agents').set('tenant-id', tenant).then((r) => r.status)),
+      Array.from({ length: 10 }, (_, i) =>
+        request((i % 2 ? a : b).app)
+          .get('/api/v1/agents')
+          .set('tenant-id', tenant)
+          .then((r) => r.status),
+      ),
     );
     expect(statuses.filter((s) => s === 200)).toHaveLength(3);
   });
@@ -85,7 +90,10 @@ describe('caps on a conversation', () => {
 
   it('refuses a turn whose slots would pass the state limit', async () => {
     const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
-    const r = await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'y'.repeat(1500), conversation_id: id });
+    const r = await request(f.app.app)
+      .post('/api/v1/agents/echo/converse')
+      .set(T)
+      .send({ message: 'y'.repeat(1500), conversation_id: id });
     expect(r.status).toBe(422);
     expect(r.body.code).toBe('limit_exceeded');
     expect((await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}`).set(T)).body.slots).toEqual({});

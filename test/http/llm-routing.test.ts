@@ -9,8 +9,18 @@ import { json, startBackend, testApp, type Backend } from '../helpers/servers.js
 const agent = {
   name: 'Bank',
   capabilities: [
-    { name: 'balance', description: 'Account balance', examples: ['what is my balance', 'how much money do I have', 'show my balance'], phases: [{ id: 'b', say: 'Your balance is fine.' }] },
-    { name: 'card_lost', description: 'Report a lost or stolen card', examples: ['I lost my card', 'my card was stolen', 'block my card'], phases: [{ id: 'c', say: 'Card blocked.', end: 'completed' }] },
+    {
+      name: 'balance',
+      description: 'Account balance',
+      examples: ['what is my balance', 'how much money do I have', 'show my balance'],
+      phases: [{ id: 'b', say: 'Your balance is fine.' }],
+    },
+    {
+      name: 'card_lost',
+      description: 'Report a lost or stolen card',
+      examples: ['I lost my card', 'my card was stolen', 'block my card'],
+      phases: [{ id: 'c', say: 'Card blocked.', end: 'completed' }],
+    },
   ],
 };
 
@@ -25,7 +35,11 @@ describe('LLM routing provider', () => {
       const a = answer(JSON.parse(body));
       setTimeout(() => {
         if (a.status !== 200) return json(res, a.status, { error: { message: 'boom' } });
-        json(res, 200, { id: 'x', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: a.content }, finish_reason: 'stop' }] });
+        json(res, 200, {
+          id: 'x',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: a.content }, finish_reason: 'stop' }],
+        });
       }, a.delayMs ?? 0);
     });
     const created = await databases[0].create();
@@ -57,7 +71,12 @@ describe('LLM routing provider', () => {
     expect(sent.messages[0].content).toContain('card_lost: Report a lost or stolen card');
     expect(sent.messages[1]).toEqual({ role: 'user', content: 'someone took my wallet with everything in it' });
     const decision = audit.find((e) => e.type === 'routing_decision');
-    expect(decision.data).toMatchObject({ strategy: 'llm', reason: 'llm', selected: { capability: 'card_lost' }, llm: { model: 'fake-model', answer: 'card_lost' } });
+    expect(decision.data).toMatchObject({
+      strategy: 'llm',
+      reason: 'llm',
+      selected: { capability: 'card_lost' },
+      llm: { model: 'fake-model', answer: 'card_lost' },
+    });
   });
 
   it('does not ask about a message the embedded router places itself', async () => {

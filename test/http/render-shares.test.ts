@@ -7,7 +7,16 @@ import { testApp } from '../helpers/servers.js';
 
 const heavy = {
   name: 'Heavy',
-  capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', say: '{% for i in (1..9000000) %}{% endfor %}busy' }, { id: 'b', say: 'Hello {{ user.id }}.', end: 'completed' as const }] }],
+  capabilities: [
+    {
+      name: 'c',
+      examples: ['go'],
+      phases: [
+        { id: 'a', say: '{% for i in (1..9000000) %}{% endfor %}busy' },
+        { id: 'b', say: 'Hello {{ user.id }}.', end: 'completed' as const },
+      ],
+    },
+  ],
 };
 
 const light = { name: 'Light', capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'b', say: 'Hello {{ user.id }}.', end: 'completed' as const }] }] };
@@ -30,7 +39,8 @@ describe('template time per tenant', () => {
   });
 
   it('gives a tenant that spent its share no template time, and the others theirs', async () => {
-    const say = (t: string, slug: string) => request(app.app).post(`/api/v1/agents/${slug}/converse`).set({ 'tenant-id': t, 'user-id': 'u1' }).send({ message: 'go' });
+    const say = (t: string, slug: string) =>
+      request(app.app).post(`/api/v1/agents/${slug}/converse`).set({ 'tenant-id': t, 'user-id': 'u1' }).send({ message: 'go' });
     expect((await say('noisy', 'light').expect(200)).body.response.message).toBe('Hello u1.');
     // Four turns of 50 ms spend the burst (four turns' budget); the share refills at 1 ms a second.
     for (let i = 0; i < 5; i++) await say('noisy', 'heavy').expect(200);

@@ -22,7 +22,14 @@ const lifeAgent = (hookUrl: string) => ({
   inactivity_timeout_seconds: 60,
   webhooks: [{ url: hookUrl, events: ['conversation.abandoned', 'conversation.completed'] }],
   capabilities: [
-    { name: 'ask', examples: ['I have a question', 'question please'], phases: [{ id: 'q', say: 'Ask away.', collect: { slot: 'q' } }, { id: 'a', say: 'Noted.' }] },
+    {
+      name: 'ask',
+      examples: ['I have a question', 'question please'],
+      phases: [
+        { id: 'q', say: 'Ask away.', collect: { slot: 'q' } },
+        { id: 'a', say: 'Noted.' },
+      ],
+    },
     { name: 'bye', examples: ['goodbye', 'bye bye'], phases: [{ id: 'f', say: 'Bye!', end: 'completed' }] },
   ],
 });
@@ -51,7 +58,11 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
     server = apps[1].app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     expect((await replicas[0].putAgent('slow-echo', slowEchoAgent(backend.url))).status).toBe(200);
-    await request(apps[0].app).put('/api/v1/agents/life').set(T).send(lifeAgent(`${hooks.url}/hooks`)).expect(200);
+    await request(apps[0].app)
+      .put('/api/v1/agents/life')
+      .set(T)
+      .send(lifeAgent(`${hooks.url}/hooks`))
+      .expect(200);
   });
   afterAll(async () => {
     for (const a of apps) await a.close();
@@ -66,9 +77,7 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
   it('applies 20 concurrent messages spread over both replicas one at a time, none lost', async () => {
     const s = await replicas[0].converse('slow-echo', { message: 'echo this' });
     const id = s.body.conversation_id;
-    const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => replicas[i % 2].converse('slow-echo', { message: `m${i}`, conversation_id: id })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => replicas[i % 2].converse('slow-echo', { message: `m${i}`, conversation_id: id })));
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(200));
     for (const [i, r] of results.entries()) expect(r.body.response.message).toBe(`You said: m${i}`);
     const turns = (await replicas[1].history('slow-echo', id)).body.turns as { role: string; message: string }[];
@@ -90,7 +99,10 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
   it('sweeps each inactive conversation exactly once, and delivers each webhook once, with two processes at the same time', async () => {
     const ids: string[] = [];
     for (let i = 0; i < 12; i++) {
-      const r = await request(apps[i % 2].app).post('/api/v1/agents/life/converse').set(T).send({ message: 'I have a question' });
+      const r = await request(apps[i % 2].app)
+        .post('/api/v1/agents/life/converse')
+        .set(T)
+        .send({ message: 'I have a question' });
       ids.push(r.body.conversation_id);
     }
     clock.advance(61_000);

@@ -51,13 +51,20 @@ describe('erasure on SQLite', () => {
     try {
       await request(app.app).put('/api/v1/agents/echo').set('tenant-id', 'a').send(echoAgent).expect(200);
       const marker = `ERASE-ME-${Date.now()}-zebra-quartz`;
-      const id = (await request(app.app).post('/api/v1/agents/echo/converse').set({ 'tenant-id': 'a', 'user-id': 'u-erase' }).send({ message: 'echo this' })).body.conversation_id;
+      const id = (await request(app.app).post('/api/v1/agents/echo/converse').set({ 'tenant-id': 'a', 'user-id': 'u-erase' }).send({ message: 'echo this' }))
+        .body.conversation_id;
       for (let i = 0; i < 5; i++) {
-        await request(app.app).post('/api/v1/agents/echo/converse').set({ 'tenant-id': 'a' }).send({ message: `${marker} ${i}`, conversation_id: id }).expect(200);
+        await request(app.app)
+          .post('/api/v1/agents/echo/converse')
+          .set({ 'tenant-id': 'a' })
+          .send({ message: `${marker} ${i}`, conversation_id: id })
+          .expect(200);
       }
       const files = () => {
         const dir = dirname(sqliteFileFromUrl(url)!);
-        return readdirSync(dir).map((f) => readFileSync(`${dir}/${f}`).toString('latin1')).join('');
+        return readdirSync(dir)
+          .map((f) => readFileSync(`${dir}/${f}`).toString('latin1'))
+          .join('');
       };
       expect(files()).toContain(marker);
       await request(app.app).delete('/api/v1/users/u-erase/conversations').set('tenant-id', 'a').expect(200);

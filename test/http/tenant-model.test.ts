@@ -53,12 +53,24 @@ describe.each(databases)('the tenant model on $name', (database) => {
       sseLimits: { perTenant: 3, perConversation: 2 },
     },
   );
-  const put = (slug: string, def: unknown, h = ACME) => request(f.app.app).put(`/api/v1/agents/${slug}`).set(h).send(def as object);
+  const put = (slug: string, def: unknown, h = ACME) =>
+    request(f.app.app)
+      .put(`/api/v1/agents/${slug}`)
+      .set(h)
+      .send(def as object);
   const talk = async (slug: string, value: string, h = ACME) => {
     const first = await request(f.app.app).post(`/api/v1/agents/${slug}/converse`).set(h).send({ message: 'go' }).expect(200);
-    const r = await request(f.app.app).post(`/api/v1/agents/${slug}/converse`).set(h).send({ message: value, conversation_id: first.body.conversation_id }).expect(200);
+    const r = await request(f.app.app)
+      .post(`/api/v1/agents/${slug}/converse`)
+      .set(h)
+      .send({ message: value, conversation_id: first.body.conversation_id })
+      .expect(200);
     const audit = await request(f.app.app).get(`/api/v1/agents/${slug}/conversations/${first.body.conversation_id}/audit-logs`).set(h).expect(200);
-    return { reply: r.body.response.message as string, id: first.body.conversation_id as string, audit: audit.body.data as { type: string; data: Record<string, unknown> }[] };
+    return {
+      reply: r.body.response.message as string,
+      id: first.body.conversation_id as string,
+      audit: audit.body.data as { type: string; data: Record<string, unknown> }[],
+    };
   };
 
   describe('secrets', () => {
@@ -75,7 +87,12 @@ describe.each(databases)('the tenant model on $name', (database) => {
     });
 
     it('refuses definitions that transform a secret, so no filter can carry it out', async () => {
-      for (const t of ['{{ secrets.OP | upcase }}', "{{ secrets.OP | split: '' | join: '.' }}", '{{ secrets.OP | base64_encode }}', '{{ secrets.OP | slice: 0, 10 }}']) {
+      for (const t of [
+        '{{ secrets.OP | upcase }}',
+        "{{ secrets.OP | split: '' | join: '.' }}",
+        '{{ secrets.OP | base64_encode }}',
+        '{{ secrets.OP | slice: 0, 10 }}',
+      ]) {
         const r = await put('transform', probe(`${echo.url}/x?t=${t}`));
         expect(r.status, t).toBe(400);
         expect(r.body.errors.map((e: { path: string }) => e.path)).toContain('actions.a.url');
@@ -134,7 +151,10 @@ describe.each(databases)('the tenant model on $name', (database) => {
 
   describe('what a turn may say', () => {
     it('caps the reply at MAX_REPLY_BYTES, in the answer and in the stored turn', async () => {
-      const loud = { name: 'Loud', capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', say: '{% for i in (1..200000) %}0123456789{% endfor %}', end: 'completed' }] }] };
+      const loud = {
+        name: 'Loud',
+        capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', say: '{% for i in (1..200000) %}0123456789{% endfor %}', end: 'completed' }] }],
+      };
       await put('loud', loud).expect(200);
       const r = await request(f.app.app).post('/api/v1/agents/loud/converse').set(ACME).send({ message: 'go' }).expect(200);
       expect(Buffer.byteLength(r.body.response.message)).toBeLessThanOrEqual(64 * 1024);
@@ -226,7 +246,10 @@ describe.each(databases)('the tenant model on $name', (database) => {
       expect(r.status).toBe(400);
       expect(r.body.code).toBe('validation_error');
       const def = JSON.stringify(probe(`${echo.url}/x`)).replace('"method":"GET"', `"method":"POST","body":${deep(3000)}`);
-      const d = await request(f.app.app).put('/api/v1/agents/deep').set({ ...ACME, 'content-type': 'application/json' }).send(def);
+      const d = await request(f.app.app)
+        .put('/api/v1/agents/deep')
+        .set({ ...ACME, 'content-type': 'application/json' })
+        .send(def);
       expect(d.status).toBe(400);
     });
 
@@ -241,7 +264,10 @@ describe.each(databases)('the tenant model on $name', (database) => {
       const before = Number((await f.db.knex('turns').count({ n: '*' }).first())!.n);
       expect((await converse().send({ message: 'a\u0000b' })).status).toBe(400);
       expect((await converse().send({ message: 'hi', context: { version: 'v1', context: { identity: { user_id: 'u\u0000' } } } })).status).toBe(400);
-      expect((await converse({ ...ACME, 'user-id': 'ok' }).send({ message: 'hi', context: { version: 'v1', context: { customAttributes: { 'k\u0000': 1 } } } })).status).toBe(400);
+      expect(
+        (await converse({ ...ACME, 'user-id': 'ok' }).send({ message: 'hi', context: { version: 'v1', context: { customAttributes: { 'k\u0000': 1 } } } }))
+          .status,
+      ).toBe(400);
       expect((await request(f.app.app).get('/api/v1/agents/echo/conversations?user_id=a%00b').set(ACME)).status).toBe(400);
       expect((await request(f.app.app).delete('/api/v1/users/a%00b/conversations').set(ACME)).status).toBe(400);
       const id = (await converse().send({ message: 'echo this' })).body.conversation_id;
@@ -274,6 +300,9 @@ describe.each(databases)('the tenant model on $name', (database) => {
       expect(b.body.conversation_id).not.toBe(a.body.conversation_id);
     });
     const converse2 = (user: string, body: object) =>
-      request(f.app.app).post('/api/v1/agents/echo/converse').set({ ...ACME, 'user-id': user, 'idempotency-key': 'same-key' }).send(body);
+      request(f.app.app)
+        .post('/api/v1/agents/echo/converse')
+        .set({ ...ACME, 'user-id': user, 'idempotency-key': 'same-key' })
+        .send(body);
   });
 });

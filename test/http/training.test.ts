@@ -6,7 +6,23 @@ import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';
 
-const words = ['account', 'order', 'card', 'loan', 'flight', 'hotel', 'music', 'weather', 'alarm', 'recipe', 'bill', 'refund', 'password', 'delivery', 'insurance'];
+const words = [
+  'account',
+  'order',
+  'card',
+  'loan',
+  'flight',
+  'hotel',
+  'music',
+  'weather',
+  'alarm',
+  'recipe',
+  'bill',
+  'refund',
+  'password',
+  'delivery',
+  'insurance',
+];
 
 /** 60 capabilities × 60 generated examples: big enough to take a while to train. */
 function bigAgent() {
@@ -14,7 +30,10 @@ function bigAgent() {
     name: 'Big',
     capabilities: Array.from({ length: 60 }, (_, c) => ({
       name: `cap_${c}`,
-      examples: Array.from({ length: 60 }, (_, e) => `${words[c % words.length]} ${words[(c * 7 + e) % words.length]} request number ${c} variant ${e} ${words[e % words.length]}`),
+      examples: Array.from(
+        { length: 60 },
+        (_, e) => `${words[c % words.length]} ${words[(c * 7 + e) % words.length]} request number ${c} variant ${e} ${words[e % words.length]}`,
+      ),
       phases: [{ id: 'p', say: `capability ${c}` }],
     })),
   };
@@ -128,7 +147,10 @@ describe('training budgets', () => {
       expect(app.agents.cachedBytes).toBeGreaterThan(0);
       expect(app.agents.cachedBytes).toBeLessThanOrEqual(1024 * 1024);
     }
-    const r = await request(app.app).post('/api/v1/agents/mid-0/converse').set('tenant-id', 't').send({ message: 'password password request number 12 variant 3' });
+    const r = await request(app.app)
+      .post('/api/v1/agents/mid-0/converse')
+      .set('tenant-id', 't')
+      .send({ message: 'password password request number 12 variant 3' });
     expect(r.body.state.capability).toBe('cap_12');
   });
 });
@@ -137,7 +159,9 @@ describe('the training pool', () => {
   it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
     const { TrainingPool } = await import('../../server/src/service/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });
-    const caps = bigAgent().capabilities.slice(0, 30).map((c) => ({ name: c.name, examples: c.examples }));
+    const caps = bigAgent()
+      .capabilities.slice(0, 30)
+      .map((c) => ({ name: c.name, examples: c.examples }));
     try {
       const jobs = [pool.train('a', caps, null), pool.train('a', caps, null), pool.train('b', caps, null)];
       let sawBoth = false;

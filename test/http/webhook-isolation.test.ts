@@ -38,8 +38,16 @@ describe.each(databases)('webhooks between tenants on $name', (database) => {
   });
 
   it("delivers a quiet tenant's event while a noisy tenant's slow endpoints are busy", { timeout: 20_000 }, async () => {
-    await request(app.app).put('/api/v1/agents/closer').set('tenant-id', 'noisy').send(closing(Array.from({ length: 20 }, (_, i) => `${slow.url}/h${i}`))).expect(200);
-    await request(app.app).put('/api/v1/agents/closer').set('tenant-id', 'quiet').send(closing([`${fast.url}/hook`], 'RAWKEY')).expect(200);
+    await request(app.app)
+      .put('/api/v1/agents/closer')
+      .set('tenant-id', 'noisy')
+      .send(closing(Array.from({ length: 20 }, (_, i) => `${slow.url}/h${i}`)))
+      .expect(200);
+    await request(app.app)
+      .put('/api/v1/agents/closer')
+      .set('tenant-id', 'quiet')
+      .send(closing([`${fast.url}/hook`], 'RAWKEY'))
+      .expect(200);
     await request(app.app).post('/api/v1/agents/closer/converse').set('tenant-id', 'noisy').send({ message: 'goodbye' }).expect(200);
     app.webhooks.start(20);
     // Let the noisy tenant's deliveries start first.
@@ -54,12 +62,20 @@ describe.each(databases)('webhooks between tenants on $name', (database) => {
     // Signed with the raw-text secret as its key bytes.
     const got = fast.requests[0];
     const at = new Date(Number(got.headers['webhook-timestamp']) * 1000);
-    const expected = new Webhook(new TextEncoder().encode('plain-text-signing-key') as unknown as string, { format: 'raw' }).sign(String(got.headers['webhook-id']), at, got.body);
+    const expected = new Webhook(new TextEncoder().encode('plain-text-signing-key') as unknown as string, { format: 'raw' }).sign(
+      String(got.headers['webhook-id']),
+      at,
+      got.body,
+    );
     expect(got.headers['webhook-signature']).toBe(expected);
   });
 
   it('does not let a definition sign with a secret granted to another tenant', async () => {
-    await request(app.app).put('/api/v1/agents/thief').set('tenant-id', 'noisy').send(closing([`${slow.url}/steal`], 'RAWKEY')).expect(200);
+    await request(app.app)
+      .put('/api/v1/agents/thief')
+      .set('tenant-id', 'noisy')
+      .send(closing([`${slow.url}/steal`], 'RAWKEY'))
+      .expect(200);
     await request(app.app).post('/api/v1/agents/thief/converse').set('tenant-id', 'noisy').send({ message: 'goodbye' }).expect(200);
     await app.webhooks.runOnce();
     const d = await request(app.app).get('/api/v1/agents/thief/webhook-deliveries').set('tenant-id', 'noisy');
@@ -68,7 +84,10 @@ describe.each(databases)('webhooks between tenants on $name', (database) => {
   });
 
   it('refuses receivers that are not http or https at PUT', async () => {
-    const r = await request(app.app).put('/api/v1/agents/ftp').set('tenant-id', 'quiet').send(closing(['ftp://files.example.com/hook']));
+    const r = await request(app.app)
+      .put('/api/v1/agents/ftp')
+      .set('tenant-id', 'quiet')
+      .send(closing(['ftp://files.example.com/hook']));
     expect(r.status).toBe(400);
     expect(r.body.errors.map((e: { path: string }) => e.path)).toContain('webhooks[0].url');
   });

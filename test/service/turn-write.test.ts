@@ -22,7 +22,18 @@ const agentOf = () =>
   );
 
 function turn(agent: Awaited<ReturnType<typeof agentOf>>): TurnResult {
-  const gen = runTurn({ agent, prior: null, conversationId: 'c1', message: 'goodbye', context: null, userId: 'u1', turnIndex: 0, now: NOW, secrets: {}, score: (m) => agent.router.score(m) });
+  const gen = runTurn({
+    agent,
+    prior: null,
+    conversationId: 'c1',
+    message: 'goodbye',
+    context: null,
+    userId: 'u1',
+    turnIndex: 0,
+    now: NOW,
+    secrets: {},
+    score: (m) => agent.router.score(m),
+  });
   const step = gen.next();
   if (!step.done) throw new Error('no calls expected');
   return step.value;
@@ -46,9 +57,23 @@ describe('the write of a converse call', () => {
       timing,
       idempotency: { key: 'k', hash: 'h' },
     });
-    expect(response).toEqual({ conversation_id: 'c1', response: { message: 'Bye.', phase: 'end', awaiting_input: false, options: [] }, state: { status: 'completed', capability: 'bye' } });
+    expect(response).toEqual({
+      conversation_id: 'c1',
+      response: { message: 'Bye.', phase: 'end', awaiting_input: false, options: [] },
+      state: { status: 'completed', capability: 'bye' },
+    });
     expect(write.isNew).toBe(true);
-    expect(write.conversation).toMatchObject({ id: 'c1', tenantId: 'acme', agentId: AGENT_ID, agentVersion: 3, status: 'completed', outcome: 'said_goodbye', turnCount: 2, completedAt: NOW, inactiveAfter: null });
+    expect(write.conversation).toMatchObject({
+      id: 'c1',
+      tenantId: 'acme',
+      agentId: AGENT_ID,
+      agentVersion: 3,
+      status: 'completed',
+      outcome: 'said_goodbye',
+      turnCount: 2,
+      completedAt: NOW,
+      inactiveAfter: null,
+    });
     expect(write.conversation.auditSeq).toBe(result.audit.length + 1);
     expect(write.turns.map((t) => [t.idx, t.role, t.message])).toEqual([
       [0, 'user', 'goodbye'],
@@ -65,10 +90,34 @@ describe('the write of a converse call', () => {
 
   it('continues from the prior state: turn indexes, audit sequence, creation time and user stay', async () => {
     const agent = await agentOf();
-    const first = buildTurnWrite({ tenantId: 'acme', agent, prior: null, conversationId: 'c1', userId: 'u1', context: null, message: 'goodbye', result: turn(agent), now: NOW, requestId: 'r1', timing });
+    const first = buildTurnWrite({
+      tenantId: 'acme',
+      agent,
+      prior: null,
+      conversationId: 'c1',
+      userId: 'u1',
+      context: null,
+      message: 'goodbye',
+      result: turn(agent),
+      now: NOW,
+      requestId: 'r1',
+      timing,
+    });
     const prior = { ...first.write.conversation, status: 'active' as const, completedAt: null, auditHash: 'h0', eventSeq: 4 };
     const later = '2026-11-22T11:00:00.000Z';
-    const { write } = buildTurnWrite({ tenantId: 'acme', agent, prior, conversationId: 'c1', userId: 'someone-else', context: null, message: 'goodbye', result: turn(agent), now: later, requestId: 'r2', timing });
+    const { write } = buildTurnWrite({
+      tenantId: 'acme',
+      agent,
+      prior,
+      conversationId: 'c1',
+      userId: 'someone-else',
+      context: null,
+      message: 'goodbye',
+      result: turn(agent),
+      now: later,
+      requestId: 'r2',
+      timing,
+    });
     expect(write.isNew).toBe(false);
     expect(write.expectedAuditSeq).toBe(prior.auditSeq);
     expect(write.previousAuditHash).toBe('h0');

@@ -3,12 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation } from '../../server/src/domain.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
-import {
-  ConcurrentUpdateError,
-  ConversationStore,
-  DuplicateIdempotencyKeyError,
-  type TurnWrite,
-} from '../../server/src/store/conversation-store.js';
+import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
 import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 
@@ -109,11 +104,14 @@ describe.each(databases)('store on $name', (database) => {
   it('writes nothing of a turn whose conversation changed underneath it', async () => {
     const c = conversation('tenant-a', agentA);
     await store.exclusive(c.id, null, (u) => u.commit(write(c)));
-    const stale = write({ ...c, turnCount: 4, auditSeq: 2, updatedAt: '2026-11-22T10:01:00.000Z' }, {
-      isNew: false,
-      expectedAuditSeq: 0,
-      turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }],
-    });
+    const stale = write(
+      { ...c, turnCount: 4, auditSeq: 2, updatedAt: '2026-11-22T10:01:00.000Z' },
+      {
+        isNew: false,
+        expectedAuditSeq: 0,
+        turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }],
+      },
+    );
     await expect(store.exclusive(c.id, { tenantId: 'tenant-a', id: c.id }, (u) => u.commit(stale))).rejects.toBeInstanceOf(ConcurrentUpdateError);
     expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
     expect((await store.get('tenant-a', agentA, c.id))!.turnCount).toBe(2);
@@ -124,9 +122,7 @@ describe.each(databases)('store on $name', (database) => {
     const b = conversation('tenant-a', agentA);
     const idem = { agentId: agentA, key: 'k1', requestHash: 'h', response: { ok: 1 } };
     await store.exclusive(a.id, null, (u) => u.commit(write(a, { idempotency: idem })));
-    await expect(store.exclusive(b.id, null, (u) => u.commit(write(b, { idempotency: idem })))).rejects.toBeInstanceOf(
-      DuplicateIdempotencyKeyError,
-    );
+    await expect(store.exclusive(b.id, null, (u) => u.commit(write(b, { idempotency: idem })))).rejects.toBeInstanceOf(DuplicateIdempotencyKeyError);
     expect(await store.get('tenant-a', agentA, b.id)).toBeNull();
     expect(await store.findIdempotency('tenant-a', agentA, 'k1')).toEqual({ requestHash: 'h', conversationId: a.id, response: { ok: 1 } });
     expect(await store.findIdempotency('tenant-b', agentA, 'k1')).toBeNull();

@@ -57,7 +57,10 @@ export class DispatcherPool {
 type Outcome = 'ok' | 'http_error' | 'timeout' | 'network_error' | 'blocked';
 
 class HttpStatusError extends Error {
-  constructor(readonly status: number, readonly body: unknown) {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
     super(`HTTP ${status}`);
   }
 }
@@ -145,9 +148,7 @@ export class HttpActionRunner {
     }
 
     const answered = response ? { status: response.status, body: masker.deep(response.body) } : null;
-    const result: ActionResult = answered
-      ? { ok: outcome === 'ok', status: answered.status, body: answered.body }
-      : { ok: false, status: 0, body: null };
+    const result: ActionResult = answered ? { ok: outcome === 'ok', status: answered.status, body: answered.body } : { ok: false, status: 0, body: null };
     const shownHeaders: Record<string, string> = { 'user-agent': headers['user-agent'], ...req.masked.headers };
     if (headers['content-type'] && !shownHeaders['content-type']) shownHeaders['content-type'] = headers['content-type'];
     const audit: AuditDraft = {
@@ -241,7 +242,8 @@ export class Masker {
     if (Array.isArray(v)) return v.map((x) => this.deep(x));
     if (v && typeof v === 'object') {
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) Object.defineProperty(out, this.text(k), { value: this.deep(x), enumerable: true, writable: true, configurable: true });
+      for (const [k, x] of Object.entries(v))
+        Object.defineProperty(out, this.text(k), { value: this.deep(x), enumerable: true, writable: true, configurable: true });
       return out;
     }
     return v;
@@ -254,7 +256,13 @@ function unwrap(e: unknown): Error {
 }
 
 function isTimeout(err: Error): boolean {
-  return err.name === 'TimeoutError' || err.name === 'AbortError' || (err as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' || (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+  return (
+    err.name === 'TimeoutError' ||
+    err.name === 'AbortError' ||
+    (err as { code?: string }).code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    (err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT'
+  );
 }
 
 function retryable(err: Error): boolean {

@@ -33,7 +33,10 @@ export class LlmRouter {
       ...(error ? { error } : {}),
     });
     const catalogue = req.candidates
-      .map((c) => `- ${c.name}${c.description ? `: ${c.description}` : ''}${c.examples.length ? ` (e.g. ${c.examples.map((e) => JSON.stringify(e)).join(', ')})` : ''}`)
+      .map(
+        (c) =>
+          `- ${c.name}${c.description ? `: ${c.description}` : ''}${c.examples.length ? ` (e.g. ${c.examples.map((e) => JSON.stringify(e)).join(', ')})` : ''}`,
+      )
       .join('\n');
     try {
       const res = await request(`${this.opts.url.replace(/\/+$/, '')}/chat/completions`, {
@@ -64,7 +67,10 @@ export class LlmRouter {
       return done(answer);
     } catch (err) {
       const e = err as Error;
-      return done(null, e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${this.opts.timeoutMs} ms` : `provider unreachable: ${e.message}`);
+      return done(
+        null,
+        e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${this.opts.timeoutMs} ms` : `provider unreachable: ${e.message}`,
+      );
     }
   }
 }

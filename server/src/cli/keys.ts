@@ -20,7 +20,14 @@ async function withKeys<T>(fn: (keys: KeyService) => Promise<T>): Promise<T> {
 }
 
 const scopes = (v: string): Scope[] => {
-  const parsed = Scope.array().min(1).safeParse(v.split(',').map((s) => s.trim()).filter(Boolean));
+  const parsed = Scope.array()
+    .min(1)
+    .safeParse(
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
   if (!parsed.success) throw new InvalidArgumentError('list some of converse, read, admin, comma-separated');
   return parsed.data;
 };
@@ -45,7 +52,10 @@ cli
   .requiredOption('--tenant <tenant>', 'the tenant')
   .action(async (o: { tenant: string }) => {
     const list = await withKeys((keys) => keys.list(o.tenant));
-    for (const k of list) console.log(`${k.id}  ${k.prefix}…  ${k.scopes.join(',').padEnd(20)} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`);
+    for (const k of list)
+      console.log(
+        `${k.id}  ${k.prefix}…  ${k.scopes.join(',').padEnd(20)} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`,
+      );
     console.log(`${list.length} key(s) for tenant ${o.tenant}`);
   });
 

@@ -275,10 +275,7 @@ const trainHere: TrainRouter = (caps, outOfScope) => Router.train(caps, { outOfS
 export async function compileAgent(agentId: string, version: number, def: AgentDefinition, train: TrainRouter = trainHere): Promise<CompiledAgent> {
   const capabilities = new Map(def.capabilities.map((c) => [c.name, compileCapability(agentId, c)]));
   const messages = Object.fromEntries(
-    (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [
-      k,
-      CompiledText.from(def.messages?.[k] ?? DEFAULT_MESSAGES[k]),
-    ]),
+    (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [k, CompiledText.from(def.messages?.[k] ?? DEFAULT_MESSAGES[k])]),
   ) as CompiledAgent['messages'];
   const fallback: CompiledCapability = def.routing?.fallback
     ? capabilities.get(def.routing.fallback)!
@@ -299,7 +296,14 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
   const actions = new Map<string, CompiledAction>();
   for (const [name, a] of Object.entries(def.actions ?? {})) {
     const sources = [a.url, ...Object.values(a.headers ?? {}), ...jsonStrings(a.body)];
-    const secrets = [...new Set(sources.flatMap((src) => { const r = secretReferences(src); return 'names' in r ? r.names : []; }))];
+    const secrets = [
+      ...new Set(
+        sources.flatMap((src) => {
+          const r = secretReferences(src);
+          return 'names' in r ? r.names : [];
+        }),
+      ),
+    ];
     actions.set(name, {
       name,
       method: a.method,
@@ -320,9 +324,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     threshold: def.routing?.threshold ?? router.calibration.threshold,
     minSimilarity: def.routing?.min_similarity ?? router.calibration.minSimilarity,
     switchThreshold:
-      def.routing?.switching?.enabled === false
-        ? null
-        : (def.routing?.switching?.threshold ?? Math.max(DEFAULT_SWITCH_THRESHOLD, def.routing?.threshold ?? 0)),
+      def.routing?.switching?.enabled === false ? null : (def.routing?.switching?.threshold ?? Math.max(DEFAULT_SWITCH_THRESHOLD, def.routing?.threshold ?? 0)),
     capabilities,
     routable: routableDefs.map((c) => capabilities.get(c.name)!),
     fallback,

@@ -371,9 +371,7 @@ export class Router {
     const x = this.tfidf.vector(featureCounts(message));
     const C = this.names.length;
     const p = C > 1 ? this.softmax.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
-    const scores = this.names
-      .map((name, i) => ({ name, score: round4(p[i]), i }))
-      .sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
+    const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
     let similarity = 0;
     if (scores.length) for (const e of this.examples[scores[0].i]) similarity = Math.max(similarity, dot(x, e));
     return { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };

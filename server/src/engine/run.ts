@@ -9,17 +9,7 @@ import { TurnState, type EngineReply, type EngineRequest, type TurnInput, type T
 
 export { entitled, route } from './routing.js';
 export { languageOf } from './turn.js';
-export type {
-  ActionReply,
-  ActionRequest,
-  EngineReply,
-  EngineRequest,
-  LlmRouteReply,
-  LlmRouteRequest,
-  RouteDecision,
-  TurnInput,
-  TurnResult,
-} from './turn.js';
+export type { ActionReply, ActionRequest, EngineReply, EngineRequest, LlmRouteReply, LlmRouteRequest, RouteDecision, TurnInput, TurnResult } from './turn.js';
 
 export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const t = new TurnState(input);

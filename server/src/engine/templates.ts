@@ -118,11 +118,16 @@ class BoundedEmitter {
 export type Scope = Record<string, unknown>;
 
 function contextFor(engine: Liquid, scope: Scope, budget: RenderBudget): Context {
-  return new Context(scope, engine.options, { sync: true }, {
-    renderLimit: budget.renderLimit as never,
-    memoryLimit: budget.memoryLimit as never,
-    liquid: engine,
-  });
+  return new Context(
+    scope,
+    engine.options,
+    { sync: true },
+    {
+      renderLimit: budget.renderLimit as never,
+      memoryLimit: budget.memoryLimit as never,
+      liquid: engine,
+    },
+  );
 }
 
 export class CompiledTemplate {
@@ -188,14 +193,7 @@ export class CompiledText {
   /** The exact language, then its base language (pt-BR → pt), then the agent's default, then the first given. */
   pick(lang: string, defaultLang: string): CompiledTemplate {
     const m = this.byLang;
-    return (
-      m.get('*') ??
-      m.get(lang) ??
-      m.get(lang.split('-')[0]) ??
-      m.get(defaultLang) ??
-      m.get(defaultLang.split('-')[0]) ??
-      m.values().next().value!
-    );
+    return m.get('*') ?? m.get(lang) ?? m.get(lang.split('-')[0]) ?? m.get(defaultLang) ?? m.get(defaultLang.split('-')[0]) ?? m.values().next().value!;
   }
 
   render(scope: Scope, lang: string, defaultLang: string, budget?: RenderBudget): string {
@@ -234,7 +232,8 @@ export function renderJson(t: JsonTemplate, scope: Scope, budget?: RenderBudget)
       return t.items.map((i) => renderJson(i, scope, budget));
     case 'object': {
       const out: Record<string, unknown> = {};
-      for (const [k, v] of t.entries) Object.defineProperty(out, k, { value: renderJson(v, scope, budget), enumerable: true, writable: true, configurable: true });
+      for (const [k, v] of t.entries)
+        Object.defineProperty(out, k, { value: renderJson(v, scope, budget), enumerable: true, writable: true, configurable: true });
       return out;
     }
   }

@@ -156,7 +156,10 @@ export class TurnState {
     }
     this.replyCut = true;
     const room = Math.max(0, this.maxReply - this.replyBytes - (this.said.length ? 1 : 0));
-    const cut = Buffer.from(text).subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    const cut = Buffer.from(text)
+      .subarray(0, room)
+      .toString('utf8')
+      .replace(/\uFFFD$/, '');
     if (cut) this.said.push(cut);
     this.note('error', { code: 'reply_limit', message: `the reply was cut at ${this.maxReply} bytes` });
   }

@@ -46,7 +46,9 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     globalMiddleware: [
       recordRoute as never,
       ...(config.authMode === 'api_key' ? [apiKeyAuth(services.keys) as never] : []),
-      ...(rateLimit ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never] : []),
+      ...(rateLimit
+        ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never]
+        : []),
     ],
     responseValidation: false,
     jsonQuery: false,

@@ -30,11 +30,13 @@ export function depthLimit(max = MAX_JSON_DEPTH) {
     for (let i = 0; i < buf.length; i++) {
       const c = buf[i];
       if (inString) {
-        if (c === 0x5c) i++; // backslash: skip the escaped byte
+        if (c === 0x5c)
+          i++; // backslash: skip the escaped byte
         else if (c === 0x22) inString = false;
       } else if (c === 0x22) inString = true;
       else if (c === 0x5b || c === 0x7b) {
-        if (++depth > max) throw new InputError(`The body is nested deeper than ${max} levels`, [{ path: '(root)', message: `at most ${max} levels of nesting` }]);
+        if (++depth > max)
+          throw new InputError(`The body is nested deeper than ${max} levels`, [{ path: '(root)', message: `at most ${max} levels of nesting` }]);
       } else if (c === 0x5d || c === 0x7d) depth--;
     }
   };
@@ -62,7 +64,6 @@ export function refuseNul(req: Request, _res: Response, next: NextFunction): voi
   next();
 }
 
-
 function depthOf(v: unknown, max: number, depth = 0): number {
   if (depth > max || v === null || typeof v !== 'object') return depth;
   let deepest = depth;
@@ -82,7 +83,9 @@ export function yamlBody(req: Request, res: Response, next: NextFunction): void 
   try {
     const source = parseYamlSource(req.body);
     if (depthOf(source.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
-      throw new InputError(`The body is nested deeper than ${MAX_JSON_DEPTH} levels`, [{ path: '(root)', message: `at most ${MAX_JSON_DEPTH} levels of nesting` }]);
+      throw new InputError(`The body is nested deeper than ${MAX_JSON_DEPTH} levels`, [
+        { path: '(root)', message: `at most ${MAX_JSON_DEPTH} levels of nesting` },
+      ]);
     }
     res.locals.source = source;
     req.body = source.value;

@@ -10,6 +10,8 @@ import { generateOpenApi } from '@ts-rest/open-api';
 import type { ZodTypeAny } from 'zod';
 import * as c from '@switchboard/contract';
 
+// The generated document is untyped JSON that this module reshapes in place.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
 // The schema generator @ts-rest/open-api itself uses, so that a named schema's JSON is exactly
@@ -57,9 +59,17 @@ const NAMED: Record<string, ZodTypeAny> = {
 };
 
 const TAGS: { name: string; description: string; routes: string[] }[] = [
-  { name: 'Conversations', description: 'Talk to an agent, and read conversations, their turns and live state', routes: ['converse', 'listConversations', 'getConversation', 'getHistory', 'streamEvents'] },
+  {
+    name: 'Conversations',
+    description: 'Talk to an agent, and read conversations, their turns and live state',
+    routes: ['converse', 'listConversations', 'getConversation', 'getHistory', 'streamEvents'],
+  },
   { name: 'Audit', description: 'What the service decided and did for a conversation, hash-chained', routes: ['getAuditLogs', 'verifyAuditLogs'] },
-  { name: 'Operators', description: 'People taking over: messages, status moves, erasure', routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'] },
+  {
+    name: 'Operators',
+    description: 'People taking over: messages, status moves, erasure',
+    routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'],
+  },
   { name: 'Agents', description: 'Agent definitions and their versions', routes: ['putAgent', 'listAgents', 'getAgent', 'deleteAgent'] },
   { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
   { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
@@ -98,7 +108,9 @@ function to31(node: unknown): unknown {
 }
 
 const canonical = (v: unknown): string =>
-  JSON.stringify(v, (_k, x) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+  JSON.stringify(v, (_k, x) =>
+    x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x,
+  );
 const withoutDescription = (s: Json): Json => {
   const { description: _d, ...rest } = s;
   return rest;
@@ -152,7 +164,18 @@ function nameSchemas(doc: Json): Json {
     }
   };
   visit(paths);
-  return { ...doc, paths, components: { ...(doc.components ?? {}), schemas: Object.fromEntries(Object.entries(components).filter(([n]) => used.has(n)).sort(([a], [b]) => (a < b ? -1 : 1))) } };
+  return {
+    ...doc,
+    paths,
+    components: {
+      ...(doc.components ?? {}),
+      schemas: Object.fromEntries(
+        Object.entries(components)
+          .filter(([n]) => used.has(n))
+          .sort(([a], [b]) => (a < b ? -1 : 1)),
+      ),
+    },
+  };
 }
 
 /** Per operation: tags, security, descriptions lifted where readers look, and other content types. */
@@ -188,7 +211,11 @@ function mapOperation(op: Json, route: AppRoute): Json {
     const described = (Object.values(r.content ?? {}) as Json[]).find((x) => x.schema?.description);
     if (described) r.description = described.schema.description;
   }
-  if (!scopes[name]) op.responses['4XX'] ??= { description: 'Any other client error, as problem details', content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } } };
+  if (!scopes[name])
+    op.responses['4XX'] ??= {
+      description: 'Any other client error, as problem details',
+      content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } },
+    };
   // Problems are served as application/problem+json.
   for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
     if (Number(status[0]) >= 4 && r.content?.['application/json']) {
@@ -202,8 +229,14 @@ function mapOperation(op: Json, route: AppRoute): Json {
   if (name === 'converse' && op.requestBody?.content?.['application/json']) {
     op.requestBody.description = 'A message; without conversation_id it starts a conversation';
     op.requestBody.content['application/json'].examples = {
-      start: { summary: 'Start a conversation', value: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } } },
-      continue: { summary: 'Continue one (use the conversation_id an answer gave)', value: { message: '100001', conversation_id: '00000000-0000-4000-8000-000000000000' } },
+      start: {
+        summary: 'Start a conversation',
+        value: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } },
+      },
+      continue: {
+        summary: 'Continue one (use the conversation_id an answer gave)',
+        value: { message: '100001', conversation_id: '00000000-0000-4000-8000-000000000000' },
+      },
     };
   }
   return op;
@@ -276,7 +309,11 @@ export function getOpenApi(): Record<string, unknown> {
       responses: doc.components.responses,
       securitySchemes: {
         tenantHeader: { type: 'apiKey', in: 'header', name: 'tenant-id', description: 'AUTH_MODE=header: the tenant, trusted from a gateway in front' },
-        apiKey: { type: 'http', scheme: 'bearer', description: 'AUTH_MODE=api_key: `authorization: Bearer sbk_…`; the key names its tenant and carries scopes (converse, read, admin)' },
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'AUTH_MODE=api_key: `authorization: Bearer sbk_…`; the key names its tenant and carries scopes (converse, read, admin)',
+        },
       },
     },
   };

@@ -63,12 +63,7 @@ function zodProblems(err: ZodError | null, prefix: string): FieldProblem[] {
 }
 
 export function validationProblems(err: RequestValidationError): FieldProblem[] {
-  return [
-    ...zodProblems(err.pathParams, 'path'),
-    ...zodProblems(err.headers, 'header'),
-    ...zodProblems(err.query, 'query'),
-    ...zodProblems(err.body, ''),
-  ];
+  return [...zodProblems(err.pathParams, 'path'), ...zodProblems(err.headers, 'header'), ...zodProblems(err.query, 'query'), ...zodProblems(err.body, '')];
 }
 
 /** Errors of body-parser, by its `type` field. */

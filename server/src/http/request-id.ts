@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
 
-const SANE = /^[A-Za-z0-9._:\/+=-]{1,200}$/;
+const SANE = /^[A-Za-z0-9._:/+=-]{1,200}$/;
 
 export function requestId(opts: { header?: string } = {}) {
   const header = opts.header ?? 'x-request-id';

@@ -47,7 +47,13 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
         const last = headers['last-event-id'] ?? null;
         const gone = new AbortController();
         req.on('close', () => gone.abort());
-        const stream = await streams.open({ tenantId: c.tenantId, conversationId: c.id, lastEventId: last, keyId: (res.locals.keyId as string | undefined) ?? null, signal: gone.signal });
+        const stream = await streams.open({
+          tenantId: c.tenantId,
+          conversationId: c.id,
+          lastEventId: last,
+          keyId: (res.locals.keyId as string | undefined) ?? null,
+          signal: gone.signal,
+        });
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');
         res.setHeader('cache-control', 'no-cache, no-transform');
         res.setHeader('x-accel-buffering', 'no');

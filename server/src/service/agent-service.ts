@@ -74,9 +74,7 @@ export class AgentService {
 
   async list(tenantId: string): Promise<Agent[]> {
     const rows = await this.store.list(tenantId);
-    return Promise.all(
-      rows.map(async (r) => this.toApi(r, (await this.store.version(tenantId, r.id, r.currentVersion))!.definition as AgentDefinition)),
-    );
+    return Promise.all(rows.map(async (r) => this.toApi(r, (await this.store.version(tenantId, r.id, r.currentVersion))!.definition as AgentDefinition)));
   }
 
   async archive(tenantId: string, slug: string): Promise<void> {

@@ -92,9 +92,7 @@ export class ConversationService {
     const { body, tenantId } = call;
     // Characters as people count them (code points), not UTF-16 units.
     if (body.message.length > this.opts.maxMessageChars && [...body.message].length > this.opts.maxMessageChars) {
-      throw new InputError('The message is too long', [
-        { path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` },
-      ]);
+      throw new InputError('The message is too long', [{ path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` }]);
     }
     const agentRow = await this.agents.active(tenantId, call.slug);
     const storageMs = ms(started);
@@ -124,7 +122,10 @@ export class ConversationService {
   }
 
   /** One call, under the conversation's lock: open it, check the caps, run the engine, write the result. */
-  private async apply(call: ConverseCall, ctx: { agentId: string; currentVersion: number; started: number; storageMs: number; idem?: { key: string; hash: string } }): Promise<ConverseResponse> {
+  private async apply(
+    call: ConverseCall,
+    ctx: { agentId: string; currentVersion: number; started: number; storageMs: number; idem?: { key: string; hash: string } },
+  ): Promise<ConverseResponse> {
     const { tenantId, body } = call;
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
     const conversationId = body.conversation_id ?? randomUUID();
@@ -133,7 +134,11 @@ export class ConversationService {
     const response = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit) => {
       const opened = isNew
         ? null
-        : await openConversation(unit, { agents: this.agents, clock: this.clock }, { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' });
+        : await openConversation(
+            unit,
+            { agents: this.agents, clock: this.clock },
+            { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' },
+          );
       const prior = opened?.conversation ?? null;
       if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
@@ -169,7 +174,13 @@ export class ConversationService {
         result,
         now,
         requestId: call.requestId,
-        timing: { total_ms: ms(ctx.started), routing_ms: routingMs, engine_ms: engineMs, actions_ms: actionsMs, storage_ms: ctx.storageMs + (opened?.loadMs ?? 0) },
+        timing: {
+          total_ms: ms(ctx.started),
+          routing_ms: routingMs,
+          engine_ms: engineMs,
+          actions_ms: actionsMs,
+          storage_ms: ctx.storageMs + (opened?.loadMs ?? 0),
+        },
         idempotency: ctx.idem,
       });
       await unit.commit(write);
@@ -308,7 +319,15 @@ export class ConversationService {
   async list(
     tenantId: string,
     slug: string,
-    q: { status?: ListFilters['status']; user_id?: string; capability?: string; created_after?: string; created_before?: string; limit: number; cursor?: string },
+    q: {
+      status?: ListFilters['status'];
+      user_id?: string;
+      capability?: string;
+      created_after?: string;
+      created_before?: string;
+      limit: number;
+      cursor?: string;
+    },
   ): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
     const agent = await this.agents.any(tenantId, slug);
     const after = decodeCursor(q.cursor, isTimeAndId);

@@ -6,10 +6,26 @@ import type { ErasureRules } from '../domain.js';
 
 export const ERASURE: ErasureRules = {
   auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message'],
-  skeleton(type, d) {
+  skeleton(type, data) {
+    // Stored audit data: the shapes of contract/src/conversations.ts.
+    const d = data as {
+      action?: unknown;
+      request?: { method?: unknown };
+      response?: { status?: unknown } | null;
+      outcome?: unknown;
+      attempts?: unknown;
+      code?: unknown;
+    } & Record<string, unknown>;
     switch (type) {
       case 'action_call':
-        return { action: d.action, request: { method: d.request?.method }, response: d.response ? { status: d.response.status } : null, outcome: d.outcome, attempts: d.attempts, erased: true };
+        return {
+          action: d.action,
+          request: { method: d.request?.method },
+          response: d.response ? { status: d.response.status } : null,
+          outcome: d.outcome,
+          attempts: d.attempts,
+          erased: true,
+        };
       case 'turn_timing':
         return { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true };
       case 'operator_message':
@@ -19,6 +35,7 @@ export const ERASURE: ErasureRules = {
     }
   },
   webhookPayload(p) {
-    return p?.data ? { ...p, data: { ...p.data, user_id: null } } : p;
+    const data = p.data as Record<string, unknown> | undefined;
+    return data ? { ...p, data: { ...data, user_id: null } } : p;
   },
 };

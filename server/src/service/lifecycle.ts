@@ -142,7 +142,14 @@ export async function abandonIfDue(c: Conversation, agent: CompiledAgent, unit: 
 export async function openConversation(
   unit: ConversationUnit,
   deps: { agents: AgentService; clock: Clock },
-  q: { tenantId: string; agentId: string | null; id: string; userId?: string | null; requestId: string; closedCode?: 'conversation_closed' | 'invalid_transition' },
+  q: {
+    tenantId: string;
+    agentId: string | null;
+    id: string;
+    userId?: string | null;
+    requestId: string;
+    closedCode?: 'conversation_closed' | 'invalid_transition';
+  },
 ): Promise<{ conversation: Conversation; agent: CompiledAgent; now: string; loadMs: number }> {
   const started = performance.now();
   const c = await unit.load(q.tenantId, q.agentId, q.id);
@@ -189,7 +196,14 @@ export class LifecycleService {
     return out as T;
   }
 
-  async setStatus(tenantId: string, slug: string, id: string, to: ConversationStatus, outcome: string | undefined, requestId: string): Promise<ConversationDetail> {
+  async setStatus(
+    tenantId: string,
+    slug: string,
+    id: string,
+    to: ConversationStatus,
+    outcome: string | undefined,
+    requestId: string,
+  ): Promise<ConversationDetail> {
     await this.onConversation({ tenantId, slug, id, requestId, closedCode: 'invalid_transition' }, async (c, agent, unit, now) => {
       if (!TRANSITIONS[c.status].includes(to)) {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
@@ -200,7 +214,14 @@ export class LifecycleService {
     return this.detail(tenantId, slug, id);
   }
 
-  async operatorMessage(tenantId: string, slug: string, id: string, message: string, author: string | undefined, requestId: string): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
+  async operatorMessage(
+    tenantId: string,
+    slug: string,
+    id: string,
+    message: string,
+    author: string | undefined,
+    requestId: string,
+  ): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
     return this.onConversation({ tenantId, slug, id, requestId, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
@@ -209,7 +230,13 @@ export class LifecycleService {
       const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
       // The operator's words are chained into the audit log like the dialogue's own turns.
       const audit: AuditDraft[] = [
-        { type: 'operator_message', turnIndex: null, timestamp: now, durationMs: null, data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, turn) }] } },
+        {
+          type: 'operator_message',
+          turnIndex: null,
+          timestamp: now,
+          durationMs: null,
+          data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, turn) }] },
+        },
       ];
       const next: Conversation = { ...c, turnCount: c.turnCount + 1, auditSeq: c.auditSeq + audit.length, updatedAt: now };
       await unit.commit({

@@ -46,7 +46,10 @@ export class SecretService {
         } catch {
           // A row that does not open under this key, tenant and name (another key, a copied or
           // altered row) is no secret of this tenant's.
-          this.log?.warn({ tenant: tenantId, secret: row.name }, 'a stored secret does not decrypt for its tenant and name (SECRETS_KEY changed, or the row was altered)');
+          this.log?.warn(
+            { tenant: tenantId, secret: row.name },
+            'a stored secret does not decrypt for its tenant and name (SECRETS_KEY changed, or the row was altered)',
+          );
         }
       }
     }

@@ -24,7 +24,6 @@ export interface WebhookOptions {
   timeoutMs?: number;
 }
 
-
 type Outcome = 'delivered' | 'retried' | 'failed';
 
 /**
@@ -165,7 +164,7 @@ export class WebhookDispatcher {
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
       const e = err as Error;
-      error = e.name === 'TimeoutError' ? 'timed out' : (e instanceof BlockedAddressError ? e.message : (e.message || String(e))).slice(0, 500);
+      error = e.name === 'TimeoutError' ? 'timed out' : (e instanceof BlockedAddressError ? e.message : e.message || String(e)).slice(0, 500);
     }
     const durationMs = Math.round((performance.now() - started) * 100) / 100;
     const at = iso(sentAt);

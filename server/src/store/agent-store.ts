@@ -57,9 +57,7 @@ export class AgentStore {
 
   async version(tenantId: string, agentId: string, version: number): Promise<AgentVersionRow | null> {
     const r = await this.knex('agent_versions').where({ tenant_id: tenantId, agent_id: agentId, version }).first();
-    return r
-      ? { agentId: r.agent_id, version: Number(r.version), digest: r.digest, definition: JSON.parse(r.definition), createdAt: r.created_at }
-      : null;
+    return r ? { agentId: r.agent_id, version: Number(r.version), digest: r.digest, definition: JSON.parse(r.definition), createdAt: r.created_at } : null;
   }
 
   /**
@@ -96,7 +94,14 @@ export class AgentStore {
         return { agent: toAgent(existing), changed: false };
       }
       const version = Number(existing.current_version) + 1;
-      await trx('agent_versions').insert({ agent_id: existing.id, version, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now });
+      await trx('agent_versions').insert({
+        agent_id: existing.id,
+        version,
+        tenant_id: tenantId,
+        digest,
+        definition: JSON.stringify(definition),
+        created_at: now,
+      });
       await trx('agents').where({ id: existing.id }).update({ current_version: version, archived_at: null, updated_at: now });
       return { agent: toAgent(await trx('agents').where({ id: existing.id }).first()), changed: true };
     });

@@ -290,7 +290,12 @@ export class ConversationStore {
    * is held while `fn` calls actions. `target` null is a new conversation: nothing to hold.
    * With `skipIfBusy`, a conversation another process holds is skipped (resolves undefined).
    */
-  async exclusive<T>(lockKey: string, target: ConversationRef | null, fn: (unit: ConversationUnit) => Promise<T>, opts: { skipIfBusy?: boolean } = {}): Promise<T | undefined> {
+  async exclusive<T>(
+    lockKey: string,
+    target: ConversationRef | null,
+    fn: (unit: ConversationUnit) => Promise<T>,
+    opts: { skipIfBusy?: boolean } = {},
+  ): Promise<T | undefined> {
     this.busy++;
     try {
       return await this.locks.run(lockKey, async () => {
@@ -317,12 +322,15 @@ export class ConversationStore {
     // Renewed while the call works, so a slow action never lets another process in; a process
     // that dies lets others in once the lease runs out.
     const renew = lease.held
-      ? setInterval(() => {
-          void this.knex('conversations')
-            .where({ id: target.id, lease_id: lease.id })
-            .update({ lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
-            .catch(() => undefined);
-        }, Math.max(500, Math.floor(this.leaseMs / 3)))
+      ? setInterval(
+          () => {
+            void this.knex('conversations')
+              .where({ id: target.id, lease_id: lease.id })
+              .update({ lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
+              .catch(() => undefined);
+          },
+          Math.max(500, Math.floor(this.leaseMs / 3)),
+        )
       : null;
     renew?.unref();
     try {
@@ -422,7 +430,11 @@ export class ConversationStore {
    * entries it reduced.
    * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
    */
-  private async eraseRows(trx: Knex.Transaction, e: { conversation: Conversation; now: string; rules: ErasureRules }, lease: { id: string } | null): Promise<void> {
+  private async eraseRows(
+    trx: Knex.Transaction,
+    e: { conversation: Conversation; now: string; rules: ErasureRules },
+    lease: { id: string } | null,
+  ): Promise<void> {
     const { conversation: c, now, rules } = e;
     const where = { conversation_id: c.id, tenant_id: c.tenantId };
     await trx('turns').where(where).delete();
@@ -430,11 +442,15 @@ export class ConversationStore {
     const audit = await trx('audit_entries').where(where).whereIn('type', rules.auditTypes).select('sequence', 'type', 'data');
     for (const a of audit) {
       const skeleton = rules.skeleton(a.type, JSON.parse(a.data));
-      await trx('audit_entries').where({ ...where, sequence: a.sequence }).update({ data: JSON.stringify(skeleton), erased_at: now });
+      await trx('audit_entries')
+        .where({ ...where, sequence: a.sequence })
+        .update({ data: JSON.stringify(skeleton), erased_at: now });
     }
     const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
     for (const h of hooks) {
-      await trx('webhook_deliveries').where({ id: h.id }).update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload))) });
+      await trx('webhook_deliveries')
+        .where({ id: h.id })
+        .update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload))) });
     }
     await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
     const record = auditRows({
@@ -530,20 +546,12 @@ export class ConversationStore {
   }
 
   async turns(tenantId: string, conversationId: string): Promise<TurnRow[]> {
-    const rows = await this.knex('turns')
-      .where({ conversation_id: conversationId, tenant_id: tenantId })
-      .orderBy('idx', 'asc');
+    const rows = await this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }).orderBy('idx', 'asc');
     return rows.map(rowToTurn);
   }
 
   /** Newest first by (created_at, id); `after` is the last (created_at, id) of the previous page. */
-  async list(
-    tenantId: string,
-    agentId: string,
-    f: ListFilters,
-    limit: number,
-    after: { createdAt: string; id: string } | null,
-  ): Promise<Conversation[]> {
+  async list(tenantId: string, agentId: string, f: ListFilters, limit: number, after: { createdAt: string; id: string } | null): Promise<Conversation[]> {
     const q = this.knex('conversations').where({ tenant_id: tenantId, agent_id: agentId });
     if (f.status) q.andWhere('status', f.status);
     if (f.userId) q.andWhere('user_id', f.userId);
@@ -555,14 +563,17 @@ export class ConversationStore {
         w.where('created_at', '<', after.createdAt).orWhere((w2) => w2.where('created_at', '=', after.createdAt).andWhere('id', '<', after.id)),
       );
     }
-    const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
+    const rows = await q
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit);
     return rows.map(rowToConversation);
   }
 
   async audit(tenantId: string, conversationId: string, type: AuditType | undefined, limit: number, afterSeq: number): Promise<AuditRow[]> {
-    const q = this.knex('audit_entries')
-      .where({ conversation_id: conversationId, tenant_id: tenantId })
-      .andWhere('sequence', '>', afterSeq);
+    const q = this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }).andWhere('sequence', '>', afterSeq);
     if (type) q.andWhere('type', type);
     const rows = await q.orderBy('sequence', 'asc').limit(limit);
     return rows.map(rowToAudit);
@@ -581,10 +592,7 @@ export class ConversationStore {
 
   /** Closed, not yet erased conversations last changed before `before` (of one tenant, or of all). */
   async dueForRetention(before: string, limit: number, tenantId?: string, excludeTenants: string[] = []): Promise<{ id: string; tenantId: string }[]> {
-    const q = this.knex('conversations')
-      .whereIn('status', ['completed', 'abandoned'])
-      .whereNull('erased_at')
-      .andWhere('updated_at', '<', before);
+    const q = this.knex('conversations').whereIn('status', ['completed', 'abandoned']).whereNull('erased_at').andWhere('updated_at', '<', before);
     if (tenantId) q.andWhere('tenant_id', tenantId);
     if (excludeTenants.length) q.whereNotIn('tenant_id', excludeTenants);
     const rows = await q.orderBy('updated_at').limit(limit).select('id', 'tenant_id');

@@ -94,7 +94,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
       pool: {
         min: 1,
         max: 1,
-        afterCreate: (conn: any, done: (err: Error | null, conn: unknown) => void) => {
+        afterCreate: (conn: { pragma(statement: string): unknown }, done: (err: Error | null, conn: unknown) => void) => {
           try {
             conn.pragma('journal_mode = WAL');
             conn.pragma('synchronous = NORMAL');
@@ -162,7 +162,11 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   }
   const maintenance = new URL(url);
   maintenance.pathname = '/postgres';
-  const admin = knexFactory({ client: 'pg', connection: { connectionString: maintenance.toString(), connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 } });
+  const admin = knexFactory({
+    client: 'pg',
+    connection: { connectionString: maintenance.toString(), connectionTimeoutMillis: 5000 },
+    pool: { min: 0, max: 1 },
+  });
   try {
     await admin.raw('create database ??', [name]);
     return true;
@@ -193,9 +197,26 @@ export function mapDbError(err: unknown): unknown {
   const e = err as { code?: string; name?: string; message?: string };
   const code = e?.code ?? '';
   if (
-    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P03', '57014', '08006', '08001', '08003', 'SQLITE_BUSY', 'SQLITE_CANTOPEN', 'SQLITE_IOERR'].includes(code) ||
+    [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'ETIMEDOUT',
+      'ENOTFOUND',
+      'EPIPE',
+      '57P01',
+      '57P03',
+      '57014',
+      '08006',
+      '08001',
+      '08003',
+      'SQLITE_BUSY',
+      'SQLITE_CANTOPEN',
+      'SQLITE_IOERR',
+    ].includes(code) ||
     e?.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked|Query read timeout|timeout expired|Connection is closed|not queryable/i.test(e?.message ?? '')
+    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked|Query read timeout|timeout expired|Connection is closed|not queryable/i.test(
+      e?.message ?? '',
+    )
   ) {
     return new UnavailableError();
   }

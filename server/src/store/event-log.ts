@@ -66,7 +66,10 @@ export class EventLog {
     this.listener = {
       stop: async () => {
         stopped = true;
-        if (client) await rawConnection(this.knex).destroy(client).catch(() => undefined);
+        if (client)
+          await rawConnection(this.knex)
+            .destroy(client)
+            .catch(() => undefined);
       },
     };
   }
@@ -77,7 +80,12 @@ export class EventLog {
   }
 
   /** Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per conversation). */
-  async events(tenantId: string, conversationId: string, after: EventPosition, limit = 100): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
+  async events(
+    tenantId: string,
+    conversationId: string,
+    after: EventPosition,
+    limit = 100,
+  ): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
     const rows = await this.knex('conversation_events')
       .where({ tenant_id: tenantId, conversation_id: conversationId })
       .andWhere('seq', '>=', after.row)
@@ -98,5 +106,4 @@ export class EventLog {
     const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'seq' }).first();
     return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
   }
-
 }

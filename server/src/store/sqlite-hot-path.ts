@@ -21,17 +21,61 @@ const insertSql = (table: string, columns: readonly string[]) =>
   `insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`;
 
 export const CONVERSATION_COLUMNS = [
-  'id', 'tenant_id', 'agent_id', 'agent_version', 'user_id', 'status', 'outcome', 'capability', 'capability_id',
-  'phase', 'awaiting_input', 'state', 'context', 'turn_count', 'audit_seq', 'created_at', 'updated_at',
-  'completed_at', 'last_user_turn_at', 'inactive_after', 'erased_at', 'audit_hash', 'event_seq',
+  'id',
+  'tenant_id',
+  'agent_id',
+  'agent_version',
+  'user_id',
+  'status',
+  'outcome',
+  'capability',
+  'capability_id',
+  'phase',
+  'awaiting_input',
+  'state',
+  'context',
+  'turn_count',
+  'audit_seq',
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'last_user_turn_at',
+  'inactive_after',
+  'erased_at',
+  'audit_hash',
+  'event_seq',
 ] as const;
 export const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
 export const WEBHOOK_COLUMNS = [
-  'id', 'tenant_id', 'agent_id', 'conversation_id', 'event', 'url', 'secret_name', 'payload', 'status', 'attempts',
-  'next_attempt_at', 'created_at', 'seq',
+  'id',
+  'tenant_id',
+  'agent_id',
+  'conversation_id',
+  'event',
+  'url',
+  'secret_name',
+  'payload',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'created_at',
+  'seq',
 ];
 const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp'];
-const AUDIT_COLUMNS = ['id', 'conversation_id', 'sequence', 'tenant_id', 'turn_index', 'type', 'request_id', 'timestamp', 'duration_ms', 'data', 'data_hash', 'hash'];
+const AUDIT_COLUMNS = [
+  'id',
+  'conversation_id',
+  'sequence',
+  'tenant_id',
+  'turn_index',
+  'type',
+  'request_id',
+  'timestamp',
+  'duration_ms',
+  'data',
+  'data_hash',
+  'hash',
+];
 const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
 const UPDATABLE = CONVERSATION_COLUMNS.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
 

@@ -60,8 +60,18 @@ export class WebhookStore {
     a: { attempt: number; at: string; status: number | null; error: string | null; durationMs: number; update: Record<string, unknown> },
   ): Promise<void> {
     await this.knex.transaction(async (trx) => {
-      await trx('webhook_attempts').insert({ delivery_id: row.id, attempt: a.attempt, tenant_id: row.tenant_id, at: a.at, status: a.status, error: a.error, duration_ms: a.durationMs });
-      await trx('webhook_deliveries').where({ id: row.id }).update({ ...a.update, attempts: a.attempt, last_status: a.status, last_error: a.error });
+      await trx('webhook_attempts').insert({
+        delivery_id: row.id,
+        attempt: a.attempt,
+        tenant_id: row.tenant_id,
+        at: a.at,
+        status: a.status,
+        error: a.error,
+        duration_ms: a.durationMs,
+      });
+      await trx('webhook_deliveries')
+        .where({ id: row.id })
+        .update({ ...a.update, attempts: a.attempt, last_status: a.status, last_error: a.error });
     });
   }
 }
@@ -82,10 +92,21 @@ export async function listDeliveries(
     const a = after;
     query.andWhere((w) => w.where('created_at', '<', a.createdAt).orWhere((w2) => w2.where('created_at', '=', a.createdAt).andWhere('id', '<', a.id)));
   }
-  const rows = await query.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(q.limit + 1);
+  const rows = await query
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(q.limit + 1);
   const page = rows.slice(0, q.limit);
   const attempts = page.length
-    ? await knex('webhook_attempts').where({ tenant_id: tenantId }).whereIn('delivery_id', page.map((r) => r.id)).orderBy(['delivery_id', 'attempt'])
+    ? await knex('webhook_attempts')
+        .where({ tenant_id: tenantId })
+        .whereIn(
+          'delivery_id',
+          page.map((r) => r.id),
+        )
+        .orderBy(['delivery_id', 'attempt'])
     : [];
   const last = page[page.length - 1];
   return {

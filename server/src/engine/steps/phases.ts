@@ -46,7 +46,13 @@ const call: PhaseStep = function* (t, p) {
     ? ((yield request) as ActionReply)
     : {
         result: { ok: false, status: 0, body: null },
-        audit: { type: 'error', turnIndex: input.turnIndex, timestamp: input.now, durationMs: null, data: { code: 'action_not_sent', message: `action "${action.name}" could not be rendered`, action: action.name } },
+        audit: {
+          type: 'error',
+          turnIndex: input.turnIndex,
+          timestamp: input.now,
+          durationMs: null,
+          data: { code: 'action_not_sent', message: `action "${action.name}" could not be rendered`, action: action.name },
+        },
       };
   t.audit.push(reply.audit);
   t.flow.actions[action.name] = reply.result;

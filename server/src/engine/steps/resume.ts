@@ -26,7 +26,12 @@ export const resumeCollect: Step = function* (t) {
     const decision = route(agent, scored, input.context);
     const target = decision.capability;
     if (!decision.notEntitled && target !== capability && target !== agent.fallback && scored.scores[0].score >= agent.switchThreshold) {
-      t.note('routing_decision', { ...decision.audit, reason: 'switch', from: { capability: capability.name, phase: t.phaseId }, switch_threshold: agent.switchThreshold });
+      t.note('routing_decision', {
+        ...decision.audit,
+        reason: 'switch',
+        from: { capability: capability.name, phase: t.phaseId },
+        switch_threshold: agent.switchThreshold,
+      });
       t.capability = target;
       flow.wait = 'open';
       flow.attempts = 0;
