@@ -38,6 +38,7 @@ export interface Services {
   keys: KeyService;
   secrets: SecretService;
   streams: EventStreams;
+  training: TrainingPool;
   store: ConversationStore;
   logger: Logger;
   /** Resolves when the database answers (readiness). */
@@ -93,6 +94,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     keys,
     secrets,
     streams,
+    training,
     store,
     logger,
     ping: () => store.ping(),

@@ -238,7 +238,8 @@ describe('SIGTERM', () => {
       const h = { 'tenant-id': 'acme', 'content-type': 'application/json' };
       expect((await fetch(`${base}/api/v1/agents/slow`, { method: 'PUT', headers: h, body: JSON.stringify(agent) })).status).toBe(200);
       const inFlight = fetch(`${base}/api/v1/agents/slow/converse`, { method: 'POST', headers: h, body: JSON.stringify({ message: 'go now' }) });
-      await new Promise((r) => setTimeout(r, 250));
+      // SIGTERM once the call is under way: its action has reached the slow backend.
+      while (slow.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
       child.kill('SIGTERM');
       const res = await inFlight;
       expect(res.status).toBe(200);

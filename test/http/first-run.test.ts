@@ -163,7 +163,8 @@ describe.each(databases)('the typed client event stream on $name', (database) =>
       const id = first.body.conversation_id;
       const stream = sb.events('echo', id, { signal: controller.signal });
       const next = stream.next();
-      await new Promise((r) => setTimeout(r, 100));
+      // Once the stream is open on the server, the next commit reaches it.
+      while (app.streams.size === 0) await new Promise((r) => setTimeout(r, 5));
       await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'hello', conversation_id: id } });
       const e1 = (await next).value!;
       expect(e1).toMatchObject({ type: 'turn.created', data: { role: 'user', message: 'hello' } });

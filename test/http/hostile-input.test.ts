@@ -249,6 +249,40 @@ describe.each(databases)('hostile input on $name', (database) => {
     }
   });
 
+  it('never lets prototype-pollution keys through, in any body, as raw JSON', async () => {
+    // Written as text: an object literal with __proto__ would set a prototype, not send a key.
+    const pollution = fc.constantFrom(
+      '{"__proto__":{"polluted":true}}',
+      '{"constructor":{"prototype":{"polluted":true}}}',
+      '{"__proto__":{"toString":"x"},"a":{"__proto__":{"polluted":1}}}',
+    );
+    await fc.assert(
+      fc.asyncProperty(pollution, fc.constantFrom('context', 'definition', 'status', 'operator'), async (payload, where) => {
+        const res =
+          where === 'context'
+            ? await request(app.app)
+                .post('/api/v1/agents/echo/converse')
+                .set({ ...T, 'content-type': 'application/json' })
+                .send(`{"message":"echo this","context":{"version":"v1","context":{"customAttributes":${payload},"identity":${payload}}}}`)
+            : where === 'definition'
+              ? await request(app.app)
+                  .put('/api/v1/agents/polluted')
+                  .set({ ...T, 'content-type': 'application/json' })
+                  .send(
+                    `{"name":"P","capabilities":[{"name":"a","examples":["hi"],"phases":[{"id":"p","say":"hi"}]}],"actions":{"x":{"type":"http","method":"POST","url":"http://x.test/","body":${payload}}},"__proto__":{"polluted":true}}`,
+                  )
+              : await request(app.app)
+                  .post(`/api/v1/agents/echo/conversations/${convId}/${where === 'status' ? 'status' : 'messages'}`)
+                  .set({ ...T, 'content-type': 'application/json' })
+                  .send(payload);
+        expectSane(res);
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+        expect(Object.prototype).not.toHaveProperty('polluted');
+      }),
+      { numRuns: 20, seed: SEED },
+    );
+  });
+
   it('keeps Object.prototype clean', () => {
     expect(Object.prototype).not.toHaveProperty('polluted');
     expect(({} as Record<string, unknown>).constructor).toBe(Object);

@@ -64,8 +64,8 @@ describe('training', () => {
         finished.push('put');
         return r;
       });
-    // Give the PUT time to reach training, then talk to another agent.
-    await new Promise((r) => setTimeout(r, 150));
+    // Once the PUT is training, talk to another agent.
+    while (app.training.runningFor('t') === 0) await new Promise((r) => setTimeout(r, 5));
     const talk = request(app.app)
       .post('/api/v1/agents/echo/converse')
       .set('tenant-id', 't')
