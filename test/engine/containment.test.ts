@@ -4,11 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, compilePattern, validateDefinition } from '../../server/src/engine/compile.js';
 import { parseSlot } from '../../server/src/engine/slots.js';
-import { runTurn, type ActionRequest, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { CompiledCondition, RenderBudget } from '../../server/src/engine/templates.js';
 import { parseDefinition } from '../helpers/agents.js';
+import { driveTurn, NOW } from '../helpers/engine.js';
 
-const NOW = '2026-11-22T10:00:00.000Z';
 const AGENT_ID = '00000000-0000-4000-8000-000000000001';
 
 async function agentOf(def: AgentDefinitionInput, valid = true) {
@@ -17,29 +16,16 @@ async function agentOf(def: AgentDefinitionInput, valid = true) {
   return compileAgent(AGENT_ID, 1, parsed);
 }
 
-function run(agent: Awaited<ReturnType<typeof agentOf>>, message: string, over: Partial<TurnInput> = {}): { result: TurnResult; calls: ActionRequest[] } {
-  const calls: ActionRequest[] = [];
-  const gen = runTurn({
-    agent,
-    prior: null,
-    conversationId: 'c1',
-    message,
-    context: null,
-    userId: 'u1',
-    turnIndex: 0,
-    now: NOW,
-    secrets: {},
-    score: (m) => agent.router.score(m),
-    ...over,
-  });
-  let step = gen.next();
-  while (!step.done) {
-    if (step.value.kind !== 'action') throw new Error('no LLM here');
-    calls.push(step.value);
-    step = gen.next({ result: { ok: true, status: 200, body: {} }, audit: { type: 'action_call', turnIndex: 0, timestamp: NOW, durationMs: 1, data: {} } });
-  }
-  return { result: step.value, calls };
-}
+const run = driveTurn;
+
+/** A conversation waiting on the `ask` collect of `oneAction`'s capability. */
+const waiting = {
+  status: 'active' as const,
+  capability: 'c',
+  phase: 'ask',
+  flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
+  turnCount: 2,
+};
 
 const oneAction = (url: string, headers: Record<string, string> = {}): AgentDefinitionInput => ({
   name: 'x',
@@ -79,13 +65,7 @@ describe('secrets in definitions', () => {
 
   it('sends the secret on the wire and records only the mask', async () => {
     const agent = await agentOf(oneAction('http://h.test/x?t={{ secrets.T }}', { authorization: 'Bearer {{ secrets.T }}' }));
-    const prior = {
-      status: 'active' as const,
-      capability: 'c',
-      phase: 'ask',
-      flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
-      turnCount: 2,
-    };
+    const prior = waiting;
     const { calls } = run(agent, 'ana', { prior, secrets: { T: 's3cr3t-value' } });
     expect(calls[0].url).toBe('http://h.test/x?t=s3cr3t-value');
     expect(calls[0].headers.authorization).toBe('Bearer s3cr3t-value');
@@ -96,13 +76,7 @@ describe('secrets in definitions', () => {
 
   it('does not send an action whose secret the tenant was not granted, and says so as for an unknown one', async () => {
     const agent = await agentOf(oneAction('http://h.test/x?t={{ secrets.T }}'));
-    const prior = {
-      status: 'active' as const,
-      capability: 'c',
-      phase: 'ask',
-      flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
-      turnCount: 2,
-    };
+    const prior = waiting;
     const { result, calls } = run(agent, 'ana', { prior, secrets: {} });
     expect(calls).toHaveLength(0);
     expect(result.audit.find((a) => a.type === 'error')!.data).toEqual({
@@ -114,13 +88,7 @@ describe('secrets in definitions', () => {
 });
 
 describe('values in URLs', () => {
-  const prior = {
-    status: 'active' as const,
-    capability: 'c',
-    phase: 'ask',
-    flow: { slots: {}, actions: {}, attempts: 0, wait: 'collecting' as const },
-    turnCount: 2,
-  };
+  const prior = waiting;
 
   it('encodes a slot value as one path segment, so it cannot change the path, query or fragment', async () => {
     const agent = await agentOf(oneAction('http://h.test/users/{{ slots.u }}/profile?q={{ slots.u }}'));

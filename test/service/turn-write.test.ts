@@ -1,12 +1,12 @@
 // The write of one converse call, built from the engine's result without a database.
 import { describe, expect, it } from 'vitest';
 import { compileAgent } from '../../server/src/engine/compile.js';
-import { runTurn, type TurnResult } from '../../server/src/engine/run.js';
+import type { TurnResult } from '../../server/src/engine/run.js';
 import { turnHash } from '../../server/src/lib/audit-chain.js';
 import { buildTurnWrite } from '../../server/src/service/turn-write.js';
 import { parseDefinition } from '../helpers/agents.js';
+import { driveTurn, NOW } from '../helpers/engine.js';
 
-const NOW = '2026-11-22T10:00:00.000Z';
 const AGENT_ID = '00000000-0000-4000-8000-000000000001';
 const timing = { total_ms: 5, routing_ms: 1, engine_ms: 1, actions_ms: 0, storage_ms: 3 };
 
@@ -21,23 +21,8 @@ const agentOf = () =>
     }),
   );
 
-function turn(agent: Awaited<ReturnType<typeof agentOf>>): TurnResult {
-  const gen = runTurn({
-    agent,
-    prior: null,
-    conversationId: 'c1',
-    message: 'goodbye',
-    context: null,
-    userId: 'u1',
-    turnIndex: 0,
-    now: NOW,
-    secrets: {},
-    score: (m) => agent.router.score(m),
-  });
-  const step = gen.next();
-  if (!step.done) throw new Error('no calls expected');
-  return step.value;
-}
+/** One turn of a new conversation saying goodbye (no calls to answer). */
+const turn = (agent: Awaited<ReturnType<typeof agentOf>>): TurnResult => driveTurn(agent, 'goodbye').result;
 
 describe('the write of a converse call', () => {
   it('holds the new state, both turns, chained turn hashes, events, webhooks and the idempotency record', async () => {
