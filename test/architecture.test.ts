@@ -48,8 +48,8 @@ const RULES: Rule[] = [
     layer: 'server/src/http',
     forbidden: /^server\/src\/(store|engine|actions|cli)|^(knex|pg|better-sqlite3)$/,
     why: 'the HTTP layer talks to services only',
-    // The one error mapper turns database driver errors into 503s (store/db.ts owns that mapping).
-    except: (file, imported) => file.endsWith('http/problem.ts') && imported === 'server/src/store/db.js',
+    // The one error mapper turns database driver errors into 503s (store/db-errors.ts owns that mapping).
+    except: (file, imported) => file.endsWith('http/problem.ts') && imported === 'server/src/store/db-errors.js',
   },
 ];
 

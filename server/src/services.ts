@@ -74,9 +74,16 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
   });
   const keys = new KeyService(deps.db, clock);
-  const lifecycle = new LifecycleService(agents, store, clock, config.retention, (t, s, i) => conversations.detail(t, s, i), config.maxTurnsPerConversation);
+  const lifecycle = new LifecycleService({
+    agents,
+    store,
+    clock,
+    retention: config.retention,
+    detail: (t, s, i) => conversations.detail(t, s, i),
+    maxTurns: config.maxTurnsPerConversation,
+  });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
-  const streams = eventStreams(store, {
+  const streams = eventStreams(store.eventLog, {
     heartbeatMs: config.sseHeartbeatMs,
     perTenant: config.sseLimits.perTenant,
     perConversation: config.sseLimits.perConversation,
@@ -99,7 +106,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     logger,
     ping: () => store.ping(),
     startBackground: async () => {
-      await store.listen(logger);
+      await store.eventLog.listen(logger);
       webhooks.start(config.webhookIntervalMs);
       sweeper.start(config.sweepIntervalMs);
     },
@@ -111,7 +118,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       await actions.close();
       await webhooks.stop();
       await training.close();
-      await store.stopListening();
+      await store.eventLog.stopListening();
     },
   };
 }

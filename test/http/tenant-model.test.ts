@@ -192,14 +192,14 @@ describe.each(databases)('the tenant model on $name', (database) => {
     });
 
     it('reads each commit once for all the streams of a conversation', async () => {
-      await f.app.store.listen({ warn: () => undefined }); // PostgreSQL: hear commits through LISTEN
+      await f.app.store.eventLog.listen({ warn: () => undefined }); // PostgreSQL: hear commits through LISTEN
       const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(ACME).send({ message: 'echo this' })).body.conversation_id;
       const server = f.app.app.listen(0, '127.0.0.1');
       await new Promise((r) => server.once('listening', r));
       const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/api/v1/agents/echo/conversations/${id}/events`;
       const { openSse } = await import('../helpers/sse.js');
       const streams = [await openSse(url, ACME), await openSse(url, ACME)];
-      const store = f.app.store;
+      const store = f.app.store.eventLog;
       const original = store.events.bind(store);
       let reads = 0;
       store.events = (...args: Parameters<typeof original>) => {
@@ -223,7 +223,7 @@ describe.each(databases)('the tenant model on $name', (database) => {
       const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(ACME).send({ message: 'echo this' })).body.conversation_id;
       const rows = await f.db.knex('conversation_events').where({ conversation_id: id });
       expect(rows.map((r) => Number(r.seq))).toEqual([1]);
-      expect(await f.app.store.lastEventPosition('acme', id)).toMatchObject({ row: 1 });
+      expect(await f.app.store.eventLog.lastEventPosition('acme', id)).toMatchObject({ row: 1 });
     });
   });
 

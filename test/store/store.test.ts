@@ -83,7 +83,7 @@ describe.each(databases)('store on $name', (database) => {
       { idx: 0, role: 'user', message: 'hi', timestamp: T0, phase: null, options: null, author: null },
       { idx: 1, role: 'agent', message: 'hello', timestamp: T0, phase: 'p', options: [{ label: 'A', value: 'a' }], author: null },
     ]);
-    const audit = await store.audit('tenant-a', c.id, undefined, 10, 0);
+    const audit = await store.audit({ tenantId: 'tenant-a', id: c.id }, { limit: 10, afterSeq: 0 });
     expect(audit).toHaveLength(1);
     expect(audit[0]).toMatchObject({ sequence: 1, type: 'turn_timing', requestId: 'r1', durationMs: 1, data: { total_ms: 1 } });
   });
@@ -94,8 +94,8 @@ describe.each(databases)('store on $name', (database) => {
     expect(await store.get('tenant-b', agentA, c.id)).toBeNull();
     expect(await store.get('tenant-b', agentB, c.id)).toBeNull();
     expect(await store.turns('tenant-b', c.id)).toEqual([]);
-    expect(await store.audit('tenant-b', c.id, undefined, 10, 0)).toEqual([]);
-    expect(await store.list('tenant-b', agentA, {}, 100, null)).toEqual([]);
+    expect(await store.audit({ tenantId: 'tenant-b', id: c.id }, { limit: 10, afterSeq: 0 })).toEqual([]);
+    expect(await store.list({ tenantId: 'tenant-b', agentId: agentA }, {}, { limit: 100, after: null })).toEqual([]);
     expect(await agents.bySlug('tenant-b', 'bot')).toMatchObject({ id: agentB });
     expect(await agents.version('tenant-b', agentA, 1)).toBeNull();
     await store.exclusive(c.id, { tenantId: 'tenant-b', id: c.id }, async (u) => expect(await u.load('tenant-b', agentB, c.id)).toBeNull());
@@ -136,10 +136,10 @@ describe.each(databases)('store on $name', (database) => {
       made.push(c);
       await store.exclusive(c.id, null, (u) => u.commit(write(c)));
     }
-    const all = await store.list('tenant-c', agent, {}, 10, null);
+    const all = await store.list({ tenantId: 'tenant-c', agentId: agent }, {}, { limit: 10, after: null });
     const expected = [...made].sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? 1 : -1) : x.createdAt < y.createdAt ? 1 : -1));
     expect(all.map((c) => c.id)).toEqual(expected.map((c) => c.id));
-    const rest = await store.list('tenant-c', agent, {}, 10, { createdAt: all[1].createdAt, id: all[1].id });
+    const rest = await store.list({ tenantId: 'tenant-c', agentId: agent }, {}, { limit: 10, after: { createdAt: all[1].createdAt, id: all[1].id } });
     expect(rest.map((c) => c.id)).toEqual(expected.slice(2).map((c) => c.id));
   });
 

@@ -5,7 +5,7 @@ import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, type FieldProblem } from '../errors.js';
 import { withPositions, type SourceDocument } from '../lib/yaml-source.js';
-import { mapDbError } from '../store/db.js';
+import { mapDbError } from '../store/db-errors.js';
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',

@@ -63,14 +63,14 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
       },
       postOperatorMessage: async ({ params, headers, body, res }) => ({
         status: 201,
-        body: await lifecycle.operatorMessage(headers['tenant-id'], params.slug, params.id, body.message, body.author, requestId(res)),
+        body: await lifecycle.operatorMessage({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) }, body),
       }),
       setStatus: async ({ params, headers, body, res }) => ({
         status: 200,
-        body: await lifecycle.setStatus(headers['tenant-id'], params.slug, params.id, body.status, body.outcome, requestId(res)),
+        body: await lifecycle.setStatus({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) }, { to: body.status, outcome: body.outcome }),
       }),
-      eraseConversation: async ({ params, headers }) => {
-        await lifecycle.erase(headers['tenant-id'], params.slug, params.id);
+      eraseConversation: async ({ params, headers, res }) => {
+        await lifecycle.erase({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) });
         return { status: 204, body: undefined };
       },
       eraseUserConversations: async ({ params, headers }) => ({

@@ -332,8 +332,7 @@ export class ConversationService {
     const agent = await this.agents.any(tenantId, slug);
     const after = decodeCursor(q.cursor, isTimeAndId);
     const rows = await this.store.list(
-      tenantId,
-      agent.id,
+      { tenantId, agentId: agent.id },
       {
         status: q.status,
         userId: q.user_id,
@@ -341,8 +340,7 @@ export class ConversationService {
         createdAfter: q.created_after ? iso(new Date(q.created_after)) : undefined,
         createdBefore: q.created_before ? iso(new Date(q.created_before)) : undefined,
       },
-      q.limit + 1,
-      after ? { createdAt: after[0], id: after[1] } : null,
+      { limit: q.limit + 1, after: after ? { createdAt: after[0], id: after[1] } : null },
     );
     const page = rows.slice(0, q.limit);
     const last = page[page.length - 1];
@@ -363,7 +361,7 @@ export class ConversationService {
   ): Promise<{ conversation_id: string; data: AuditEntry[]; next_cursor: string | null }> {
     const c = await this.owned(tenantId, slug, id);
     const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) >= 0) ?? 0;
-    const rows = await this.store.audit(tenantId, c.id, q.type, q.limit + 1, after);
+    const rows = await this.store.audit({ tenantId, id: c.id }, { type: q.type, limit: q.limit + 1, afterSeq: after });
     const page = rows.slice(0, q.limit);
     return {
       conversation_id: c.id,

@@ -6,7 +6,7 @@
 // key ends when the key is revoked (at once here, within a heartbeat on other processes).
 import { PassThrough } from 'node:stream';
 import { AppError } from '../errors.js';
-import { parseEventId, type ConversationStore, type EventPosition } from '../store/conversation-store.js';
+import { parseEventId, type EventLog, type EventPosition } from '../store/event-log.js';
 
 export interface EventStreams {
   /** A stream of one conversation's events; it ends when `signal` aborts (the client went). */
@@ -44,7 +44,7 @@ interface Subscriber {
 
 const before = (a: EventPosition, b: EventPosition) => a.row < b.row || (a.row === b.row && a.index < b.index);
 
-export function eventStreams(store: ConversationStore, opts: EventStreamOptions): EventStreams {
+export function eventStreams(events: EventLog, opts: EventStreamOptions): EventStreams {
   const byConversation = new Map<string, { tenantId: string; subs: Set<Subscriber>; pumping: boolean; again: boolean }>();
   const perTenant = new Map<string, number>();
   let size = 0;
@@ -67,7 +67,7 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
           // From the position of the stream furthest behind; each stream skips what it has seen.
           let from: EventPosition | null = null;
           for (const s of group.subs) if (!from || before(s.last, from)) from = s.last;
-          batch = await store.events(group.tenantId, conversationId, from!);
+          batch = await events.events(group.tenantId, conversationId, from!);
           for (const e of batch) {
             const frame = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
             for (const s of group.subs) {
@@ -87,8 +87,8 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
   const onEvent = (id: string) => {
     if (byConversation.has(id)) void pump(id);
   };
-  store.changes.setMaxListeners(0);
-  store.changes.on('event', onEvent);
+  events.changes.setMaxListeners(0);
+  events.changes.on('event', onEvent);
 
   const heartbeat = setInterval(() => {
     const keys = new Set<string>();
@@ -109,7 +109,7 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
 
   const api: EventStreams = {
     async open({ tenantId, conversationId, lastEventId, keyId, signal }) {
-      const last = lastEventId !== null ? parseEventId(lastEventId) : await store.lastEventPosition(tenantId, conversationId);
+      const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId);
       // Checked after the read, so that nothing between the check and the count can interleave.
       const group = byConversation.get(conversationId);
       if ((perTenant.get(tenantId) ?? 0) >= opts.perTenant) throw new TooManyStreamsError('for this tenant', opts.perTenant);
@@ -155,7 +155,7 @@ export function eventStreams(store: ConversationStore, opts: EventStreamOptions)
     },
     closeAll() {
       clearInterval(heartbeat);
-      store.changes.off('event', onEvent);
+      events.changes.off('event', onEvent);
       for (const g of [...byConversation.values()]) for (const s of [...g.subs]) s.close();
     },
   };

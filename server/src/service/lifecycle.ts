@@ -45,8 +45,12 @@ export function turnEvent(t: TurnRow): EventDraft {
   return { type: 'turn.created', data, createdAt: t.timestamp };
 }
 
-/** Webhook deliveries for a conversation that has just entered `c.status`. */
-export function webhooksFor(agent: CompiledAgent, c: Conversation, from: ConversationStatus | null, seq: number, now: string): WebhookDraft[] {
+/**
+ * Webhook deliveries for a conversation that has just entered `c.status` from `at.from`; `at.seq`
+ * orders them with the audit entry of the change.
+ */
+export function webhooksFor(agent: CompiledAgent, c: Conversation, at: { from: ConversationStatus | null; seq: number; now: string }): WebhookDraft[] {
+  const { from, seq, now } = at;
   const event = WEBHOOK_OF[c.status];
   if (!event || from === c.status) return [];
   return (agent.definition.webhooks ?? [])
@@ -77,17 +81,20 @@ export function webhooksFor(agent: CompiledAgent, c: Conversation, from: Convers
     }));
 }
 
-/** The write that moves a conversation to `to`: state, audit entry, event and webhooks. */
-export function statusWrite(
-  agent: CompiledAgent,
-  c: Conversation,
-  to: ConversationStatus,
-  reason: string,
-  outcome: string | null,
-  now: string,
-  requestId: string,
-  extra: { turns?: TurnRow[]; audit?: AuditDraft[] } = {},
-): TurnWrite {
+/** A move to another status, with turns and audit entries to commit in the same write. */
+export interface StatusChange {
+  to: ConversationStatus;
+  reason: string;
+  outcome: string | null;
+  now: string;
+  requestId: string;
+  turns?: TurnRow[];
+  audit?: AuditDraft[];
+}
+
+/** The write that moves a conversation to `change.to`: state, audit entry, event and webhooks. */
+export function statusWrite(agent: CompiledAgent, c: Conversation, change: StatusChange): TurnWrite {
+  const { to, reason, outcome, now, requestId, ...extra } = change;
   const audit: AuditDraft[] = [
     ...(extra.audit ?? []),
     { type: 'status_change', turnIndex: null, timestamp: now, durationMs: null, data: { from: c.status, to, reason, outcome } },
@@ -118,7 +125,7 @@ export function statusWrite(
     audit,
     requestId,
     events,
-    webhooks: webhooksFor(agent, next, c.status, next.auditSeq, now),
+    webhooks: webhooksFor(agent, next, { from: c.status, seq: next.auditSeq, now }),
   };
 }
 
@@ -127,9 +134,13 @@ export function statusWrite(
  * that a message arriving after the deadline but before the sweeper finds it closed.
  * Returns true when it did.
  */
-export async function abandonIfDue(c: Conversation, agent: CompiledAgent, unit: ConversationUnit, now: string, requestId: string): Promise<boolean> {
+export async function abandonIfDue(
+  unit: ConversationUnit,
+  due: { conversation: Conversation; agent: CompiledAgent; now: string; requestId: string },
+): Promise<boolean> {
+  const { conversation: c, agent, now, requestId } = due;
   if (!isOpen(c.status) || !c.inactiveAfter || c.inactiveAfter > now) return false;
-  await unit.commit(statusWrite(agent, c, 'abandoned', 'inactivity', 'abandoned', now, requestId));
+  await unit.commit(statusWrite(agent, c, { to: 'abandoned', reason: 'inactivity', outcome: 'abandoned', now, requestId }));
   return true;
 }
 
@@ -160,7 +171,7 @@ export async function openConversation(
   const agent = await deps.agents.compiledVersion(q.tenantId, c.agentId, c.agentVersion);
   const now = iso(deps.clock.now());
   // The abandonment is its own committed write: answering 409 afterwards does not undo it.
-  if (q.closedCode && (await abandonIfDue(c, agent, unit, now, q.requestId))) {
+  if (q.closedCode && (await abandonIfDue(unit, { conversation: c, agent, now, requestId: q.requestId }))) {
     throw new ConflictError(q.closedCode, 'The conversation was abandoned for inactivity');
   }
   return { conversation: c, agent, now, loadMs };
@@ -173,15 +184,36 @@ export interface RetentionPolicy {
   tenants: Readonly<Record<string, number>>;
 }
 
+/** One conversation of an agent, as an operator call names it. */
+export interface OperatorTarget {
+  tenantId: string;
+  slug: string;
+  id: string;
+  requestId: string;
+}
+
+export interface LifecycleDeps {
+  agents: AgentService;
+  store: ConversationStore;
+  clock: Clock;
+  retention: RetentionPolicy;
+  /** The conversation as the API shows it, after an operator's change. */
+  detail: (tenantId: string, slug: string, id: string) => Promise<ConversationDetail>;
+  maxTurns?: number;
+}
+
 export class LifecycleService {
-  constructor(
-    private readonly agents: AgentService,
-    private readonly store: ConversationStore,
-    private readonly clock: Clock,
-    private readonly retention: RetentionPolicy,
-    private readonly detail: (tenantId: string, slug: string, id: string) => Promise<ConversationDetail>,
-    private readonly maxTurns = Number.MAX_SAFE_INTEGER,
-  ) {}
+  private readonly agents: AgentService;
+  private readonly store: ConversationStore;
+  private readonly clock: Clock;
+  private readonly retention: RetentionPolicy;
+  private readonly detail: LifecycleDeps['detail'];
+  private readonly maxTurns: number;
+
+  constructor(deps: LifecycleDeps) {
+    ({ agents: this.agents, store: this.store, clock: this.clock, retention: this.retention, detail: this.detail } = deps);
+    this.maxTurns = deps.maxTurns ?? Number.MAX_SAFE_INTEGER;
+  }
 
   /** Runs `fn` on a conversation of an agent under its lock (see openConversation). */
   private async onConversation<T>(
@@ -196,33 +228,26 @@ export class LifecycleService {
     return out as T;
   }
 
-  async setStatus(
-    tenantId: string,
-    slug: string,
-    id: string,
-    to: ConversationStatus,
-    outcome: string | undefined,
-    requestId: string,
-  ): Promise<ConversationDetail> {
-    await this.onConversation({ tenantId, slug, id, requestId, closedCode: 'invalid_transition' }, async (c, agent, unit, now) => {
+  async setStatus(target: OperatorTarget, change: { to: ConversationStatus; outcome?: string }): Promise<ConversationDetail> {
+    const { to, outcome } = change;
+    const { requestId } = target;
+    await this.onConversation({ ...target, closedCode: 'invalid_transition' }, async (c, agent, unit, now) => {
       if (!TRANSITIONS[c.status].includes(to)) {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
       }
       const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
-      await unit.commit(statusWrite(agent, c, to, 'operator', out, now, requestId));
+      await unit.commit(statusWrite(agent, c, { to, reason: 'operator', outcome: out, now, requestId }));
     });
-    return this.detail(tenantId, slug, id);
+    return this.detail(target.tenantId, target.slug, target.id);
   }
 
   async operatorMessage(
-    tenantId: string,
-    slug: string,
-    id: string,
-    message: string,
-    author: string | undefined,
-    requestId: string,
+    target: OperatorTarget,
+    said: { message: string; author?: string },
   ): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
-    return this.onConversation({ tenantId, slug, id, requestId, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
+    const { message, author } = said;
+    const { requestId } = target;
+    return this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
@@ -257,8 +282,8 @@ export class LifecycleService {
     });
   }
 
-  async erase(tenantId: string, slug: string, id: string, requestId = 'erasure'): Promise<void> {
-    await this.onConversation({ tenantId, slug, id, requestId }, (c, _agent, unit, now) => unit.erase(c, now, ERASURE));
+  async erase(target: OperatorTarget): Promise<void> {
+    await this.onConversation(target, (c, _agent, unit, now) => unit.erase(c, now, ERASURE));
   }
 
   /** Erases every conversation of one end user of a tenant, across agents. */
@@ -293,7 +318,7 @@ export class LifecycleService {
           const c = await unit.load(due.tenantId, null, due.id);
           if (!c) return false;
           const agent = await this.agents.compiledVersion(c.tenantId, c.agentId, c.agentVersion);
-          return abandonIfDue(c, agent, unit, iso(this.clock.now()), `sweeper:${randomUUID()}`);
+          return abandonIfDue(unit, { conversation: c, agent, now: iso(this.clock.now()), requestId: `sweeper:${randomUUID()}` });
         },
         { skipIfBusy: true },
       );
@@ -303,7 +328,7 @@ export class LifecycleService {
     const eraseAll = async (days: number, tenantId?: string, exclude: string[] = []) => {
       if (days <= 0) return;
       const before = iso(new Date(this.clock.now().getTime() - days * 86_400_000));
-      for (const due of await this.store.dueForRetention(before, limit, tenantId, exclude)) {
+      for (const due of await this.store.dueForRetention({ before, limit, tenantId, excludeTenants: exclude })) {
         const done = await this.store.exclusive(
           `conv:${due.id}`,
           { tenantId: due.tenantId, id: due.id },

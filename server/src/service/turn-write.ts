@@ -95,7 +95,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       previousAuditHash: prior?.auditHash ?? null,
       turns,
       events,
-      webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, prior?.status ?? null, (prior?.auditSeq ?? 0) + statusIdx + 1, now) : [],
+      webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, { from: prior?.status ?? null, seq: (prior?.auditSeq ?? 0) + statusIdx + 1, now }) : [],
       audit,
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,

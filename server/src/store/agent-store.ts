@@ -1,7 +1,8 @@
 // Agents and their immutable versions. Every query filters by tenant_id.
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
-import { isUniqueViolation, type Database } from './db.js';
+import { isUniqueViolation } from './db-errors.js';
+import type { Database } from './db.js';
 import type { AgentTableRow } from './rows.js';
 
 export interface AgentRow {
@@ -35,18 +36,16 @@ const toAgent = (r: AgentTableRow): AgentRow => ({
 export class AgentStore {
   private readonly knex: Knex;
   private readonly adapter: Database['adapter'];
-  private readonly hot: Database['hot'];
+  private readonly writer: Database['writer'];
   constructor(db: Database) {
     this.knex = db.knex;
     this.adapter = db.adapter;
-    this.hot = db.hot;
+    this.writer = db.writer;
   }
 
   /** The agent with this slug, archived or not. */
   async bySlug(tenantId: string, slug: string): Promise<AgentRow | null> {
-    const r = this.hot
-      ? await this.hot.run((s) => s.agentBySlug.get({ tenant_id: tenantId, slug }))
-      : await this.knex('agents').where({ tenant_id: tenantId, slug }).first();
+    const r = await this.writer.agentBySlug(tenantId, slug);
     return r ? toAgent(r) : null;
   }
 

@@ -8,9 +8,10 @@ import * as m003 from './migrations/003_audit_chain.js';
 import * as m004 from './migrations/004_api_keys.js';
 import * as m005 from './migrations/005_event_notify.js';
 import * as m006 from './migrations/006_tenant_model.js';
-import { SqliteHotPath } from './sqlite-hot-path.js';
+import { SqliteWriter } from './sqlite-writer.js';
+import { PostgresWriter } from './postgres-writer.js';
+import type { TurnWriter } from './writer.js';
 import { postgresDialect, sqliteDialect, type DialectAdapter } from './dialects.js';
-import { UnavailableError } from '../errors.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -19,8 +20,8 @@ export interface Database {
   dialect: Dialect;
   /** Everything that differs between the two databases. */
   adapter: DialectAdapter;
-  /** Prepared statements for the converse path, on SQLite only. */
-  hot: SqliteHotPath | null;
+  /** The converse path's reads and its write, as this database runs them fastest. */
+  writer: TurnWriter;
   close(): Promise<void>;
 }
 
@@ -109,7 +110,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
         },
       },
     });
-    return { knex, dialect: 'sqlite', adapter: sqliteDialect, hot: new SqliteHotPath(knex), close: () => knex.destroy() };
+    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), close: () => knex.destroy() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;
@@ -137,7 +138,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
       },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
-    return { knex, dialect: 'postgres', adapter: postgresDialect, hot: null, close: () => knex.destroy() };
+    return { knex, dialect: 'postgres', adapter: postgresDialect, writer: new PostgresWriter(knex), close: () => knex.destroy() };
   }
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }
@@ -185,40 +186,4 @@ export async function migrate(db: Database): Promise<string[]> {
 
 export async function rollbackAll(db: Database): Promise<void> {
   await db.knex.migrate.rollback({ migrationSource }, true);
-}
-
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
-}
-
-/** Connection failures become 503 `unavailable`; everything else passes through. */
-export function mapDbError(err: unknown): unknown {
-  const e = err as { code?: string; name?: string; message?: string };
-  const code = e?.code ?? '';
-  if (
-    [
-      'ECONNREFUSED',
-      'ECONNRESET',
-      'ETIMEDOUT',
-      'ENOTFOUND',
-      'EPIPE',
-      '57P01',
-      '57P03',
-      '57014',
-      '08006',
-      '08001',
-      '08003',
-      'SQLITE_BUSY',
-      'SQLITE_CANTOPEN',
-      'SQLITE_IOERR',
-    ].includes(code) ||
-    e?.name === 'KnexTimeoutError' ||
-    /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked|Query read timeout|timeout expired|Connection is closed|not queryable/i.test(
-      e?.message ?? '',
-    )
-  ) {
-    return new UnavailableError();
-  }
-  return err;
 }

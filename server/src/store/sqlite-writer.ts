@@ -1,9 +1,13 @@
-// The converse hot path on SQLite: statements prepared once per connection and run on Knex's
-// own connection (taken from Knex's pool, so never inside another Knex transaction). Knex builds
-// and prepares every statement anew; on a converse call that was about half of the server's CPU
-// time (docs/performance.md), so the few statements of that path are kept prepared here.
+// The converse path's statements on SQLite: prepared once per connection and run on Knex's own
+// connection (taken from Knex's pool, so never inside another Knex transaction). Knex builds and
+// prepares every statement anew; on a converse call that was about half of the server's CPU time
+// (docs/performance.md), so the few statements of that path are kept prepared here.
 import type { Knex } from 'knex';
+import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
+import type { AgentTableRow, ConversationTableRow } from './rows.js';
+import type { WriteRows } from './turn-rows.js';
+import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
 
@@ -20,7 +24,7 @@ interface Connection {
 const insertSql = (table: string, columns: readonly string[]) =>
   `insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`;
 
-export const CONVERSATION_COLUMNS = [
+const CONVERSATION_COLUMNS = [
   'id',
   'tenant_id',
   'agent_id',
@@ -45,8 +49,8 @@ export const CONVERSATION_COLUMNS = [
   'audit_hash',
   'event_seq',
 ] as const;
-export const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
-export const WEBHOOK_COLUMNS = [
+const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
+const WEBHOOK_COLUMNS = [
   'id',
   'tenant_id',
   'agent_id',
@@ -95,15 +99,15 @@ function prepareAll(conn: Connection) {
   };
 }
 
-export type HotStatements = ReturnType<typeof prepareAll>;
+type Statements = ReturnType<typeof prepareAll>;
 
-export class SqliteHotPath {
-  private readonly prepared = new WeakMap<Connection, HotStatements>();
+export class SqliteWriter implements TurnWriter {
+  private readonly prepared = new WeakMap<Connection, Statements>();
 
   constructor(private readonly knex: Knex) {}
 
   /** Runs `fn` synchronously on a pooled connection with its prepared statements. */
-  run<T>(fn: (s: HotStatements, conn: Connection) => T): Promise<T> {
+  private run<T>(fn: (s: Statements, conn: Connection) => T): Promise<T> {
     return withPooledConnection(this.knex, (conn: Connection) => {
       let s = this.prepared.get(conn);
       if (!s) {
@@ -113,10 +117,45 @@ export class SqliteHotPath {
       return fn(s, conn);
     });
   }
+
+  agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined> {
+    return this.run((s) => s.agentBySlug.get({ tenant_id: tenantId, slug }) as AgentTableRow | undefined);
+  }
+
+  async conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined> {
+    // Without an agent (operator and sweeper paths, off the hot path) Knex builds the query.
+    if (!agentId) return this.knex<ConversationTableRow>('conversations').where({ id, tenant_id: tenantId }).first();
+    return this.run((s) => s.conversation.get({ id, tenant_id: tenantId, agent_id: agentId }) as ConversationTableRow | undefined);
+  }
+
+  /** SQLite has one writer at a time; `lease` is for databases several processes share, and unused here. */
+  commit(w: WriteRows, _lease: { id: string } | null): Promise<void> {
+    return this.run((s, conn) => conn.transaction(() => write(s, w))());
+  }
+}
+
+function write(s: Statements, w: WriteRows): void {
+  const row = sqliteParams(w.conversation);
+  if (w.isNew) s.insertConversation.run(row);
+  else if (s.updateConversation.run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
+    throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
+  }
+  for (const t of w.turns) s.insertTurn.run(t);
+  for (const a of w.audit) s.insertAudit.run(a);
+  for (const e of w.events) s.insertEvent.run(e);
+  for (const h of w.webhooks) s.insertWebhook.run(h);
+  if (w.idempotency) {
+    try {
+      s.insertIdempotency.run(w.idempotency);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new DuplicateIdempotencyKeyError();
+      throw err;
+    }
+  }
 }
 
 /** better-sqlite3 binds numbers, strings, bigints, buffers and null; booleans become 0/1. */
-export function sqliteParams(row: Params): Params {
+function sqliteParams(row: Params): Params {
   const out: Params = {};
   for (const [k, v] of Object.entries(row)) out[k] = typeof v === 'boolean' ? (v ? 1 : 0) : v === undefined ? null : v;
   return out;

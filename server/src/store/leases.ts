@@ -1,0 +1,101 @@
+// Conversation leases on a database several processes share: a call takes its conversation's row
+// in one short statement (lease_id, lease_until), renews it while it works, and gives it up with
+// its write, so that no connection is held while actions run. A process that dies lets others in
+// once its lease runs out; a waiter wakes on the release notice (event-log.ts) or polls.
+import { randomUUID } from 'node:crypto';
+import type { EventEmitter } from 'node:events';
+import type { Knex } from 'knex';
+import { UnavailableError } from '../errors.js';
+
+/** A conversation by its tenant and id. */
+export interface ConversationRef {
+  tenantId: string;
+  id: string;
+}
+
+/** A lease a call holds; `held` turns false once a write has released it. */
+export interface Lease {
+  id: string;
+  held: boolean;
+}
+
+/** How long a waiter sleeps between looks at a busy conversation when no release notice comes. */
+const LEASE_POLL_MS = 250;
+
+export class Leases {
+  constructor(
+    private readonly knex: Knex,
+    /** Emits 'released' with a conversation id when another process gave up its lease. */
+    private readonly released: EventEmitter,
+    private readonly leaseMs: number,
+  ) {}
+
+  /**
+   * Runs `fn` holding the lease on `target`'s row (a row that does not exist needs none: `fn`
+   * runs with a lease not held and its load finds nothing). With `skipIfBusy`, a conversation
+   * another process holds is skipped (resolves undefined); otherwise the call waits up to twice
+   * the lease time, then answers 503.
+   */
+  async hold<T>(target: ConversationRef, fn: (lease: Lease) => Promise<T>, skipIfBusy: boolean): Promise<T | undefined> {
+    const lease: Lease = { id: randomUUID(), held: false };
+    const acquired = await this.acquire(target, lease.id, skipIfBusy);
+    if (acquired === 'busy') return undefined;
+    lease.held = acquired === 'held';
+    // Renewed while the call works, so a slow action never lets another process in.
+    const renew = lease.held ? setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3))) : null;
+    renew?.unref();
+    try {
+      return await fn(lease);
+    } finally {
+      if (renew) clearInterval(renew);
+      if (lease.held) {
+        await this.knex('conversations')
+          .where({ id: target.id, lease_id: lease.id })
+          .update({ lease_id: null, lease_until: null })
+          .catch(() => undefined); // an unreleased lease runs out by itself
+      }
+    }
+  }
+
+  private renew(target: ConversationRef, lease: Lease): Promise<unknown> {
+    return this.knex('conversations')
+      .where({ id: target.id, lease_id: lease.id })
+      .update({ lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
+      .catch(() => undefined);
+  }
+
+  /** 'held': the lease is ours; 'absent': no such conversation (the load says so); 'busy': skipped. */
+  private async acquire(target: ConversationRef, leaseId: string, skipIfBusy: boolean): Promise<'held' | 'absent' | 'busy'> {
+    const giveUpAt = Date.now() + this.leaseMs * 2;
+    for (;;) {
+      const now = new Date().toISOString();
+      const taken = await this.knex('conversations')
+        .where({ id: target.id, tenant_id: target.tenantId })
+        .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', now))
+        .update({ lease_id: leaseId, lease_until: new Date(Date.now() + this.leaseMs).toISOString() });
+      if (taken === 1) return 'held';
+      const row = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
+      if (!row) return 'absent';
+      if (skipIfBusy) return 'busy';
+      if (Date.now() > giveUpAt) throw new UnavailableError('The conversation is busy with another request; try again shortly');
+      const until = Date.parse(row.lease_until ?? now) - Date.now();
+      await this.waitForRelease(target.id, Math.max(10, Math.min(LEASE_POLL_MS, until + 5)));
+    }
+  }
+
+  private waitForRelease(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (released: string) => {
+        if (released !== id) return;
+        clearTimeout(timer);
+        this.released.off('released', done);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.released.off('released', done);
+        resolve();
+      }, ms);
+      this.released.on('released', done);
+    });
+  }
+}

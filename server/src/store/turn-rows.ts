@@ -1,0 +1,234 @@
+// A turn's write as rows of each table, and rows read back as domain values: pure functions
+// shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
+import { randomUUID } from 'node:crypto';
+import type { Option } from '@switchboard/contract';
+import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
+import { dataHash, entryHash } from '../lib/audit-chain.js';
+import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
+
+/** Everything one call on a conversation commits, in one transaction. */
+export interface TurnWrite {
+  conversation: Conversation;
+  isNew: boolean;
+  /** The audit sequence the stored row had when it was read; guards against a lost update. */
+  expectedAuditSeq: number;
+  /** The audit chain head the stored row had when it was read (null before the first entry). */
+  previousAuditHash: string | null;
+  turns: TurnRow[];
+  audit: AuditDraft[];
+  requestId: string;
+  idempotency?: { agentId: string; key: string; requestHash: string; response: unknown };
+  events?: EventDraft[];
+  webhooks?: WebhookDraft[];
+}
+
+const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
+
+export function rowToConversation(r: ConversationTableRow): Conversation {
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    agentId: r.agent_id,
+    agentVersion: Number(r.agent_version),
+    userId: r.user_id,
+    status: r.status,
+    outcome: r.outcome,
+    capability: r.capability,
+    capabilityId: r.capability_id,
+    phase: r.phase,
+    awaitingInput: Boolean(r.awaiting_input),
+    flow: JSON.parse(r.state),
+    context: r.context ? JSON.parse(r.context) : null,
+    turnCount: Number(r.turn_count),
+    auditSeq: Number(r.audit_seq),
+    auditHash: r.audit_hash ?? null,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    completedAt: r.completed_at,
+    lastUserTurnAt: r.last_user_turn_at,
+    inactiveAfter: r.inactive_after ?? null,
+    erasedAt: r.erased_at ?? null,
+    eventSeq: Number(r.event_seq ?? 0),
+  };
+}
+
+export function conversationToRow(c: Conversation) {
+  return {
+    id: c.id,
+    tenant_id: c.tenantId,
+    agent_id: c.agentId,
+    agent_version: c.agentVersion,
+    user_id: c.userId,
+    status: c.status,
+    outcome: c.outcome,
+    capability: c.capability,
+    capability_id: c.capabilityId,
+    phase: c.phase,
+    awaiting_input: c.awaitingInput,
+    state: JSON.stringify(c.flow),
+    context: toJson(c.context),
+    turn_count: c.turnCount,
+    audit_seq: c.auditSeq,
+    audit_hash: c.auditHash,
+    created_at: c.createdAt,
+    updated_at: c.updatedAt,
+    completed_at: c.completedAt,
+    last_user_turn_at: c.lastUserTurnAt,
+    inactive_after: c.inactiveAfter,
+    erased_at: c.erasedAt,
+    event_seq: c.eventSeq,
+  };
+}
+
+export function rowToTurn(r: TurnTableRow): TurnRow {
+  return {
+    idx: Number(r.idx),
+    role: r.role,
+    message: r.message,
+    timestamp: r.timestamp,
+    phase: r.phase,
+    options: r.options ? (JSON.parse(r.options) as Option[]) : null,
+    author: r.author,
+  };
+}
+
+export function rowToAudit(r: AuditTableRow): AuditRow {
+  return {
+    id: r.id,
+    conversationId: r.conversation_id,
+    sequence: Number(r.sequence),
+    turnIndex: r.turn_index === null ? null : Number(r.turn_index),
+    type: r.type,
+    requestId: r.request_id,
+    timestamp: r.timestamp,
+    durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
+    data: JSON.parse(r.data),
+    hash: r.hash ?? null,
+  };
+}
+
+function turnRows(w: TurnWrite) {
+  const c = w.conversation;
+  return w.turns.map((t) => ({
+    conversation_id: c.id,
+    idx: t.idx,
+    tenant_id: c.tenantId,
+    role: t.role,
+    message: t.message,
+    phase: t.phase ?? null,
+    options: t.options ? JSON.stringify(t.options) : null,
+    author: t.author ?? null,
+    timestamp: t.timestamp,
+  }));
+}
+
+/** The write's audit rows, chained onto the conversation's previous head; the row's new head is the last hash. */
+export function auditRows(w: TurnWrite) {
+  const c = w.conversation;
+  let seq = w.expectedAuditSeq;
+  let previous = w.previousAuditHash;
+  const rows = w.audit.map((a) => {
+    const fields = {
+      id: randomUUID(),
+      conversation_id: c.id,
+      sequence: ++seq,
+      turn_index: a.turnIndex,
+      type: a.type,
+      request_id: w.requestId,
+      timestamp: a.timestamp,
+      duration_ms: a.durationMs,
+    };
+    const data = JSON.stringify(a.data);
+    const data_hash = dataHash(data);
+    const hash = entryHash(previous, fields, data_hash);
+    previous = hash;
+    return { ...fields, tenant_id: c.tenantId, data, data_hash, hash };
+  });
+  return { rows, head: previous };
+}
+
+function idempotencyRow(w: TurnWrite, i: NonNullable<TurnWrite['idempotency']>) {
+  return {
+    tenant_id: w.conversation.tenantId,
+    agent_id: i.agentId,
+    key: i.key,
+    request_hash: i.requestHash,
+    conversation_id: w.conversation.id,
+    response: JSON.stringify(i.response),
+    created_at: w.conversation.updatedAt,
+  };
+}
+
+/** The event row of a write (numbered per conversation), and the conversation's new event number. */
+type EventRow = {
+  tenant_id: string;
+  conversation_id: string;
+  seq: number;
+  events: string;
+  created_at: string;
+};
+
+function eventRows(w: TurnWrite): { rows: EventRow[]; seq: number } {
+  const c = w.conversation;
+  if (!w.events?.length) return { rows: [], seq: c.eventSeq };
+  const seq = c.eventSeq + 1;
+  return {
+    rows: [
+      {
+        tenant_id: c.tenantId,
+        conversation_id: c.id,
+        seq,
+        events: JSON.stringify(w.events.map((e) => ({ type: e.type, data: e.data }))),
+        created_at: c.updatedAt,
+      },
+    ],
+    seq,
+  };
+}
+
+function webhookRows(w: TurnWrite) {
+  return (w.webhooks ?? []).map((h) => ({
+    id: h.id,
+    tenant_id: w.conversation.tenantId,
+    agent_id: h.agentId,
+    conversation_id: w.conversation.id,
+    event: h.event,
+    url: h.url,
+    secret_name: h.secretName,
+    payload: JSON.stringify(h.payload),
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: h.createdAt,
+    created_at: h.createdAt,
+    seq: h.seq,
+  }));
+}
+
+/** The rows of one write, as both writers insert them. */
+export interface WriteRows {
+  isNew: boolean;
+  /** The audit sequence the stored row must still have: an update of a row changed since is refused. */
+  expectedAuditSeq: number;
+  conversation: ReturnType<typeof conversationToRow>;
+  turns: ReturnType<typeof turnRows>;
+  audit: ReturnType<typeof auditRows>['rows'];
+  events: EventRow[];
+  webhooks: ReturnType<typeof webhookRows>;
+  idempotency: ReturnType<typeof idempotencyRow> | null;
+}
+
+/** The rows of a write: the audit entries chained onto the conversation's head, the events numbered after its last. */
+export function writeRows(w: TurnWrite): WriteRows {
+  const audit = auditRows(w);
+  const events = eventRows(w);
+  return {
+    isNew: w.isNew,
+    expectedAuditSeq: w.expectedAuditSeq,
+    conversation: { ...conversationToRow(w.conversation), audit_hash: audit.head, event_seq: events.seq },
+    turns: turnRows(w),
+    audit: audit.rows,
+    events: events.rows,
+    webhooks: webhookRows(w),
+    idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
+  };
+}

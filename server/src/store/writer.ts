@@ -1,0 +1,29 @@
+// The converse path's statements, behind one writer per database (in the spirit of Kysely's
+// dialect adapters): sqlite-writer.ts runs them as prepared better-sqlite3 statements,
+// postgres-writer.ts through Knex. Stores call the writer instead of testing the dialect.
+import { UnavailableError } from '../errors.js';
+import type { AgentTableRow, ConversationTableRow } from './rows.js';
+import type { WriteRows } from './turn-rows.js';
+
+export interface TurnWriter {
+  /** The agent named by a slug, archived or not: the first read of every converse call. */
+  agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
+  /** A conversation's row; `agentId` null: of any agent of the tenant. */
+  conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined>;
+  /**
+   * Commits a write in one transaction. An update applies only while the row still has the
+   * expected audit sequence (and, with a lease, only for its holder; the update releases the
+   * lease); otherwise nothing is written and ConcurrentUpdateError is thrown. An idempotency key
+   * stored meanwhile by another request throws DuplicateIdempotencyKeyError.
+   */
+  commit(rows: WriteRows, lease: { id: string } | null): Promise<void>;
+}
+
+/** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
+export class ConcurrentUpdateError extends UnavailableError {
+  constructor(detail: string) {
+    super(`The conversation was changed by another request; try again (${detail})`);
+  }
+}
+
+export class DuplicateIdempotencyKeyError extends Error {}
