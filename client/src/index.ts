@@ -104,7 +104,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
           const text = await res.text().catch(() => '');
           let problem: Partial<Problem> = {};
           try {
-            problem = JSON.parse(text);
+            problem = JSON.parse(text) as Partial<Problem>;
           } catch {
             problem = { detail: text || `HTTP ${res.status}` };
           }
@@ -114,7 +114,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
         const parser = createParser({
           onEvent: (e) => {
             if (!e.id || !e.event) return;
-            queue.push({ id: e.id, type: e.event as ConversationEvent['type'], data: JSON.parse(e.data) });
+            queue.push({ id: e.id, type: e.event as ConversationEvent['type'], data: JSON.parse(e.data) as ConversationEvent['data'] });
           },
           onRetry: (ms) => (retryMs = ms),
         });

@@ -39,7 +39,7 @@ export function expandVariables(text: string, env: NodeJS.ProcessEnv = process.e
 export async function readAgentFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<{ slug: string; definition: AgentDefinition }> {
   const text = expandVariables(await readFile(file, 'utf8'), env);
   const source = extname(file) === '.json' ? null : parseYamlSource(text);
-  const raw = source ? source.value : JSON.parse(text);
+  const raw: unknown = source ? source.value : JSON.parse(text);
   const located = (problems: FieldProblem[]) => (source ? withPositions(problems, source) : problems);
   const parsed = AgentDefinition.safeParse(raw);
   if (!parsed.success) throw new DefinitionError(located(parsed.error.issues.map((i) => ({ path: jsonPath(i.path), message: i.message }))));

@@ -29,7 +29,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
     queryTimeoutMs: config.dbQueryTimeoutMs,
     log: logger,
   });
-  const applied = await migrate(db).catch(async (err) => {
+  const applied = await migrate(db).catch(async (err: unknown) => {
     await db.close();
     throw err;
   });
@@ -99,7 +99,7 @@ async function main() {
   try {
     config = loadConfig();
   } catch (err) {
-    console.error(String((err as Error).message));
+    console.error(err instanceof Error ? err.message : String(err));
     process.exit(2);
   }
   try {

@@ -42,7 +42,7 @@ export interface Services {
   store: ConversationStore;
   logger: Logger;
   /** Resolves when the database answers (readiness). */
-  ping(): Promise<void>;
+  ping: () => Promise<void>;
   /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
   startBackground(): Promise<void>;
   /** Waits (up to `graceMs`) for conversation calls under way, then stops the jobs and closes clients. */

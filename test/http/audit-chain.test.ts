@@ -61,7 +61,7 @@ describe.each(databases)('audit chain on $name', (database) => {
     await f.db.knex('audit_entries').where({ conversation_id: a, sequence: 3 }).delete();
     expect(await verify(a)).toMatchObject({ valid: false, first_broken: { sequence: 3, reason: 'sequence_gap' } });
     const b = await conversation();
-    const last = (await entries(b)).at(-1);
+    const last = (await entries(b)).at(-1)!;
     await f.db.knex('audit_entries').where({ conversation_id: b, sequence: last.sequence }).delete();
     expect(await verify(b)).toMatchObject({ valid: false, first_broken: { sequence: last.sequence, reason: 'head_mismatch' } });
   });
@@ -71,10 +71,10 @@ describe.each(databases)('audit chain on $name', (database) => {
     await request(f.app.app).put('/api/v1/agents/support').set(T).send(supportAgent('http://127.0.0.1:9')).expect(200);
     const id = (await request(f.app.app).post('/api/v1/agents/support/converse').set(T).send({ message: 'where is my order' })).body.conversation_id;
     await request(f.app.app).post('/api/v1/agents/support/converse').set(T).send({ message: '123456', conversation_id: id }).expect(200);
-    const before = (await entries(id)).find((e) => e.type === 'action_call');
+    const before = (await entries(id)).find((e) => e.type === 'action_call')!;
     expect(JSON.parse(before.data).request.url).toContain('/orders/123456');
     await request(f.app.app).delete(`/api/v1/agents/support/conversations/${id}`).set(T).expect(204);
-    const after = (await entries(id)).find((e) => e.type === 'action_call');
+    const after = (await entries(id)).find((e) => e.type === 'action_call')!;
     expect(JSON.parse(after.data)).toMatchObject({ erased: true });
     expect(after.data).not.toContain('123456');
     const r = await request(f.app.app).get(`/api/v1/agents/support/conversations/${id}/audit-logs/verify`).set(T);
@@ -83,7 +83,7 @@ describe.each(databases)('audit chain on $name', (database) => {
 
   it('refuses a forged entry that claims to be erased: only a real, chained erasure exempts an entry', async () => {
     const id = await conversation();
-    const row = (await entries(id)).find((e) => e.type === 'routing_decision');
+    const row = (await entries(id)).find((e) => e.type === 'routing_decision')!;
     const forged = JSON.stringify({ ...JSON.parse(row.data), erased: true, selected: { capability: 'x' } });
     await f.db.knex('audit_entries').where({ conversation_id: id, sequence: row.sequence }).update({ data: forged });
     expect(await verify(id)).toMatchObject({ valid: false, first_broken: { sequence: row.sequence, reason: 'data_mismatch' } });
@@ -99,7 +99,7 @@ describe.each(databases)('audit chain on $name', (database) => {
     const all = await entries(id);
     expect(all).toHaveLength(n + 1);
     expect(all.at(-1)).toMatchObject({ type: 'erasure' });
-    expect(JSON.parse(all.at(-1).data)).toMatchObject({ through_sequence: n });
+    expect(JSON.parse(all.at(-1)!.data)).toMatchObject({ through_sequence: n });
     expect(await verify(id)).toMatchObject({ valid: true, entries: n + 1 });
   });
 

@@ -181,7 +181,7 @@ describe.each(databases)('a failure between two writes on $name', (database) => 
     expect(r.text).not.toContain('disk on fire');
     const turns = await db.knex('turns').where({ conversation_id: id });
     expect(turns).toHaveLength(2);
-    const c = await db.knex('conversations').where({ id }).first();
+    const c = (await db.knex('conversations').where({ id }).first())!;
     expect(Number(c.turn_count)).toBe(2);
     expect(await db.knex('audit_entries').where({ conversation_id: id }).max({ m: 'sequence' }).first()).toEqual({ m: Number(c.audit_seq) });
   });

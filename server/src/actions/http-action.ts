@@ -114,7 +114,7 @@ export class HttpActionRunner {
         response = await pRetry(
           async () => {
             attempts++;
-            return await this.once(url!, req.method, headers, body, req.action.timeoutMs, meta.tenantId);
+            return await this.once(url, req.method, headers, body, req.action.timeoutMs, meta.tenantId);
           },
           {
             retries: req.action.retries,
@@ -177,22 +177,22 @@ export class HttpActionRunner {
     const signal = AbortSignal.timeout(timeoutMs);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { method: method as Dispatcher.HttpMethod, headers, body, signal, dispatcher: this.dispatchers.for(tenantId) });
+      res = await request(url, { method: method, headers, body, signal, dispatcher: this.dispatchers.for(tenantId) });
     } catch (e) {
-      if (e instanceof BlockedAddressError || (e as Error)?.cause instanceof BlockedAddressError) {
-        throw new AbortError(e instanceof BlockedAddressError ? e : ((e as Error).cause as Error));
+      if (e instanceof BlockedAddressError || (e instanceof Error && e.cause instanceof BlockedAddressError)) {
+        throw new AbortError(e instanceof BlockedAddressError ? e : (e.cause as Error));
       }
       throw e;
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of res.body) {
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > this.opts.maxResponseBytes) {
         res.body.destroy();
         throw new AbortError(new TooLargeError(`response larger than ${this.opts.maxResponseBytes} bytes`));
       }
-      chunks.push(chunk as Buffer);
+      chunks.push(chunk);
     }
     const text = Buffer.concat(chunks).toString('utf8');
     const type = String(res.headers['content-type'] ?? '');
@@ -251,8 +251,8 @@ export class Masker {
 }
 
 function unwrap(e: unknown): Error {
-  const err = e as Error & { originalError?: Error };
-  return err?.originalError ?? err;
+  const original = typeof e === 'object' && e !== null ? (e as { originalError?: unknown }).originalError : undefined;
+  return (original ?? e) as Error;
 }
 
 function isTimeout(err: Error): boolean {

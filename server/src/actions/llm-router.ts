@@ -57,7 +57,8 @@ export class LlmRouter {
       });
       const text = await res.body.text();
       if (res.statusCode >= 300) return done(null, `provider answered HTTP ${res.statusCode}`);
-      const content: unknown = JSON.parse(text)?.choices?.[0]?.message?.content;
+      const reply = JSON.parse(text) as { choices?: { message?: { content?: unknown } }[] } | null;
+      const content = reply?.choices?.[0]?.message?.content;
       if (typeof content !== 'string') return done(null, 'provider answer has no message content');
       const json = /\{[\s\S]*\}/.exec(content)?.[0];
       const answer = json ? (JSON.parse(json) as { capability?: unknown }).capability : undefined;

@@ -114,7 +114,7 @@ export function guardedDispatcher(allowedHosts: readonly string[], opts: { maxRe
     const port = o.port || (o.protocol === 'https:' ? '443' : '80');
     policy.resolve(o.hostname, port).then(
       (ip) => base({ ...o, hostname: ip, servername: o.servername ?? (o.hostname.startsWith('[') ? undefined : o.hostname) }, cb),
-      (err) => cb(err, null),
+      (err: unknown) => cb(err as Error, null),
     );
   };
   const agent = new Agent({ connect, connections: 64 });

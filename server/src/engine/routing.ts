@@ -31,7 +31,7 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
     eligible: s.eligible,
     ...(s.eligible ? {} : { reason: 'not_entitled' }),
   }));
-  const best = ranked[0];
+  const best = ranked.at(0);
   const decide = (cap: CompiledCapability, score: number, strategy: string, reason: string, notEntitled = false): RouteDecision => ({
     capability: cap,
     notEntitled,

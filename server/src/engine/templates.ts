@@ -18,13 +18,13 @@ class Limit {
     readonly limit: number,
   ) {}
   use(n: number): void {
-    if (+n > 0) {
-      this.used += +n;
+    if (n > 0) {
+      this.used += n;
       if (this.used > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
     }
   }
   check(n: number): void {
-    if (+n > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
+    if (n > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
   }
 }
 
@@ -102,6 +102,8 @@ function stringify(v: unknown): string {
   if (typeof v === 'string') return v;
   if (v === null || v === undefined) return '';
   if (Array.isArray(v)) return v.map(stringify).join('');
+  // An object reads as String() prints it, as before any filter saw it.
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
   return String(v);
 }
 
@@ -153,7 +155,7 @@ export class CompiledTemplate {
     budget.renderLimit.check(performance.now());
     const emitter = new BoundedEmitter(budget.outputLeft);
     const ctx = contextFor(this.engine, scope, budget);
-    budget.timed(() => toValueSync(this.engine.renderer.renderTemplates(this.tpls!, ctx, emitter as never)));
+    budget.timed(() => void toValueSync(this.engine.renderer.renderTemplates(this.tpls!, ctx, emitter as never)));
     budget.charge(emitter.buffer.length);
     return emitter.buffer;
   }

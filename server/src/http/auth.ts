@@ -19,7 +19,10 @@ export function apiKeyAuth(keys: KeyService) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
-      if (!route || publicRoutes.has(key(route))) return next();
+      if (!route || publicRoutes.has(key(route))) {
+        next();
+        return;
+      }
       // Fail closed: a route without a scope is reachable by nobody.
       const scope = scopeOf.get(key(route));
       if (!scope) throw new ForbiddenError('This route has no scope');

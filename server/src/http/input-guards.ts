@@ -79,7 +79,10 @@ function depthOf(v: unknown, max: number, depth = 0): number {
  * JSON, and kept with its source so that problems can name the line and column.
  */
 export function yamlBody(req: Request, res: Response, next: NextFunction): void {
-  if (typeof req.body !== 'string' || !req.is(YAML_TYPES)) return next();
+  if (typeof req.body !== 'string' || !req.is(YAML_TYPES)) {
+    next();
+    return;
+  }
   try {
     const source = parseYamlSource(req.body);
     if (depthOf(source.value, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {

@@ -14,7 +14,8 @@ export function mediaType(req: Request, _res: Response, next: NextFunction): voi
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
   const yaml = yamlAllowed(req);
   if (hasBody && !req.is(JSON_TYPES) && !(yaml && req.is(YAML_TYPES))) {
-    return next(new UnsupportedMediaTypeError(yaml ? 'The body must be application/json or application/yaml' : 'The body must be application/json'));
+    next(new UnsupportedMediaTypeError(yaml ? 'The body must be application/json or application/yaml' : 'The body must be application/json'));
+    return;
   }
   next();
 }

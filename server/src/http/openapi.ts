@@ -10,14 +10,18 @@ import { generateOpenApi } from '@ts-rest/open-api';
 import type { ZodTypeAny } from 'zod';
 import * as c from '@switchboard/contract';
 
-// The generated document is untyped JSON that this module reshapes in place.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = Record<string, any>;
+// The generated document is untyped JSON that this module reshapes: objects are read through
+// `obj`, `arr` and `str`, which answer an empty value for anything of another shape.
+type Json = Record<string, unknown>;
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+const obj = (v: unknown): Json => (isObj(v) ? v : {});
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
 // The schema generator @ts-rest/open-api itself uses, so that a named schema's JSON is exactly
 // what the generated operations contain.
 const requireFromTsRest = createRequire(createRequire(import.meta.url).resolve('@ts-rest/open-api'));
-const { generateSchema } = requireFromTsRest('@anatine/zod-openapi') as { generateSchema(z: ZodTypeAny, useOutput?: boolean): Json };
+const { generateSchema } = requireFromTsRest('@anatine/zod-openapi') as { generateSchema: (z: ZodTypeAny, useOutput?: boolean) => Json };
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string; license: string };
 
@@ -92,7 +96,7 @@ function to31(node: unknown): unknown {
   if (out.nullable === true) {
     delete out.nullable;
     if (typeof out.type === 'string') out.type = [out.type, 'null'];
-    else if (Array.isArray(out.type)) out.type = [...new Set([...out.type, 'null'])];
+    else if (Array.isArray(out.type)) out.type = [...new Set([...(out.type as unknown[]), 'null'])];
     else {
       const { description, ...rest } = out;
       // Any value already includes null.
@@ -102,15 +106,14 @@ function to31(node: unknown): unknown {
   } else if (out.nullable === false) delete out.nullable;
   // A one-branch composition is the branch itself.
   for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
-    if (Array.isArray(out[key]) && out[key].length === 1 && Object.keys(out).length === 1) return out[key][0];
+    const branches = out[key];
+    if (Array.isArray(branches) && branches.length === 1 && Object.keys(out).length === 1) return branches[0] as unknown;
   }
   return out;
 }
 
 const canonical = (v: unknown): string =>
-  JSON.stringify(v, (_k, x) =>
-    x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x,
-  );
+  JSON.stringify(v, (_k, x: unknown) => (isObj(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
 const withoutDescription = (s: Json): Json => {
   const { description: _d, ...rest } = s;
   return rest;
@@ -151,7 +154,10 @@ function nameSchemas(doc: Json): Json {
   // Only the components something refers to (directly or through another component).
   const used = new Set<string>();
   const visit = (v: unknown) => {
-    if (Array.isArray(v)) return v.forEach(visit);
+    if (Array.isArray(v)) {
+      v.forEach(visit);
+      return;
+    }
     if (!v || typeof v !== 'object') return;
     for (const [k, x] of Object.entries(v)) {
       if (k === '$ref' && typeof x === 'string') {
@@ -168,7 +174,7 @@ function nameSchemas(doc: Json): Json {
     ...doc,
     paths,
     components: {
-      ...(doc.components ?? {}),
+      ...obj(doc.components),
       schemas: Object.fromEntries(
         Object.entries(components)
           .filter(([n]) => used.has(n))
@@ -181,54 +187,65 @@ function nameSchemas(doc: Json): Json {
 /** Per operation: tags, security, descriptions lifted where readers look, and other content types. */
 function mapOperation(op: Json, route: AppRoute): Json {
   const name = routeName.get(route) ?? '';
+  const scope = scopes[name];
   op.tags = [tagOf.get(name) ?? 'Operations'];
   // Tenant header, or an API key that names its tenant (with a scope): as the server runs.
-  op.security = scopes[name] ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
-  if (scopes[name]) op['x-scope'] = scopes[name];
-  if (!op.description) op.description = scopes[name] ? `${route.summary}. With an API key, it needs the ${scopes[name]} scope.` : route.summary;
+  op.security = scope ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
+  if (scope) op['x-scope'] = scope;
+  if (!op.description) op.description = scope ? `${route.summary ?? name}. With an API key, it needs the ${scope} scope.` : route.summary;
+  const responses = obj(op.responses);
+  op.responses = responses;
   // Responses of another content type (server-sent events) are left out by the generator.
   for (const [status, r] of Object.entries(route.responses)) {
     if (isAppRouteOtherResponse(r)) {
-      op.responses[status] = {
+      responses[status] = {
         description: (r.body as { description?: string }).description ?? status,
         content: { [r.contentType]: { schema: { type: 'string' } } },
       };
     }
   }
-  for (const p of op.parameters ?? []) {
-    if (!p.description && p.schema?.description) {
-      p.description = p.schema.description;
-      delete p.schema.description;
+  for (const p of arr(op.parameters).map(obj)) {
+    const schema = obj(p.schema);
+    if (!p.description && schema.description) {
+      p.description = schema.description;
+      delete schema.description;
     }
   }
   // The tenant-id header is described by the security scheme; a key names the tenant without it.
-  op.parameters = (op.parameters ?? []).filter((p: Json) => !(p.in === 'header' && ['tenant-id', 'authorization'].includes(p.name)));
-  if (!op.parameters.length) delete op.parameters;
+  const parameters = arr(op.parameters).filter((p) => !(obj(p).in === 'header' && ['tenant-id', 'authorization'].includes(str(obj(p).name) ?? '')));
+  if (parameters.length) op.parameters = parameters;
+  else delete op.parameters;
   // Responses without a body (204) have no schema to carry a description.
-  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
+  for (const [status, response] of Object.entries(responses)) {
+    const r = obj(response);
     if (r.description !== status) continue;
     if (status === '204') r.description = 'Done; no body';
-    const described = (Object.values(r.content ?? {}) as Json[]).find((x) => x.schema?.description);
-    if (described) r.description = described.schema.description;
+    const described = Object.values(obj(r.content))
+      .map((x) => obj(obj(x).schema).description)
+      .find((d) => d);
+    if (described) r.description = described;
   }
-  if (!scopes[name])
-    op.responses['4XX'] ??= {
+  if (!scope)
+    responses['4XX'] ??= {
       description: 'Any other client error, as problem details',
       content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } },
     };
   // Problems are served as application/problem+json.
-  for (const [status, r] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
-    if (Number(status[0]) >= 4 && r.content?.['application/json']) {
-      r.content = { 'application/problem+json': r.content['application/json'] };
-    }
+  for (const [status, response] of Object.entries(responses)) {
+    const r = obj(response);
+    const json = obj(r.content)['application/json'];
+    if (Number(status[0]) >= 4 && json) r.content = { 'application/problem+json': json };
   }
-  if (name === 'putAgent' && op.requestBody?.content?.['application/json']) {
-    op.requestBody.description = 'An agent definition, as JSON or YAML';
-    op.requestBody.content['application/yaml'] = { schema: op.requestBody.content['application/json'].schema };
+  const body = obj(op.requestBody);
+  const content = obj(body.content);
+  const json = content['application/json'];
+  if (name === 'putAgent' && json) {
+    body.description = 'An agent definition, as JSON or YAML';
+    content['application/yaml'] = { schema: obj(json).schema };
   }
-  if (name === 'converse' && op.requestBody?.content?.['application/json']) {
-    op.requestBody.description = 'A message; without conversation_id it starts a conversation';
-    op.requestBody.content['application/json'].examples = {
+  if (name === 'converse' && json) {
+    body.description = 'A message; without conversation_id it starts a conversation';
+    obj(json).examples = {
       start: {
         summary: 'Start a conversation',
         value: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } },
@@ -255,31 +272,30 @@ const SHARED_RESPONSES: Record<string, string> = {
   '503': 'Unavailable',
 };
 
+/** Every operation of the document, as objects that can be changed in place. */
+const operations = (doc: Json): Json[] => Object.values(obj(doc.paths)).flatMap((item) => Object.values(obj(item)).map(obj));
+
 function shareResponses(doc: Json): Json {
-  const responses: Record<string, Json> = {};
+  const responses: Record<string, unknown> = {};
   // The most common form of each shared status becomes the component; operations with exactly it refer to it.
   for (const [status, name] of Object.entries(SHARED_RESPONSES)) {
-    const counts = new Map<string, { n: number; r: Json }>();
-    for (const item of Object.values(doc.paths as Json)) {
-      for (const op of Object.values(item as Json)) {
-        const r = (op as Json).responses?.[status];
-        if (!r) continue;
-        const k = canonical(r);
-        counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, r });
-      }
+    const counts = new Map<string, { n: number; r: unknown }>();
+    for (const op of operations(doc)) {
+      const r = obj(op.responses)[status];
+      if (!r) continue;
+      const k = canonical(r);
+      counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, r });
     }
-    const best = [...counts.values()].sort((a, b) => b.n - a.n)[0];
+    const best = [...counts.values()].sort((a, b) => b.n - a.n).at(0);
     if (!best || best.n < 2) continue;
     responses[name] = best.r;
     const key = canonical(best.r);
-    for (const item of Object.values(doc.paths as Json)) {
-      for (const op of Object.values(item as Json)) {
-        const rs = (op as Json).responses;
-        if (rs?.[status] && canonical(rs[status]) === key) rs[status] = { $ref: `#/components/responses/${name}` };
-      }
+    for (const op of operations(doc)) {
+      const rs = obj(op.responses);
+      if (rs[status] && canonical(rs[status]) === key) rs[status] = { $ref: `#/components/responses/${name}` };
     }
   }
-  return { ...doc, components: { ...doc.components, responses } };
+  return { ...doc, components: { ...obj(doc.components), responses } };
 }
 
 export function getOpenApi(): Record<string, unknown> {
@@ -295,7 +311,7 @@ export function getOpenApi(): Record<string, unknown> {
         contact: { name: 'Switchboard maintainers' },
       },
     },
-    { setOperationId: true, operationMapper: (op, route) => mapOperation(op as Json, route) as typeof op },
+    { setOperationId: true, operationMapper: (op, route) => mapOperation(op, route) as typeof op },
   ) as Json;
   const doc = shareResponses(nameSchemas(to31(generated) as Json));
   return {
@@ -305,8 +321,8 @@ export function getOpenApi(): Record<string, unknown> {
     tags: TAGS.map(({ name, description }) => ({ name, description })),
     paths: doc.paths,
     components: {
-      schemas: doc.components.schemas,
-      responses: doc.components.responses,
+      schemas: obj(doc.components).schemas,
+      responses: obj(doc.components).responses,
       securitySchemes: {
         tenantHeader: { type: 'apiKey', in: 'header', name: 'tenant-id', description: 'AUTH_MODE=header: the tenant, trusted from a gateway in front' },
         apiKey: {

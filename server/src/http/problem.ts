@@ -32,7 +32,7 @@ export interface ProblemInput {
 /** Writes a problem document. Everything else throws an AppError, which errorHandler turns into one. */
 export function sendProblem(res: Response, p: ProblemInput): void {
   // Problems in a YAML body also say where they are in it.
-  const source = res.locals?.source as SourceDocument | undefined;
+  const source = res.locals.source as SourceDocument | undefined;
   const errors = p.errors && source ? withPositions(p.errors, source) : p.errors;
   const body: Problem = {
     type: `https://switchboard.dev/problems/${p.code.replace(/_/g, '-')}`,
@@ -87,23 +87,28 @@ function bodyParserProblem(err: { type?: string; limit?: number } | null | undef
 
 /** The one place an error becomes a response: AppErrors as they say, body-parser's by type, the rest 500. */
 export function errorHandler(log: { error(obj: object, msg: string): void }): ErrorRequestHandler {
-  return (rawErr, _req, res, _next) => {
+  return (rawErr: unknown, _req, res, _next) => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
     if (rawErr instanceof RequestValidationError) {
-      return sendProblem(res, { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) });
+      sendProblem(res, { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) });
+      return;
     }
     // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
-    const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr);
-    if (bp) return sendProblem(res, { status: bp[0], code: bp[1], detail: bp[2] });
+    const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as { type?: string; limit?: number } | null | undefined);
+    if (bp) {
+      sendProblem(res, { status: bp[0], code: bp[1], detail: bp[2] });
+      return;
+    }
     const err = mapDbError(rawErr);
     if (err instanceof AppError) {
       if (err.status >= 500) log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'request failed');
-      return sendProblem(res, { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers });
+      sendProblem(res, { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers });
+      return;
     }
     log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'unexpected error');
-    return sendProblem(res, { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' });
+    sendProblem(res, { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' });
   };
 }

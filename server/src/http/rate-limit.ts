@@ -42,14 +42,15 @@ export function tenantRateLimit(config: Config['rateLimit']): TenantRateLimit | 
       if (!redis || redis.status === 'ready') return;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, timeoutMs);
-        redis!.once('ready', () => {
+        redis.once('ready', () => {
           clearTimeout(t);
           resolve();
         });
       });
     },
-    async close() {
+    close() {
       redis?.disconnect();
+      return Promise.resolve();
     },
   };
 }

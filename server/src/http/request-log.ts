@@ -11,12 +11,16 @@ export function requestLog(opts: { logger: Logger }) {
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     // Called when the request starts (no route yet) and when it is logged: only the latter names one.
     customProps: (_req, res) => {
-      const route = (res as Response).locals?.route as string | undefined;
+      const route = (res as Partial<Response>).locals?.route as string | undefined;
       return route ? { route } : {};
     },
     serializers: {
-      req: (req) => ({ id: req.id, method: req.method, tenant: req.headers?.['tenant-id'] }),
-      res: (res) => ({ statusCode: res.statusCode }),
+      req: (req: { id: unknown; method: string; headers?: Record<string, unknown> }) => ({
+        id: req.id,
+        method: req.method,
+        tenant: req.headers?.['tenant-id'],
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
     },
   });
 }

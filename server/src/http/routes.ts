@@ -109,7 +109,7 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
       },
     },
     ops: {
-      healthz: async () => ({ status: 200, body: { status: 'ok' } }),
+      healthz: () => Promise.resolve({ status: 200 as const, body: { status: 'ok' as const } }),
       readyz: async () => {
         try {
           await ping();

@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 
 export function canonicalJson(value: unknown): string {
+  // eslint-disable-next-line @typescript-eslint/no-unnecessary-condition -- undefined for undefined, functions and symbols, whatever the type says
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   const keys = Object.keys(value).sort();

@@ -12,7 +12,7 @@ export interface SourceDocument {
 /** `capabilities[0].phases[1].next` → ['capabilities', 0, 'phases', 1, 'next']. */
 export function pathSegments(path: string): (string | number)[] {
   const out: (string | number)[] = [];
-  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push(m[2] !== undefined ? Number(m[2]) : m[1]);
+  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push((m[2] as string | undefined) !== undefined ? Number(m[2]) : m[1]);
   return out;
 }
 
@@ -43,7 +43,7 @@ export function parseYamlSource(text: string): SourceDocument {
     value,
     position(path) {
       let node: unknown = doc.contents;
-      let found: Node | null = (node as Node) ?? null;
+      let found = node as Node | null;
       for (const key of path) {
         if (isMap(node)) node = node.get(key, true);
         else if (isSeq(node) && typeof key === 'number') node = node.get(key, true);
@@ -51,7 +51,7 @@ export function parseYamlSource(text: string): SourceDocument {
         if (!node) break;
         found = node as Node;
       }
-      const offset = found?.range?.[0];
+      const offset = found ? found.range?.[0] : undefined;
       if (offset === undefined) return null;
       const at = lines.linePos(offset);
       return { line: at.line, column: at.col };

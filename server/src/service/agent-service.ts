@@ -55,7 +55,7 @@ export class AgentService {
     const { agent, changed } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()));
     const key = `${tenantId}:${agent.id}:${agent.currentVersion}`;
     if (trained && !this.compiled.has(key)) {
-      this.compiled.set(key, await compileAgent(agent.id, agent.currentVersion, definition, async () => trained.router));
+      this.compiled.set(key, await compileAgent(agent.id, agent.currentVersion, definition, () => Promise.resolve(trained.router)));
     }
     await this.compiledVersion(tenantId, agent.id, agent.currentVersion);
     return { agent: this.toApi(agent, definition), changed };

@@ -91,7 +91,7 @@ export class ConversationService {
     const started = performance.now();
     const { body, tenantId } = call;
     // Characters as people count them (code points), not UTF-16 units.
-    if (body.message.length > this.opts.maxMessageChars && [...body.message].length > this.opts.maxMessageChars) {
+    if (body.message.length > this.opts.maxMessageChars && Array.from(body.message).length > this.opts.maxMessageChars) {
       throw new InputError('The message is too long', [{ path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` }]);
     }
     const agentRow = await this.agents.active(tenantId, call.slug);
@@ -343,7 +343,7 @@ export class ConversationService {
       { limit: q.limit + 1, after: after ? { createdAt: after[0], id: after[1] } : null },
     );
     const page = rows.slice(0, q.limit);
-    const last = page[page.length - 1];
+    const last = page.at(-1);
     return {
       data: page.map((c) => {
         const { turns: _turns, ...rest } = this.record(c, []);

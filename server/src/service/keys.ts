@@ -23,7 +23,7 @@ const toApi = (r: Pick<ApiKeyTableRow, 'id' | 'name' | 'prefix' | 'scopes' | 'cr
   id: r.id,
   name: r.name,
   prefix: r.prefix,
-  scopes: String(r.scopes).split(',') as Scope[],
+  scopes: r.scopes.split(',') as Scope[],
   created_at: r.created_at,
   revoked_at: r.revoked_at,
 });
@@ -79,6 +79,6 @@ export class KeyService {
     const expected = row ? Buffer.from(row.secret_hash, 'hex') : DECOY;
     const matches = timingSafeEqual(expected, hashOf(m[2]));
     if (!row || !matches || row.revoked_at) return null;
-    return { keyId: row.id, tenantId: row.tenant_id, scopes: String(row.scopes).split(',') as Scope[] };
+    return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes.split(',') as Scope[] };
   }
 }

@@ -19,7 +19,7 @@ export class Sweeper {
       this.running = this.lifecycle
         .sweep()
         .then((r) => (r.abandoned || r.erased) && this.log.info(r, 'sweep'))
-        .catch((err) => this.log.warn({ err }, 'sweep failed'))
+        .catch((err: unknown) => this.log.warn({ err }, 'sweep failed'))
         .finally(() => (this.running = null));
     }, intervalMs);
     this.timer.unref();

@@ -16,12 +16,13 @@ parentPort?.postMessage({ ready: true });
 
 parentPort?.on('message', (msg: TrainRequest) => {
   // Nothing else runs on this thread: training need not yield.
-  Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: async () => undefined }).then(
+  Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: () => Promise.resolve() }).then(
     (router) => {
       const state = router.toState();
       const transfer = [state.w.buffer, state.b.buffer] as ArrayBuffer[];
       parentPort!.postMessage({ id: msg.id, state }, transfer);
     },
-    (err: Error) => parentPort!.postMessage({ id: msg.id, error: err.message, tooLarge: err instanceof TrainingTooLargeError }),
+    (err: unknown) =>
+      parentPort!.postMessage({ id: msg.id, error: err instanceof Error ? err.message : String(err), tooLarge: err instanceof TrainingTooLargeError }),
   );
 });

@@ -49,7 +49,7 @@ export class TrainingPool {
     });
     worker.unref();
     const ready = new Promise<void>((resolve, reject) => {
-      const onMessage = (m: { ready?: boolean }) => {
+      const onMessage = (m: { ready?: boolean } | null) => {
         if (!m?.ready) return;
         worker.off('message', onMessage);
         worker.off('error', reject);
@@ -91,7 +91,7 @@ export class TrainingPool {
     this.perTenant.run(tenantId, async () => {
       if (this.closed) throw new Error('the training pool is closed');
       this.running.set(tenantId, (this.running.get(tenantId) ?? 0) + 1);
-      const slot = await this.acquire().catch((err) => {
+      const slot = await this.acquire().catch((err: unknown) => {
         this.done(tenantId);
         throw err;
       });

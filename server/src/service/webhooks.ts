@@ -59,7 +59,7 @@ export class WebhookDispatcher {
   start(intervalMs: number): void {
     if (intervalMs <= 0 || this.timer) return;
     this.timer = setInterval(() => {
-      if (!this.ticking) void this.tick().catch((err) => this.log.warn({ err }, 'webhook delivery pass failed'));
+      if (!this.ticking) void this.tick().catch((err: unknown) => this.log.warn({ err }, 'webhook delivery pass failed'));
     }, intervalMs);
     this.timer.unref();
   }
@@ -91,7 +91,7 @@ export class WebhookDispatcher {
       for (const row of rows) {
         this.perTenant.set(row.tenant_id, (this.perTenant.get(row.tenant_id) ?? 0) + 1);
         const done = this.attempt(row)
-          .catch((err): Outcome => {
+          .catch((err: unknown): Outcome => {
             this.log.warn({ err, delivery: row.id }, 'webhook delivery could not be recorded');
             return 'retried';
           })
@@ -133,7 +133,7 @@ export class WebhookDispatcher {
   }
 
   private async attempt(row: DeliveryRow): Promise<Outcome> {
-    const attempt = Number(row.attempts) + 1;
+    const attempt = row.attempts + 1;
     const sentAt = this.clock.now();
     const started = performance.now();
     let status: number | null = null;

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import type { Database } from './db.js';
-import type { AgentTableRow } from './rows.js';
+import { present, type AgentTableRow } from './rows.js';
 
 export interface AgentRow {
   id: string;
@@ -82,13 +82,13 @@ export class AgentStore {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
         await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now });
-        return { agent: toAgent(await trx('agents').where({ id }).first()), changed: true };
+        return { agent: toAgent(present(await trx('agents').where({ id }).first(), 'agent')), changed: true };
       }
-      const current = await trx('agent_versions').where({ agent_id: existing.id, version: existing.current_version }).first();
+      const current = present(await trx('agent_versions').where({ agent_id: existing.id, version: existing.current_version }).first(), 'agent version');
       if (current.digest === digest) {
         if (existing.archived_at) {
           await trx('agents').where({ id: existing.id }).update({ archived_at: null, updated_at: now });
-          return { agent: toAgent(await trx('agents').where({ id: existing.id }).first()), changed: true };
+          return { agent: toAgent(present(await trx('agents').where({ id: existing.id }).first(), 'agent')), changed: true };
         }
         return { agent: toAgent(existing), changed: false };
       }
@@ -102,7 +102,7 @@ export class AgentStore {
         created_at: now,
       });
       await trx('agents').where({ id: existing.id }).update({ current_version: version, archived_at: null, updated_at: now });
-      return { agent: toAgent(await trx('agents').where({ id: existing.id }).first()), changed: true };
+      return { agent: toAgent(present(await trx('agents').where({ id: existing.id }).first(), 'agent')), changed: true };
     });
   }
 

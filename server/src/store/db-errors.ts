@@ -1,15 +1,16 @@
 // What a database error means to the service: a unique key taken, or the database out of reach.
 import { UnavailableError } from '../errors.js';
+import { errorFields } from '../lib/error-fields.js';
 
 export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; message?: string };
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE';
+  const e = errorFields(err);
+  return e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e.code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
 /** Connection failures become 503 `unavailable`; everything else passes through. */
 export function mapDbError(err: unknown): unknown {
-  const e = err as { code?: string; name?: string; message?: string };
-  const code = e?.code ?? '';
+  const e = errorFields(err);
+  const code = e.code ?? '';
   if (
     [
       'ECONNREFUSED',
@@ -27,9 +28,9 @@ export function mapDbError(err: unknown): unknown {
       'SQLITE_CANTOPEN',
       'SQLITE_IOERR',
     ].includes(code) ||
-    e?.name === 'KnexTimeoutError' ||
+    e.name === 'KnexTimeoutError' ||
     /Connection terminated|connect ECONNREFUSED|Client was closed|pool is probably full|Unable to acquire a connection|database is locked|Query read timeout|timeout expired|Connection is closed|not queryable/i.test(
-      e?.message ?? '',
+      e.message ?? '',
     )
   ) {
     return new UnavailableError();

@@ -36,9 +36,9 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
 const migrationSource: Knex.MigrationSource<string> = {
-  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrations: () => Promise.resolve(Object.keys(migrations).sort()),
   getMigrationName: (name) => name,
-  getMigration: async (name) => migrations[name],
+  getMigration: (name) => Promise.resolve(migrations[name]),
 };
 
 export function sqliteFileFromUrl(url: string): string | null {
@@ -180,8 +180,8 @@ export async function ensureDatabase(url: string): Promise<boolean> {
 }
 
 export async function migrate(db: Database): Promise<string[]> {
-  const [, applied] = await db.knex.migrate.latest({ migrationSource });
-  return applied as string[];
+  const [, applied] = (await db.knex.migrate.latest({ migrationSource })) as [number, string[]];
+  return applied;
 }
 
 export async function rollbackAll(db: Database): Promise<void> {

@@ -22,7 +22,7 @@ export async function eraseConversationRows(
   await trx('conversation_events').where(where).delete();
   const audit = await trx('audit_entries').where(where).whereIn('type', rules.auditTypes).select('sequence', 'type', 'data');
   for (const a of audit) {
-    const skeleton = rules.skeleton(a.type, JSON.parse(a.data));
+    const skeleton = rules.skeleton(a.type, JSON.parse(a.data) as Record<string, unknown>);
     await trx('audit_entries')
       .where({ ...where, sequence: a.sequence })
       .update({ data: JSON.stringify(skeleton), erased_at: now });
@@ -31,7 +31,7 @@ export async function eraseConversationRows(
   for (const h of hooks) {
     await trx('webhook_deliveries')
       .where({ id: h.id })
-      .update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload))) });
+      .update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload) as Record<string, unknown>)) });
   }
   await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
   const record = auditRows({

@@ -18,8 +18,8 @@ export interface EventPosition {
 }
 
 export function parseEventId(id: string): EventPosition {
-  const [row, index] = id.split('-').map(Number);
-  return { row, index: index ?? Number.MAX_SAFE_INTEGER };
+  const parts = id.split('-').map(Number);
+  return { row: parts[0], index: parts.length > 1 ? parts[1] : Number.MAX_SAFE_INTEGER };
 }
 
 export class EventLog {
@@ -46,17 +46,17 @@ export class EventLog {
       if (stopped) return;
       try {
         client = await rawConnection(this.knex).acquire();
-        client!.on('notification', (msg: { channel?: string; payload?: string }) => {
+        client.on('notification', (msg: { channel?: string; payload?: string }) => {
           if (!msg.payload) return;
           if (msg.channel === LEASES_CHANNEL) this.released.emit('released', msg.payload);
           else this.changes.emit('event', msg.payload);
         });
-        client!.on('error', (err: Error) => {
+        client.on('error', (err: Error) => {
           log.warn({ err }, 'event listener connection lost; reconnecting');
           client = null;
           setTimeout(() => void connect(), 1000).unref();
         });
-        await client!.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${LEASES_CHANNEL}`);
+        await client.query(`LISTEN ${EVENTS_CHANNEL}; LISTEN ${LEASES_CHANNEL}`);
       } catch (err) {
         log.warn({ err }, 'event listener could not connect; retrying');
         setTimeout(() => void connect(), 1000).unref();

@@ -16,8 +16,9 @@ export function rawConnection(knex: Knex): { acquire(): Promise<RawPgConnection>
 }
 
 /** Runs `fn` with a connection from Knex's pool, released afterwards. */
-export async function withPooledConnection<C, T>(knex: Knex, fn: (conn: C) => T | Promise<T>): Promise<T> {
-  const client = knex.client as { acquireConnection(): Promise<C>; releaseConnection(c: C): Promise<unknown> };
+export async function withPooledConnection<T>(knex: Knex, fn: (conn: never) => T | Promise<T>): Promise<T> {
+  // The driver's own connection object: the caller's parameter type says which driver it expects.
+  const client = knex.client as { acquireConnection(): Promise<never>; releaseConnection(c: unknown): Promise<unknown> };
   const conn = await client.acquireConnection();
   try {
     return await fn(conn);
@@ -27,4 +28,4 @@ export async function withPooledConnection<C, T>(knex: Knex, fn: (conn: C) => T 
 }
 
 /** Whether a migration runs on PostgreSQL. */
-export const isPostgres = (knex: Knex) => knex.client.config.client === 'pg';
+export const isPostgres = (knex: Knex) => (knex.client as { config: Knex.Config }).config.client === 'pg';

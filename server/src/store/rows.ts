@@ -4,6 +4,12 @@ import type { AuditType, ConversationStatus } from '@switchboard/contract';
 
 type Int = number | string;
 
+/** A row the same transaction wrote or read a moment ago; its absence is a broken invariant, not a 404. */
+export function present<T>(row: T | undefined, what: string): T {
+  if (row === undefined) throw new Error(`${what} row missing inside its own transaction`);
+  return row;
+}
+
 export interface ConversationTableRow {
   id: string;
   tenant_id: string;
@@ -79,4 +85,89 @@ export interface ApiKeyTableRow {
   scopes: string;
   created_at: string;
   revoked_at: string | null;
+}
+
+export interface AgentVersionTableRow {
+  agent_id: string;
+  version: Int;
+  tenant_id: string;
+  digest: string;
+  definition: string;
+  created_at: string;
+}
+
+export interface IdempotencyTableRow {
+  tenant_id: string;
+  agent_id: string;
+  key: string;
+  request_hash: string;
+  conversation_id: string;
+  response: string;
+  created_at: string;
+}
+
+export interface EventTableRow {
+  id: Int;
+  tenant_id: string;
+  conversation_id: string;
+  seq: Int;
+  events: string;
+  created_at: string;
+}
+
+export interface WebhookDeliveryTableRow {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  conversation_id: string;
+  event: string;
+  url: string;
+  secret_name: string | null;
+  payload: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: Int;
+  next_attempt_at: string | null;
+  created_at: string;
+  delivered_at: string | null;
+  last_status: Int | null;
+  last_error: string | null;
+  seq: Int;
+}
+
+export interface WebhookAttemptTableRow {
+  delivery_id: string;
+  attempt: Int;
+  tenant_id: string;
+  at: string;
+  status: Int | null;
+  error: string | null;
+  duration_ms: number | string;
+}
+
+export interface TenantSecretTableRow {
+  tenant_id: string;
+  name: string;
+  ciphertext: string;
+  iv: string;
+  tag: string;
+  created_at: string;
+  updated_at: string;
+}
+
+// Knex's table typing: `knex('conversations')` returns ConversationTableRow rows, and an insert
+// or update is checked against the table's columns.
+declare module 'knex/types/tables.js' {
+  interface Tables {
+    agents: AgentTableRow;
+    agent_versions: AgentVersionTableRow;
+    conversations: ConversationTableRow;
+    turns: TurnTableRow;
+    audit_entries: AuditTableRow;
+    idempotency_keys: IdempotencyTableRow;
+    conversation_events: EventTableRow;
+    webhook_deliveries: WebhookDeliveryTableRow;
+    webhook_attempts: WebhookAttemptTableRow;
+    api_keys: ApiKeyTableRow;
+    tenant_secrets: TenantSecretTableRow;
+  }
 }

@@ -1,8 +1,8 @@
 // A turn's write as rows of each table, and rows read back as domain values: pure functions
 // shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
 import { randomUUID } from 'node:crypto';
-import type { Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, Conversation, EventDraft, TurnRow, WebhookDraft } from '../domain.js';
+import type { ContextEnvelope, Option } from '@switchboard/contract';
+import type { AuditDraft, AuditRow, Conversation, EventDraft, FlowState, TurnRow, WebhookDraft } from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
 
@@ -37,8 +37,8 @@ export function rowToConversation(r: ConversationTableRow): Conversation {
     capabilityId: r.capability_id,
     phase: r.phase,
     awaitingInput: Boolean(r.awaiting_input),
-    flow: JSON.parse(r.state),
-    context: r.context ? JSON.parse(r.context) : null,
+    flow: JSON.parse(r.state) as FlowState,
+    context: r.context ? (JSON.parse(r.context) as ContextEnvelope) : null,
     turnCount: Number(r.turn_count),
     auditSeq: Number(r.audit_seq),
     auditHash: r.audit_hash ?? null,
@@ -102,7 +102,7 @@ export function rowToAudit(r: AuditTableRow): AuditRow {
     requestId: r.request_id,
     timestamp: r.timestamp,
     durationMs: r.duration_ms === null ? null : Number(r.duration_ms),
-    data: JSON.parse(r.data),
+    data: JSON.parse(r.data) as Record<string, unknown>,
     hash: r.hash ?? null,
   };
 }
@@ -196,7 +196,7 @@ function webhookRows(w: TurnWrite) {
     url: h.url,
     secret_name: h.secretName,
     payload: JSON.stringify(h.payload),
-    status: 'pending',
+    status: 'pending' as const,
     attempts: 0,
     next_attempt_at: h.createdAt,
     created_at: h.createdAt,

@@ -46,12 +46,12 @@ export class WebhookStore {
 
   /** Claims deliveries by moving their next attempt to `until`: only rows still due move, so of two processes one gets each. */
   async claim(ids: string[], now: string, until: string): Promise<DeliveryRow[]> {
-    return (await this.knex('webhook_deliveries')
+    return this.knex('webhook_deliveries')
       .whereIn('id', ids)
       .andWhere('status', 'pending')
       .andWhere('next_attempt_at', '<=', now)
       .update({ next_attempt_at: until })
-      .returning(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts'])) as DeliveryRow[];
+      .returning<DeliveryRow[]>(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts']);
   }
 
   /** Records one attempt and the delivery's new state together. */
@@ -108,28 +108,28 @@ export async function listDeliveries(
         )
         .orderBy(['delivery_id', 'attempt'])
     : [];
-  const last = page[page.length - 1];
+  const last = page.at(-1);
   return {
     next_cursor: rows.length > q.limit && last ? encodeCursor([last.created_at, last.id]) : null,
     data: page.map((r) => ({
-      id: r.id as string,
-      conversation_id: r.conversation_id as string,
-      event: r.event as string,
-      url: r.url as string,
-      status: r.status as 'pending' | 'delivered' | 'failed',
+      id: r.id,
+      conversation_id: r.conversation_id,
+      event: r.event,
+      url: r.url,
+      status: r.status,
       attempts: Number(r.attempts),
-      next_attempt_at: r.next_attempt_at as string | null,
-      created_at: r.created_at as string,
-      delivered_at: r.delivered_at as string | null,
+      next_attempt_at: r.next_attempt_at,
+      created_at: r.created_at,
+      delivered_at: r.delivered_at,
       last_status: r.last_status === null ? null : Number(r.last_status),
-      last_error: r.last_error as string | null,
+      last_error: r.last_error,
       history: attempts
         .filter((a) => a.delivery_id === r.id)
         .map((a) => ({
           attempt: Number(a.attempt),
-          at: a.at as string,
+          at: a.at,
           status: a.status === null ? null : Number(a.status),
-          error: a.error as string | null,
+          error: a.error,
           duration_ms: Number(a.duration_ms),
         })),
     })),
