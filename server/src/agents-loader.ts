@@ -19,7 +19,7 @@ export interface AppliedAgent {
   replaced: number | null;
 }
 
-export const VAR_PREFIX = 'SWITCHBOARD_VAR_';
+const VAR_PREFIX = 'SWITCHBOARD_VAR_';
 
 /** Fills ${NAME} and ${NAME:-default} from SWITCHBOARD_VAR_<NAME>; an unset one without default is an error. */
 export function expandVariables(text: string, env: NodeJS.ProcessEnv = process.env): string {

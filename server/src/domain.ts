@@ -46,7 +46,7 @@ export interface Conversation {
   eventSeq: number;
 }
 
-export type EventType = 'turn.created' | 'status.changed' | 'phase.changed';
+type EventType = 'turn.created' | 'status.changed' | 'phase.changed';
 
 export interface EventDraft {
   type: EventType;

@@ -4,7 +4,7 @@ import { errorFields } from './lib/error-fields.js';
 import { sqliteFileFromUrl } from './store/db.js';
 
 /** The database URL with its password hidden, for messages. */
-export function safeUrl(url: string): string {
+function safeUrl(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
 }
 

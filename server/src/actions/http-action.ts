@@ -8,7 +8,7 @@ import type { ActionRequest } from '../engine/run.js';
 import { SECRET_MASK } from '../engine/compile.js';
 import { BlockedAddressError, guardedDispatcher } from './ssrf.js';
 
-export const AUDIT_BODY_LIMIT = 4096;
+const AUDIT_BODY_LIMIT = 4096;
 
 export interface HttpActionOptions {
   /** Hosts each tenant may reach although they are private (`*`: every tenant). */
@@ -24,7 +24,7 @@ export interface HttpActionOptions {
 export type HostGrants = Readonly<Record<string, readonly string[]>>;
 
 /** The hosts one tenant may reach although they are private: its own grants and everyone's. */
-export function hostsFor(grants: HostGrants, tenantId: string): string[] {
+function hostsFor(grants: HostGrants, tenantId: string): string[] {
   return [...new Set([...(grants['*'] ?? []), ...(grants[tenantId] ?? [])])].sort();
 }
 
@@ -216,7 +216,7 @@ export class HttpActionRunner {
  * forms it knows; that is why requests are recorded from a masked rendering instead, and this
  * is the second line for responses, which the service does not render.
  */
-export class Masker {
+class Masker {
   private readonly forms: string[];
   constructor(values: readonly string[]) {
     const forms = new Set<string>();

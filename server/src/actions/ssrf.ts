@@ -71,7 +71,7 @@ export class BlockedAddressError extends Error {
   }
 }
 
-export class AddressPolicy {
+class AddressPolicy {
   private readonly allowed: Set<string>;
 
   constructor(allowedHosts: readonly string[]) {

@@ -8,14 +8,14 @@ import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, secretReferences, type JsonTemplate } from './templates.js';
 
-export const BUILTIN_FALLBACK = 'fallback';
+const BUILTIN_FALLBACK = 'fallback';
 export const MAX_PHASES_PER_TURN = 50;
 /** What one turn may say unless the operator sets MAX_REPLY_BYTES. */
 export const DEFAULT_MAX_REPLY_BYTES = 64 * 1024;
 /** What audit entries and logs show in place of a secret. */
 export const SECRET_MASK = '***';
 
-export const DEFAULT_MESSAGES = {
+const DEFAULT_MESSAGES = {
   fallback: "Sorry, I can't help with that yet.",
   escalated: 'A colleague will take over here shortly.',
   not_entitled: 'That is not part of your plan.',
@@ -23,7 +23,7 @@ export const DEFAULT_MESSAGES = {
 } as const;
 
 /** Probability a switch away from a waiting collect needs, unless the agent says otherwise. */
-export const DEFAULT_SWITCH_THRESHOLD = 0.8;
+const DEFAULT_SWITCH_THRESHOLD = 0.8;
 
 export interface CompiledPhase {
   id: string;

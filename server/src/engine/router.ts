@@ -14,7 +14,7 @@ export interface RoutableCapability {
   examples: string[];
 }
 
-export interface Score {
+interface Score {
   name: string;
   score: number;
 }
@@ -35,7 +35,7 @@ export interface Calibration {
   method: 'held_out' | 'default';
 }
 
-export const ROUTER_MODEL = 'tfidf-logreg-v2';
+const ROUTER_MODEL = 'tfidf-logreg-v2';
 
 /** Share of correctly routed held-out examples the calibrated thresholds may turn away. */
 const CALIBRATION_QUANTILE = 0.01;
@@ -51,7 +51,7 @@ const CANDIDATES = 16;
  * best capability's examples, so this bounds what one message costs however many examples a
  * definition brings (an even spread of them is kept).
  */
-export const MAX_SIMILARITY_EXAMPLES = 400;
+const MAX_SIMILARITY_EXAMPLES = 400;
 
 /** Thrown when training would need more memory than its budget allows. */
 export class TrainingTooLargeError extends Error {}

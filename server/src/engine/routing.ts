@@ -5,7 +5,7 @@ import type { CompiledAgent, CompiledCapability } from './compile.js';
 import type { Scored } from './router.js';
 import type { EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
 
-export function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boolean {
+function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boolean {
   if (!cap.requires) return true;
   const ent = context?.context?.entitlements ?? {};
   return Object.entries(cap.requires).every(([key, allowed]) => {

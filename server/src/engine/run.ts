@@ -7,9 +7,8 @@ import { runPhases } from './steps/phases.js';
 import { resumeCollect } from './steps/resume.js';
 import { TurnState, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from './turn.js';
 
-export { entitled, route } from './routing.js';
-export { languageOf } from './turn.js';
-export type { ActionReply, ActionRequest, EngineReply, EngineRequest, LlmRouteReply, LlmRouteRequest, RouteDecision, TurnInput, TurnResult } from './turn.js';
+export { route } from './routing.js';
+export type { ActionRequest, EngineReply, EngineRequest, LlmRouteReply, LlmRouteRequest, TurnInput, TurnResult } from './turn.js';
 
 export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const t = new TurnState(input);

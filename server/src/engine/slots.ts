@@ -1,7 +1,6 @@
 // Turns a user message into a slot value of the collect's type, or says it does not fit.
-import type { Option } from '@switchboard/contract';
 
-export type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'date' | 'choice';
+type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'date' | 'choice';
 
 export interface SlotSpec {
   type: SlotType;
@@ -78,5 +77,3 @@ export function choiceWords(choices: string[] | undefined, options: { value: str
     return { value, words: [...words] };
   });
 }
-
-export type { Option };

@@ -8,7 +8,7 @@ import { Context, isTruthy, Liquid, Tokenizer, toValueSync, Value, type Template
 import type { LocalizedText } from '@switchboard/contract';
 
 /** Thrown when a turn's rendering budget is spent; the engine audits it like any template error. */
-export class BudgetError extends Error {}
+class BudgetError extends Error {}
 
 /** A liquidjs Limiter look-alike: one instance shared by every render of a turn. */
 class Limit {
@@ -37,7 +37,7 @@ export interface RenderBudgetOptions {
   memory?: number;
 }
 
-export const DEFAULT_RENDER_BUDGET: RenderBudgetOptions = { timeMs: 250, outputChars: 1_000_000, memory: 10_000_000 };
+const DEFAULT_RENDER_BUDGET: RenderBudgetOptions = { timeMs: 250, outputChars: 1_000_000, memory: 10_000_000 };
 
 /**
  * What one turn may spend on rendering. Created when the turn starts; the deadline is read by

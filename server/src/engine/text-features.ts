@@ -3,7 +3,7 @@
 // strings and count them in string-keyed maps, which costs more per message than scoring within a
 // millisecond allows; here every n-gram is hashed (FNV-1a) straight from the characters.
 
-export function normalise(text: string): string {
+function normalise(text: string): string {
   return text
     .normalize('NFKD')
     .replace(/[\u0300-\u036f]/g, '')
@@ -11,7 +11,7 @@ export function normalise(text: string): string {
 }
 
 /** Words: runs of letters and digits, an inner apostrophe kept (don't, l'eau). */
-export function words(text: string): string[] {
+function words(text: string): string[] {
   return normalise(text).match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
 }
 

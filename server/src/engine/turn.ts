@@ -96,7 +96,7 @@ export interface TurnResult {
   audit: AuditDraft[];
 }
 
-export function languageOf(context: ContextEnvelope | null, fallback: string): string {
+function languageOf(context: ContextEnvelope | null, fallback: string): string {
   const lang = context?.context?.preferences?.language;
   return typeof lang === 'string' && lang ? lang.toLowerCase() : fallback;
 }

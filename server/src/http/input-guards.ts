@@ -7,7 +7,7 @@ import { InputError } from '../errors.js';
 import { parseYamlSource } from '../lib/yaml-source.js';
 import { YAML_TYPES } from './media-type.js';
 
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /** Body encodings other than identity are refused before the body is read. */
 export function refuseContentEncoding(req: Request, _res: Response, next: NextFunction): void {

@@ -8,7 +8,7 @@ export const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml'
 const AGENT_PATH = /^\/api\/v1\/agents\/[^/]+\/?$/;
 
 /** Whether a request may carry a YAML body (an agent definition). */
-export const yamlAllowed = (req: Request) => req.method === 'PUT' && AGENT_PATH.test(req.path);
+const yamlAllowed = (req: Request) => req.method === 'PUT' && AGENT_PATH.test(req.path);
 
 export function mediaType(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;

@@ -21,7 +21,7 @@ const TITLES: Record<number, string> = {
   503: 'Service Unavailable',
 };
 
-export interface ProblemInput {
+interface ProblemInput {
   status: number;
   code: ProblemCode;
   detail: string;
@@ -30,7 +30,7 @@ export interface ProblemInput {
 }
 
 /** Writes a problem document. Everything else throws an AppError, which errorHandler turns into one. */
-export function sendProblem(res: Response, p: ProblemInput): void {
+function sendProblem(res: Response, p: ProblemInput): void {
   // Problems in a YAML body also say where they are in it.
   const source = res.locals.source as SourceDocument | undefined;
   const errors = p.errors && source ? withPositions(p.errors, source) : p.errors;
@@ -62,7 +62,7 @@ function zodProblems(err: ZodError | null, prefix: string): FieldProblem[] {
   return err.issues.map((i) => ({ path: jsonPath(i.path, prefix), message: i.message }));
 }
 
-export function validationProblems(err: RequestValidationError): FieldProblem[] {
+function validationProblems(err: RequestValidationError): FieldProblem[] {
   return [...zodProblems(err.pathParams, 'path'), ...zodProblems(err.headers, 'header'), ...zodProblems(err.query, 'query'), ...zodProblems(err.body, '')];
 }
 

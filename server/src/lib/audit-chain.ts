@@ -41,7 +41,7 @@ export function turnHash(conversationId: string, t: HashedTurn): string {
   return sha256(JSON.stringify([conversationId, t.idx, t.role, t.message, t.timestamp, t.author ?? null]));
 }
 
-export type BrokenReason = 'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
+type BrokenReason = 'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
 
 export interface ChainReport {
   entries: number;

@@ -10,7 +10,7 @@ export interface SourceDocument {
 }
 
 /** `capabilities[0].phases[1].next` → ['capabilities', 0, 'phases', 1, 'next']. */
-export function pathSegments(path: string): (string | number)[] {
+function pathSegments(path: string): (string | number)[] {
   const out: (string | number)[] = [];
   for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push((m[2] as string | undefined) !== undefined ? Number(m[2]) : m[1]);
   return out;

@@ -13,7 +13,7 @@ import type { ConversationStore, ConversationUnit, TurnWrite } from '../store/co
 import type { AgentService } from './agent-service.js';
 
 /** Which moves the status table allows (the dialogue's own moves go through the engine). */
-export const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {
+const TRANSITIONS: Record<ConversationStatus, ConversationStatus[]> = {
   active: ['paused', 'completed', 'escalated', 'abandoned'],
   paused: ['active', 'abandoned'],
   escalated: ['completed'],
@@ -27,7 +27,7 @@ const WEBHOOK_OF: Partial<Record<ConversationStatus, WebhookEvent>> = {
   abandoned: 'conversation.abandoned',
 };
 
-export const isOpen = (s: ConversationStatus) => s === 'active' || s === 'paused';
+const isOpen = (s: ConversationStatus) => s === 'active' || s === 'paused';
 
 /** When an active or paused conversation last spoken to at `lastUserTurnAt` becomes abandoned. */
 export function inactiveAfter(agent: CompiledAgent, status: ConversationStatus, lastUserTurnAt: string): string | null {
@@ -82,7 +82,7 @@ export function webhooksFor(agent: CompiledAgent, c: Conversation, at: { from: C
 }
 
 /** A move to another status, with turns and audit entries to commit in the same write. */
-export interface StatusChange {
+interface StatusChange {
   to: ConversationStatus;
   reason: string;
   outcome: string | null;
@@ -93,7 +93,7 @@ export interface StatusChange {
 }
 
 /** The write that moves a conversation to `change.to`: state, audit entry, event and webhooks. */
-export function statusWrite(agent: CompiledAgent, c: Conversation, change: StatusChange): TurnWrite {
+function statusWrite(agent: CompiledAgent, c: Conversation, change: StatusChange): TurnWrite {
   const { to, reason, outcome, now, requestId, ...extra } = change;
   const audit: AuditDraft[] = [
     ...(extra.audit ?? []),
@@ -134,7 +134,7 @@ export function statusWrite(agent: CompiledAgent, c: Conversation, change: Statu
  * that a message arriving after the deadline but before the sweeper finds it closed.
  * Returns true when it did.
  */
-export async function abandonIfDue(
+async function abandonIfDue(
   unit: ConversationUnit,
   due: { conversation: Conversation; agent: CompiledAgent; now: string; requestId: string },
 ): Promise<boolean> {

@@ -8,7 +8,7 @@ import { AppError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { SecretStore } from '../store/secret-store.js';
 
-export class SecretsDisabledError extends AppError {
+class SecretsDisabledError extends AppError {
   constructor() {
     super(409, 'secrets_not_configured', 'Tenant secrets are off on this server: the operator has to set SECRETS_KEY');
   }

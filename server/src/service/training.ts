@@ -16,7 +16,7 @@ export interface TrainingBudget {
 }
 
 /** A definition whose router cannot be trained within the budget: refused, with the reason. */
-export class TrainingBudgetError extends AppError {
+class TrainingBudgetError extends AppError {
   constructor(message: string) {
     super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }]);
   }

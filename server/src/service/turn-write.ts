@@ -9,7 +9,7 @@ import { turnHash } from '../lib/audit-chain.js';
 import type { TurnWrite } from '../store/conversation-store.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 
-export interface TurnTiming {
+interface TurnTiming {
   total_ms: number;
   routing_ms: number;
   engine_ms: number;

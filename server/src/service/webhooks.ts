@@ -12,7 +12,7 @@ import type { Database } from '../store/db.js';
 import { WebhookStore, type DeliveryRow } from '../store/webhook-store.js';
 
 /** Seconds to wait after the 1st, 2nd, … failed attempt; about 40 hours in all, then the delivery fails. */
-export const BACKOFF_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 43_200, 43_200];
+const BACKOFF_SECONDS = [5, 30, 120, 600, 1800, 3600, 7200, 14_400, 28_800, 43_200, 43_200];
 
 export interface WebhookOptions {
   /** Hosts each tenant may reach although they are private, as for HTTP actions. */

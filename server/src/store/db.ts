@@ -13,7 +13,7 @@ import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
 import { postgresDialect, sqliteDialect, type DialectAdapter } from './dialects.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+type Dialect = 'sqlite' | 'postgres';
 
 export interface Database {
   knex: Knex;

@@ -7,9 +7,9 @@ import type { Database } from './db.js';
 import { rawConnection, type RawPgConnection } from './knex-adapter.js';
 
 /** The channel on which a commit with new events names its conversation (migration 005's trigger). */
-export const EVENTS_CHANNEL = 'switchboard_events';
+const EVENTS_CHANNEL = 'switchboard_events';
 /** The channel on which a released conversation lease names its conversation (migration 006's trigger). */
-export const LEASES_CHANNEL = 'switchboard_leases';
+const LEASES_CHANNEL = 'switchboard_leases';
 
 /** Where a reader of a conversation's events stands: after event `index` of its event row `row`. */
 export interface EventPosition {

@@ -87,7 +87,7 @@ export interface ApiKeyTableRow {
   revoked_at: string | null;
 }
 
-export interface AgentVersionTableRow {
+interface AgentVersionTableRow {
   agent_id: string;
   version: Int;
   tenant_id: string;
@@ -96,7 +96,7 @@ export interface AgentVersionTableRow {
   created_at: string;
 }
 
-export interface IdempotencyTableRow {
+interface IdempotencyTableRow {
   tenant_id: string;
   agent_id: string;
   key: string;
@@ -106,7 +106,7 @@ export interface IdempotencyTableRow {
   created_at: string;
 }
 
-export interface EventTableRow {
+interface EventTableRow {
   id: Int;
   tenant_id: string;
   conversation_id: string;
@@ -115,7 +115,7 @@ export interface EventTableRow {
   created_at: string;
 }
 
-export interface WebhookDeliveryTableRow {
+interface WebhookDeliveryTableRow {
   id: string;
   tenant_id: string;
   agent_id: string;
@@ -134,7 +134,7 @@ export interface WebhookDeliveryTableRow {
   seq: Int;
 }
 
-export interface WebhookAttemptTableRow {
+interface WebhookAttemptTableRow {
   delivery_id: string;
   attempt: Int;
   tenant_id: string;
@@ -144,7 +144,7 @@ export interface WebhookAttemptTableRow {
   duration_ms: number | string;
 }
 
-export interface TenantSecretTableRow {
+interface TenantSecretTableRow {
   tenant_id: string;
   name: string;
   ciphertext: string;

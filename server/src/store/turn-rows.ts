@@ -52,7 +52,7 @@ export function rowToConversation(r: ConversationTableRow): Conversation {
   };
 }
 
-export function conversationToRow(c: Conversation) {
+function conversationToRow(c: Conversation) {
   return {
     id: c.id,
     tenant_id: c.tenantId,

@@ -103,7 +103,7 @@ const next: PhaseStep = function* (t, p, idx) {
 };
 
 /** The steps of a phase, in order. */
-export const PHASE_STEPS: PhaseStep[] = [call, say, collect, end, next];
+const PHASE_STEPS: PhaseStep[] = [call, say, collect, end, next];
 
 /** Runs phases from `start` until a step ends the turn; more than MAX_PHASES_PER_TURN escalates. */
 export const runPhases: Step<[number]> = function* (t, start) {
