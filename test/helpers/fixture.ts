@@ -1,4 +1,6 @@
-// An app on a fresh database for one suite, with agents put under tenant "acme" before the tests.
+// An app on a fresh database for one suite, with agents put before the tests. Options that are
+// functions are read in the fixture's beforeAll, so they may use what earlier hooks started
+// (a backend's port); after-hooks run in reverse, so the app closes before those backends.
 import request from 'supertest';
 import { afterAll, beforeAll } from 'vitest';
 import type { App } from '../../server/src/app.js';
@@ -13,19 +15,31 @@ export interface Fixture {
   db: Database;
 }
 
+type Lazy<T> = T | (() => T);
+
+export interface FixtureOptions {
+  /** Agents by slug, put under `tenant` (default "acme"). */
+  agents?: Lazy<Record<string, unknown>>;
+  tenant?: string;
+  config?: Lazy<Partial<Config>>;
+  clock?: Clock;
+}
+
+const read = <T>(v: Lazy<T>): T => (typeof v === 'function' ? (v as () => T)() : v);
+
 /** Registers beforeAll/afterAll hooks; the returned object is filled in before the first test. */
-export function appFixture(database: TestDatabase, agents: Record<string, unknown>, config: Partial<Config> = {}, clock?: Clock): Fixture {
+export function appFixture(database: TestDatabase, opts: FixtureOptions = {}): Fixture {
   const f = {} as Fixture;
-  let drop: () => Promise<void>;
+  let drop: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     const created = await database.create();
     drop = created.drop;
     f.db = created.db;
-    f.app = testApp(created.db, config, clock);
-    for (const [slug, def] of Object.entries(agents)) {
+    f.app = testApp(created.db, read(opts.config ?? {}), opts.clock);
+    for (const [slug, def] of Object.entries(read(opts.agents ?? {}))) {
       await request(f.app.app)
         .put(`/api/v1/agents/${slug}`)
-        .set('tenant-id', 'acme')
+        .set('tenant-id', opts.tenant ?? 'acme')
         .send(def as object)
         .expect(200);
     }

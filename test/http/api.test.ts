@@ -1,11 +1,11 @@
 // The whole seed API, run on every database and through both supertest and the typed client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
-import type { Database } from '../../server/src/store/db.js';
 import { echoAgent, slowEchoAgent, supportAgent } from '../helpers/agents.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { clientDriver, supertestDriver, TENANT, type Driver } from '../helpers/drivers.js';
-import { ordersHandler, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
+import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js';
 
 warnIfPostgresSkipped();
 
@@ -20,30 +20,26 @@ const drivers = [
 
 describe.each(databases)('API on $name', (database) => {
   describe.each(drivers)('through $name', (driverKind) => {
-    let db: Database;
-    let drop: () => Promise<void>;
-    let app: App;
     let api: Driver;
     let orders: Backend;
     let forbidden: Backend;
 
     beforeAll(async () => {
-      ({ db, drop } = await database.create());
       orders = await startBackend(ordersHandler);
       forbidden = await startBackend(ordersHandler);
-      app = testApp(db, { actionAllowedHosts: { acme: [`127.0.0.1:${orders.port}`] } });
-      api = await driverKind.make(app);
-      expect((await api.putAgent('support', supportAgent(orders.url))).status).toBe(200);
-      expect((await api.putAgent('echo', echoAgent)).status).toBe(200);
-      expect((await api.putAgent('slow-echo', slowEchoAgent(orders.url))).status).toBe(200);
     });
     afterAll(async () => {
-      await api?.close();
-      await app?.close();
       await orders?.close();
       await forbidden?.close();
-      await drop?.();
     });
+    const f = appFixture(database, {
+      config: () => ({ actionAllowedHosts: { acme: [`127.0.0.1:${orders.port}`] } }),
+      agents: () => ({ support: supportAgent(orders.url), echo: echoAgent, 'slow-echo': slowEchoAgent(orders.url) }),
+    });
+    beforeAll(async () => {
+      api = await driverKind.make(f.app);
+    });
+    afterAll(async () => api?.close());
 
     const start = async (message = 'where is my order', extra: Record<string, unknown> = {}, headers?: Record<string, string>) => {
       const r = await api.converse('support', { message, ...extra }, headers);

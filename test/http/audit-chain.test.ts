@@ -8,7 +8,7 @@ import { appFixture } from '../helpers/fixture.js';
 const T = { 'tenant-id': 'acme' };
 
 describe.each(databases)('audit chain on $name', (database) => {
-  const f = appFixture(database, { echo: echoAgent });
+  const f = appFixture(database, { agents: { echo: echoAgent } });
 
   async function conversation(turns = 3): Promise<string> {
     const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;

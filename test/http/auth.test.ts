@@ -10,12 +10,12 @@ import type { App } from '../../server/src/app.js';
 import type { Database } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
-import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
 
 describe.each(databases)('API keys on $name', (database) => {
+  const f = appFixture(database, { config: { authMode: 'api_key' } });
   let app: App;
   let db: Database;
-  let drop: () => Promise<void>;
   const keys: Record<string, string> = {};
   const as =
     (key: string | undefined, tenant = 'a') =>
@@ -26,16 +26,11 @@ describe.each(databases)('API keys on $name', (database) => {
     };
 
   beforeAll(async () => {
-    ({ db, drop } = await database.create());
-    app = testApp(db, { authMode: 'api_key' });
+    ({ app, db } = f);
     keys.adminA = (await app.keys.create('a', ['admin', 'read', 'converse'])).key;
     keys.converseA = (await app.keys.create('a', ['converse'])).key;
     keys.readB = (await app.keys.create('b', ['read', 'converse'])).key;
     await as(keys.adminA)(request(app.app).put('/api/v1/agents/echo').send(echoAgent)).expect(200);
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
   });
 
   it('answers 401 without a key, with a wrong key, or a malformed header, and never says which', async () => {

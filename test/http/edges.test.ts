@@ -1,27 +1,20 @@
 // HTTP edges the typed client cannot produce: media types, sizes, malformed JSON, headers, routes.
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
+import { appFixture } from '../helpers/fixture.js';
 import { testApp } from '../helpers/servers.js';
 
 const sqlite = databases[0];
 
 describe('HTTP edges', () => {
+  const f = appFixture(sqlite, { agents: { echo: echoAgent } });
   let app: App;
-  let drop: () => Promise<void>;
   const t = { 'tenant-id': 'acme' };
-
-  beforeAll(async () => {
-    const created = await sqlite.create();
-    drop = created.drop;
-    app = testApp(created.db);
-    await request(app.app).put('/api/v1/agents/echo').set(t).send(echoAgent).expect(200);
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
+  beforeAll(() => {
+    app = f.app;
   });
 
   const problem = (status: number, code: string) => (res: request.Response) => {
@@ -116,29 +109,23 @@ describe('HTTP edges', () => {
 });
 
 describe('unexpected failures', () => {
+  const f = appFixture(sqlite, { agents: { echo: echoAgent } });
   it('answer 500 internal_error with no internals, and write nothing', async () => {
-    const created = await sqlite.create();
-    const app = testApp(created.db);
-    try {
-      await request(app.app).put('/api/v1/agents/echo').set('tenant-id', 'acme').send(echoAgent).expect(200);
-      await created.db.knex.schema.dropTable('audit_entries');
-      const res = await request(app.app).post('/api/v1/agents/echo/converse').set('tenant-id', 'acme').send({ message: 'echo this' });
-      expect(res.status).toBe(500);
-      expect(res.body).toEqual({
-        type: expect.any(String),
-        title: 'Internal Server Error',
-        status: 500,
-        detail: expect.any(String),
-        code: 'internal_error',
-        request_id: res.headers['x-request-id'],
-      });
-      expect(res.text).not.toMatch(/audit_entries|no such table|at .*\.ts/);
-      expect(await created.db.knex('conversations').count({ n: '*' })).toEqual([{ n: 0 }]);
-      expect(await created.db.knex('turns').count({ n: '*' })).toEqual([{ n: 0 }]);
-    } finally {
-      await app.close();
-      await created.drop();
-    }
+    const { app, db } = f;
+    await db.knex.schema.dropTable('audit_entries');
+    const res = await request(app.app).post('/api/v1/agents/echo/converse').set('tenant-id', 'acme').send({ message: 'echo this' });
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({
+      type: expect.any(String),
+      title: 'Internal Server Error',
+      status: 500,
+      detail: expect.any(String),
+      code: 'internal_error',
+      request_id: res.headers['x-request-id'],
+    });
+    expect(res.text).not.toMatch(/audit_entries|no such table|at .*\.ts/);
+    expect(await db.knex('conversations').count({ n: '*' })).toEqual([{ n: 0 }]);
+    expect(await db.knex('turns').count({ n: '*' })).toEqual([{ n: 0 }]);
   });
 });
 

@@ -160,7 +160,7 @@ describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' :
 });
 
 describe.each(databases)('a failure between two writes on $name', (database) => {
-  const f = appFixture(database, { echo: echoAgent });
+  const f = appFixture(database, { agents: { echo: echoAgent } });
 
   it('never leaves a user turn without its agent turn', async () => {
     const { app, db } = f;

@@ -8,7 +8,7 @@ import { appFixture } from '../helpers/fixture.js';
 const T = { 'tenant-id': 'acme' };
 
 describe.each(databases)('first-run defects on $name', (database) => {
-  const f = appFixture(database, { support: supportAgent('http://127.0.0.1:9') });
+  const f = appFixture(database, { agents: { support: supportAgent('http://127.0.0.1:9') } });
   const say = (message: string, id?: string) =>
     request(f.app.app)
       .post('/api/v1/agents/support/converse')
@@ -40,7 +40,7 @@ describe.each(databases)('first-run defects on $name', (database) => {
 });
 
 describe.each(databases)('agent definitions as YAML on $name', (database) => {
-  const f = appFixture(database, {});
+  const f = appFixture(database);
   const putYaml = (slug: string, text: string, type = 'application/yaml') =>
     request(f.app.app)
       .put(`/api/v1/agents/${slug}`)

@@ -4,12 +4,12 @@
 import fc from 'fast-check';
 import { stringify as stringifyYaml } from 'yaml';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Database } from '../../server/src/store/db.js';
 import { echoAgent, supportAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
-import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 /** A fixed seed keeps CI reproducible; FUZZ_SEED=random (or a number) explores further. */
@@ -76,22 +76,15 @@ function pathSegment(v: unknown): string {
 }
 
 describe.each(databases)('hostile input on $name', (database) => {
+  const f = appFixture(database, { agents: { echo: echoAgent, support: supportAgent('http://127.0.0.1:9') } });
   let app: App;
   let db: Database;
-  let drop: () => Promise<void>;
   let convId: string;
   const T = { 'tenant-id': 'acme' };
 
   beforeAll(async () => {
-    ({ db, drop } = await database.create());
-    app = testApp(db);
-    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
-    await request(app.app).put('/api/v1/agents/support').set(T).send(supportAgent('http://127.0.0.1:9')).expect(200);
+    ({ app, db } = f);
     convId = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
   });
 
   const counts = async () => {

@@ -9,7 +9,8 @@ import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { App } from '../../server/src/app.js';
 import { FakeClock } from '../helpers/clock.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
-import { json, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
+import { json, startBackend, type Backend } from '../helpers/servers.js';
 import { openSse } from '../helpers/sse.js';
 
 warnIfPostgresSkipped();
@@ -40,8 +41,7 @@ function agent(hookUrl: string): AgentDefinitionInput {
 
 describe.each(databases)('lifecycle on $name', (database) => {
   let app: App;
-  let drop: () => Promise<void>;
-  let clock: FakeClock;
+  const clock = new FakeClock();
   let hooks: Backend;
   /** Receiver failures to answer, per conversation. */
   const failFor = new Map<string, number>();
@@ -58,35 +58,28 @@ describe.each(databases)('lifecycle on $name', (database) => {
       }
       json(res, 204, {});
     });
-    const created = await database.create();
-    drop = created.drop;
-    clock = new FakeClock();
-    app = testApp(
-      created.db,
-      {
-        actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] },
-        secrets: { HOOKS: { value: SECRET, tenants: ['*'] } },
-        sseHeartbeatMs: 200,
-        retention: { days: 30, tenants: { shortlived: 1 } },
-      },
-      clock,
-    );
+  });
+  afterAll(async () => hooks?.close());
+  const f = appFixture(database, {
+    config: () => ({
+      actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] },
+      secrets: { HOOKS: { value: SECRET, tenants: ['*'] } },
+      sseHeartbeatMs: 200,
+      retention: { days: 30, tenants: { shortlived: 1 } },
+    }),
+    agents: () => ({ life: agent(`${hooks.url}/hooks`) }),
+    clock,
+  });
+  beforeAll(async () => {
+    app = f.app;
     await app.startBackground();
     server = app.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    await request(app.app)
-      .put('/api/v1/agents/life')
-      .set(T)
-      .send(agent(`${hooks.url}/hooks`))
-      .expect(200);
   });
   afterAll(async () => {
-    await app?.close();
     server?.closeAllConnections();
     await new Promise((r) => server?.close(r));
-    await hooks?.close();
-    await drop?.();
   });
 
   const say = (message: string, conversation_id?: string, tenant = T) =>

@@ -63,7 +63,7 @@ describe('rate limits', () => {
 });
 
 describe('caps on a conversation', () => {
-  const f = appFixture(sqlite, { echo: echoAgent }, { maxTurnsPerConversation: 6, maxContextBytes: 512, maxStateBytes: 1024 });
+  const f = appFixture(sqlite, { agents: { echo: echoAgent }, config: { maxTurnsPerConversation: 6, maxContextBytes: 512, maxStateBytes: 1024 } });
   const T = { 'tenant-id': 'acme' };
 
   it('refuses a turn past the turn limit with 422 and writes nothing', async () => {

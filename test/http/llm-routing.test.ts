@@ -4,7 +4,8 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { databases } from '../helpers/databases.js';
-import { json, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
+import { json, startBackend, type Backend } from '../helpers/servers.js';
 
 const agent = {
   name: 'Bank',
@@ -28,7 +29,6 @@ describe('LLM routing provider', () => {
   let provider: Backend;
   let answer: (body: any) => { status: number; content?: string; delayMs?: number };
   let app: App;
-  let drop: () => Promise<void>;
 
   beforeAll(async () => {
     provider = await startBackend((_req, res, body) => {
@@ -42,15 +42,15 @@ describe('LLM routing provider', () => {
         });
       }, a.delayMs ?? 0);
     });
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db, { routerLlm: { url: `${provider.url}/v1`, model: 'fake-model', apiKey: 'llm-key', timeoutMs: 300 } });
-    await request(app.app).put('/api/v1/agents/bank').set('tenant-id', 't').send(agent).expect(200);
   });
-  afterAll(async () => {
-    await app.close();
-    await provider.close();
-    await drop();
+  afterAll(async () => provider.close());
+  const f = appFixture(databases[0], {
+    config: () => ({ routerLlm: { url: `${provider.url}/v1`, model: 'fake-model', apiKey: 'llm-key', timeoutMs: 300 } }),
+    agents: { bank: agent },
+    tenant: 't',
+  });
+  beforeAll(() => {
+    app = f.app;
   });
 
   const converse = async (message: string) => {

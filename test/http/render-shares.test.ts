@@ -1,9 +1,9 @@
 // One tenant's heavy templates spend its own share of template time, not everyone's.
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { databases } from '../helpers/databases.js';
-import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
 
 const heavy = {
   name: 'Heavy',
@@ -22,20 +22,14 @@ const heavy = {
 const light = { name: 'Light', capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'b', say: 'Hello {{ user.id }}.', end: 'completed' as const }] }] };
 
 describe('template time per tenant', () => {
+  const f = appFixture(databases[0], { config: { renderBudget: { timeMs: 50, outputChars: 1_000_000 }, tenantRenderMsPerSecond: 1 } });
   let app: App;
-  let drop: () => Promise<void>;
   beforeAll(async () => {
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db, { renderBudget: { timeMs: 50, outputChars: 1_000_000 }, tenantRenderMsPerSecond: 1 });
+    app = f.app;
     for (const t of ['noisy', 'quiet']) {
       await request(app.app).put('/api/v1/agents/heavy').set('tenant-id', t).send(heavy).expect(200);
       await request(app.app).put('/api/v1/agents/light').set('tenant-id', t).send(light).expect(200);
     }
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
   });
 
   it('gives a tenant that spent its share no template time, and the others theirs', async () => {

@@ -43,16 +43,15 @@ beforeAll(async () => {
 afterAll(async () => echo?.close());
 
 describe.each(databases)('the tenant model on $name', (database) => {
-  const f = appFixture(
-    database,
-    { echo: echoAgent },
-    {
+  const f = appFixture(database, {
+    agents: { echo: echoAgent },
+    config: {
       secrets: { OP: { value: OPERATOR_SECRET, tenants: ['acme'] } },
       secretsKey: Buffer.from(KEY, 'base64'),
       actionAllowedHosts: { acme: ['127.0.0.1'], mallory: ['127.0.0.1'] },
       sseLimits: { perTenant: 3, perConversation: 2 },
     },
-  );
+  });
   const put = (slug: string, def: unknown, h = ACME) =>
     request(f.app.app)
       .put(`/api/v1/agents/${slug}`)

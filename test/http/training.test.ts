@@ -1,10 +1,10 @@
 // Training a large agent's router does not hold up requests for other agents.
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
-import { testApp } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
 
 const words = [
   'account',
@@ -40,18 +40,10 @@ function bigAgent() {
 }
 
 describe('training', () => {
+  const f = appFixture(databases[0], { agents: { echo: echoAgent }, tenant: 't' });
   let app: App;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db);
-    await request(app.app).put('/api/v1/agents/echo').set('tenant-id', 't').send(echoAgent).expect(200);
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
+  beforeAll(() => {
+    app = f.app;
   });
 
   it('lets other agents answer while a large agent trains', async () => {
@@ -84,17 +76,10 @@ describe('training', () => {
 });
 
 describe('training budgets', () => {
+  const f = appFixture(databases[0], { config: { training: { timeoutMs: 30_000, memoryMb: 64, workers: 1 }, routerCacheMb: 1 } });
   let app: App;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db, { training: { timeoutMs: 30_000, memoryMb: 64, workers: 1 }, routerCacheMb: 1 });
-  });
-  afterAll(async () => {
-    await app.close();
-    await drop();
+  beforeAll(() => {
+    app = f.app;
   });
 
   it('refuses a definition whose router would need more memory than the budget, and stores nothing', async () => {
@@ -114,22 +99,18 @@ describe('training budgets', () => {
     expect((await request(app.app).get('/api/v1/agents/huge').set('tenant-id', 'noisy')).status).toBe(404);
   });
 
-  it('refuses a definition that trains longer than the time budget, and the server answers meanwhile', async () => {
-    const created = await databases[0].create();
-    const slow = testApp(created.db, { training: { timeoutMs: 300, memoryMb: 1024, workers: 1 } });
-    try {
-      const put = request(slow.app).put('/api/v1/agents/big').set('tenant-id', 'noisy').send(bigAgent());
-      const health = await request(slow.app).get('/healthz');
+  describe('with a 300 ms time budget', () => {
+    const slow = appFixture(databases[0], { config: { training: { timeoutMs: 300, memoryMb: 1024, workers: 1 } } });
+    it('refuses a definition that trains longer than the time budget, and the server answers meanwhile', async () => {
+      const put = request(slow.app.app).put('/api/v1/agents/big').set('tenant-id', 'noisy').send(bigAgent());
+      const health = await request(slow.app.app).get('/healthz');
       expect(health.status).toBe(200);
       const r = await put;
       expect(r.status).toBe(422);
       expect(r.body.detail).toMatch(/longer than 300 ms/);
       // The pool replaced the stopped worker: the next definition trains.
-      await request(slow.app).put('/api/v1/agents/echo').set('tenant-id', 'noisy').send(echoAgent).expect(200);
-    } finally {
-      await slow.close();
-      await created.drop();
-    }
+      await request(slow.app.app).put('/api/v1/agents/echo').set('tenant-id', 'noisy').send(echoAgent).expect(200);
+    });
   });
 
   it('bounds the cache of compiled versions by bytes, and an evicted version still answers', async () => {

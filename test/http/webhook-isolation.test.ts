@@ -5,7 +5,8 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { databases } from '../helpers/databases.js';
-import { startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { appFixture } from '../helpers/fixture.js';
+import { startBackend, type Backend } from '../helpers/servers.js';
 
 const closing = (urls: string[], secretName?: string) => ({
   name: 'Closer',
@@ -15,26 +16,26 @@ const closing = (urls: string[], secretName?: string) => ({
 
 describe.each(databases)('webhooks between tenants on $name', (database) => {
   let app: App;
-  let drop: () => Promise<void>;
   let slow: Backend;
   let fast: Backend;
 
   beforeAll(async () => {
     slow = await startBackend((_q, res) => setTimeout(() => res.writeHead(204).end(), 800));
     fast = await startBackend((_q, res) => res.writeHead(204).end());
-    const created = await database.create();
-    drop = created.drop;
-    app = testApp(created.db, {
+  });
+  afterAll(async () => {
+    await slow.close();
+    await fast.close();
+  });
+  const f = appFixture(database, {
+    config: () => ({
       actionAllowedHosts: { noisy: [`127.0.0.1:${slow.port}`], quiet: [`127.0.0.1:${fast.port}`] },
       secrets: { RAWKEY: { value: 'plain-text-signing-key', tenants: ['quiet'] } },
       webhookConcurrency: { total: 16, perTenant: 4 },
-    });
+    }),
   });
-  afterAll(async () => {
-    await app.close();
-    await drop();
-    await slow.close();
-    await fast.close();
+  beforeAll(() => {
+    app = f.app;
   });
 
   it("delivers a quiet tenant's event while a noisy tenant's slow endpoints are busy", { timeout: 20_000 }, async () => {
