@@ -2,10 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { ActionResult } from '../../server/src/domain.js';
 import { compileAgent, MAX_PHASES_PER_TURN, validateDefinition } from '../../server/src/engine/compile.js';
-import { runTurn, type ActionRequest, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
+import type { ActionRequest, TurnInput, TurnResult } from '../../server/src/engine/run.js';
 import { echoAgent, parseDefinition, supportAgent } from '../helpers/agents.js';
-
-const NOW = '2026-11-22T10:00:00.000Z';
+import { driveTurn } from '../helpers/engine.js';
 const AGENT_ID = '00000000-0000-4000-8000-000000000001';
 
 async function agentOf(def: AgentDefinitionInput) {
@@ -23,28 +22,13 @@ function turn(
   message: string,
   opts: { answers?: ActionResult[]; context?: TurnInput['context']; secrets?: Record<string, string> } = {},
 ): { result: TurnResult; calls: ActionRequest[] } {
-  const calls: ActionRequest[] = [];
   const answers = [...(opts.answers ?? [])];
-  const gen = runTurn({
-    agent,
+  return driveTurn(agent, message, {
     prior,
-    conversationId: 'c1',
-    message,
     context: opts.context ?? null,
-    userId: 'u1',
-    turnIndex: 0,
-    now: NOW,
     secrets: opts.secrets ?? {},
-    score: (m) => agent.router.score(m),
+    answer: () => answers.shift() ?? { ok: false, status: 0, body: null },
   });
-  let step = gen.next();
-  while (!step.done) {
-    if (step.value.kind !== 'action') throw new Error('no LLM in these tests');
-    calls.push(step.value);
-    const result = answers.shift() ?? { ok: false, status: 0, body: null };
-    step = gen.next({ result, audit: { type: 'action_call', turnIndex: 0, timestamp: NOW, durationMs: 1, data: { action: step.value.action.name } } });
-  }
-  return { result: step.value, calls };
 }
 
 /** The prior state a finished turn leaves behind. */
