@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOrdersBackend } from '../examples/orders-backend.js';
-import { readAgentFile } from '../server/src/agents-loader.js';
+import { expandVariables, readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
 import { databases } from './helpers/databases.js';
@@ -131,7 +131,6 @@ describe('npm run agents', () => {
   });
 
   it('fills ${NAME} from SWITCHBOARD_VAR_NAME, with defaults, and names what is missing', async () => {
-    const { expandVariables } = await import('../server/src/agents-loader.js');
     expect(expandVariables('a ${X} b ${Y:-dflt} c', { SWITCHBOARD_VAR_X: '1' })).toBe('a 1 b dflt c');
     expect(() => expandVariables('${MISSING}', {})).toThrow('set SWITCHBOARD_VAR_MISSING');
   });

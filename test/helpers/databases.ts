@@ -9,7 +9,7 @@ import knexFactory from 'knex';
 import { migrate, openDatabase, type Database } from '../../server/src/store/db.js';
 
 export const PG_URL = process.env.TEST_DATABASE_URL;
-export const PG_REQUIRED = process.env.REQUIRE_POSTGRES === '1' || process.env.REQUIRE_POSTGRES === 'true';
+const PG_REQUIRED = process.env.REQUIRE_POSTGRES === '1' || process.env.REQUIRE_POSTGRES === 'true';
 
 if (PG_REQUIRED && !PG_URL) throw new Error('REQUIRE_POSTGRES is set but TEST_DATABASE_URL is not');
 

@@ -27,7 +27,7 @@ export interface Driver {
   close(): Promise<void>;
 }
 
-export const TENANT = 'acme';
+const TENANT = 'acme';
 
 const withTenant = (h: H = {}): H => ('tenant-id' in h ? h : { 'tenant-id': TENANT, ...h });
 

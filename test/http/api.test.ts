@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { echoAgent, slowEchoAgent, supportAgent } from '../helpers/agents.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
-import { clientDriver, supertestDriver, TENANT, type Driver } from '../helpers/drivers.js';
+import { clientDriver, supertestDriver, type Driver } from '../helpers/drivers.js';
 import { appFixture } from '../helpers/fixture.js';
 import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js';
 
@@ -419,5 +419,3 @@ describe.each(databases)('API on $name', (database) => {
     });
   });
 });
-
-export { TENANT };
