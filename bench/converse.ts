@@ -1,16 +1,25 @@
-// `npm run bench`: converse throughput and latency next to /healthz, on one server, in one run.
-// The server runs in its own process (as in production) on a fresh SQLite file (or on
-// BENCH_DATABASE_URL); autocannon drives it over loopback from this process.
+// `npm run bench`: converse throughput and latency next to /healthz, on SQLite and (when a
+// PostgreSQL URL is given) on PostgreSQL, in one run; then two server processes on one
+// PostgreSQL database against one. Each server runs in its own process (as in production) on a
+// fresh database; autocannon drives it over loopback from this process.
+//   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
+//   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
+import knexFactory from 'knex';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const TENANT = 'bench';
+const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+const headers = { 'tenant-id': TENANT, 'content-type': 'application/json' };
+
+/** Targets per database: continuing converse as a share of the same server's /healthz, and its p99. */
+const TARGETS = { sqlite: { share: 0.3, p99: 60 }, postgres: { share: 0.2, p99: 100 } } as const;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -22,7 +31,7 @@ async function freePort(): Promise<number> {
 }
 
 async function waitReady(base: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 300; i++) {
     try {
       if ((await fetch(`${base}/readyz`)).ok) return;
     } catch {
@@ -59,20 +68,15 @@ interface Figures {
   non2xx: number;
 }
 
-async function run(name: string, opts: autocannon.Options): Promise<Figures> {
-  process.stdout.write(`  ${name}: ${SECONDS}s at ${CONNECTIONS} connections… `);
-  const r = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
-  const f = { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
-  console.log(`${Math.round(f.rps)} req/s`);
-  return f;
+interface Server {
+  base: string;
+  stop(): Promise<void>;
 }
 
-async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
-  const databaseUrl = process.env.BENCH_DATABASE_URL ?? `sqlite://${join(dir, 'bench.db')}`;
+async function startServer(databaseUrl: string): Promise<Server> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
     env: {
       ...process.env,
       PORT: String(port),
@@ -82,31 +86,86 @@ async function main() {
       AGENTS_DIR: '',
       RATE_LIMIT_RPS: '0',
       MAX_TURNS_PER_CONVERSATION: '100000000',
+      DB_POOL_MAX: process.env.DB_POOL_MAX ?? '16',
     },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
+  await waitReady(base);
+  return {
+    base,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+function summarise(name: string, r: autocannon.Result): Figures {
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+}
+
+async function run(name: string, opts: autocannon.Options): Promise<Figures> {
+  process.stdout.write(`  ${name}: ${SECONDS}s at ${CONNECTIONS} connections… `);
+  const f = summarise(name, await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts }));
+  console.log(`${Math.round(f.rps)} req/s`);
+  return f;
+}
+
+/** Puts the agent and starts one conversation per connection, for the continuing workload. */
+async function prepare(base: string, n: number): Promise<{ url: string; ids: string[] }> {
+  const slug = `bench-${Date.now()}`;
+  const put = await fetch(`${base}/api/v1/agents/${slug}`, { method: 'PUT', headers, body: JSON.stringify(agent) });
+  if (!put.ok) throw new Error(`PUT agent: ${put.status} ${await put.text()}`);
+  const url = `${base}/api/v1/agents/${slug}/converse`;
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }) });
+    ids.push(((await r.json()) as { conversation_id: string }).conversation_id);
+  }
+  return { url, ids };
+}
+
+/** Each connection continues its own conversation (none waits on another). */
+function continuing(url: string, ids: string[], connections = CONNECTIONS): autocannon.Options {
+  let n = 0;
+  return {
+    url,
+    method: 'POST',
+    headers,
+    connections,
+    requests: [
+      {
+        setupRequest: (req: autocannon.Request, context: { id?: string }) => {
+          context.id ??= ids[n++ % ids.length];
+          return { ...req, body: JSON.stringify({ message: `A-${n}`, conversation_id: context.id }) };
+        },
+      },
+    ],
+  } as autocannon.Options;
+}
+
+function table(results: Figures[]): void {
+  const health = results[0].rps;
+  console.log('\n| workload | req/s | p50 ms | p99 ms | vs /healthz | errors | non-2xx |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const r of results) {
+    console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${r.errors} | ${r.non2xx} |`);
+  }
+  const failed = results.reduce((n, r) => n + r.errors + r.non2xx, 0);
+  if (failed) console.log(`\nWARNING: ${failed} requests failed or answered other than 2xx; the figures above are not valid`);
+}
+
+/** The three workloads on one server; returns the figures and whether the database's targets were met. */
+async function benchOne(label: string, databaseUrl: string, target: { share: number; p99: number }): Promise<{ results: Figures[]; met: boolean }> {
+  console.log(`\n## ${label}, Node ${process.version}`);
+  const server = await startServer(databaseUrl);
   try {
-    await waitReady(base);
-    const headers = { 'tenant-id': TENANT, 'content-type': 'application/json' };
-    const slug = `bench-${Date.now()}`;
-    const put = await fetch(`${base}/api/v1/agents/${slug}`, { method: 'PUT', headers, body: JSON.stringify(agent) });
-    if (!put.ok) throw new Error(`PUT agent: ${put.status} ${await put.text()}`);
-    const url = `${base}/api/v1/agents/${slug}/converse`;
-
-    // Conversations for the continuing workload, one per connection so that none waits on another.
-    const ids: string[] = [];
-    for (let i = 0; i < CONNECTIONS; i++) {
-      const r = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }) });
-      ids.push(((await r.json()) as { conversation_id: string }).conversation_id);
-    }
-
-    console.log(`Switchboard benchmark: ${databaseUrl.startsWith('sqlite') ? 'SQLite (better-sqlite3)' : 'PostgreSQL'}, Node ${process.version}`);
+    const { url, ids } = await prepare(server.base, CONNECTIONS);
     console.log('  warming up…');
-    await autocannon({ url: `${base}/healthz`, connections: 8, duration: 2 });
+    await autocannon({ url: `${server.base}/healthz`, connections: 8, duration: 2 });
     await autocannon({ url, method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }), connections: 8, duration: 2 });
-
     const results: Figures[] = [];
-    results.push(await run('GET /healthz', { url: `${base}/healthz` }));
+    results.push(await run('GET /healthz', { url: `${server.base}/healthz` }));
     results.push(
       await run('converse, new conversation', {
         url,
@@ -115,41 +174,83 @@ async function main() {
         body: JSON.stringify({ message: 'where is my order', context: { version: 'v1', context: { identity: { user_id: 'bench-user' } } } }),
       }),
     );
-    let n = 0;
-    results.push(
-      await run('converse, continuing', {
-        url,
-        method: 'POST',
-        headers,
-        requests: [
-          {
-            setupRequest: (req: any, context: any) => {
-              context.id ??= ids[n++ % ids.length];
-              return { ...req, body: JSON.stringify({ message: `A-${n}`, conversation_id: context.id }) };
-            },
-          },
-        ],
-      } as autocannon.Options),
+    results.push(await run('converse, continuing', continuing(url, ids)));
+    table(results);
+    const share = results[2].rps / results[0].rps;
+    const met = share >= target.share && results[2].p99 < target.p99;
+    console.log(
+      `\ncontinuing converse at ${(share * 100).toFixed(1)}% of /healthz, p99 ${results[2].p99} ms ` +
+        `(target ≥ ${target.share * 100}%, p99 < ${target.p99} ms): ${met ? 'met' : 'NOT met'}`,
     );
-
-    const health = results[0].rps;
-    console.log('\n| workload | req/s | p50 ms | p99 ms | vs /healthz | errors | non-2xx |');
-    console.log('|---|---:|---:|---:|---:|---:|---:|');
-    for (const r of results) {
-      console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${r.errors} | ${r.non2xx} |`);
-    }
-    const failed = results.reduce((n, r) => n + r.errors + r.non2xx, 0);
-    if (failed) console.log(`\nWARNING: ${failed} requests failed or answered other than 2xx; the figures above are not valid`);
-    const worst = Math.min(results[1].rps, results[2].rps) / health;
-    console.log(`\nconverse at ${(worst * 100).toFixed(1)}% of /healthz throughput (target ≥ 20%): ${worst >= 0.2 ? 'met' : 'NOT met'}`);
+    return { results, met };
   } finally {
-    server.kill('SIGTERM');
-    await new Promise((r) => server.once('exit', r));
+    await server.stop();
+  }
+}
+
+/** Continuing converse through two server processes on one database, against one process's figure. */
+async function benchReplicas(databaseUrl: string, single: number): Promise<boolean> {
+  console.log('\n## PostgreSQL, two server processes on one database');
+  const servers = [await startServer(databaseUrl), await startServer(databaseUrl)];
+  try {
+    const half = Math.floor(CONNECTIONS / 2);
+    const prepared = await Promise.all(servers.map((s) => prepare(s.base, half)));
+    await Promise.all(prepared.map((p) => autocannon({ ...continuing(p.url, p.ids, half), duration: 2 })));
+    process.stdout.write(`  converse, continuing: ${SECONDS}s at ${half} connections on each… `);
+    const runs = await Promise.all(prepared.map((p) => autocannon({ ...continuing(p.url, p.ids, half), duration: SECONDS })));
+    const rps = runs.reduce((n, r) => n + r.requests.average, 0);
+    const failed = runs.reduce((n, r) => n + r.errors + r.timeouts + r.non2xx, 0);
+    console.log(`${Math.round(rps)} req/s`);
+    const p99 = Math.max(...runs.map((r) => r.latency.p99));
+    const ratio = rps / single;
+    const met = ratio >= 1.5 && failed === 0;
+    console.log(`\ntwo processes: ${Math.round(rps)} req/s (p99 ${p99} ms, ${failed} failed), ${ratio.toFixed(2)}× one process (target ≥ 1.5×): ${met ? 'met' : 'NOT met'}`);
+    return met;
+  } finally {
+    await Promise.all(servers.map((s) => s.stop()));
+  }
+}
+
+/** A fresh database on the PostgreSQL server `url` names, dropped by the returned function. */
+async function freshPostgres(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `switchboard_bench_${process.pid}_${Date.now()}`;
+  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  await admin.raw(`create database ${name}`);
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return {
+    url: u.toString(),
+    drop: async () => {
+      await admin.raw(`drop database if exists ${name} with (force)`);
+      await admin.destroy();
+    },
+  };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
+  const met: boolean[] = [];
+  try {
+    met.push((await benchOne('SQLite (better-sqlite3)', `sqlite://${join(dir, 'bench.db')}`, TARGETS.sqlite)).met);
+    if (!PG_URL) {
+      console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
+    } else {
+      const pg = await freshPostgres(PG_URL);
+      try {
+        const one = await benchOne('PostgreSQL', pg.url, TARGETS.postgres);
+        met.push(one.met);
+        met.push(await benchReplicas(pg.url, one.results[2].rps));
+      } finally {
+        await pg.drop();
+      }
+    }
+    console.log(`\n${met.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-main().catch((err) => {
+main().catch((err: unknown) => {
   console.error(err);
   process.exit(1);
 });

@@ -128,6 +128,19 @@ describe.each(databases)('store on $name', (database) => {
     expect(await store.findIdempotency('tenant-b', agentA, 'k1')).toBeNull();
   });
 
+  it('rolls back a continuing turn whose idempotency key another request stored meanwhile, conversation included', async () => {
+    const c = conversation('tenant-a', agentA);
+    const idem = { agentId: agentA, key: 'k-continuing', requestHash: 'h', response: { ok: 1 } };
+    await store.exclusive(c.id, null, (u) => u.commit(write(c, { idempotency: idem })));
+    const next = write(
+      { ...c, turnCount: 4, auditSeq: 2, updatedAt: '2026-11-22T10:01:00.000Z' },
+      { isNew: false, expectedAuditSeq: 1, turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }], idempotency: idem },
+    );
+    await expect(store.exclusive(c.id, { tenantId: 'tenant-a', id: c.id }, (u) => u.commit(next))).rejects.toBeInstanceOf(DuplicateIdempotencyKeyError);
+    expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
+    expect((await store.get('tenant-a', agentA, c.id))!.auditSeq).toBe(1);
+  });
+
   it('lists newest first by creation time, then id, and pages from a position', async () => {
     const agent = (await agents.put('tenant-c', 'lister', { name: 'l' }, 'd', T0)).agent.id;
     const made: Conversation[] = [];
@@ -168,5 +181,37 @@ describe.each(databases)('migrations on $name', (database) => {
     } finally {
       await drop();
     }
+  });
+});
+
+describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leases on $name', (database) => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let store: ConversationStore;
+  let agentA: string;
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    store = new ConversationStore(db);
+    agentA = (await new AgentStore(db).put('tenant-a', 'bot', { name: 'a' }, 'd1', T0)).agent.id;
+  });
+  afterAll(async () => drop?.());
+
+  it('writes nothing for a call whose lease another process took over, and its load was of the leased row', async () => {
+    const c = conversation('tenant-a', agentA);
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    const next = write(
+      { ...c, turnCount: 4, auditSeq: 2, updatedAt: '2026-11-22T10:01:00.000Z' },
+      { isNew: false, expectedAuditSeq: 1, turns: [{ idx: 2, role: 'user', message: 'again', timestamp: T0 }] },
+    );
+    const attempt = store.exclusive(c.id, { tenantId: 'tenant-a', id: c.id }, async (u) => {
+      const loaded = await u.load('tenant-a', agentA, c.id);
+      expect(loaded).toMatchObject({ id: c.id, auditSeq: 1 });
+      // Another process's lease, as after this one's ran out.
+      await db.knex('conversations').where({ id: c.id }).update({ lease_id: randomUUID() });
+      await u.commit(next);
+    });
+    await expect(attempt).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
+    await db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
   });
 });

@@ -10,6 +10,7 @@ import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
 import { EventLog } from './event-log.js';
 import { Leases, type ConversationRef, type Lease } from './leases.js';
+import type { ConversationTableRow } from './rows.js';
 import { rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
 import type { TurnWriter } from './writer.js';
 
@@ -84,10 +85,20 @@ export class ConversationStore {
     }
   }
 
+  /** The row taking the lease returned, once, when it is the one asked for (a later load reads again). */
+  private leasedRow(lease: Lease | null, q: { tenantId: string; agentId: string | null; id: string }): ConversationTableRow | undefined {
+    const row = lease?.row;
+    if (!row) return undefined;
+    lease.row = undefined;
+    if (row.id !== q.id || row.tenant_id !== q.tenantId) return undefined;
+    // Of another agent: as the query with the agent would, nothing.
+    return q.agentId && row.agent_id !== q.agentId ? undefined : row;
+  }
+
   private unit(lease: Lease | null): ConversationUnit {
     return {
       load: async (tenantId, agentId, id) => {
-        const row = await this.writer.conversation(tenantId, agentId, id);
+        const row = this.leasedRow(lease, { tenantId, agentId, id }) ?? (await this.writer.conversation(tenantId, agentId, id));
         return row ? rowToConversation(row) : null;
       },
       commit: async (write) => {

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { UnavailableError } from '../errors.js';
+import type { ConversationTableRow } from './rows.js';
 
 /** A conversation by its tenant and id. */
 export interface ConversationRef {
@@ -17,6 +18,8 @@ export interface ConversationRef {
 export interface Lease {
   id: string;
   held: boolean;
+  /** The row as taking the lease returned it, for the call's first load (one round trip for both). */
+  row?: ConversationTableRow;
 }
 
 /** How long a waiter sleeps between looks at a busy conversation when no release notice comes. */
@@ -40,7 +43,10 @@ export class Leases {
     const lease: Lease = { id: randomUUID(), held: false };
     const acquired = await this.acquire(target, lease.id, skipIfBusy);
     if (acquired === 'busy') return undefined;
-    lease.held = acquired === 'held';
+    if (acquired !== 'absent') {
+      lease.held = true;
+      lease.row = acquired;
+    }
     // Renewed while the call works, so a slow action never lets another process in.
     const renew = lease.held ? setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3))) : null;
     renew?.unref();
@@ -64,21 +70,23 @@ export class Leases {
       .catch(() => undefined);
   }
 
-  /** 'held': the lease is ours; 'absent': no such conversation (the load says so); 'busy': skipped. */
-  private async acquire(target: ConversationRef, leaseId: string, skipIfBusy: boolean): Promise<'held' | 'absent' | 'busy'> {
+  /** The row, when the lease is ours; 'absent': no such conversation (the load says so); 'busy': skipped. */
+  private async acquire(target: ConversationRef, leaseId: string, skipIfBusy: boolean): Promise<ConversationTableRow | 'absent' | 'busy'> {
     const giveUpAt = Date.now() + this.leaseMs * 2;
     for (;;) {
       const now = new Date().toISOString();
       const taken = await this.knex('conversations')
         .where({ id: target.id, tenant_id: target.tenantId })
         .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', now))
-        .update({ lease_id: leaseId, lease_until: new Date(Date.now() + this.leaseMs).toISOString() });
-      if (taken === 1) return 'held';
-      const row = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
-      if (!row) return 'absent';
+        .update({ lease_id: leaseId, lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
+        .returning('*');
+      const row = taken.at(0);
+      if (row) return row;
+      const held = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
+      if (!held) return 'absent';
       if (skipIfBusy) return 'busy';
       if (Date.now() > giveUpAt) throw new UnavailableError('The conversation is busy with another request; try again shortly');
-      const until = Date.parse(row.lease_until ?? now) - Date.now();
+      const until = Date.parse(held.lease_until ?? now) - Date.now();
       await this.waitForRelease(target.id, Math.max(10, Math.min(LEASE_POLL_MS, until + 5)));
     }
   }

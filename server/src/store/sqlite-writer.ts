@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import type { WriteRows } from './turn-rows.js';
+import { COLUMNS, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
@@ -24,78 +24,21 @@ interface Connection {
 const insertSql = (table: string, columns: readonly string[]) =>
   `insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`;
 
-const CONVERSATION_COLUMNS = [
-  'id',
-  'tenant_id',
-  'agent_id',
-  'agent_version',
-  'user_id',
-  'status',
-  'outcome',
-  'capability',
-  'capability_id',
-  'phase',
-  'awaiting_input',
-  'state',
-  'context',
-  'turn_count',
-  'audit_seq',
-  'created_at',
-  'updated_at',
-  'completed_at',
-  'last_user_turn_at',
-  'inactive_after',
-  'erased_at',
-  'audit_hash',
-  'event_seq',
-] as const;
-const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
-const WEBHOOK_COLUMNS = [
-  'id',
-  'tenant_id',
-  'agent_id',
-  'conversation_id',
-  'event',
-  'url',
-  'secret_name',
-  'payload',
-  'status',
-  'attempts',
-  'next_attempt_at',
-  'created_at',
-  'seq',
-];
-const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp'];
-const AUDIT_COLUMNS = [
-  'id',
-  'conversation_id',
-  'sequence',
-  'tenant_id',
-  'turn_index',
-  'type',
-  'request_id',
-  'timestamp',
-  'duration_ms',
-  'data',
-  'data_hash',
-  'hash',
-];
-const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
-const UPDATABLE = CONVERSATION_COLUMNS.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
+const UPDATABLE = COLUMNS.conversations.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
 
 function prepareAll(conn: Connection) {
   return {
     agentBySlug: conn.prepare('select * from agents where tenant_id = @tenant_id and slug = @slug'),
     conversation: conn.prepare('select * from conversations where id = @id and tenant_id = @tenant_id and agent_id = @agent_id'),
-    insertConversation: conn.prepare(insertSql('conversations', CONVERSATION_COLUMNS)),
+    insertConversation: conn.prepare(insertSql('conversations', COLUMNS.conversations)),
     updateConversation: conn.prepare(
       `update conversations set ${UPDATABLE.map((c) => `${c} = @${c}`).join(', ')} where id = @id and tenant_id = @tenant_id and audit_seq = @expected_audit_seq`,
     ),
-    insertTurn: conn.prepare(insertSql('turns', TURN_COLUMNS)),
-    insertAudit: conn.prepare(insertSql('audit_entries', AUDIT_COLUMNS)),
-    insertIdempotency: conn.prepare(insertSql('idempotency_keys', IDEMPOTENCY_COLUMNS)),
-    insertEvent: conn.prepare(insertSql('conversation_events', EVENT_COLUMNS)),
-    insertWebhook: conn.prepare(insertSql('webhook_deliveries', WEBHOOK_COLUMNS)),
+    insertTurn: conn.prepare(insertSql('turns', COLUMNS.turns)),
+    insertAudit: conn.prepare(insertSql('audit_entries', COLUMNS.audit_entries)),
+    insertIdempotency: conn.prepare(insertSql('idempotency_keys', COLUMNS.idempotency_keys)),
+    insertEvent: conn.prepare(insertSql('conversation_events', COLUMNS.conversation_events)),
+    insertWebhook: conn.prepare(insertSql('webhook_deliveries', COLUMNS.webhook_deliveries)),
   };
 }
 

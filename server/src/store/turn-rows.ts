@@ -232,3 +232,71 @@ export function writeRows(w: TurnWrite): WriteRows {
     idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
   };
 }
+
+const CONVERSATION_COLUMNS = [
+  'id',
+  'tenant_id',
+  'agent_id',
+  'agent_version',
+  'user_id',
+  'status',
+  'outcome',
+  'capability',
+  'capability_id',
+  'phase',
+  'awaiting_input',
+  'state',
+  'context',
+  'turn_count',
+  'audit_seq',
+  'created_at',
+  'updated_at',
+  'completed_at',
+  'last_user_turn_at',
+  'inactive_after',
+  'erased_at',
+  'audit_hash',
+  'event_seq',
+];
+const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
+const WEBHOOK_COLUMNS = [
+  'id',
+  'tenant_id',
+  'agent_id',
+  'conversation_id',
+  'event',
+  'url',
+  'secret_name',
+  'payload',
+  'status',
+  'attempts',
+  'next_attempt_at',
+  'created_at',
+  'seq',
+];
+const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp'];
+const AUDIT_COLUMNS = [
+  'id',
+  'conversation_id',
+  'sequence',
+  'tenant_id',
+  'turn_index',
+  'type',
+  'request_id',
+  'timestamp',
+  'duration_ms',
+  'data',
+  'data_hash',
+  'hash',
+];
+const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
+
+/** The columns each writer fills, per table: the keys of the rows above. */
+export const COLUMNS = {
+  conversations: CONVERSATION_COLUMNS,
+  turns: TURN_COLUMNS,
+  audit_entries: AUDIT_COLUMNS,
+  conversation_events: EVENT_COLUMNS,
+  webhook_deliveries: WEBHOOK_COLUMNS,
+  idempotency_keys: IDEMPOTENCY_COLUMNS,
+} as const;
