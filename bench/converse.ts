@@ -204,7 +204,9 @@ async function benchReplicas(databaseUrl: string, single: number): Promise<boole
     const p99 = Math.max(...runs.map((r) => r.latency.p99));
     const ratio = rps / single;
     const met = ratio >= 1.5 && failed === 0;
-    console.log(`\ntwo processes: ${Math.round(rps)} req/s (p99 ${p99} ms, ${failed} failed), ${ratio.toFixed(2)}× one process (target ≥ 1.5×): ${met ? 'met' : 'NOT met'}`);
+    console.log(
+      `\ntwo processes: ${Math.round(rps)} req/s (p99 ${p99} ms, ${failed} failed), ${ratio.toFixed(2)}× one process (target ≥ 1.5×): ${met ? 'met' : 'NOT met'}`,
+    );
     return met;
   } finally {
     await Promise.all(servers.map((s) => s.stop()));

@@ -58,7 +58,7 @@ export class ConversationStore {
     this.knex = db.knex;
     this.writer = db.writer;
     this.eventLog = new EventLog(db);
-    this.leases = new Leases(db.knex, this.eventLog.released, opts.leaseMs ?? 60_000);
+    this.leases = new Leases({ knex: db.knex, writer: db.writer, released: this.eventLog.released, leaseMs: opts.leaseMs ?? 60_000 });
   }
 
   /**

@@ -7,6 +7,7 @@ import type { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { UnavailableError } from '../errors.js';
 import type { ConversationTableRow } from './rows.js';
+import type { TurnWriter } from './writer.js';
 
 /** A conversation by its tenant and id. */
 export interface ConversationRef {
@@ -26,12 +27,15 @@ export interface Lease {
 const LEASE_POLL_MS = 250;
 
 export class Leases {
-  constructor(
-    private readonly knex: Knex,
-    /** Emits 'released' with a conversation id when another process gave up its lease. */
-    private readonly released: EventEmitter,
-    private readonly leaseMs: number,
-  ) {}
+  private readonly knex: Knex;
+  private readonly writer: Pick<TurnWriter, 'takeLease'>;
+  /** Emits 'released' with a conversation id when another process gave up its lease. */
+  private readonly released: EventEmitter;
+  private readonly leaseMs: number;
+
+  constructor(o: { knex: Knex; writer: Pick<TurnWriter, 'takeLease'>; released: EventEmitter; leaseMs: number }) {
+    ({ knex: this.knex, writer: this.writer, released: this.released, leaseMs: this.leaseMs } = o);
+  }
 
   /**
    * Runs `fn` holding the lease on `target`'s row (a row that does not exist needs none: `fn`
@@ -75,12 +79,7 @@ export class Leases {
     const giveUpAt = Date.now() + this.leaseMs * 2;
     for (;;) {
       const now = new Date().toISOString();
-      const taken = await this.knex('conversations')
-        .where({ id: target.id, tenant_id: target.tenantId })
-        .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', now))
-        .update({ lease_id: leaseId, lease_until: new Date(Date.now() + this.leaseMs).toISOString() })
-        .returning('*');
-      const row = taken.at(0);
+      const row = await this.writer.takeLease(target, { id: leaseId, until: new Date(Date.now() + this.leaseMs).toISOString(), now });
       if (row) return row;
       const held = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
       if (!held) return 'absent';

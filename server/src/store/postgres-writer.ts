@@ -38,6 +38,7 @@ const STATEMENTS = {
   agentBySlug: 'select * from agents where tenant_id = $1 and slug = $2',
   conversationOfAgent: 'select * from conversations where id = $1 and tenant_id = $2 and agent_id = $3',
   conversation: 'select * from conversations where id = $1 and tenant_id = $2',
+  takeLease: 'update conversations set lease_id = $3, lease_until = $4 where id = $1 and tenant_id = $2 and (lease_id is null or lease_until < $5) returning *',
   // $1 the conversation row, $2…$6 the other tables' rows.
   insertTurn: `with c as (
     insert into conversations (${cols('conversations')})
@@ -81,6 +82,10 @@ export class PostgresWriter implements TurnWriter {
       ? await this.run<ConversationTableRow>('conversationOfAgent', [id, tenantId, agentId])
       : await this.run<ConversationTableRow>('conversation', [id, tenantId]);
     return rows.at(0);
+  }
+
+  async takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined> {
+    return (await this.run<ConversationTableRow>('takeLease', [ref.id, ref.tenantId, lease.id, lease.until, lease.now])).at(0);
   }
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {

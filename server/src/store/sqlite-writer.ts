@@ -71,6 +71,16 @@ export class SqliteWriter implements TurnWriter {
     return this.run((s) => s.conversation.get({ id, tenant_id: tenantId, agent_id: agentId }) as ConversationTableRow | undefined);
   }
 
+  /** Leases are for databases several processes share; through Knex, for completeness. */
+  async takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined> {
+    const rows = await this.knex('conversations')
+      .where({ id: ref.id, tenant_id: ref.tenantId })
+      .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', lease.now))
+      .update({ lease_id: lease.id, lease_until: lease.until })
+      .returning('*');
+    return rows.at(0);
+  }
+
   /** SQLite has one writer at a time; `lease` is for databases several processes share, and unused here. */
   commit(w: WriteRows, _lease: { id: string } | null): Promise<void> {
     return this.run((s, conn) => conn.transaction(() => write(s, w))());

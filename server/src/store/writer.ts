@@ -17,6 +17,11 @@ export interface TurnWriter {
    * stored meanwhile by another request throws DuplicateIdempotencyKeyError.
    */
   commit(rows: WriteRows, lease: { id: string } | null): Promise<void>;
+  /**
+   * Takes the lease on a conversation that has none or whose lease ran out (at `now`), until
+   * `until`; answers the row with the lease taken, or undefined when it is held or absent.
+   */
+  takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined>;
 }
 
 /** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
