@@ -175,7 +175,15 @@ describe.each(databases)('migrations on $name', (database) => {
       await db.knex('agents').insert({ id: randomUUID(), tenant_id: 't', slug: 's', current_version: 1, created_at: T0, updated_at: T0 });
       await rollbackAll(db);
       expect(await db.knex.schema.hasTable('conversations')).toBe(false);
-      expect(await migrate(db)).toEqual(['001_initial', '002_lifecycle', '003_audit_chain', '004_api_keys', '005_event_notify', '006_tenant_model']);
+      expect(await migrate(db)).toEqual([
+        '001_initial',
+        '002_lifecycle',
+        '003_audit_chain',
+        '004_api_keys',
+        '005_event_notify',
+        '006_tenant_model',
+        '007_scale_indexes',
+      ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
     } finally {

@@ -149,11 +149,8 @@ export class ConversationStore {
     if (f.capability) q.andWhere('capability', f.capability);
     if (f.createdAfter) q.andWhere('created_at', '>', f.createdAfter);
     if (f.createdBefore) q.andWhere('created_at', '<', f.createdBefore);
-    if (after) {
-      q.andWhere((w) =>
-        w.where('created_at', '<', after.createdAt).orWhere((w2) => w2.where('created_at', '=', after.createdAt).andWhere('id', '<', after.id)),
-      );
-    }
+    // A row-value comparison, which both databases answer with one range of the index.
+    if (after) q.andWhereRaw('(created_at, id) < (?, ?)', [after.createdAt, after.id]);
     const rows = await q
       .orderBy([
         { column: 'created_at', order: 'desc' },

@@ -90,7 +90,7 @@ export async function listDeliveries(
   if (q.conversation_id) query.andWhere('conversation_id', q.conversation_id);
   if (after) {
     const a = after;
-    query.andWhere((w) => w.where('created_at', '<', a.createdAt).orWhere((w2) => w2.where('created_at', '=', a.createdAt).andWhere('id', '<', a.id)));
+    query.andWhereRaw('(created_at, id) < (?, ?)', [a.createdAt, a.id]);
   }
   const rows = await query
     .orderBy([

@@ -1,0 +1,107 @@
+// The queries whose cost must stay flat as tables grow are answered from an index, on both
+// databases: each store call runs, its SQL is captured, and the database's own plan for it must
+// not scan a whole table. On PostgreSQL the planner is told to avoid sequential scans, so that a
+// small test table still shows whether an index *can* answer the query; a dropped index fails here.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeCursor } from '../../server/src/lib/cursor.js';
+import { AgentStore } from '../../server/src/store/agent-store.js';
+import { ConversationStore } from '../../server/src/store/conversation-store.js';
+import type { Database } from '../../server/src/store/db.js';
+import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
+import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
+import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+
+warnIfPostgresSkipped();
+
+const T0 = '2026-11-22T10:00:00.000Z';
+
+interface Captured {
+  sql: string;
+  bindings: unknown[];
+}
+
+interface PgConn {
+  query(text: string, values?: unknown[]): Promise<{ rows: { 'QUERY PLAN': string }[] }>;
+}
+
+describe.each(databases)('query plans on $name', (database) => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let store: ConversationStore;
+  let agentId: string;
+  const id = randomUUID();
+
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    store = new ConversationStore(db);
+    agentId = (await new AgentStore(db).put('t', 'bot', { name: 'b' }, 'd1', T0)).agent.id;
+  });
+  afterAll(async () => drop?.());
+
+  /** The SQL statements `fn` sends through Knex. */
+  async function capture(fn: () => Promise<unknown>): Promise<Captured[]> {
+    const seen: Captured[] = [];
+    const listener = (q: { sql: string; bindings?: unknown[] }) => seen.push({ sql: q.sql, bindings: q.bindings ?? [] });
+    db.knex.on('query', listener);
+    try {
+      await fn();
+    } finally {
+      db.knex.off('query', listener);
+    }
+    expect(seen.length).toBeGreaterThan(0);
+    return seen;
+  }
+
+  /** The plan's text, one line per node. */
+  async function plan(q: Captured): Promise<string> {
+    if (database.name === 'sqlite') {
+      const rows = (await db.knex.raw(`explain query plan ${q.sql}`, q.bindings as never[])) as { detail: string }[];
+      return rows.map((r) => r.detail).join('\n');
+    }
+    return withPooledConnection(db.knex, async (conn: PgConn) => {
+      await conn.query('set enable_seqscan = off');
+      try {
+        const r = await conn.query(`explain ${q.sql}`, q.bindings);
+        return r.rows.map((row) => row['QUERY PLAN']).join('\n');
+      } finally {
+        await conn.query('reset enable_seqscan');
+      }
+    });
+  }
+
+  /** Every statement of `fn` reads `table` through an index. */
+  async function indexed(table: string, fn: () => Promise<unknown>): Promise<void> {
+    for (const q of await capture(fn)) {
+      const text = await plan(q);
+      const scan = database.name === 'sqlite' ? new RegExp(`SCAN ${table}\\b(?! USING)`) : new RegExp(`Seq Scan on ${table}\\b`);
+      expect(text, `${q.sql}\n${text}`).not.toMatch(scan);
+    }
+  }
+
+  const after = { createdAt: T0, id };
+  const filters = [{}, { status: 'active' as const }, { userId: 'u1' }, { capability: 'c' }, { createdAfter: T0, createdBefore: T0 }];
+
+  it.each(filters)("lists an agent's conversations with %o, from a cursor, by index", async (f) => {
+    await indexed('conversations', () => store.list({ tenantId: 't', agentId }, f, { limit: 21, after }));
+  });
+
+  it('reads a conversation, its turns, its audit entries and its events by index', async () => {
+    await indexed('conversations', () => store.get('t', agentId, id));
+    await indexed('turns', () => store.turns('t', id));
+    await indexed('audit_entries', () => store.audit({ tenantId: 't', id }, { limit: 50, afterSeq: 1000 }));
+    await indexed('audit_entries', () => store.verifyAudit('t', id));
+    await indexed('conversation_events', () => store.eventLog.events('t', id, { row: 0, index: 0 }));
+  });
+
+  it("finds one user's conversations, and those due for abandonment or erasure, by index", async () => {
+    await indexed('conversations', () => store.idsOfUser('t', 'u1'));
+    await indexed('conversations', () => store.dueForAbandonment(T0, 100));
+    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }));
+  });
+
+  it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {
+    await indexed('webhook_deliveries', () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }));
+    await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100));
+  });
+});
