@@ -1,0 +1,419 @@
+// `npm run bench:scale`: costs as data grows. Seeds, through the store's own row builders
+// (store/turn-rows.ts) in bulk, BENCH_SCALE_CONVERSATIONS conversations (default 1,000,000) of
+// 5 turns each across 100 tenants, on SQLite and (with BENCH_DATABASE_URL or TEST_DATABASE_URL)
+// on PostgreSQL; then starts the server on that database and measures over HTTP:
+//   converse at turn 1 vs turn 900, list pages 50 deep with each filter, get and history of a
+//   1,000-turn conversation, verify of a 2,000-entry audit chain, and the erasure of one user's
+//   1,000 conversations with other traffic running.
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import knexFactory from 'knex';
+import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js';
+import { AgentStore } from '../server/src/store/agent-store.js';
+import { ConversationStore } from '../server/src/store/conversation-store.js';
+import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
+import { withPooledConnection } from '../server/src/store/knex-adapter.js';
+import { COLUMNS, writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
+
+const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000);
+const TENANTS = 100;
+const BATCH = 2_000;
+const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+const ERASED_USER = 'erase-me';
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+
+const agent = {
+  name: 'Scale',
+  capabilities: [
+    {
+      name: 'order_status',
+      examples: ['where is my order', 'track my package', 'has my order shipped'],
+      phases: [
+        { id: 'ask', say: 'What is your order number?', collect: { slot: 'order_id', type: 'text' } },
+        { id: 'thanks', say: 'Looking up {{ slots.order_id }}.', next: 'ask_again' },
+        { id: 'ask_again', say: 'Another one?', collect: { slot: 'order_id', type: 'text' }, next: 'thanks' },
+      ],
+    },
+    { name: 'billing', examples: ['I have a billing question', 'refund please'], phases: [{ id: 'b', say: 'Billing.', end: 'completed' }] },
+    { name: 'human', examples: ['talk to a human', 'real person please'], phases: [{ id: 'h', say: 'Handing over.', end: 'escalated' }] },
+  ],
+};
+
+const tenantOf = (i: number) => `tenant-${i % TENANTS}`;
+const iso = (ms: number) => new Date(ms).toISOString();
+const STATUSES = ['active', 'active', 'active', 'paused', 'completed', 'completed', 'abandoned', 'escalated'] as const;
+const CAPABILITIES = ['order_status', 'billing', 'human'];
+
+/** The write of one seeded conversation: five turns, a routing decision and a timing entry. */
+function seeded(i: number, agentId: string): TurnWrite {
+  const at = T0 + i * 1000;
+  const status = STATUSES[i % STATUSES.length];
+  const closed = status === 'completed' || status === 'abandoned';
+  // Tenant 0's first conversations belong to the user whose erasure is measured.
+  const userId = i % TENANTS === 0 && i / TENANTS < 1000 ? ERASED_USER : `user-${i % 5000}`;
+  const turns: TurnRow[] = Array.from({ length: 5 }, (_, k) => ({
+    idx: k,
+    role: k % 2 ? 'agent' : 'user',
+    message: k % 2 ? 'What is your order number?' : `message ${k} of conversation ${i}`,
+    timestamp: iso(at + k),
+    ...(k % 2 ? { phase: 'ask', options: [] } : {}),
+  }));
+  const audit: AuditDraft[] = [
+    { type: 'routing_decision', turnIndex: 0, timestamp: iso(at), durationMs: 0.2, data: { selected: { capability: CAPABILITIES[i % 3], score: 0.9 } } },
+    { type: 'turn_timing', turnIndex: 0, timestamp: iso(at), durationMs: 1.1, data: { total_ms: 1.1 } },
+  ];
+  const conversation: Conversation = {
+    id: randomUUID(),
+    tenantId: tenantOf(i),
+    agentId,
+    agentVersion: 1,
+    userId,
+    status,
+    outcome: closed ? status : null,
+    capability: CAPABILITIES[i % 3],
+    capabilityId: randomUUID(),
+    phase: 'ask',
+    awaitingInput: !closed,
+    flow: { slots: {}, actions: {}, attempts: 0, wait: closed ? 'closed' : 'open' },
+    context: null,
+    turnCount: 5,
+    auditSeq: audit.length,
+    auditHash: null,
+    createdAt: iso(at),
+    updatedAt: iso(at + 5),
+    completedAt: closed ? iso(at + 5) : null,
+    lastUserTurnAt: iso(at + 4),
+    inactiveAfter: null,
+    erasedAt: null,
+    eventSeq: 0,
+  };
+  return {
+    conversation,
+    isNew: true,
+    expectedAuditSeq: 0,
+    previousAuditHash: null,
+    turns,
+    audit,
+    requestId: `seed-${i}`,
+    events: [{ type: 'turn.created', data: { index: 0 }, createdAt: iso(at) }],
+  };
+}
+
+type Table = keyof typeof COLUMNS;
+const TABLES: [Table, (w: WriteRows) => object[]][] = [
+  ['conversations', (w) => [w.conversation]],
+  ['turns', (w) => w.turns],
+  ['audit_entries', (w) => w.audit],
+  ['conversation_events', (w) => w.events],
+];
+
+/** Inserts a batch of writes' rows, table by table, in one transaction. */
+async function insertBatch(db: Database, writes: WriteRows[]): Promise<void> {
+  if (db.dialect === 'sqlite') {
+    interface Conn {
+      prepare(sql: string): { run(p: object): unknown };
+      transaction(fn: () => void): () => void;
+    }
+    await withPooledConnection(db.knex, (conn: Conn) => {
+      const statements = TABLES.map(([table, rows]) => {
+        const cols = COLUMNS[table];
+        const stmt = conn.prepare(`insert into ${table} (${cols.join(', ')}) values (${cols.map((c) => `@${c}`).join(', ')})`);
+        return { stmt, rows };
+      });
+      conn.transaction(() => {
+        for (const w of writes) {
+          for (const { stmt, rows } of statements) {
+            for (const r of rows(w)) stmt.run(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'boolean' ? Number(v) : v])));
+          }
+        }
+      })();
+    });
+    return;
+  }
+  await db.knex.transaction(async (trx) => {
+    for (const [table, rows] of TABLES) {
+      const cols = COLUMNS[table].join(', ');
+      const all = writes.flatMap(rows);
+      await trx.raw(`insert into ${table} (${cols}) select ${cols} from json_populate_recordset(null::${table}, ?::json)`, [JSON.stringify(all)]);
+    }
+  });
+}
+
+async function seed(db: Database): Promise<{ agents: Map<string, string>; seconds: number }> {
+  const agentStore = new AgentStore(db);
+  const agents = new Map<string, string>();
+  for (let t = 0; t < TENANTS; t++) {
+    const { agent: row } = await agentStore.put(`tenant-${t}`, 'scale', agent, 'scale-v1', iso(T0));
+    agents.set(`tenant-${t}`, row.id);
+  }
+  const started = performance.now();
+  let last = started;
+  for (let from = 0; from < CONVERSATIONS; from += BATCH) {
+    const writes: WriteRows[] = [];
+    for (let i = from; i < Math.min(CONVERSATIONS, from + BATCH); i++) writes.push(writeRows(seeded(i, agents.get(tenantOf(i))!)));
+    await insertBatch(db, writes);
+    const done = Math.min(CONVERSATIONS, from + BATCH);
+    if (performance.now() - last > 5000 || done === CONVERSATIONS) {
+      last = performance.now();
+      const s = (last - started) / 1000;
+      console.log(
+        `  seeded ${done.toLocaleString('en')} of ${CONVERSATIONS.toLocaleString('en')} conversations in ${s.toFixed(0)}s (${Math.round(done / s)}/s)`,
+      );
+    }
+  }
+  if (db.dialect === 'postgres') await db.knex.raw('analyze');
+  return { agents, seconds: (performance.now() - started) / 1000 };
+}
+
+/** Appends `turns` turns and `entries` chained audit entries to a conversation, through the store. */
+async function grow(store: ConversationStore, tenantId: string, agentId: string, id: string, more: { turns: number; entries: number }): Promise<void> {
+  await store.exclusive(`grow:${id}`, { tenantId, id }, async (unit) => {
+    const c = (await unit.load(tenantId, agentId, id))!;
+    const at = Date.parse(c.updatedAt);
+    const turns: TurnRow[] = Array.from({ length: more.turns }, (_, k) => ({
+      idx: c.turnCount + k,
+      role: k % 2 ? 'agent' : 'user',
+      message: `grown turn ${c.turnCount + k}`,
+      timestamp: iso(at + k),
+      ...(k % 2 ? { phase: c.phase, options: [] } : {}),
+    }));
+    const audit: AuditDraft[] = Array.from({ length: more.entries }, (_, k) => ({
+      type: 'turn_timing',
+      turnIndex: null,
+      timestamp: iso(at + k),
+      durationMs: 1,
+      data: { total_ms: 1, k },
+    }));
+    await unit.commit({
+      conversation: { ...c, turnCount: c.turnCount + more.turns, auditSeq: c.auditSeq + more.entries },
+      isNew: false,
+      expectedAuditSeq: c.auditSeq,
+      previousAuditHash: c.auditHash,
+      turns,
+      audit,
+      requestId: 'grow',
+    });
+  });
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(databaseUrl: string): Promise<{ base: string; stop: () => Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', MAX_TURNS_PER_CONVERSATION: '100000' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${base}/readyz`)).ok) break;
+    } catch {
+      /* not up yet */
+    }
+    if (i > 600) throw new Error('server did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    base,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+
+async function timed(fn: () => Promise<Response>): Promise<number> {
+  const started = performance.now();
+  const r = await fn();
+  await r.arrayBuffer();
+  if (!r.ok) throw new Error(`${r.url}: ${r.status}`);
+  return performance.now() - started;
+}
+
+interface Check {
+  what: string;
+  figure: string;
+  met: boolean;
+}
+
+async function measure(base: string, db: Database, agents: Map<string, string>): Promise<Check[]> {
+  const h = (tenant: string) => ({ 'tenant-id': tenant, 'content-type': 'application/json' });
+  const api = (tenant: string, path: string, init: RequestInit = {}) => fetch(`${base}/api/v1${path}`, { ...init, headers: h(tenant) });
+  const converse = async (tenant: string, body: object) => {
+    const r = await api(tenant, '/agents/scale/converse', { method: 'POST', body: JSON.stringify(body) });
+    if (!r.ok) throw new Error(`converse: ${r.status} ${await r.text()}`);
+    return (await r.json()) as { conversation_id: string };
+  };
+  const store = new ConversationStore(db);
+  const checks: Check[] = [];
+  const T = 'tenant-1';
+
+  // Converse on conversations at turn 1 against one at turn 900.
+  const fresh: string[] = [];
+  for (let i = 0; i < 100; i++) fresh.push((await converse(T, { message: 'where is my order' })).conversation_id);
+  const long = (await converse(T, { message: 'where is my order' })).conversation_id;
+  await grow(store, T, agents.get(T)!, long, { turns: 898, entries: 0 });
+  const early: number[] = [];
+  const late: number[] = [];
+  for (let i = 0; i < 100; i++) {
+    early.push(await timed(() => api(T, '/agents/scale/converse', { method: 'POST', body: JSON.stringify({ message: `A-${i}`, conversation_id: fresh[i] }) })));
+    late.push(await timed(() => api(T, '/agents/scale/converse', { method: 'POST', body: JSON.stringify({ message: `B-${i}`, conversation_id: long }) })));
+  }
+  const ratio = pct(late, 50) / pct(early, 50);
+  checks.push({
+    what: 'converse p50, turn 900 vs turn 1 (≤ 1.5×)',
+    figure: `${fmt(pct(late, 50))} vs ${fmt(pct(early, 50))} (${ratio.toFixed(2)}×)`,
+    met: ratio <= 1.5,
+  });
+
+  // List pages, 50 deep, with each filter.
+  const filters = ['', 'status=active', 'user_id=user-100', 'capability=billing', 'created_after=2026-01-01T00:00:00.000Z'];
+  for (const f of filters) {
+    const times: number[] = [];
+    for (const tenant of ['tenant-2', 'tenant-3']) {
+      let cursor: string | null = null;
+      for (let page = 0; page < 50; page++) {
+        const q = [f, 'limit=20', cursor ? `cursor=${encodeURIComponent(cursor)}` : ''].filter(Boolean).join('&');
+        const started = performance.now();
+        const r = await api(tenant, `/agents/scale/conversations?${q}`);
+        const body = (await r.json()) as { next_cursor: string | null };
+        times.push(performance.now() - started);
+        cursor = body.next_cursor;
+        if (!cursor) break;
+      }
+    }
+    checks.push({
+      what: `list ${f || '(no filter)'}, pages to 50 deep, p99 (< 20 ms)`,
+      figure: `${fmt(pct(times, 99))} over ${times.length} pages`,
+      met: pct(times, 99) < 20,
+    });
+  }
+
+  // Get and history of a 1,000-turn conversation.
+  const thousand = (await converse(T, { message: 'where is my order' })).conversation_id;
+  await grow(store, T, agents.get(T)!, thousand, { turns: 998, entries: 0 });
+  const gets: number[] = [];
+  const histories: number[] = [];
+  for (let i = 0; i < 50; i++) {
+    gets.push(await timed(() => api(T, `/agents/scale/conversations/${thousand}`)));
+    histories.push(await timed(() => api(T, `/agents/scale/conversations/${thousand}/history`)));
+  }
+  checks.push({ what: 'get of a 1,000-turn conversation, p99 (< 30 ms)', figure: fmt(pct(gets, 99)), met: pct(gets, 99) < 30 });
+  checks.push({ what: 'history of a 1,000-turn conversation, p99 (< 30 ms)', figure: fmt(pct(histories, 99)), met: pct(histories, 99) < 30 });
+
+  // Verify of a 2,000-entry chain.
+  const chained = (await converse(T, { message: 'where is my order' })).conversation_id;
+  const c = await store.get(T, agents.get(T)!, chained);
+  await grow(store, T, agents.get(T)!, chained, { turns: 0, entries: 2000 - c!.auditSeq });
+  const verifies: number[] = [];
+  for (let i = 0; i < 10; i++) verifies.push(await timed(() => api(T, `/agents/scale/conversations/${chained}/audit-logs/verify`)));
+  checks.push({
+    what: 'verify of a 2,000-entry audit chain (< 200 ms)',
+    figure: `${fmt(pct(verifies, 50))} p50, ${fmt(Math.max(...verifies))} max`,
+    met: Math.max(...verifies) < 200,
+  });
+
+  // Erasure of one user's 1,000 conversations, with other traffic running.
+  const other = (await converse('tenant-5', { message: 'where is my order' })).conversation_id;
+  const traffic = (seconds: number) =>
+    autocannon({
+      url: `${base}/api/v1/agents/scale/converse`,
+      method: 'POST',
+      headers: h('tenant-5'),
+      connections: 4,
+      duration: seconds,
+      body: JSON.stringify({ message: 'C-1', conversation_id: other }),
+    });
+  const before = await traffic(3);
+  const during = traffic(4);
+  await new Promise((r) => setTimeout(r, 500));
+  const eraseStarted = performance.now();
+  const erased = await api('tenant-0', `/users/${ERASED_USER}/conversations`, { method: 'DELETE' });
+  const result = (await erased.json()) as { erased: number };
+  const eraseMs = performance.now() - eraseStarted;
+  const duringResult = await during;
+  const expected = Math.min(1000, Math.ceil(CONVERSATIONS / TENANTS));
+  checks.push({
+    what: `erasure of one user's ${expected} conversations (< 2 s)`,
+    figure: `${result.erased} erased in ${fmt(eraseMs)}`,
+    met: result.erased === expected && eraseMs < 2000,
+  });
+  checks.push({
+    what: 'other traffic during the erasure: p99 (not more than doubled)',
+    figure: `${duringResult.latency.p99} ms during vs ${before.latency.p99} ms before`,
+    met: duringResult.latency.p99 <= Math.max(2 * before.latency.p99, 20),
+  });
+  return checks;
+}
+
+async function benchOne(label: string, url: string): Promise<boolean> {
+  console.log(`\n## ${label}: ${CONVERSATIONS.toLocaleString('en')} conversations of 5 turns across ${TENANTS} tenants`);
+  const db = openDatabase(url, { poolMax: 4, queryTimeoutMs: 600_000 });
+  await migrate(db);
+  const { agents, seconds } = await seed(db);
+  const size =
+    db.dialect === 'sqlite'
+      ? statSync(new URL(url.replace('sqlite://', 'file://')).pathname).size
+      : Number(((await db.knex.raw('select pg_database_size(current_database()) as n')) as { rows: { n: string }[] }).rows[0].n);
+  console.log(`  seeding took ${seconds.toFixed(0)}s; the database is ${(size / 1048576).toFixed(0)} MiB`);
+  const server = await startServer(url);
+  try {
+    const checks = await measure(server.base, db, agents);
+    console.log('\n| measure | figure | target |');
+    console.log('|---|---|---|');
+    for (const c of checks) console.log(`| ${c.what} | ${c.figure} | ${c.met ? 'met' : 'NOT met'} |`);
+    return checks.every((c) => c.met);
+  } finally {
+    await server.stop();
+    await db.close();
+  }
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-scale-'));
+  const results: boolean[] = [];
+  try {
+    results.push(await benchOne('SQLite', `sqlite://${join(dir, 'scale.db')}`));
+    if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
+    else {
+      const name = `switchboard_scale_${process.pid}`;
+      const admin = knexFactory({ client: 'pg', connection: PG_URL, pool: { min: 0, max: 1 } });
+      await admin.raw(`create database ${name}`);
+      const u = new URL(PG_URL);
+      u.pathname = `/${name}`;
+      try {
+        results.push(await benchOne('PostgreSQL', u.toString()));
+      } finally {
+        await admin.raw(`drop database if exists ${name} with (force)`);
+        await admin.destroy();
+      }
+    }
+    console.log(`\n${results.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
