@@ -213,7 +213,16 @@ async function freePort(): Promise<number> {
 async function startServer(databaseUrl: string): Promise<{ base: string; stop: () => Promise<void> }> {
   const port = await freePort();
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', MAX_TURNS_PER_CONVERSATION: '100000' },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: 'error',
+      AGENTS_DIR: '',
+      RATE_LIMIT_RPS: '0',
+      MAX_TURNS_PER_CONVERSATION: '100000',
+    },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const base = `http://127.0.0.1:${port}`;
