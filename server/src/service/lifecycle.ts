@@ -177,6 +177,9 @@ export async function openConversation(
   return { conversation: c, agent, now, loadMs };
 }
 
+/** Conversations of one user erased at once: each holds a pooled connection while it runs. */
+const ERASE_CONCURRENCY = 4;
+
 export interface RetentionPolicy {
   /** Days after which closed conversations are erased, for every tenant (0: never). */
   days: number;
@@ -286,18 +289,27 @@ export class LifecycleService {
     await this.onConversation(target, (c, _agent, unit, now) => unit.erase(c, now, ERASURE));
   }
 
-  /** Erases every conversation of one end user of a tenant, across agents. */
+  /**
+   * Erases every conversation of one end user of a tenant, across agents: each under its own
+   * lock, ERASE_CONCURRENCY at a time (each erasure is a transaction of its own).
+   */
   async eraseUser(tenantId: string, userId: string): Promise<number> {
+    const ids = await this.store.idsOfUser(tenantId, userId);
     let n = 0;
-    for (const id of await this.store.idsOfUser(tenantId, userId)) {
-      const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
-        const c = await unit.load(tenantId, null, id);
-        if (!c || c.erasedAt || c.userId !== userId) return false;
-        await unit.erase(c, iso(this.clock.now()), ERASURE);
-        return true;
-      });
-      if (done) n++;
-    }
+    let next = 0;
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++];
+        const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
+          const c = await unit.load(tenantId, null, id);
+          if (!c || c.erasedAt || c.userId !== userId) return false;
+          await unit.erase(c, iso(this.clock.now()), ERASURE);
+          return true;
+        });
+        if (done) n++;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(ERASE_CONCURRENCY, ids.length) }, worker));
     return n;
   }
 

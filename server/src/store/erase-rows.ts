@@ -11,6 +11,20 @@ import { ConcurrentUpdateError } from './writer.js';
  * entries it reduced.
  * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
  */
+/** Rows updated per statement: few enough bindings for either database. */
+const CHUNK = 200;
+
+function chunks<T>(xs: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += CHUNK) out.push(xs.slice(i, i + CHUNK));
+  return out;
+}
+
+/** `case <column> when k1 then v1 … end`: many rows' new values in one statement, on both databases. */
+function caseOf(trx: Knex.Transaction, column: string, rows: { key: string | number; value: string }[]): Knex.Raw {
+  return trx.raw(`case ?? ${rows.map(() => 'when ? then ?').join(' ')} end`, [column, ...rows.flatMap((r) => [r.key, r.value])]);
+}
+
 export async function eraseConversationRows(
   trx: Knex.Transaction,
   e: { conversation: Conversation; now: string; rules: ErasureRules },
@@ -21,17 +35,28 @@ export async function eraseConversationRows(
   await trx('turns').where(where).delete();
   await trx('conversation_events').where(where).delete();
   const audit = await trx('audit_entries').where(where).whereIn('type', rules.auditTypes).select('sequence', 'type', 'data');
-  for (const a of audit) {
-    const skeleton = rules.skeleton(a.type, JSON.parse(a.data) as Record<string, unknown>);
+  const skeletons = audit.map((a) => ({
+    key: Number(a.sequence),
+    value: JSON.stringify(rules.skeleton(a.type, JSON.parse(a.data) as Record<string, unknown>)),
+  }));
+  for (const chunk of chunks(skeletons)) {
     await trx('audit_entries')
-      .where({ ...where, sequence: a.sequence })
-      .update({ data: JSON.stringify(skeleton), erased_at: now });
+      .where(where)
+      .whereIn(
+        'sequence',
+        chunk.map((s) => s.key),
+      )
+      .update({ data: caseOf(trx, 'sequence', chunk), erased_at: now });
   }
   const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
-  for (const h of hooks) {
+  const payloads = hooks.map((h) => ({ key: h.id, value: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload) as Record<string, unknown>)) }));
+  for (const chunk of chunks(payloads)) {
     await trx('webhook_deliveries')
-      .where({ id: h.id })
-      .update({ payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload) as Record<string, unknown>)) });
+      .whereIn(
+        'id',
+        chunk.map((p) => p.key),
+      )
+      .update({ payload: caseOf(trx, 'id', chunk) });
   }
   await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
   const record = auditRows({
