@@ -70,20 +70,29 @@ describe.each(databases)('query plans on $name', (database) => {
     });
   }
 
-  /** Every statement of `fn` reads `table` through an index. */
-  async function indexed(table: string, fn: () => Promise<unknown>): Promise<void> {
+  /** Every statement of `fn` reads `table` through an index (through `index`, when named). */
+  async function indexed(table: string, fn: () => Promise<unknown>, index?: string): Promise<void> {
     for (const q of await capture(fn)) {
       const text = await plan(q);
       const scan = database.name === 'sqlite' ? new RegExp(`SCAN ${table}\\b(?! USING)`) : new RegExp(`Seq Scan on ${table}\\b`);
       expect(text, `${q.sql}\n${text}`).not.toMatch(scan);
+      if (index) expect(text, `${q.sql}\n${text}`).toMatch(new RegExp(`\\b${index}\\b`));
     }
   }
 
   const after = { createdAt: T0, id };
-  const filters = [{}, { status: 'active' as const }, { userId: 'u1' }, { capability: 'c' }, { createdAfter: T0, createdBefore: T0 }];
+  // A filter that matches few rows is answered by an index that starts with it, not by reading
+  // every conversation of the tenant in list order to fill a page.
+  const filters = [
+    { f: {}, index: 'conversations_list_idx' },
+    { f: { status: 'active' as const }, index: 'conversations_status_idx' },
+    { f: { userId: 'u1' }, index: 'conversations_agent_user_idx' },
+    { f: { capability: 'c' }, index: 'conversations_capability_idx' },
+    { f: { createdAfter: T0, createdBefore: T0 }, index: 'conversations_list_idx' },
+  ];
 
-  it.each(filters)("lists an agent's conversations with %o, from a cursor, by index", async (f) => {
-    await indexed('conversations', () => store.list({ tenantId: 't', agentId }, f, { limit: 21, after }));
+  it.each(filters)("lists an agent's conversations with $f, from a cursor, through $index", async ({ f, index }) => {
+    await indexed('conversations', () => store.list({ tenantId: 't', agentId }, f, { limit: 21, after }), index);
   });
 
   it('reads a conversation, its turns, its audit entries and its events by index', async () => {
