@@ -4,43 +4,21 @@
 // fresh database; autocannon drives it over loopback from this process.
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import knexFactory from 'knex';
+import { freshPostgres, startServer } from './server.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const TENANT = 'bench';
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 const headers = { 'tenant-id': TENANT, 'content-type': 'application/json' };
+const ENV = { MAX_TURNS_PER_CONVERSATION: '100000000', DB_POOL_MAX: process.env.DB_POOL_MAX ?? '16' };
 
 /** Targets per database: continuing converse as a share of the same server's /healthz, and its p99. */
 const TARGETS = { sqlite: { share: 0.3, p99: 60 }, postgres: { share: 0.2, p99: 100 } } as const;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitReady(base: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) return;
-    } catch {
-      /* not up yet */
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not become ready');
-}
 
 const agent = {
   name: 'Bench',
@@ -66,38 +44,6 @@ interface Figures {
   p99: number;
   errors: number;
   non2xx: number;
-}
-
-interface Server {
-  base: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(databaseUrl: string): Promise<Server> {
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'error',
-      AGENTS_DIR: '',
-      RATE_LIMIT_RPS: '0',
-      MAX_TURNS_PER_CONVERSATION: '100000000',
-      DB_POOL_MAX: process.env.DB_POOL_MAX ?? '16',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  await waitReady(base);
-  return {
-    base,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
 }
 
 function summarise(name: string, r: autocannon.Result): Figures {
@@ -158,7 +104,7 @@ function table(results: Figures[]): void {
 /** The three workloads on one server; returns the figures and whether the database's targets were met. */
 async function benchOne(label: string, databaseUrl: string, target: { share: number; p99: number }): Promise<{ results: Figures[]; met: boolean }> {
   console.log(`\n## ${label}, Node ${process.version}`);
-  const server = await startServer(databaseUrl);
+  const server = await startServer(databaseUrl, ENV);
   try {
     const { url, ids } = await prepare(server.base, CONNECTIONS);
     console.log('  warming up…');
@@ -191,7 +137,7 @@ async function benchOne(label: string, databaseUrl: string, target: { share: num
 /** Continuing converse through two server processes on one database, against one process's figure. */
 async function benchReplicas(databaseUrl: string, single: number): Promise<boolean> {
   console.log('\n## PostgreSQL, two server processes on one database');
-  const servers = [await startServer(databaseUrl), await startServer(databaseUrl)];
+  const servers = [await startServer(databaseUrl, ENV), await startServer(databaseUrl, ENV)];
   try {
     const half = Math.floor(CONNECTIONS / 2);
     const prepared = await Promise.all(servers.map((s) => prepare(s.base, half)));
@@ -213,22 +159,6 @@ async function benchReplicas(databaseUrl: string, single: number): Promise<boole
   }
 }
 
-/** A fresh database on the PostgreSQL server `url` names, dropped by the returned function. */
-async function freshPostgres(url: string): Promise<{ url: string; drop: () => Promise<void> }> {
-  const name = `switchboard_bench_${process.pid}_${Date.now()}`;
-  const admin = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
-  await admin.raw(`create database ${name}`);
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return {
-    url: u.toString(),
-    drop: async () => {
-      await admin.raw(`drop database if exists ${name} with (force)`);
-      await admin.destroy();
-    },
-  };
-}
-
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
   const met: boolean[] = [];
@@ -237,7 +167,7 @@ async function main() {
     if (!PG_URL) {
       console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
     } else {
-      const pg = await freshPostgres(PG_URL);
+      const pg = await freshPostgres(PG_URL, 'bench');
       try {
         const one = await benchOne('PostgreSQL', pg.url, TARGETS.postgres);
         met.push(one.met);

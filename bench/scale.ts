@@ -5,20 +5,18 @@
 //   converse at turn 1 vs turn 900, list pages 50 deep with each filter, get and history of a
 //   1,000-turn conversation, verify of a 2,000-entry audit chain, and the erasure of one user's
 //   1,000 conversations with other traffic running.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import knexFactory from 'knex';
 import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { withPooledConnection } from '../server/src/store/knex-adapter.js';
 import { COLUMNS, writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
+import { freshPostgres, startServer } from './server.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000);
 const TENANTS = 100;
@@ -201,49 +199,6 @@ async function grow(store: ConversationStore, tenantId: string, agentId: string,
   });
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startServer(databaseUrl: string): Promise<{ base: string; stop: () => Promise<void> }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      DATABASE_URL: databaseUrl,
-      LOG_LEVEL: 'error',
-      AGENTS_DIR: '',
-      RATE_LIMIT_RPS: '0',
-      MAX_TURNS_PER_CONVERSATION: '100000',
-    },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${base}/readyz`)).ok) break;
-    } catch {
-      /* not up yet */
-    }
-    if (i > 600) throw new Error('server did not become ready');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    base,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    },
-  };
-}
-
 const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
@@ -384,7 +339,7 @@ async function benchOne(label: string, url: string): Promise<boolean> {
       ? statSync(new URL(url.replace('sqlite://', 'file://')).pathname).size
       : Number(((await db.knex.raw('select pg_database_size(current_database()) as n')) as { rows: { n: string }[] }).rows[0].n);
   console.log(`  seeding took ${seconds.toFixed(0)}s; the database is ${(size / 1048576).toFixed(0)} MiB`);
-  const server = await startServer(url);
+  const server = await startServer(url, { MAX_TURNS_PER_CONVERSATION: '100000' });
   try {
     const checks = await measure(server.base, db, agents);
     console.log('\n| measure | figure | target |');
@@ -404,16 +359,11 @@ async function main() {
     results.push(await benchOne('SQLite', `sqlite://${join(dir, 'scale.db')}`));
     if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
     else {
-      const name = `switchboard_scale_${process.pid}`;
-      const admin = knexFactory({ client: 'pg', connection: PG_URL, pool: { min: 0, max: 1 } });
-      await admin.raw(`create database ${name}`);
-      const u = new URL(PG_URL);
-      u.pathname = `/${name}`;
+      const pg = await freshPostgres(PG_URL, 'scale');
       try {
-        results.push(await benchOne('PostgreSQL', u.toString()));
+        results.push(await benchOne('PostgreSQL', pg.url));
       } finally {
-        await admin.raw(`drop database if exists ${name} with (force)`);
-        await admin.destroy();
+        await pg.drop();
       }
     }
     console.log(`\n${results.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);

@@ -7,14 +7,13 @@
 // alone and once beside a noisy tenant (slow actions, heavy templates, hundreds of open event
 // streams, as fast as it can); their p99 beside it must stay within 1.5x of their p99 alone.
 // Prints the figures; exits 1 on any mismatch, error or a p99 over that bound.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as httpServer } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import knexFactory from 'knex';
+import { freshPostgres, startServer } from './server.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 15);
 const CONVERSATIONS = Number(process.env.SOAK_CONVERSATIONS ?? 300);
@@ -71,34 +70,6 @@ const heavyAgent = {
     },
   ],
 };
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-
-async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<{ base: string; proc: ChildProcess }> {
-  const port = await freePort();
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'server/src/main.ts'], {
-    env: { ...process.env, PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', RATE_LIMIT_RPS: '0', DB_POOL_MAX: '20', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  const base = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (
-      await fetch(`${base}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return { base, proc };
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('server did not start');
-}
 
 async function post(url: string, body: unknown, tenant: string): Promise<{ status: number; body: any }> {
   const r = await fetch(url, { method: 'POST', headers: headers(tenant), body: JSON.stringify(body) });
@@ -242,6 +213,7 @@ async function noisyNeighbour(dir: string, procs: ChildProcess[]): Promise<boole
   try {
     // A production-like server: per-tenant rate limits on, the slow backend granted to the noisy tenant only.
     const server = await startServer(`sqlite://${join(dir, 'noisy.db')}`, {
+      DB_POOL_MAX: '20',
       RATE_LIMIT_RPS: '100',
       RATE_LIMIT_BURST: '200',
       ACTION_ALLOWED_HOSTS: `noisy=${backend.replace('http://', '')}`,
@@ -284,26 +256,21 @@ async function main() {
   const procs: ChildProcess[] = [];
   try {
     console.log(`soak: ${CONVERSATIONS} conversations, ${SECONDS} s each run`);
-    const sqlite = await startServer(`sqlite://${join(dir, 'soak.db')}`);
+    const sqlite = await startServer(`sqlite://${join(dir, 'soak.db')}`, { DB_POOL_MAX: '20' });
     procs.push(sqlite.proc);
     ok = (await soak('SQLite', [sqlite.base])).ok && ok;
     await stopProcess(sqlite.proc);
     ok = (await noisyNeighbour(dir, procs)) && ok;
     if (PG) {
-      const admin = knexFactory({ client: 'pg', connection: PG, pool: { min: 0, max: 1 } });
-      const name = `sb_soak_${randomBytes(4).toString('hex')}`;
-      await admin.raw(`create database ${name}`);
-      const u = new URL(PG);
-      u.pathname = `/${name}`;
+      const pg = await freshPostgres(PG, 'soak');
       try {
-        const first = await startServer(u.toString());
-        const second = await startServer(u.toString());
+        const first = await startServer(pg.url, { DB_POOL_MAX: '20' });
+        const second = await startServer(pg.url, { DB_POOL_MAX: '20' });
         procs.push(first.proc, second.proc);
         ok = (await soak('PostgreSQL', [first.base, second.base])).ok && ok;
       } finally {
         for (const p of procs) await stopProcess(p);
-        await admin.raw(`drop database if exists ${name} with (force)`);
-        await admin.destroy();
+        await pg.drop();
       }
     } else {
       console.log('PostgreSQL: skipped (set SOAK_DATABASE_URL or TEST_DATABASE_URL)');

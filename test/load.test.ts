@@ -14,6 +14,9 @@ describe('the load tool', () => {
   const f = appFixture(databases[0], { agents: { echo: echoAgent }, config: { rateLimit: { rps: 0, burst: 0 } } });
   let server: Server;
   let url: string;
+  /** Runs the load tool against the app, for the agent `echo` of tenant acme, with `args` added. */
+  const load = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', 'scripts/load.ts', '--url', url, '--tenant', 'acme', '--agent', 'echo', ...args]);
   beforeAll(async () => {
     server = f.app.app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -22,23 +25,7 @@ describe('the load tool', () => {
   });
 
   it('drives conversations at the asked rate and prints throughput, latency and answers by status', { timeout: 30_000 }, async () => {
-    const { stdout } = await run(process.execPath, [
-      '--import',
-      'tsx',
-      'scripts/load.ts',
-      '--url',
-      url,
-      '--tenant',
-      'acme',
-      '--agent',
-      'echo',
-      '--rate',
-      '40',
-      '--duration',
-      '2s',
-      '--connections',
-      '4',
-    ]);
+    const { stdout } = await load('--rate', '40', '--duration', '2s', '--connections', '4');
     expect(stdout).toMatch(/1s\/2s: \d+ answers in the last second/);
     expect(stdout).toMatch(/requests: \d+ in [\d.]+s, \d+ req\/s \(asked for 40\)/);
     expect(stdout).toMatch(/latency ms: p50 \d+, p90 \d+, p99 \d+/);
@@ -49,19 +36,7 @@ describe('the load tool', () => {
   });
 
   it('refuses a duration it cannot read, saying what it expects', async () => {
-    const failed = await run(process.execPath, [
-      '--import',
-      'tsx',
-      'scripts/load.ts',
-      '--url',
-      url,
-      '--tenant',
-      'acme',
-      '--agent',
-      'echo',
-      '--duration',
-      'soon',
-    ]).catch((e: { code: number; stderr: string }) => e);
+    const failed = await load('--duration', 'soon').catch((e: { code: number; stderr: string }) => e);
     expect(failed).toMatchObject({ code: 1 });
     expect((failed as { stderr: string }).stderr).toMatch(/a duration such as 60s, 2m or 500ms/);
   });
