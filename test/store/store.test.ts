@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation } from '../../server/src/domain.js';
+import { ERASURE } from '../../server/src/service/erasure.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
 import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
 import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
@@ -192,6 +193,82 @@ describe.each(databases)('migrations on $name', (database) => {
   });
 });
 
+/** `n` conversations of `userId` with an action call, its result and an idempotency record each. */
+async function seedUser(store: ConversationStore, agentId: string, n: number, userId: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const c = conversation('tenant-a', agentId, { userId, context: { version: 'v1', context: { identity: { user_id: userId } } } });
+    const w = write(c, {
+      audit: [
+        {
+          type: 'action_call',
+          turnIndex: 0,
+          timestamp: T0,
+          durationMs: 1,
+          data: { action: 'a', request: { method: 'GET', url: `http://x/${userId}` }, response: { status: 200, body: userId }, outcome: 'ok', attempts: 1 },
+        },
+      ],
+    });
+    await store.exclusive(c.id, null, (u) => u.commit({ ...w, idempotency: { agentId, key: `k-${c.id}`, requestHash: 'h', response: { said: userId } } }));
+    ids.push(c.id);
+  }
+  return ids;
+}
+
+describe.each(databases)('erasure in batches on $name', (database) => {
+  let db: Database;
+  let drop: () => Promise<void>;
+  let store: ConversationStore;
+  let agentA: string;
+
+  beforeAll(async () => {
+    ({ db, drop } = await database.create());
+    store = new ConversationStore(db, { leaseMs: 2_000 });
+    agentA = (await new AgentStore(db).put('tenant-a', 'bot', { name: 'a' }, 'd1', T0)).agent.id;
+  });
+  afterAll(async () => drop?.());
+
+  const seed = (n: number, userId: string) => seedUser(store, agentA, n, userId);
+
+  const erase = (ids: string[], userId: string, skipIfBusy = false) =>
+    store.eraseMany('tenant-a', ids, { accept: (c) => !c.erasedAt && c.userId === userId, now: () => '2026-11-22T11:00:00.000Z', rules: ERASURE, skipIfBusy });
+
+  it('erases a user across several batches, each chain still verifying, and leaves everyone else alone', async () => {
+    const mine = await seed(230, 'zed');
+    const theirs = await seed(3, 'yan');
+    // Not this user's any more by the time it is held: accept refuses it.
+    expect(await erase([...mine, theirs[0]], 'zed')).toBe(230);
+    const rows = await db.knex('conversations').whereIn('id', mine).select('user_id', 'erased_at', 'context', 'audit_seq');
+    expect(rows.every((r) => r.user_id === null && r.context === null && r.erased_at === '2026-11-22T11:00:00.000Z' && Number(r.audit_seq) === 2)).toBe(true);
+    expect(Number((await db.knex('turns').whereIn('conversation_id', mine).count({ n: '*' }))[0].n)).toBe(0);
+    expect(Number((await db.knex('idempotency_keys').whereIn('conversation_id', mine).count({ n: '*' }))[0].n)).toBe(0);
+    const audit = await db.knex('audit_entries').whereIn('conversation_id', mine).select('type', 'data', 'erased_at');
+    expect(audit.filter((a) => a.type === 'erasure')).toHaveLength(230);
+    expect(JSON.stringify(audit)).not.toContain('zed');
+    expect(audit.filter((a) => a.type === 'action_call').every((a) => a.erased_at !== null && JSON.parse(a.data).erased === true)).toBe(true);
+    for (const id of [mine[0], mine[150], mine[229]]) expect(await store.verifyAudit('tenant-a', id)).toMatchObject({ valid: true });
+    for (const id of theirs) expect(await store.get('tenant-a', agentA, id)).toMatchObject({ userId: 'yan', erasedAt: null });
+    expect(await store.turns('tenant-a', theirs[0])).toHaveLength(2);
+    expect(await erase(mine, 'zed')).toBe(0);
+  });
+
+  it('waits for a conversation a call in this process holds', async () => {
+    const ids = await seed(3, 'busy');
+    let held!: () => void;
+    const holding = new Promise<void>((r) => (held = r));
+    const call = store.exclusive(`conv:${ids[1]}`, { tenantId: 'tenant-a', id: ids[1] }, async () => {
+      held();
+      await new Promise((r) => setTimeout(r, 300));
+      // The erasure has not touched it while this call holds it.
+      return (await store.get('tenant-a', agentA, ids[1]))?.erasedAt;
+    });
+    await holding;
+    expect(await erase(ids, 'busy')).toBe(3);
+    expect(await call).toBeNull();
+    expect((await store.get('tenant-a', agentA, ids[1]))?.erasedAt).toEqual(expect.any(String));
+  });
+});
+
 describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leases on $name', (database) => {
   let db: Database;
   let drop: () => Promise<void>;
@@ -221,5 +298,33 @@ describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leas
     await expect(attempt).rejects.toBeInstanceOf(ConcurrentUpdateError);
     expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
     await db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
+  });
+
+  it('waits for a conversation another process holds, or skips it when asked to', async () => {
+    const ids = await seedUser(store, agentA, 3, 'held');
+    const erase = (skipIfBusy: boolean) =>
+      store.eraseMany('tenant-a', ids, { accept: (c) => !c.erasedAt && c.userId === 'held', now: () => T0, rules: ERASURE, skipIfBusy });
+    const lease = () =>
+      db
+        .knex('conversations')
+        .where({ id: ids[1] })
+        .update({ lease_id: randomUUID(), lease_until: new Date(Date.now() + 60_000).toISOString() });
+    await lease();
+    expect(await erase(true)).toBe(2);
+    expect((await store.get('tenant-a', agentA, ids[1]))?.erasedAt).toBeNull();
+    // A Knex query runs when awaited or then-ed: the other process gives its lease up after 300 ms.
+    const release = setTimeout(() => {
+      db.knex('conversations')
+        .where({ id: ids[1] })
+        .update({ lease_id: null, lease_until: null })
+        .then(
+          () => undefined,
+          () => undefined,
+        );
+    }, 300);
+    expect(await erase(false)).toBe(1);
+    clearTimeout(release);
+    expect((await store.get('tenant-a', agentA, ids[1]))?.erasedAt).toEqual(expect.any(String));
+    expect(Number((await db.knex('conversations').whereIn('id', ids).whereNotNull('lease_id').count({ n: '*' }))[0].n)).toBe(0);
   });
 });

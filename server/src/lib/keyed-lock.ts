@@ -20,6 +20,16 @@ export class KeyedLock {
     }
   }
 
+  /**
+   * Runs `fn` holding every key: taken one by one in sorted order, so that two callers holding
+   * overlapping sets cannot each wait for the other.
+   */
+  runAll<T>(keys: string[], fn: () => Promise<T>): Promise<T> {
+    const sorted = [...new Set(keys)].sort();
+    const from = (i: number): Promise<T> => (i === sorted.length ? fn() : this.run(sorted[i], () => from(i + 1)));
+    return from(0);
+  }
+
   get size(): number {
     return this.tails.size;
   }

@@ -177,9 +177,6 @@ export async function openConversation(
   return { conversation: c, agent, now, loadMs };
 }
 
-/** Conversations of one user erased at once: each holds a pooled connection while it runs. */
-const ERASE_CONCURRENCY = 4;
-
 export interface RetentionPolicy {
   /** Days after which closed conversations are erased, for every tenant (0: never). */
   days: number;
@@ -290,27 +287,16 @@ export class LifecycleService {
   }
 
   /**
-   * Erases every conversation of one end user of a tenant, across agents: each under its own
-   * lock, ERASE_CONCURRENCY at a time (each erasure is a transaction of its own).
+   * Erases every conversation of one end user of a tenant, across agents: in batches, each batch
+   * one transaction over all its conversations (ConversationStore.eraseMany).
    */
   async eraseUser(tenantId: string, userId: string): Promise<number> {
     const ids = await this.store.idsOfUser(tenantId, userId);
-    let n = 0;
-    let next = 0;
-    const worker = async () => {
-      while (next < ids.length) {
-        const id = ids[next++];
-        const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
-          const c = await unit.load(tenantId, null, id);
-          if (!c || c.erasedAt || c.userId !== userId) return false;
-          await unit.erase(c, iso(this.clock.now()), ERASURE);
-          return true;
-        });
-        if (done) n++;
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(ERASE_CONCURRENCY, ids.length) }, worker));
-    return n;
+    return this.store.eraseMany(tenantId, ids, {
+      accept: (c) => !c.erasedAt && c.userId === userId,
+      now: () => iso(this.clock.now()),
+      rules: ERASURE,
+    });
   }
 
   /**
@@ -340,19 +326,17 @@ export class LifecycleService {
     const eraseAll = async (days: number, tenantId?: string, exclude: string[] = []) => {
       if (days <= 0) return;
       const before = iso(new Date(this.clock.now().getTime() - days * 86_400_000));
+      const byTenant = new Map<string, string[]>();
       for (const due of await this.store.dueForRetention({ before, limit, tenantId, excludeTenants: exclude })) {
-        const done = await this.store.exclusive(
-          `conv:${due.id}`,
-          { tenantId: due.tenantId, id: due.id },
-          async (unit) => {
-            const c = await unit.load(due.tenantId, null, due.id);
-            if (!c || c.erasedAt || c.updatedAt >= before) return false;
-            await unit.erase(c, iso(this.clock.now()), ERASURE);
-            return true;
-          },
-          { skipIfBusy: true },
-        );
-        if (done) erased++;
+        byTenant.set(due.tenantId, [...(byTenant.get(due.tenantId) ?? []), due.id]);
+      }
+      for (const [tenant, ids] of byTenant) {
+        erased += await this.store.eraseMany(tenant, ids, {
+          accept: (c) => !c.erasedAt && c.updatedAt < before,
+          now: () => iso(this.clock.now()),
+          rules: ERASURE,
+          skipIfBusy: true,
+        });
       }
     };
     const overridden = Object.keys(this.retention.tenants);

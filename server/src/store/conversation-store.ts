@@ -41,6 +41,12 @@ export interface ConversationUnit {
   erase(conversation: Conversation, now: string, rules: ErasureRules): Promise<void>;
 }
 
+/** What a turn read returns: its keys are known already. */
+const TURN_FIELDS = ['idx', 'role', 'message', 'timestamp', 'phase', 'options', 'author'] as const;
+
+/** Conversations erased per transaction by eraseMany. */
+const ERASE_BATCH = 100;
+
 export class ConversationStore {
   private readonly knex: Knex;
   private readonly writer: TurnWriter;
@@ -109,10 +115,66 @@ export class ConversationStore {
         if (!this.db.adapter.shared && write.events?.length) this.eventLog.changes.emit('event', write.conversation.id);
       },
       erase: async (c, now, rules) => {
-        await this.db.adapter.secureErase(this.knex, (trx) => eraseConversationRows(trx, { conversation: c, now, rules }, lease));
+        const adapter = this.db.adapter;
+        await adapter.secureErase(this.knex, (trx) => eraseConversationRows(trx, adapter, { conversations: [c], now, rules, leased: lease !== null }));
         if (lease) lease.held = false;
       },
     };
+  }
+
+  /**
+   * Erases those of a tenant's conversations `ids` that `accept` still accepts once held,
+   * ERASE_BATCH to a transaction whose statements each cover the whole batch (erase-rows.ts).
+   * A batch holds its conversations' locks in this process and, on a shared database, their
+   * leases, taken in one statement; a conversation another process holds is then erased on its
+   * own after the batches (waited for, or skipped with `skipIfBusy`). Returns how many were erased.
+   */
+  async eraseMany(
+    tenantId: string,
+    ids: string[],
+    o: { accept: (c: Conversation) => boolean; now: () => string; rules: ErasureRules; skipIfBusy?: boolean },
+  ): Promise<number> {
+    const adapter = this.db.adapter;
+    const eraseRows = async (rows: ConversationTableRow[]) => {
+      const conversations = rows.map(rowToConversation).filter(o.accept);
+      const leased = adapter.shared;
+      await adapter.secureErase(this.knex, (trx) => eraseConversationRows(trx, adapter, { conversations, now: o.now(), rules: o.rules, leased }));
+      return conversations.length;
+    };
+    let erased = 0;
+    const elsewhere: string[] = [];
+    for (let i = 0; i < ids.length; i += ERASE_BATCH) {
+      const batch = ids.slice(i, i + ERASE_BATCH);
+      this.busy++;
+      try {
+        erased += await this.locks.runAll(
+          batch.map((id) => `conv:${id}`),
+          async () => {
+            if (!adapter.shared) return eraseRows(await this.knex('conversations').where('tenant_id', tenantId).whereIn('id', batch));
+            const { result, notTaken } = await this.leases.holdMany(tenantId, batch, eraseRows);
+            elsewhere.push(...notTaken);
+            return result;
+          },
+        );
+      } finally {
+        this.busy--;
+      }
+    }
+    for (const id of elsewhere) {
+      const done = await this.exclusive(
+        `conv:${id}`,
+        { tenantId, id },
+        async (unit) => {
+          const c = await unit.load(tenantId, null, id);
+          if (!c || !o.accept(c)) return false;
+          await unit.erase(c, o.now(), o.rules);
+          return true;
+        },
+        { skipIfBusy: o.skipIfBusy },
+      );
+      if (done) erased++;
+    }
+    return erased;
   }
 
   /** Serialises work on one idempotency key in this process. */
@@ -131,7 +193,10 @@ export class ConversationStore {
   }
 
   async turns(tenantId: string, conversationId: string): Promise<TurnRow[]> {
-    const rows = await this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }).orderBy('idx', 'asc');
+    const rows = await this.knex('turns')
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
+      .orderBy('idx', 'asc')
+      .select(...TURN_FIELDS);
     return rows.map(rowToTurn);
   }
 

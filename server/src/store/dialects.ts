@@ -13,6 +13,13 @@ export interface DialectAdapter {
   forUpdate<T extends Knex.QueryBuilder>(q: T): T;
   /** Runs `fn` in a transaction that overwrites the pages it frees, then leaves nothing of them in a write-ahead log. */
   secureErase(knex: Knex, fn: (trx: Knex.Transaction) => Promise<void>): Promise<void>;
+  /**
+   * A relation of `columns` read from one bound JSON array of objects (`?`), typed as `table`'s
+   * columns: many rows' new values for one `update … from` statement.
+   */
+  jsonRows(table: string, columns: string[]): string;
+  /** The rows a raw data-modifying statement changed, from the driver's result. */
+  changedRows(result: unknown): number;
 }
 
 export const sqliteDialect: DialectAdapter = {
@@ -31,6 +38,9 @@ export const sqliteDialect: DialectAdapter = {
     // Erased text must not linger in the WAL: copy it into the (zeroed) database file and truncate.
     await knex.raw('pragma wal_checkpoint(TRUNCATE)');
   },
+  jsonRows: (_table, columns) => `select ${columns.map((c) => `json_extract(value, '$.${c}') as ${c}`).join(', ')} from json_each(?)`,
+  // better-sqlite3's run() result, as Knex passes it through for a raw statement.
+  changedRows: (result) => (result as { changes?: number }).changes ?? 0,
 };
 
 export const postgresDialect: DialectAdapter = {
@@ -39,4 +49,7 @@ export const postgresDialect: DialectAdapter = {
   forUpdate: (q) => q.forUpdate() as typeof q,
   // PostgreSQL overwrites nothing in place; VACUUM reclaims dead rows in their time.
   secureErase: (knex, fn) => knex.transaction(fn),
+  jsonRows: (table, columns) => `select ${columns.join(', ')} from json_populate_recordset(null::${table}, ?::json)`,
+  // pg's query result.
+  changedRows: (result) => (result as { rowCount?: number | null }).rowCount ?? 0,
 };

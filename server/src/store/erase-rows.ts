@@ -1,18 +1,27 @@
-// The erasure of one conversation, in the transaction the dialect's secureErase gives it.
+// The erasure of conversations, set-based: a batch of conversations costs the same dozen
+// statements as one, in the transaction the dialect's secureErase gives it.
 import type { Knex } from 'knex';
 import type { Conversation, ErasureRules } from '../domain.js';
+import type { DialectAdapter } from './dialects.js';
 import { auditRows } from './turn-rows.js';
 import { ConcurrentUpdateError } from './writer.js';
 
 /**
- * Erases what a conversation says about a person: its turns, slots, action results, context,
+ * Erases what conversations say about a person: their turns, slots, action results, context,
  * user id, event log and idempotency records; audit entries and webhook payloads keep what
- * the rules say, marked with the erasure time, and a chained `erasure` entry records which
- * entries it reduced.
+ * the rules say, marked with the erasure time, and a chained `erasure` entry in each
+ * conversation records which entries it reduced.
  * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
+ * `leased`: the conversations' leases are released with the update.
+ * All conversations belong to one tenant; a conversation whose audit sequence moved since it was
+ * read fails the whole batch (ConcurrentUpdateError).
  */
-/** Rows updated per statement: few enough bindings for either database. */
-const CHUNK = 200;
+/**
+ * Rows per JSON array bound to one statement: keeps each statement's parameter within a few MB.
+ * Each `update … from` reads its array once into a materialized relation: without that, SQLite
+ * evaluates the JSON again for every row it updates.
+ */
+const CHUNK = 1000;
 
 function chunks<T>(xs: T[]): T[][] {
   const out: T[][] = [];
@@ -20,66 +29,80 @@ function chunks<T>(xs: T[]): T[][] {
   return out;
 }
 
-/** `case <column> when k1 then v1 … end`: many rows' new values in one statement, on both databases. */
-function caseOf(trx: Knex.Transaction, column: string, rows: { key: string | number; value: string }[]): Knex.Raw {
-  return trx.raw(`case ?? ${rows.map(() => 'when ? then ?').join(' ')} end`, [column, ...rows.flatMap((r) => [r.key, r.value])]);
-}
-
 export async function eraseConversationRows(
   trx: Knex.Transaction,
-  e: { conversation: Conversation; now: string; rules: ErasureRules },
-  lease: { id: string } | null,
+  dialect: DialectAdapter,
+  e: { conversations: Conversation[]; now: string; rules: ErasureRules; leased: boolean },
 ): Promise<void> {
-  const { conversation: c, now, rules } = e;
-  const where = { conversation_id: c.id, tenant_id: c.tenantId };
-  await trx('turns').where(where).delete();
-  await trx('conversation_events').where(where).delete();
-  const audit = await trx('audit_entries').where(where).whereIn('type', rules.auditTypes).select('sequence', 'type', 'data');
-  const skeletons = audit.map((a) => ({
-    key: Number(a.sequence),
-    value: JSON.stringify(rules.skeleton(a.type, JSON.parse(a.data) as Record<string, unknown>)),
-  }));
-  for (const chunk of chunks(skeletons)) {
-    await trx('audit_entries')
-      .where(where)
-      .whereIn(
-        'sequence',
-        chunk.map((s) => s.key),
-      )
-      .update({ data: caseOf(trx, 'sequence', chunk), erased_at: now });
+  const { conversations, now, rules, leased } = e;
+  if (conversations.length === 0) return;
+  const tenantId = conversations[0].tenantId;
+  if (conversations.some((c) => c.tenantId !== tenantId)) throw new Error('one erasure batch holds one tenant');
+  const ids = conversations.map((c) => c.id);
+  const mine = (table: 'turns' | 'conversation_events' | 'idempotency_keys') => trx(table).where('tenant_id', tenantId).whereIn('conversation_id', ids);
+
+  await mine('turns').delete();
+  await mine('conversation_events').delete();
+  await mine('idempotency_keys').delete();
+
+  const audit = await trx('audit_entries')
+    .where('tenant_id', tenantId)
+    .whereIn('conversation_id', ids)
+    .whereIn('type', rules.auditTypes)
+    .select('conversation_id', 'sequence', 'type', 'data');
+  for (const chunk of chunks(audit)) {
+    const rows = chunk.map((a) => ({
+      conversation_id: a.conversation_id,
+      sequence: Number(a.sequence),
+      data: JSON.stringify(rules.skeleton(a.type, JSON.parse(a.data) as Record<string, unknown>)),
+    }));
+    await trx.raw(
+      `with v as materialized (${dialect.jsonRows('audit_entries', ['conversation_id', 'sequence', 'data'])})
+       update audit_entries as a set data = v.data, erased_at = ? from v
+       where a.tenant_id = ? and a.conversation_id = v.conversation_id and a.sequence = v.sequence`,
+      [JSON.stringify(rows), now, tenantId],
+    );
   }
-  const hooks = await trx('webhook_deliveries').where(where).select('id', 'payload');
-  const payloads = hooks.map((h) => ({ key: h.id, value: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload) as Record<string, unknown>)) }));
-  for (const chunk of chunks(payloads)) {
-    await trx('webhook_deliveries')
-      .whereIn(
-        'id',
-        chunk.map((p) => p.key),
-      )
-      .update({ payload: caseOf(trx, 'id', chunk) });
+
+  const hooks = await trx('webhook_deliveries').where('tenant_id', tenantId).whereIn('conversation_id', ids).select('id', 'payload');
+  for (const chunk of chunks(hooks)) {
+    const rows = chunk.map((h) => ({ id: h.id, payload: JSON.stringify(rules.webhookPayload(JSON.parse(h.payload) as Record<string, unknown>)) }));
+    await trx.raw(
+      `with v as materialized (${dialect.jsonRows('webhook_deliveries', ['id', 'payload'])})
+       update webhook_deliveries as w set payload = v.payload from v
+       where w.tenant_id = ? and w.id = v.id`,
+      [JSON.stringify(rows), tenantId],
+    );
   }
-  await trx('idempotency_keys').where({ tenant_id: c.tenantId, conversation_id: c.id }).delete();
-  const record = auditRows({
-    conversation: c,
-    isNew: false,
-    expectedAuditSeq: c.auditSeq,
-    previousAuditHash: c.auditHash,
-    turns: [],
-    audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
-    requestId: `erasure:${now}`,
-  });
-  await trx('audit_entries').insert(record.rows);
-  const n = await trx('conversations')
-    .where({ id: c.id, tenant_id: c.tenantId, audit_seq: c.auditSeq })
-    .update({
-      user_id: null,
-      context: null,
-      state: JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait }),
-      erased_at: now,
-      updated_at: now,
-      audit_seq: c.auditSeq + 1,
-      audit_hash: record.head,
-      ...(lease ? { lease_id: null, lease_until: null } : {}),
+
+  const next = conversations.map((c) => {
+    const record = auditRows({
+      conversation: c,
+      isNew: false,
+      expectedAuditSeq: c.auditSeq,
+      previousAuditHash: c.auditHash,
+      turns: [],
+      audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
+      requestId: `erasure:${now}`,
     });
-  if (n !== 1) throw new ConcurrentUpdateError(`conversation ${c.id} changed underneath its erasure`);
+    const state = JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait });
+    return { entries: record.rows, row: { id: c.id, audit_seq: c.auditSeq, audit_hash: record.head, state } };
+  });
+  for (const chunk of chunks(next.flatMap((n) => n.entries))) await trx('audit_entries').insert(chunk);
+
+  let updated = 0;
+  for (const chunk of chunks(next.map((n) => n.row))) {
+    // `audit_seq` carries the sequence each conversation must still have; the update moves it one
+    // on. The id list lets SQLite's planner drive the update from the primary key.
+    const result: unknown = await trx.raw(
+      `with v as materialized (${dialect.jsonRows('conversations', ['id', 'audit_seq', 'audit_hash', 'state'])})
+       update conversations as t set user_id = null, context = null, state = v.state, erased_at = ?, updated_at = ?,
+         audit_seq = v.audit_seq + 1, audit_hash = v.audit_hash${leased ? ', lease_id = null, lease_until = null' : ''}
+       from v
+       where t.tenant_id = ? and t.id in (${chunk.map(() => '?').join(', ')}) and t.id = v.id and t.audit_seq = v.audit_seq`,
+      [JSON.stringify(chunk), now, now, tenantId, ...chunk.map((r) => r.id)],
+    );
+    updated += dialect.changedRows(result);
+  }
+  if (updated !== conversations.length) throw new ConcurrentUpdateError('a conversation changed underneath its erasure');
 }

@@ -67,6 +67,47 @@ export class Leases {
     }
   }
 
+  /**
+   * Runs `fn` holding the leases of those of a tenant's conversations `ids` that no other call
+   * holds, all taken in one statement under one lease id and renewed together; `fn` gets their
+   * rows. Whatever `fn` leaves held is released after it. The ids not taken (held elsewhere, or
+   * absent) are returned with `fn`'s result.
+   */
+  async holdMany<T>(
+    tenantId: string,
+    ids: string[],
+    fn: (rows: ConversationTableRow[], leaseId: string) => Promise<T>,
+  ): Promise<{ result: T; notTaken: string[] }> {
+    const leaseId = randomUUID();
+    const until = () => new Date(Date.now() + this.leaseMs).toISOString();
+    const rows = await this.knex('conversations')
+      .where('tenant_id', tenantId)
+      .whereIn('id', ids)
+      .andWhere((q) => q.whereNull('lease_id').orWhere('lease_until', '<', new Date().toISOString()))
+      .update({ lease_id: leaseId, lease_until: until() })
+      .returning<ConversationTableRow[]>('*');
+    const taken = new Set(rows.map((r) => r.id));
+    const renew = setInterval(
+      () => {
+        void this.knex('conversations')
+          .where('lease_id', leaseId)
+          .update({ lease_until: until() })
+          .catch(() => undefined);
+      },
+      Math.max(500, Math.floor(this.leaseMs / 3)),
+    );
+    renew.unref();
+    try {
+      return { result: await fn(rows, leaseId), notTaken: ids.filter((id) => !taken.has(id)) };
+    } finally {
+      clearInterval(renew);
+      await this.knex('conversations')
+        .where('lease_id', leaseId)
+        .update({ lease_id: null, lease_until: null })
+        .catch(() => undefined); // an unreleased lease runs out by itself
+    }
+  }
+
   private renew(target: ConversationRef, lease: Lease): Promise<unknown> {
     return this.knex('conversations')
       .where({ id: target.id, lease_id: lease.id })

@@ -80,7 +80,7 @@ function conversationToRow(c: Conversation) {
   };
 }
 
-export function rowToTurn(r: TurnTableRow): TurnRow {
+export function rowToTurn(r: Omit<TurnTableRow, 'conversation_id' | 'tenant_id'>): TurnRow {
   return {
     idx: Number(r.idx),
     role: r.role,
