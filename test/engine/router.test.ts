@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
-import { Router } from '../../server/src/engine/router.js';
+import { MessageChannel } from 'node:worker_threads';
+import { Router, stateBuffers, type RouterState } from '../../server/src/engine/router.js';
 import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';
 
@@ -20,6 +21,26 @@ async function agentOf(def: AgentDefinitionInput) {
 }
 
 describe('the router', () => {
+  it('crosses threads as packed state, transferred not copied, and scores exactly as before', async () => {
+    const router = await Router.train(small);
+    const messages = ['where is my parcel', 'refund my money', 'speak to an agent', 'what is the weather'];
+    const expected = messages.map((m) => router.score(m));
+    const bytes = router.bytes;
+    const state = router.toState();
+    const buffers = stateBuffers(state);
+    // w, b, and one buffer each for every example's indexes and values.
+    expect(buffers).toHaveLength(4);
+    const { port1, port2 } = new MessageChannel();
+    const received = new Promise<RouterState>((r) => port2.once('message', r));
+    port1.postMessage(state, buffers);
+    const copy = Router.fromState(await received);
+    port1.close();
+    // Transferred: the sender's buffers are detached.
+    expect(buffers.every((b) => b.byteLength === 0)).toBe(true);
+    expect(messages.map((m) => copy.score(m))).toEqual(expected);
+    expect(copy.bytes).toBe(bytes);
+  });
+
   it('sends paraphrases of a few examples to their capability', async () => {
     const router = await Router.train(small);
     for (const [message, expected] of [

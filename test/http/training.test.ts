@@ -137,6 +137,28 @@ describe('training budgets', () => {
 });
 
 describe('the training pool', () => {
+  it('ends a worker that has been idle, and trains on a fresh one afterwards', async () => {
+    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, idleMs: 200 });
+    const caps = bigAgent()
+      .capabilities.slice(0, 5)
+      .map((c) => ({ name: c.name, examples: c.examples }));
+    try {
+      await pool.train('a', caps, null);
+      expect(pool.workers).toBe(1);
+      // A training within the idle time reuses the worker.
+      await pool.train('a', caps, null);
+      expect(pool.workers).toBe(1);
+      await new Promise((r) => setTimeout(r, 400));
+      expect(pool.workers).toBe(0);
+      const again = await pool.train('b', caps, null);
+      expect(again.score('loan flight request number 3 variant 3').scores[0].name).toBe('cap_3');
+      expect(pool.workers).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
     const { TrainingPool } = await import('../../server/src/service/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });

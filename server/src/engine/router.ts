@@ -377,13 +377,32 @@ export class Router {
     return { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
   }
 
+  /**
+   * The router as plain data. The examples' vectors become views over two buffers: two
+   * allocations instead of two per example (tens of thousands of small ones fragment the heap of
+   * the thread that frees them), and two buffers to transfer (stateBuffers) rather than to copy.
+   */
   toState(): RouterState {
+    let total = 0;
+    for (const list of this.examples) for (const e of list) total += e.idx.length;
+    const idx = new Int32Array(total);
+    const val = new Float32Array(total);
+    let at = 0;
+    const examples = this.examples.map((list) =>
+      list.map((e) => {
+        idx.set(e.idx, at);
+        val.set(e.val, at);
+        const view = { idx: idx.subarray(at, at + e.idx.length), val: val.subarray(at, at + e.val.length) };
+        at += e.idx.length;
+        return view;
+      }),
+    );
     return {
       names: this.names,
       tfidf: this.tfidf.toState(),
       w: this.softmax.w,
       b: this.softmax.b,
-      examples: this.examples,
+      examples,
       calibration: this.calibration,
       outOfScope: this.outOfScope,
     };
@@ -401,6 +420,13 @@ export class Router {
     for (const list of this.examples) for (const e of list) n += e.idx.byteLength + e.val.byteLength + 64;
     return n;
   }
+}
+
+/** The buffers a router's state holds, to transfer between threads instead of copying. */
+export function stateBuffers(s: RouterState): ArrayBuffer[] {
+  const buffers = new Set<ArrayBufferLike>([s.w.buffer, s.b.buffer]);
+  for (const list of s.examples) for (const e of list) buffers.add(e.idx.buffer).add(e.val.buffer);
+  return [...buffers] as ArrayBuffer[];
 }
 
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;

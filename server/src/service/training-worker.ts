@@ -2,7 +2,7 @@
 // server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } or
 // { id, error, tooLarge }.
 import { parentPort } from 'node:worker_threads';
-import { Router, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
+import { Router, stateBuffers, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
 
 export interface TrainRequest {
   id: number;
@@ -19,8 +19,7 @@ parentPort?.on('message', (msg: TrainRequest) => {
   Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: () => Promise.resolve() }).then(
     (router) => {
       const state = router.toState();
-      const transfer = [state.w.buffer, state.b.buffer] as ArrayBuffer[];
-      parentPort!.postMessage({ id: msg.id, state }, transfer);
+      parentPort!.postMessage({ id: msg.id, state }, stateBuffers(state));
     },
     (err: unknown) =>
       parentPort!.postMessage({ id: msg.id, error: err instanceof Error ? err.message : String(err), tooLarge: err instanceof TrainingTooLargeError }),
