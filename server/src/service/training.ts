@@ -94,7 +94,10 @@ export class TrainingPool {
       Object.assign(slot, this.spawn());
     }
     const next = this.waiting.shift();
-    if (next) return next(slot);
+    if (next) {
+      next(slot);
+      return;
+    }
     slot.busy = false;
     slot.idle = setTimeout(() => {
       if (slot.busy) return;
