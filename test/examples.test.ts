@@ -70,8 +70,34 @@ describe('the example agent', () => {
     expect(b.state.status).toBe('escalated');
   });
 
-  it('offers billing options, collects a choice, an email and a yes/no', async () => {
+  it('answers an order number given with the question at once, and audits where it read it', async () => {
+    const a = await say('where is order 100001?');
+    expect(a.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+    expect(a.state.status).toBe('completed');
+    const audit = await request(app.app)
+      .get(`/api/v1/agents/acme-support/conversations/${a.conversation_id}/audit-logs?type=slot_filled`)
+      .set('tenant-id', 'demo')
+      .expect(200);
+    expect(audit.body.data.map((e: { data: unknown }) => e.data)).toEqual([
+      { slot: 'order_id', phase: 'ask_order', source: '100001', capability: 'order_status' },
+    ]);
+    // Erasure keeps which slot was filled where, not the words it was read from.
+    await request(app.app).delete(`/api/v1/agents/acme-support/conversations/${a.conversation_id}`).set('tenant-id', 'demo').expect(204);
+    const erased = await request(app.app)
+      .get(`/api/v1/agents/acme-support/conversations/${a.conversation_id}/audit-logs?type=slot_filled`)
+      .set('tenant-id', 'demo')
+      .expect(200);
+    expect(erased.body.data[0].data).toEqual({ slot: 'order_id', phase: 'ask_order', source: '', capability: 'order_status', erased: true });
+  });
+
+  it('takes "I want a refund" straight past the billing menu', async () => {
     const a = await say('I want a refund');
+    expect(a.response.phase).toBe('refund_email');
+    expect(a.response.message).toBe('Which email address should we send the refund confirmation to?');
+  });
+
+  it('offers billing options, collects a choice, an email and a yes/no', async () => {
+    const a = await say('billing question');
     expect(a.response.options.map((o: { value: string }) => o.value)).toEqual(['invoice', 'refund', 'payment']);
     const b = await say('Refund', a.conversation_id);
     expect(b.response.phase).toBe('refund_email');

@@ -64,6 +64,7 @@ export const AuditType = z.enum([
   'error',
   'operator_message',
   'erasure',
+  'slot_filled',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -134,6 +135,13 @@ export const OperatorMessageData = z.object({
   turns: TurnHashes,
 });
 
+export const SlotFilledData = z.object({
+  slot: z.string(),
+  phase: z.string().describe('The collect phase that was skipped because the message already held its value'),
+  capability: z.string(),
+  source: z.string().describe('The words of the message the value was read from (emptied by erasure)'),
+});
+
 export const ErasureData = z.object({
   erased_at: Timestamp,
   through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
@@ -163,6 +171,7 @@ export const TurnTimingEntry = entry('turn_timing', TurnTimingData);
 export const ErrorEntry = entry('error', ErrorData);
 export const OperatorMessageEntry = entry('operator_message', OperatorMessageData);
 export const ErasureEntry = entry('erasure', ErasureData);
+export const SlotFilledEntry = entry('slot_filled', SlotFilledData);
 
 export const AuditEntry = z.discriminatedUnion('type', [
   RoutingDecisionEntry,
@@ -173,6 +182,7 @@ export const AuditEntry = z.discriminatedUnion('type', [
   ErrorEntry,
   OperatorMessageEntry,
   ErasureEntry,
+  SlotFilledEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

@@ -32,6 +32,12 @@ export const CollectDef = z
     choices: z.array(z.string().min(1).max(200)).min(1).max(200).optional(),
     retry: LocalizedText.optional(),
     max_attempts: z.number().int().min(1).max(20).default(3),
+    min: z.number().finite().optional().describe('Smallest value a number or integer slot accepts'),
+    max: z.number().finite().optional().describe('Largest value a number or integer slot accepts'),
+    prefill: z
+      .boolean()
+      .optional()
+      .describe('Fill the slot from the message that chose the capability when it holds exactly one value of its type (default true)'),
   })
   .strict();
 

@@ -15,6 +15,8 @@ export interface FlowState {
   attempts: number;
   /** `collecting`: waits on the phase's collect; `open`: the flow ran out of phases or stopped, the next message is routed. */
   wait: 'collecting' | 'open' | 'closed';
+  /** Slots the message that chose the capability filled: their collect phases are passed over once. */
+  prefilled?: string[];
 }
 
 export interface Conversation {

@@ -24,6 +24,8 @@ describe('definition validation', () => {
             { id: 's', collect: { slot: 'v', type: 'choice' } },
             { id: 't', collect: { slot: 'w', type: 'text', pattern: '([' } },
             { id: 'u', collect: { slot: 'x', type: 'text', pattern: '^(a+)+$' } },
+            { id: 'v', collect: { slot: 'y', type: 'text', min: 1 } },
+            { id: 'w', collect: { slot: 'z', type: 'integer', min: 5, max: 2 } },
           ],
         },
       ],
@@ -33,6 +35,8 @@ describe('definition validation', () => {
     expect(paths).toEqual(
       expect.arrayContaining([
         'capabilities[0].phases[0].next: unknown phase "shiped"',
+        'capabilities[1].phases[5].collect.min: min applies only to type number or integer',
+        'capabilities[1].phases[6].collect.min: min must not be greater than max',
         'capabilities[0].phases[1].id: duplicate phase id "p1" in capability "a"',
         'capabilities[0].phases[1].call: unknown action "missing"',
         'capabilities[1].name: duplicate capability name "a"',

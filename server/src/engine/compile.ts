@@ -29,7 +29,7 @@ export interface CompiledPhase {
   id: string;
   say?: CompiledText;
   options: { label: CompiledText; value: string }[];
-  collect?: { slot: string; spec: SlotSpec; retry?: CompiledText; maxAttempts: number };
+  collect?: { slot: string; spec: SlotSpec; retry?: CompiledText; maxAttempts: number; prefill: boolean };
   call?: string;
   onError: string; // a phase id or "escalate"
   next: { goto: string; when?: CompiledCondition }[] | null;
@@ -168,6 +168,12 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
           add(`${pp}.collect.choices`, 'type choice needs choices or options on the phase');
         }
         tryText(`${pp}.collect.retry`, col.retry);
+        for (const bound of ['min', 'max'] as const) {
+          if (col[bound] !== undefined && col.type !== 'number' && col.type !== 'integer') {
+            add(`${pp}.collect.${bound}`, `${bound} applies only to type number or integer`);
+          }
+        }
+        if (col.min !== undefined && col.max !== undefined && col.min > col.max) add(`${pp}.collect.min`, 'min must not be greater than max');
       }
     });
   });
@@ -231,7 +237,10 @@ function compilePhase(p: PhaseDef): CompiledPhase {
         type: c.type,
         pattern: c.pattern !== undefined ? compilePattern(c.pattern) : undefined,
         choices: c.type === 'choice' ? choiceWords(c.choices, labels) : undefined,
+        min: c.min,
+        max: c.max,
       },
+      prefill: c.prefill !== false,
       retry: c.retry !== undefined ? CompiledText.from(c.retry) : undefined,
       maxAttempts: c.max_attempts,
     };

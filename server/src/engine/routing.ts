@@ -66,6 +66,7 @@ export const routeMessage: Step = function* (t: TurnState) {
   const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity';
   if (input.llm && unsure) decision = yield* askModel(t, decision);
   t.note('routing_decision', decision.audit);
+  delete t.flow.prefilled;
   if (decision.notEntitled) {
     const from = t.phaseId;
     t.capability = decision.capability;
@@ -78,6 +79,7 @@ export const routeMessage: Step = function* (t: TurnState) {
   }
   t.capability = decision.capability;
   t.flow.attempts = 0;
+  t.prefill();
   return { kind: 'goto', idx: 0 };
 };
 

@@ -1,4 +1,5 @@
 // Turns a user message into a slot value of the collect's type, or says it does not fit.
+import { wordsToNumber } from './number-words.js';
 
 type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'date' | 'choice';
 
@@ -8,6 +9,9 @@ export interface SlotSpec {
   pattern?: { test(text: string): boolean };
   /** For `choice`: accepted values, each with the words (value, labels) that select it. */
   choices?: { value: string; words: string[] }[];
+  /** For `number` and `integer`: the accepted range. */
+  min?: number;
+  max?: number;
 }
 
 export type Parsed = { ok: true; value: unknown } | { ok: false };
@@ -20,6 +24,11 @@ function isoDate(d: Date): string {
   return d.toISOString().slice(0, 10);
 }
 
+/** Whether `n` lies within the slot's min and max. */
+export function inRange(spec: SlotSpec, n: number): boolean {
+  return (spec.min === undefined || n >= spec.min) && (spec.max === undefined || n <= spec.max);
+}
+
 export function parseSlot(spec: SlotSpec, raw: string, now: Date): Parsed {
   const text = raw.trim();
   switch (spec.type) {
@@ -29,15 +38,13 @@ export function parseSlot(spec: SlotSpec, raw: string, now: Date): Parsed {
       return { ok: true, value: text };
     case 'number': {
       const t = text.replace(/\s/g, '').replace(',', '.');
-      if (!/^[+-]?(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+)?$/.test(t)) return { ok: false };
-      const n = Number(t);
-      return Number.isFinite(n) ? { ok: true, value: n } : { ok: false };
+      const n = /^[+-]?(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+)?$/.test(t) ? Number(t) : wordsToNumber(text);
+      return n !== null && Number.isFinite(n) && inRange(spec, n) ? { ok: true, value: n } : { ok: false };
     }
     case 'integer': {
       const t = text.replace(/[\s_]/g, '');
-      if (!/^[+-]?\d+$/.test(t)) return { ok: false };
-      const n = Number(t);
-      return Number.isSafeInteger(n) ? { ok: true, value: n } : { ok: false };
+      const n = /^[+-]?\d+$/.test(t) ? Number(t) : wordsToNumber(text);
+      return n !== null && Number.isSafeInteger(n) && inRange(spec, n) ? { ok: true, value: n } : { ok: false };
     }
     case 'email':
       return EMAIL.test(text) && text.length <= 320 ? { ok: true, value: text } : { ok: false };

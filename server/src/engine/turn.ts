@@ -5,6 +5,7 @@
 import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
+import { prefillSlots } from './prefill.js';
 import type { Scored } from './router.js';
 import { RenderBudget, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
@@ -133,12 +134,33 @@ export class TurnState {
     this.budget = input.budget ?? new RenderBudget();
     this.maxReply = input.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
     this.flow = prior
-      ? { slots: { ...prior.flow.slots }, actions: { ...prior.flow.actions }, attempts: prior.flow.attempts, wait: prior.flow.wait }
+      ? {
+          slots: { ...prior.flow.slots },
+          actions: { ...prior.flow.actions },
+          attempts: prior.flow.attempts,
+          wait: prior.flow.wait,
+          ...(prior.flow.prefilled?.length ? { prefilled: [...prior.flow.prefilled] } : {}),
+        }
       : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
     this.status = prior ? prior.status : 'active';
     this.outcome = prior?.outcome ?? null;
     this.capability = prior ? (agent.capabilities.get(prior.capability) ?? agent.fallback) : agent.fallback;
     this.phaseId = prior ? prior.phase : null;
+  }
+
+  /**
+   * Fills the capability's upcoming collects that the turn's message already answers
+   * (engine/prefill.ts), audited as `slot_filled`; their phases are passed over once.
+   */
+  prefill(): void {
+    delete this.flow.prefilled;
+    const found = prefillSlots(this.capability, this.input.message, new Date(this.input.now));
+    if (found.length === 0) return;
+    for (const f of found) {
+      this.flow.slots[f.slot] = f.value;
+      this.note('slot_filled', { slot: f.slot, phase: f.phase, source: f.source, capability: this.capability.name });
+    }
+    this.flow.prefilled = found.map((f) => f.slot);
   }
 
   note(type: AuditDraft['type'], data: Record<string, unknown>, durationMs: number | null = null): void {

@@ -5,7 +5,7 @@
 import type { ErasureRules } from '../domain.js';
 
 export const ERASURE: ErasureRules = {
-  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message'],
+  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message', 'slot_filled'],
   skeleton(type, data) {
     // Stored audit data: the shapes of contract/src/conversations.ts.
     const d = data as {
@@ -30,6 +30,8 @@ export const ERASURE: ErasureRules = {
         return { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true };
       case 'operator_message':
         return { author: 'erased', turns: [], erased: true };
+      case 'slot_filled':
+        return { slot: d.slot, phase: d.phase, capability: d.capability, source: '', erased: true };
       default:
         return { code: d.code, message: '', erased: true };
     }

@@ -1,5 +1,5 @@
-// Runs a capability's phases from one, each through the phase steps in order (call, say,
-// collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
+// Runs a capability's phases from one, each through the phase steps in order (prefilled, call,
+// say, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
 import { MAX_PHASES_PER_TURN, SECRET_MASK, type CompiledPhase } from '../compile.js';
 import { renderJson, type Scope } from '../templates.js';
 import { CONTINUE, type ActionReply, type ActionRequest, type Step, type StepOutcome } from '../turn.js';
@@ -102,8 +102,25 @@ const next: PhaseStep = function* (t, p, idx) {
   return t.stop(t.result(true));
 };
 
+/**
+ * A collect the message that chose the capability already answered (TurnState.prefill): the
+ * phase is passed over once (its call, say, options and collect) and the flow goes on to its next.
+ */
+const prefilled: PhaseStep = function* (t, p, idx) {
+  const slot = p.collect?.slot;
+  const pending = t.flow.prefilled;
+  if (slot === undefined || !pending?.includes(slot)) return CONTINUE;
+  const rest = pending.filter((s) => s !== slot);
+  if (rest.length) t.flow.prefilled = rest;
+  else delete t.flow.prefilled;
+  const n = t.nextOf(p, idx);
+  if (n !== null) return { kind: 'goto', idx: n };
+  t.flow.wait = 'open';
+  return t.stop(t.result(true));
+};
+
 /** The steps of a phase, in order. */
-const PHASE_STEPS: PhaseStep[] = [call, say, collect, end, next];
+const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, collect, end, next];
 
 /** Runs phases from `start` until a step ends the turn; more than MAX_PHASES_PER_TURN escalates. */
 export const runPhases: Step<[number]> = function* (t, start) {

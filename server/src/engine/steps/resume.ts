@@ -35,6 +35,7 @@ export const resumeCollect: Step = function* (t) {
       t.capability = target;
       flow.wait = 'open';
       flow.attempts = 0;
+      t.prefill();
       return { kind: 'goto', idx: 0 };
     }
   }
