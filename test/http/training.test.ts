@@ -159,29 +159,6 @@ describe('the training pool', () => {
     }
   });
 
-  it('replaces a worker whose training left it holding a large heap, and keeps one that did not', async () => {
-    const { TrainingPool } = await import('../../server/src/service/training.js');
-    const caps = bigAgent()
-      .capabilities.slice(0, 5)
-      .map((c) => ({ name: c.name, examples: c.examples }));
-    const keep = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1 });
-    const retire = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, retireHeapBytes: 1 });
-    try {
-      for (const pool of [keep, retire]) {
-        await pool.train('a', caps, null);
-        await pool.train('a', caps, null);
-      }
-      expect(keep.workersStarted).toBe(1);
-      // Every training over the threshold: a fresh worker after each.
-      expect(retire.workersStarted).toBe(3);
-      expect(retire.workers).toBe(1);
-      expect((await retire.train('a', caps, null)).score('loan flight request number 3 variant 3').scores[0].name).toBe('cap_3');
-    } finally {
-      await keep.close();
-      await retire.close();
-    }
-  });
-
   it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
     const { TrainingPool } = await import('../../server/src/service/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });

@@ -1,7 +1,6 @@
 // A worker thread that trains routers, so that training a large definition never stalls the
-// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state,
-// heapBytes } or { id, error, tooLarge }.
-import { getHeapStatistics } from 'node:v8';
+// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } or
+// { id, error, tooLarge }.
 import { parentPort } from 'node:worker_threads';
 import { Router, stateBuffers, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
 
@@ -20,9 +19,7 @@ parentPort?.on('message', (msg: TrainRequest) => {
   Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: () => Promise.resolve() }).then(
     (router) => {
       const state = router.toState();
-      // The heap this thread now holds (its training's peak, until a collection it may never run).
-      const heapBytes = getHeapStatistics().total_heap_size;
-      parentPort!.postMessage({ id: msg.id, state, heapBytes }, stateBuffers(state));
+      parentPort!.postMessage({ id: msg.id, state }, stateBuffers(state));
     },
     (err: unknown) =>
       parentPort!.postMessage({ id: msg.id, error: err instanceof Error ? err.message : String(err), tooLarge: err instanceof TrainingTooLargeError }),

@@ -15,8 +15,6 @@ export interface TrainingBudget {
   workers: number;
   /** How long a worker waits idle before it is ended (its heap returned); WORKER_IDLE_MS by default. */
   idleMs?: number;
-  /** A worker holding more heap than this after a training is replaced; RETIRE_HEAP_BYTES by default. */
-  retireHeapBytes?: number;
 }
 
 /**
@@ -25,12 +23,6 @@ export interface TrainingBudget {
  * training starts a fresh one (about a tenth of a second). Back-to-back trainings reuse it.
  */
 const WORKER_IDLE_MS = 5_000;
-
-/**
- * A worker whose heap grew past this in a training (a large agent's) is replaced at once rather
- * than kept idle: its heap would otherwise sit beside the router cache until the idle timer.
- */
-const RETIRE_HEAP_BYTES = 96 * 1048576;
 
 /** A definition whose router cannot be trained within the budget: refused, with the reason. */
 class TrainingBudgetError extends AppError {
@@ -50,8 +42,6 @@ interface Slot {
   busy: boolean;
   /** Ends the worker once it has been idle for the budget's idleMs. */
   idle?: NodeJS.Timeout;
-  /** Its last training left it holding more than RETIRE_HEAP_BYTES: replaced on release. */
-  retire?: boolean;
 }
 
 export class TrainingPool {
@@ -59,14 +49,12 @@ export class TrainingPool {
   private readonly waiting: ((slot: Slot) => void)[] = [];
   private readonly perTenant = new KeyedLock();
   private nextId = 1;
-  private started = 0;
   private closed = false;
   private readonly running = new Map<string, number>();
 
   constructor(private readonly budget: TrainingBudget) {}
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
-    this.started++;
     const worker = new Worker(workerUrl, {
       resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
     });
@@ -101,8 +89,7 @@ export class TrainingPool {
   }
 
   private release(slot: Slot, broken: boolean): void {
-    if (broken || slot.retire) {
-      slot.retire = false;
+    if (broken) {
       void slot.worker.terminate();
       Object.assign(slot, this.spawn());
     }
@@ -118,11 +105,6 @@ export class TrainingPool {
       void slot.worker.terminate();
     }, this.budget.idleMs ?? WORKER_IDLE_MS);
     slot.idle.unref();
-  }
-
-  /** Worker threads started since the pool was made (each replacement counts). */
-  get workersStarted(): number {
-    return this.started;
   }
 
   /** Worker threads alive, busy or idle. */
@@ -161,10 +143,9 @@ export class TrainingPool {
             broken = true;
             reject(new TrainingBudgetError(`training this router took longer than ${this.budget.timeoutMs} ms; use fewer examples or capabilities`));
           }, this.budget.timeoutMs);
-          const onMessage = (m: { id: number; state?: Parameters<typeof Router.fromState>[0]; heapBytes?: number; error?: string; tooLarge?: boolean }) => {
+          const onMessage = (m: { id: number; state?: Parameters<typeof Router.fromState>[0]; error?: string; tooLarge?: boolean }) => {
             if (m.id !== id) return;
             done();
-            slot.retire = (m.heapBytes ?? 0) > (this.budget.retireHeapBytes ?? RETIRE_HEAP_BYTES);
             if (m.state) resolve(Router.fromState(m.state));
             else if (m.tooLarge) reject(new TrainingBudgetError(m.error!));
             else reject(new Error(m.error));
