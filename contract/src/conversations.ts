@@ -79,7 +79,7 @@ export const RoutingDecisionData = z.object({
   reason: z
     .string()
     .optional()
-    .describe('best_match, out_of_scope, below_threshold, low_similarity, not_entitled, switch, no_routable_capability, llm, llm_failed'),
+    .describe('best_match, out_of_scope, background, below_threshold, low_similarity, not_entitled, switch, no_routable_capability, llm, llm_failed'),
   from: z.object({ capability: z.string(), phase: z.string().nullable() }).optional().describe('switch: where the conversation was'),
   switch_threshold: z.number().optional(),
   llm: z
@@ -87,6 +87,10 @@ export const RoutingDecisionData = z.object({
     .optional()
     .describe('What the LLM provider answered, when it was asked'),
   model: z.string().optional().describe('Which router model decided'),
+  background: z
+    .number()
+    .optional()
+    .describe("Probability of the router's implicit background class (everyday messages), for an agent whose fallback has no examples"),
 });
 
 export const ActionCallData = z.object({

@@ -75,11 +75,15 @@ describe('the router', () => {
   });
 
   it('falls back to defaults when no example can be held out', async () => {
-    const r = await Router.train([
+    const oos = { name: 'o', examples: ['gamma'] };
+    const r = await Router.train([{ name: 'a', examples: ['alpha'] }, { name: 'b', examples: ['beta'] }, oos], { outOfScope: 'o' });
+    expect(r.calibration).toEqual({ threshold: 0.3333, minSimilarity: 0.2, method: 'default' });
+    // Without out-of-scope examples the background class is a third class, with a lower similarity floor.
+    const bg = await Router.train([
       { name: 'a', examples: ['alpha'] },
       { name: 'b', examples: ['beta'] },
     ]);
-    expect(r.calibration).toEqual({ threshold: 0.5, minSimilarity: 0.2, method: 'default' });
+    expect(bg.calibration).toEqual({ threshold: 0.3333, minSimilarity: 0.15, method: 'default' });
   });
 
   it('keeps held-out out-of-scope examples out of the calibration and learns them as a class', async () => {
@@ -105,7 +109,7 @@ describe('routing decisions', () => {
     expect(agent.minSimilarity).toBe(agent.router.calibration.minSimilarity);
     const d = route(agent, agent.router.score('track my package please'), null);
     expect(d.capability.name).toBe('order_status');
-    expect(d.audit).toMatchObject({ strategy: 'classifier', reason: 'best_match', calibration: 'held_out', model: 'tfidf-logreg-v2' });
+    expect(d.audit).toMatchObject({ strategy: 'classifier', reason: 'best_match', calibration: 'held_out', model: 'tfidf-logreg-v3' });
   });
 
   it('lets an explicit threshold and similarity floor win over the calibrated ones', async () => {
@@ -116,14 +120,33 @@ describe('routing decisions', () => {
     expect(d.capability.name).toBe('fallback');
     expect(d.audit).toMatchObject({ strategy: 'fallback', reason: 'below_threshold', threshold: 0.999 });
     const lax = await agentOf({ ...def, routing: { threshold: 0, min_similarity: 0 } });
-    expect(route(lax, lax.router.score('zzzz'), null).capability.name).not.toBe('fallback');
+    expect(route(lax, lax.router.score('where might my order be'), null).capability.name).toBe('order_status');
   });
 
   it('turns away a message unlike every example', async () => {
     const agent = await agentOf(def);
     const d = route(agent, agent.router.score('qwxz vvkj'), null);
     expect(d.capability.name).toBe('fallback');
-    expect(d.audit.reason).toBe('low_similarity');
+    expect(d.audit.reason).toBe('background');
+    expect(d.audit.background).toBeGreaterThan((d.audit.selected as { score: number }).score);
+  });
+
+  it('sends off-topic messages to a fallback without examples, and keeps in-scope ones', async () => {
+    const pizza = await agentOf({
+      name: 'pizza',
+      capabilities: [
+        {
+          name: 'order_pizza',
+          examples: ['I want to order a pizza', 'can I get a large margherita', 'pizza delivery please', 'I would like two pepperoni pizzas'],
+          phases: phases('order_pizza'),
+        },
+        { name: 'greeting', examples: ['hello', 'hi there', 'good morning'], phases: phases('greeting') },
+      ],
+    });
+    const to = (m: string) => route(pizza, pizza.router.score(m), null).capability.name;
+    for (const m of ['my bike has a flat tyre', 'is it sunny in madrid', 'who won the tennis yesterday', 'how do I reset my password', 'xkcd blorp'])
+      expect(to(m), m).toBe('fallback');
+    for (const m of ['can I order a pizza', 'one pepperoni pizza please', 'hello there']) expect(to(m), m).not.toBe('fallback');
   });
 
   it('answers not_entitled when the best match is gated, even when an eligible capability also matches', async () => {

@@ -6,7 +6,10 @@
 // are recognised twice over: a capability named as the agent's fallback may have examples of its
 // own (a class like any other), and a message whose best probability, or whose similarity to the
 // closest example of the best capability, is below a threshold calibrated on held-out examples of
-// the agent's own is out of scope. docs/routing.md has the measurements behind each choice.
+// the agent's own is out of scope. An agent without out-of-scope examples gets an implicit
+// background class of everyday messages (background.ts) instead: a message it wins is out of
+// scope too. docs/routing.md has the measurements behind each choice.
+import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
 
 export interface RoutableCapability {
@@ -24,6 +27,12 @@ export interface Scored {
   scores: Score[];
   /** Cosine similarity of the message to the closest example of the best capability. */
   similarity: number;
+  /**
+   * When the router has the implicit background class (everyday messages no capability handles):
+   * its probability weighed by its size against the capabilities' (what a class of as many
+   * examples as the average capability would get), comparable with `scores`.
+   */
+  background?: number;
 }
 
 export interface Calibration {
@@ -35,12 +44,20 @@ export interface Calibration {
   method: 'held_out' | 'default';
 }
 
-const ROUTER_MODEL = 'tfidf-logreg-v2';
+const ROUTER_MODEL = 'tfidf-logreg-v3';
+
+/**
+ * A background example whose cosine similarity to one of the agent's own examples reaches this
+ * is left out for that agent: the agent's topic is not background to it.
+ */
+const BACKGROUND_OVERLAP = 0.5;
 
 /** Share of correctly routed held-out examples the calibrated thresholds may turn away. */
 const CALIBRATION_QUANTILE = 0.01;
 const MAX_CALIBRATION_POINTS = 2000;
 const DEFAULT_MIN_SIMILARITY = 0.2;
+/** The floor with a background class, which turns away most unrelated messages itself (docs/routing.md). */
+const BACKGROUND_MIN_SIMILARITY = 0.15;
 /** Epochs of the calibration model: one with the full softmax, one over candidates. */
 const CALIBRATION_EPOCHS = 2;
 const STEP = 3;
@@ -65,6 +82,8 @@ export interface RouterState {
   examples: { idx: Int32Array; val: Float32Array }[][];
   calibration: Calibration;
   outOfScope: string | null;
+  /** Weight of the implicit background class, the model's last (0: none). */
+  background: number;
 }
 
 function spread<T>(items: T[], max: number): T[] {
@@ -264,6 +283,8 @@ export class Router {
     readonly calibration: Calibration,
     /** Name of the capability whose examples are out-of-scope messages, if any. */
     readonly outOfScope: string | null,
+    /** Weight of the background class, the softmax's last (0: none; see Scored.background). */
+    private readonly background: number,
   ) {}
 
   /**
@@ -275,6 +296,8 @@ export class Router {
     const pause = opts.pause ?? nextTick;
 
     const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
+    // No out-of-scope examples of the agent's own: the background class stands in for them.
+    const background = outOfScope === null && caps.length > 0;
     const counts: FeatureCounts[] = [];
     const labels: number[] = [];
     caps.forEach((c, ci) => {
@@ -283,24 +306,49 @@ export class Router {
         labels.push(ci);
       }
     });
+    const own = counts.length;
+    if (background) for (const e of BACKGROUND) counts.push(featureCounts(e));
     // On a large agent, n-grams seen once are mostly noise and cost memory; a small one needs them all.
-    const tfidf = TfIdf.fit(counts, counts.length >= 2000 ? 2 : 1);
+    const tfidf = TfIdf.fit(counts, own >= 2000 ? 2 : 1);
+    const classes = caps.length + (background ? 1 : 0);
     // Weights are features × classes, held twice while training (model and running average) and
     // once more for the calibration model: refuse before allocating rather than after.
-    const weightBytes = tfidf.size * caps.length * 4 * 4;
+    const weightBytes = tfidf.size * classes * 4 * 4;
     if (opts.maxBytes !== undefined && weightBytes > opts.maxBytes) {
       throw new TrainingTooLargeError(
         `training this router needs about ${Math.ceil(weightBytes / 1048576)} MiB (${tfidf.size} features × ${caps.length} capabilities), over the budget of ${Math.floor(opts.maxBytes / 1048576)} MiB`,
       );
     }
-    const xs = counts.map((d) => tfidf.vector(d));
+    const xs = counts.slice(0, own).map((d) => tfidf.vector(d));
+    if (background) {
+      for (const d of counts.slice(own)) {
+        const x = tfidf.vector(d);
+        let near = 0;
+        for (let i = 0; i < own && near < BACKGROUND_OVERLAP; i++) near = Math.max(near, dot(x, xs[i]));
+        if (near >= BACKGROUND_OVERLAP) continue;
+        xs.push(x);
+        labels.push(caps.length);
+      }
+    }
     const ys = Int32Array.from(labels);
+    const kept = xs.length - own;
+    const weight = background ? own / caps.length / Math.max(1, kept) : 0;
     await pause();
-    const calibration = await Router.calibrate(caps, xs, ys, tfidf.size, outOfScope, pause);
-    const softmax = new Softmax(tfidf.size, caps.length);
-    if (caps.length > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
+    const calibration = await Router.calibrate(
+      classes,
+      xs,
+      ys,
+      tfidf.size,
+      outOfScope ? caps.findIndex((c) => c.name === outOfScope) : background ? caps.length : -1,
+      background ? BACKGROUND_MIN_SIMILARITY : DEFAULT_MIN_SIMILARITY,
+      pause,
+    );
+    const softmax = new Softmax(tfidf.size, classes);
+    if (classes > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
     const all: SparseVector[][] = caps.map(() => []);
-    xs.forEach((x, i) => all[ys[i]].push(x));
+    xs.forEach((x, i) => {
+      if (ys[i] < caps.length) all[ys[i]].push(x);
+    });
     const examples = all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES));
     return new Router(
       caps.map((c) => c.name),
@@ -309,27 +357,27 @@ export class Router {
       examples,
       calibration,
       outOfScope,
+      weight,
     );
   }
 
   /**
-   * Thresholds from a stratified hold-out: a third of each capability's examples (one of two,
-   * none of one) is scored by a model trained on the rest, and the thresholds are set so that only
+   * Thresholds from a stratified hold-out: a third of each class's examples (one of two, none of
+   * one) is scored by a model trained on the rest, and the thresholds are set so that only
    * CALIBRATION_QUANTILE of those in-scope examples would have been turned away. Out-of-scope
-   * examples are left out: they are what the thresholds are for.
+   * examples (class `oos`, -1 for none) are left out: they are what the thresholds are for.
    */
   private static async calibrate(
-    caps: RoutableCapability[],
+    C: number,
     xs: SparseVector[],
     ys: Int32Array,
     features: number,
-    outOfScope: string | null,
+    oos: number,
+    floor: number,
     pause: Yield,
   ): Promise<Calibration> {
-    const C = caps.length;
-    const fallback: Calibration = { threshold: C < 2 ? 0 : round4(1 / C), minSimilarity: DEFAULT_MIN_SIMILARITY, method: 'default' };
-    const oos = outOfScope ? caps.findIndex((c) => c.name === outOfScope) : -1;
-    const perClass: number[][] = caps.map(() => []);
+    const fallback: Calibration = { threshold: C < 2 ? 0 : round4(1 / C), minSimilarity: floor, method: 'default' };
+    const perClass: number[][] = Array.from({ length: C }, () => []);
     ys.forEach((y, i) => perClass[y].push(i));
     const held = new Uint8Array(xs.length);
     for (const members of perClass) members.forEach((i, k) => (held[i] = members.length >= 2 && k % 3 === 1 ? 1 : 0));
@@ -343,15 +391,15 @@ export class Router {
     }
     const model = new Softmax(features, C);
     await model.fit(xs, ys, trainRows, trainRows.length >= 5000 ? CALIBRATION_EPOCHS : epochsFor(trainRows.length), pause);
-    const byClass: SparseVector[][] = caps.map(() => []);
+    const byClass: SparseVector[][] = Array.from({ length: C }, () => []);
     for (const i of trainRows) byClass[ys[i]].push(xs[i]);
     for (let c = 0; c < C; c++) byClass[c] = spread(byClass[c], MAX_SIMILARITY_EXAMPLES);
     const probs: number[] = [];
     const sims: number[] = [];
     for (const i of testRows) {
       const p = model.probs(xs[i]);
-      let best = 0;
-      for (let c = 1; c < C; c++) if (p[c] > p[best]) best = c;
+      let best = oos === 0 ? 1 : 0;
+      for (let c = best + 1; c < C; c++) if (c !== oos && p[c] > p[best]) best = c;
       probs.push(p[best]);
       let sim = 0;
       for (const e of byClass[best]) sim = Math.max(sim, dot(xs[i], e));
@@ -361,7 +409,7 @@ export class Router {
     return {
       threshold: round4(quantile(probs, CALIBRATION_QUANTILE)),
       // A handful of held-out examples says little about the tail: never go below the default floor.
-      minSimilarity: round4(Math.max(DEFAULT_MIN_SIMILARITY, quantile(sims, CALIBRATION_QUANTILE))),
+      minSimilarity: round4(Math.max(floor, quantile(sims, CALIBRATION_QUANTILE))),
       method: 'held_out',
     };
   }
@@ -370,11 +418,13 @@ export class Router {
   score(message: string): Scored {
     const x = this.tfidf.vector(featureCounts(message));
     const C = this.names.length;
-    const p = C > 1 ? this.softmax.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
+    const p = this.softmax.classes > 1 ? this.softmax.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
     const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
     let similarity = 0;
     if (scores.length) for (const e of this.examples[scores[0].i]) similarity = Math.max(similarity, dot(x, e));
-    return { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
+    const out: Scored = { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
+    if (this.background > 0) out.background = round4(p[C] * this.background);
+    return out;
   }
 
   /**
@@ -405,13 +455,14 @@ export class Router {
       examples,
       calibration: this.calibration,
       outOfScope: this.outOfScope,
+      background: this.background,
     };
   }
 
   static fromState(s: RouterState): Router {
     const tfidf = TfIdf.fromState(s.tfidf);
-    const softmax = new Softmax(tfidf.size, s.names.length, s.w, s.b);
-    return new Router(s.names, tfidf, softmax, s.examples, s.calibration, s.outOfScope);
+    const softmax = new Softmax(tfidf.size, s.names.length + (s.background > 0 ? 1 : 0), s.w, s.b);
+    return new Router(s.names, tfidf, softmax, s.examples, s.calibration, s.outOfScope, s.background);
   }
 
   /** Approximate bytes held by the trained model. */

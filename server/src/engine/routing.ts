@@ -5,6 +5,13 @@ import type { CompiledAgent, CompiledCapability } from './compile.js';
 import type { Scored } from './router.js';
 import type { EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
 
+/**
+ * How much likelier than the best capability the background class must be to take a message.
+ * The classifier is unsure between few-example capabilities and a broad background; a margin
+ * keeps in-scope messages that resemble everyday talk (docs/routing.md has the measurements).
+ */
+const BACKGROUND_MARGIN = 5;
+
 function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boolean {
   if (!cap.requires) return true;
   const ent = context?.context?.entitlements ?? {};
@@ -45,9 +52,15 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
       calibration: agent.router.calibration.method,
       reason,
       model: agent.router.model,
+      ...(scored.background !== undefined ? { background: scored.background } : {}),
     },
   });
   if (!best) return decide(agent.fallback, 0, 'fallback', 'no_routable_capability');
+  // The implicit background class (everyday messages), weighed as a capability of average size,
+  // is BACKGROUND_MARGIN times likelier than the best capability.
+  if (scored.background !== undefined && scored.background > BACKGROUND_MARGIN * best.score) {
+    return decide(agent.fallback, best.score, 'fallback', 'background');
+  }
   const clears = best.score >= threshold && scored.similarity >= agent.minSimilarity;
   if (!clears) return decide(agent.fallback, best.score, 'fallback', best.score >= threshold ? 'low_similarity' : 'below_threshold');
   if (!best.eligible) return decide(agent.fallback, best.score, 'fallback', 'not_entitled', true);
@@ -63,7 +76,7 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
 export const routeMessage: Step = function* (t: TurnState) {
   const { agent, input } = t;
   let decision = route(agent, input.score(input.message), input.context);
-  const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity';
+  const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity' || decision.audit.reason === 'background';
   if (input.llm && unsure) decision = yield* askModel(t, decision);
   t.note('routing_decision', decision.audit);
   delete t.flow.prefilled;

@@ -45,6 +45,7 @@ const NAMED: Record<string, ZodTypeAny> = {
   ErrorEntry: c.ErrorEntry,
   OperatorMessageEntry: c.OperatorMessageEntry,
   ErasureEntry: c.ErasureEntry,
+  SlotFilledEntry: c.SlotFilledEntry,
   AuditEntry: c.AuditEntry,
   AuditVerification: c.AuditVerification,
   Agent: c.Agent,
