@@ -139,13 +139,36 @@ describe('npm run agents', () => {
   });
 
   it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {
-    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help']]) {
+    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help'], ['eval', '--help']]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
     }
     const err = await cli('apply', EXAMPLE).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/required option '--tenant <tenant>' not specified/);
+  });
+
+  it('reports how well an agent routes: cross-validated, or on labelled messages in CSV or YAML', async () => {
+    const cv = await cli('eval', EXAMPLE);
+    expect(cv.stdout).toMatch(/^5-fold cross-validation over the examples: \d+ messages, accuracy \d+\.\d%/);
+    expect(cv.stdout).toMatch(/capability\s+messages\s+precision\s+recall/);
+    expect(cv.stdout).toMatch(/order_status\s+\d+\s+/);
+    expect(cv.stderr).toContain('cross-validation: fold 5 of 5 trained and routed');
+    const csv = join(dir, 'labelled.csv');
+    writeFileSync(csv, 'message,capability\n"where is my parcel, please",order_status\nI need a copy of my invoice,billing\nhi,greeting\n');
+    const labelled = await cli('eval', EXAMPLE, '--data', csv);
+    expect(labelled.stdout).toContain(`labelled messages from ${csv}: 3 messages, accuracy 100.0%`);
+    expect(labelled.stdout).toContain('warnings:');
+    const yaml = join(dir, 'labelled.yaml');
+    writeFileSync(yaml, 'order_status: [where is my parcel]\nbilling: [what is the weather in paris]\n');
+    const mixed = await cli('eval', EXAMPLE, '--data', yaml);
+    expect(mixed.stdout).toContain(`labelled messages from ${yaml}: 2 messages, accuracy 50.0%`);
+    expect(mixed.stdout).toContain('most confused (expected → routed to):\n  billing → fallback: 1\n      "what is the weather in paris"');
+    const unknown = join(dir, 'unknown.yaml');
+    writeFileSync(unknown, '- { message: hi, capability: nope }\n');
+    const err = await cli('eval', EXAMPLE, '--data', unknown).catch((e) => e);
+    expect(err.code).toBe(1);
+    expect(err.stderr).toContain(`${unknown}: no capability named "nope" in ${EXAMPLE}`);
   });
 
   it('says which files clash when two define one slug', async () => {

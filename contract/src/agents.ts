@@ -17,3 +17,20 @@ export const Agent = z
   })
   .describe('An agent and its current definition');
 export type Agent = z.infer<typeof Agent>;
+
+export const RoutingWarning = z.object({
+  code: z
+    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other'])
+    .describe(
+      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own",
+    ),
+  capability: z.string().describe('The capability concerned ("*" for a line that counts further warnings)'),
+  message: z.string(),
+  example: z.string().optional(),
+  other: z.string().optional().describe('The other capability'),
+});
+export type RoutingWarning = z.infer<typeof RoutingWarning>;
+
+export const PutAgentResult = Agent.extend({
+  warnings: z.array(RoutingWarning).describe('What in the definition is likely to route badly; the definition is accepted all the same (docs/routing.md)'),
+}).describe('The agent and its current definition, with routing warnings');

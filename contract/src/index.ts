@@ -2,7 +2,7 @@
 // The server, the typed client and openapi.json are all derived from this router.
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
-import { Agent } from './agents.js';
+import { Agent, PutAgentResult } from './agents.js';
 import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, Uuid } from './common.js';
 import {
   AuditLogPage,
@@ -179,7 +179,7 @@ export const agentsContract = c.router({
     pathParams: SlugParams,
     headers: TenantHeaders,
     body: AgentDefinition,
-    responses: { 200: Agent },
+    responses: { 200: PutAgentResult },
     summary: 'Create or update an agent; a changed definition makes a new version',
   },
   listAgents: {

@@ -34,6 +34,29 @@ describe('typed client: lifecycle, audit and keys', () => {
     await drop();
   });
 
+  it('answers a PUT with routing warnings, and accepts the definition all the same', async () => {
+    const put = await sb.api.putAgent({
+      params: { slug: 'thin' },
+      body: {
+        name: 'Thin',
+        capabilities: [
+          { name: 'hours', examples: ['when are you open'], phases: [{ id: 'p', say: 'Nine to five.' }] },
+          {
+            name: 'where',
+            examples: ['where is your store', 'where is the shop', 'your address', 'how do I find you', 'directions to the shop'],
+            phases: [{ id: 'p', say: 'Main Street.' }],
+          },
+        ],
+      },
+    });
+    if (put.status !== 200) throw new Error(`put ${put.status}`);
+    expect(put.body.warnings).toEqual([
+      { code: 'thin_capability', capability: 'hours', message: '"hours" has 1 example; 5 or more, in different words, route more reliably' },
+    ]);
+    const c = await sb.api.converse({ params: { slug: 'thin' }, body: { message: 'where is the shop' } });
+    expect(c.status === 200 && c.body.state.capability).toBe('where');
+  });
+
   it('operates a conversation: operator message, status, audit verification, deliveries, erasure', async () => {
     const c = await sb.api.converse({
       params: { slug: 'echo' },

@@ -1,10 +1,13 @@
-// `npm run agents -- apply --tenant acme agents/*.yaml` and `npm run agents -- validate FILE…`:
-// applies agent files to the database named by DATABASE_URL, printing what changed.
+// `npm run agents -- apply --tenant acme agents/*.yaml`, `validate FILE…` and `eval FILE`:
+// applies agent files to the database named by DATABASE_URL, printing what changed, and reports
+// how well an agent routes (evaluation.ts).
 import { applyAgentFile, describeDefinitionError, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
 import { createServices } from '../services.js';
+import { InvalidArgumentError } from 'commander';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
+import { evaluateAgentFile } from './evaluation.js';
 import { program, run } from './program.js';
 
 const cli = program('npm run agents --', 'Check agent definition files, and apply them to the database named by DATABASE_URL');
@@ -54,6 +57,25 @@ cli
     }
     console.log(`${files.length - failed} of ${files.length} file(s) applied to ${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}`);
     if (failed) process.exitCode = 1;
+  });
+
+cli
+  .command('eval')
+  .description('train an agent as the server would and report how well it routes: cross-validated over its examples, or on labelled messages')
+  .argument('<file>', 'agent file (YAML or JSON)')
+  .option('--data <file>', 'labelled messages: CSV (message,capability) or YAML (a list of { message, capability }, or capability: [messages])')
+  .option(
+    '--folds <n>',
+    'cross-validation folds when no --data is given',
+    (v) => {
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < 2 || n > 20) throw new InvalidArgumentError('must be a whole number from 2 to 20');
+      return n;
+    },
+    5,
+  )
+  .action(async (file: string, opts: { data?: string; folds: number }) => {
+    await evaluateAgentFile(file, opts);
   });
 
 await run(cli);

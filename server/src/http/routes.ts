@@ -97,10 +97,10 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
         await secrets.delete(headers['tenant-id'], params.name);
         return { status: 204, body: undefined };
       },
-      putAgent: async ({ params, headers, body }) => ({
-        status: 200,
-        body: (await agents.put(headers['tenant-id'], params.slug, body)).agent,
-      }),
+      putAgent: async ({ params, headers, body }) => {
+        const { agent, warnings } = await agents.put(headers['tenant-id'], params.slug, body);
+        return { status: 200, body: { ...agent, warnings } };
+      },
       listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),
       getAgent: async ({ params, headers }) => ({ status: 200, body: await agents.get(headers['tenant-id'], params.slug) }),
       deleteAgent: async ({ params, headers }) => {
