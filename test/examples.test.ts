@@ -135,7 +135,7 @@ describe('npm run agents', () => {
     writeFileSync(bad, 'name: Broken\ncapabilities:\n  - name: a\n    phases:\n      - id: p\n        next: nowhere\n');
     const err = await cli('validate', bad).catch((e) => e);
     expect(err.code).toBe(1);
-    expect(err.stderr).toContain('capabilities[0].phases[0].next: unknown phase "nowhere" (line 6, column 15)');
+    expect(err.stderr).toContain('capabilities.a.phases.p.next: unknown phase "nowhere" (line 6, column 15)');
   });
 
   it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {

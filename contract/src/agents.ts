@@ -18,19 +18,22 @@ export const Agent = z
   .describe('An agent and its current definition');
 export type Agent = z.infer<typeof Agent>;
 
-export const RoutingWarning = z.object({
+export const DefinitionWarning = z.object({
   code: z
-    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other'])
+    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other', 'unknown_slot'])
     .describe(
-      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own",
+      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own; unknown_slot: a template or condition reads a slot that nothing collects or saves",
     ),
-  capability: z.string().describe('The capability concerned ("*" for a line that counts further warnings)'),
+  capability: z.string().optional().describe('The capability concerned ("*" for a line that counts further warnings)'),
+  path: z.string().optional().describe('Where in the definition, as in validation problems'),
   message: z.string(),
   example: z.string().optional(),
   other: z.string().optional().describe('The other capability'),
 });
-export type RoutingWarning = z.infer<typeof RoutingWarning>;
+export type DefinitionWarning = z.infer<typeof DefinitionWarning>;
 
 export const PutAgentResult = Agent.extend({
-  warnings: z.array(RoutingWarning).describe('What in the definition is likely to route badly; the definition is accepted all the same (docs/routing.md)'),
+  warnings: z
+    .array(DefinitionWarning)
+    .describe('What in the definition is likely to route or render badly; the definition is accepted all the same (docs/routing.md)'),
 }).describe('The agent and its current definition, with routing warnings');

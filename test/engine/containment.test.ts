@@ -182,7 +182,7 @@ describe('conditions', () => {
         capabilities: [{ name: 'c', examples: ['go'], phases: [{ id: 'a', next: [{ if: 'false %}{% endif %}{% if true', goto: 'a' }] }] }],
       }),
     );
-    expect(problems.map((p) => p.path)).toEqual(['capabilities[0].phases[0].next[0].if']);
+    expect(problems.map((p) => p.path)).toEqual(['capabilities.c.phases.a.next[0].if']);
   });
 
   it('still judge comparisons, and, or and contains as Liquid does', () => {

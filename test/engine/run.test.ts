@@ -273,7 +273,7 @@ describe('texts and templates', () => {
       ],
     });
     // The validator refuses secrets in a say; compile it anyway to prove the engine does not provide them either.
-    expect(validateDefinition(def).map((p) => p.path)).toEqual(['capabilities[0].phases[0].say']);
+    expect(validateDefinition(def).map((p) => p.path)).toEqual(['capabilities.c.phases.p.say']);
     const { result } = turn(await compileAgent(AGENT_ID, 1, def), null, 'hello', {
       context: { version: 'v1', context: { identity: { user_name: 'Ana' }, customAttributes: { plan: 'pro' } } },
       secrets: { X: 'leak' },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentDefinition } from '@switchboard/contract';
 import { validateDefinition } from '../../server/src/engine/compile.js';
+import { slotWarnings } from '../../server/src/engine/report.js';
 
 describe('definition validation', () => {
   it('reports every broken reference with its path', () => {
@@ -35,23 +36,77 @@ describe('definition validation', () => {
     expect(paths).toEqual(
       expect.arrayContaining([
         'capabilities[0].phases[0].next: unknown phase "shiped"',
-        'capabilities[1].phases[5].collect.min: min applies only to type number or integer',
-        'capabilities[1].phases[6].collect.min: min must not be greater than max',
+        'capabilities[1].phases.v.collect.min: min applies only to type number or integer',
+        'capabilities[1].phases.w.collect.min: min must not be greater than max',
         'capabilities[0].phases[1].id: duplicate phase id "p1" in capability "a"',
         'capabilities[0].phases[1].call: unknown action "missing"',
         'capabilities[1].name: duplicate capability name "a"',
-        'capabilities[1].phases[0].next[1].goto: unknown phase "zz"',
-        'capabilities[1].phases[1].say: secrets can be read only in action url, headers and body',
-        'capabilities[1].phases[1].next: a phase with end cannot have next',
-        'capabilities[1].phases[2].collect.choices: type choice needs choices or options on the phase',
+        'capabilities[1].phases.q.next[1].goto: unknown phase "zz"',
+        'capabilities[1].phases.r.say: secrets can be read only in action url, headers and body',
+        'capabilities[1].phases.r.next: a phase with end cannot have next',
+        'capabilities[1].phases.s.collect.choices: type choice needs choices or options on the phase',
         'routing.fallback: unknown capability "nope"',
         'actions.act.url: must be an http:// or https:// URL',
         'actions.act.body: a GET request has no body',
         'actions.act.save.s: must be a path such as body.eta or body.items.0.id',
       ]),
     );
-    expect(paths.some((p) => p.startsWith('capabilities[1].phases[0].next[0].if: invalid condition'))).toBe(true);
-    expect(paths.some((p) => p.startsWith('capabilities[1].phases[3].collect.pattern: invalid regular expression'))).toBe(true);
+    expect(paths.some((p) => p.startsWith('capabilities[1].phases.q.next[0].if: invalid condition'))).toBe(true);
+    expect(paths.some((p) => p.startsWith('capabilities[1].phases.t.collect.pattern: invalid regular expression'))).toBe(true);
+  });
+
+  it('names capabilities and phases in paths, and says what to write for a JavaScript operator', () => {
+    const def = AgentDefinition.parse({
+      name: 'x',
+      capabilities: [
+        {
+          name: 'order_status',
+          examples: ['where is my order'],
+          phases: [
+            { id: 'ask', say: '{% if slots.a && slots.b %}both{% endif %}', collect: { slot: 'a' } },
+            {
+              id: 'lookup',
+              say: '{{ slots.a | shout }}',
+              next: [{ if: 'slots.a || slots.b', goto: 'ask' }, { if: '!slots.a', goto: 'ask' }, { goto: 'gone' }],
+            },
+            { id: 'done', say: '{% if slots.a %}open' },
+          ],
+        },
+      ],
+    });
+    expect(validateDefinition(def).map((p) => `${p.path}: ${p.message}`)).toEqual([
+      'capabilities.order_status.phases.ask.say: invalid template: `&&` is not a Liquid operator: use `and` (line 1, column 16)',
+      'capabilities.order_status.phases.lookup.say: invalid template: there is no filter "shout" (docs/agents.md lists the filters) (line 1, column 1)',
+      'capabilities.order_status.phases.lookup.next[0].if: invalid condition: `||` is not a Liquid operator: use `or` (line 1, column 10)',
+      expect.stringMatching(/^capabilities\.order_status\.phases\.lookup\.next\[1\]\.if: invalid condition: Liquid has no `!`: compare instead/),
+      'capabilities.order_status.phases.lookup.next[2].goto: unknown phase "gone"',
+      'capabilities.order_status.phases.done.say: invalid template: {% if %} is never closed: add {% endif %} (line 1, column 1)',
+    ]);
+  });
+
+  it('warns of slots read but never collected or saved, wherever they are read', () => {
+    const def = AgentDefinition.parse({
+      name: 'x',
+      messages: { fallback: 'Sorry {{ slots.nme }}' },
+      capabilities: [
+        {
+          name: 'order_status',
+          examples: ['where is my order'],
+          phases: [
+            { id: 'ask', say: 'Number?', collect: { slot: 'order_id' } },
+            { id: 'lookup', call: 'get', next: [{ if: "slots['order_state'] == 'late'", goto: 'ask' }] },
+            { id: 'done', say: '{{ slots.order_id }} arrives {{ slots.eta }}, {{ slots.oder_id }}' },
+          ],
+        },
+      ],
+      actions: { get: { type: 'http', method: 'GET', url: 'https://example.com/{{ slots.order_id }}/{{ slots.region }}', save: { eta: 'body.eta' } } },
+    });
+    expect(slotWarnings(def).map((w) => `${w.path}: ${w.message}`)).toEqual([
+      'capabilities.order_status.phases.lookup.next[0].if: "slots.order_state" is read here, but no phase collects it and no action saves it: it is always empty',
+      'capabilities.order_status.phases.done.say: "slots.oder_id" is read here, but no phase collects it and no action saves it: it is always empty',
+      'messages.fallback: "slots.nme" is read here, but no phase collects it and no action saves it: it is always empty',
+      'actions.get.url: "slots.region" is read here, but no phase collects it and no action saves it: it is always empty',
+    ]);
   });
 
   it('accepts a sound definition', () => {

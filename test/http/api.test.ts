@@ -101,8 +101,8 @@ describe.each(databases)('API on $name', (database) => {
         expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
         expect(r.body.code).toBe('validation_error');
         expect(r.body.errors).toEqual([
-          { path: 'capabilities[0].phases[0].next', message: 'unknown phase "shiped"' },
-          { path: 'capabilities[0].phases[1].call', message: 'unknown action "nope"' },
+          { path: 'capabilities.a.phases.p.next', message: 'unknown phase "shiped"' },
+          { path: 'capabilities.a.phases.q.call', message: 'unknown action "nope"' },
         ]);
         const schema = await api.putAgent('bad-agent', { name: 'bad', capabilities: [{ name: 'Bad Name', phases: [] }] });
         expect(schema.status).toBe(400);

@@ -62,7 +62,7 @@ describe.each(databases)('agent definitions as YAML on $name', (database) => {
     expect(syntax.body.errors[0]).toMatchObject({ line: expect.any(Number), column: expect.any(Number) });
     const invalid = await putYaml('bad-def', 'name: X\ncapabilities:\n  - name: a\n    phases:\n      - id: p\n        next: nowhere\n');
     expect(invalid.status).toBe(400);
-    expect(invalid.body.errors).toContainEqual({ path: 'capabilities[0].phases[0].next', message: 'unknown phase "nowhere"', line: 6, column: 15 });
+    expect(invalid.body.errors).toContainEqual({ path: 'capabilities.a.phases.p.next', message: 'unknown phase "nowhere"', line: 6, column: 15 });
     const schema = await putYaml('bad-schema', 'name: X\ncapabilities:\n  - name: Not An Identifier\n    phases: [{ id: p }]\n');
     expect(schema.body.errors[0]).toMatchObject({ path: 'capabilities[0].name', line: 3, column: 11 });
   });

@@ -6,7 +6,7 @@ import { extname } from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import { describeDefinitionError, readAgentFile } from '../agents-loader.js';
-import { crossValidate, evaluateLabelled, routingWarnings, summarise, type RoutingReport } from '../engine/report.js';
+import { crossValidate, evaluateLabelled, routingWarnings, slotWarnings, summarise, type RoutingReport } from '../engine/report.js';
 
 interface Labelled {
   message: string;
@@ -61,7 +61,7 @@ function formatReport(r: RoutingReport): string {
     }
   }
   lines.push('', r.warnings.length ? 'warnings:' : 'warnings: none');
-  for (const w of r.warnings) lines.push(`  ${w.code}: ${w.message}`);
+  for (const w of r.warnings) lines.push(`  ${w.code}: ${w.path ? `${w.path}: ` : ''}${w.message}`);
   return lines.join('\n');
 }
 
@@ -73,7 +73,7 @@ export async function evaluateAgentFile(file: string, opts: { data?: string; fol
     throw new Error(`invalid ${describeDefinitionError(file, err)}`);
   }
   process.stderr.write('checking the examples against each other …\n');
-  const warnings = routingWarnings(definition, Infinity);
+  const warnings = [...routingWarnings(definition, Infinity), ...slotWarnings(definition)];
   let report: RoutingReport;
   if (opts.data) {
     const items = await readLabelled(opts.data);

@@ -6,7 +6,7 @@ import type { AgentDefinition, CapabilityDef, LocalizedText, PhaseDef } from '@s
 import type { FieldProblem } from '../errors.js';
 import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
-import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, secretReferences, type JsonTemplate } from './templates.js';
+import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, secretReferences, type JsonTemplate } from './templates.js';
 
 const BUILTIN_FALLBACK = 'fallback';
 export const MAX_PHASES_PER_TURN = 50;
@@ -101,7 +101,7 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     try {
       CompiledTemplate.parse(source);
     } catch (e) {
-      add(path, `invalid template: ${(e as Error).message.split('\n')[0]}`);
+      add(path, `invalid template: ${explainLiquidError(source, e)}`);
       return;
     }
     if (!allowSecrets && /\bsecrets\b/.test(source)) add(path, 'secrets can be read only in action url, headers and body');
@@ -116,18 +116,28 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     else for (const [lang, s] of Object.entries(t)) tryTemplate(`${path}.${lang}`, s);
   };
 
+  // Paths name capabilities and phases (capabilities.order_status.phases.lookup.next) where the
+  // name is unique, and fall back to the index where it is not; lib/yaml-source.ts finds either.
+  const count = <T>(items: T[], key: (t: T) => string) => {
+    const n = new Map<string, number>();
+    for (const i of items) n.set(key(i), (n.get(key(i)) ?? 0) + 1);
+    return n;
+  };
+  const capCount = count(def.capabilities, (c) => c.name);
   const names = new Set<string>();
   def.capabilities.forEach((c, ci) => {
-    const cp = `capabilities[${ci}]`;
+    const cp = capCount.get(c.name) === 1 ? `capabilities.${c.name}` : `capabilities[${ci}]`;
     if (names.has(c.name)) add(`${cp}.name`, `duplicate capability name "${c.name}"`);
     names.add(c.name);
     const ids = new Set<string>();
+    const phaseCount = count(c.phases, (p) => p.id);
+    const phasePath = (p: PhaseDef, pi: number) => (phaseCount.get(p.id) === 1 ? `${cp}.phases.${p.id}` : `${cp}.phases[${pi}]`);
     c.phases.forEach((p, pi) => {
-      if (ids.has(p.id)) add(`capabilities[${ci}].phases[${pi}].id`, `duplicate phase id "${p.id}" in capability "${c.name}"`);
+      if (ids.has(p.id)) add(`${phasePath(p, pi)}.id`, `duplicate phase id "${p.id}" in capability "${c.name}"`);
       ids.add(p.id);
     });
     c.phases.forEach((p, pi) => {
-      const pp = `${cp}.phases[${pi}]`;
+      const pp = phasePath(p, pi);
       const known = (id: string) => ids.has(id);
       tryText(`${pp}.say`, p.say);
       p.options?.forEach((o, oi) => tryText(`${pp}.options[${oi}].label`, o.label));
@@ -139,7 +149,7 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
             try {
               new CompiledCondition(b.if);
             } catch (e) {
-              add(`${pp}.next[${bi}].if`, `invalid condition: ${(e as Error).message.split('\n')[0]}`);
+              add(`${pp}.next[${bi}].if`, `invalid condition: ${explainLiquidError(b.if, e)}`);
             }
             if (/\bsecrets\b/.test(b.if)) add(`${pp}.next[${bi}].if`, 'secrets can be read only in action url, headers and body');
           }

@@ -1,6 +1,7 @@
-// How well an agent's definition routes: the warnings a PUT answers with, and the report of
-// `npm run agents -- eval` (cross-validation over the agent's own examples, or labelled data).
-import type { AgentDefinition, RoutingWarning } from '@switchboard/contract';
+// How well an agent's definition routes: the warnings a PUT answers with (and slots read but never
+// set), and the report of `npm run agents -- eval` (cross-validation over the agent's own
+// examples, or labelled data).
+import type { AgentDefinition, DefinitionWarning } from '@switchboard/contract';
 import { compileAgent, type CompiledAgent } from './compile.js';
 import { route } from './routing.js';
 
@@ -29,11 +30,11 @@ function routable(def: AgentDefinition): { name: string; examples: string[] }[] 
  * examples, one example under two capabilities, and examples whose nearest neighbour (by the
  * words they share) belongs to another capability.
  */
-export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWISE_LIMIT): RoutingWarning[] {
+export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWISE_LIMIT): DefinitionWarning[] {
   const caps = routable(def);
-  const out: RoutingWarning[] = [];
+  const out: DefinitionWarning[] = [];
   const fallback = def.routing?.fallback;
-  const thin: RoutingWarning[] = [];
+  const thin: DefinitionWarning[] = [];
   for (const c of caps) {
     if (c.name !== fallback && c.examples.length < MIN_EXAMPLES) {
       thin.push({
@@ -45,7 +46,7 @@ export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWI
   }
   out.push(...listed(thin));
   const owner = new Map<string, string>();
-  const duplicates: RoutingWarning[] = [];
+  const duplicates: DefinitionWarning[] = [];
   for (const c of caps) {
     for (const e of new Set(c.examples.map(normal))) {
       const first = owner.get(e);
@@ -66,11 +67,64 @@ export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWI
   return out;
 }
 
-function listed(warnings: RoutingWarning[]): RoutingWarning[] {
+/** Names of the slots a text reads: `slots.name` and `slots['name']`. */
+function slotReads(text: string): string[] {
+  return [...text.matchAll(/\bslots(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*['"]([^'"]+)['"]\s*\])/g)].map((m) => (m[1] as string | undefined) ?? m[2]);
+}
+
+/** Every string inside a value, each with its path. */
+function strings(v: unknown, path: string, out: [string, string][] = []): [string, string][] {
+  if (typeof v === 'string') out.push([path, v]);
+  else if (Array.isArray(v)) v.forEach((x, i) => strings(x, `${path}[${i}]`, out));
+  else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) strings(x, path ? `${path}.${k}` : k, out);
+  return out;
+}
+
+/**
+ * Templates and conditions that read a slot no phase collects and no action saves: it is always
+ * empty there, most often a misspelt name. Paths as in validation problems.
+ */
+export function slotWarnings(def: AgentDefinition): DefinitionWarning[] {
+  const known = new Set<string>();
+  for (const c of def.capabilities) for (const p of c.phases) if (p.collect) known.add(p.collect.slot);
+  for (const a of Object.values(def.actions ?? {})) for (const k of Object.keys(a.save ?? {})) known.add(k);
+  const out: DefinitionWarning[] = [];
+  const check = (path: string, value: unknown, capability?: string) => {
+    for (const [at, text] of strings(value, path)) {
+      for (const name of new Set(slotReads(text))) {
+        if (known.has(name)) continue;
+        out.push({
+          code: 'unknown_slot',
+          ...(capability !== undefined ? { capability } : {}),
+          path: at,
+          message: `"slots.${name}" is read here, but no phase collects it and no action saves it: it is always empty`,
+        });
+      }
+    }
+  };
+  const capCount = new Map<string, number>();
+  for (const c of def.capabilities) capCount.set(c.name, (capCount.get(c.name) ?? 0) + 1);
+  def.capabilities.forEach((c, ci) => {
+    const cp = capCount.get(c.name) === 1 ? `capabilities.${c.name}` : `capabilities[${ci}]`;
+    const ids = new Map<string, number>();
+    for (const p of c.phases) ids.set(p.id, (ids.get(p.id) ?? 0) + 1);
+    c.phases.forEach((p, pi) => {
+      const { id: _id, ...rest } = p;
+      check(ids.get(p.id) === 1 ? `${cp}.phases.${p.id}` : `${cp}.phases[${pi}]`, rest, c.name);
+    });
+  });
+  check('messages', def.messages ?? {});
+  for (const [name, a] of Object.entries(def.actions ?? {})) {
+    const { save: _save, ...rest } = a;
+    check(`actions.${name}`, rest);
+  }
+  return listed(out);
+}
+
+function listed(warnings: DefinitionWarning[]): DefinitionWarning[] {
   if (warnings.length <= MAX_LISTED) return warnings;
   const rest = warnings.length - MAX_LISTED;
-  const first = warnings[0];
-  return [...warnings.slice(0, MAX_LISTED), { code: first.code, capability: '*', message: `and ${rest} more like these` }];
+  return [...warnings.slice(0, MAX_LISTED), { code: warnings[0].code, capability: '*', message: `and ${rest} more like these` }];
 }
 
 /** Word unigrams and bigrams of a text, accents folded and lower-cased. */
@@ -93,7 +147,7 @@ function terms(text: string): string[] {
  * costs what the overlaps cost rather than every pair (a few milliseconds for a few hundred
  * examples). Words, not the router's character n-grams: a person reading the warning sees why.
  */
-function closerToOther(caps: { name: string; examples: string[] }[]): RoutingWarning[] {
+function closerToOther(caps: { name: string; examples: string[] }[]): DefinitionWarning[] {
   const rows: { cap: number; text: string; terms: string[] }[] = [];
   caps.forEach((c, ci) => {
     for (const text of c.examples) rows.push({ cap: ci, text, terms: terms(text) });
@@ -113,7 +167,7 @@ function closerToOther(caps: { name: string; examples: string[] }[]): RoutingWar
   const sizes = caps.map((c) => c.examples.length);
   const score = new Float64Array(n);
   const touched: number[] = [];
-  const found: (RoutingWarning & { gap: number })[] = [];
+  const found: (DefinitionWarning & { gap: number })[] = [];
   for (let i = 0; i < n; i++) {
     // A capability's only example has no neighbour of its own: thin_capability says it already.
     if (sizes[rows[i].cap] < 2) continue;
@@ -165,7 +219,7 @@ export interface RoutingReport {
   accuracy: number;
   capabilities: { name: string; support: number; precision: number | null; recall: number | null }[];
   confused: { expected: string; got: string; count: number; messages: string[] }[];
-  warnings: RoutingWarning[];
+  warnings: DefinitionWarning[];
 }
 
 const NIL = '00000000-0000-4000-8000-000000000000';
@@ -206,7 +260,7 @@ export async function evaluateLabelled(def: AgentDefinition, items: { message: s
 }
 
 /** Accuracy, per-capability precision and recall, and the most confused pairs. */
-export function summarise(method: string, def: AgentDefinition, predictions: Prediction[], warnings: RoutingWarning[]): RoutingReport {
+export function summarise(method: string, def: AgentDefinition, predictions: Prediction[], warnings: DefinitionWarning[]): RoutingReport {
   const names = new Set<string>([...def.capabilities.map((c) => c.name), ...predictions.map((p) => p.expected), ...predictions.map((p) => p.got)]);
   const capabilities = [...names].map((name) => {
     const support = predictions.filter((p) => p.expected === name).length;

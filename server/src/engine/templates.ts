@@ -258,3 +258,32 @@ export function secretReferences(source: string): { names: string[] } | { error:
   }
   return { names: [...new Set(names)] };
 }
+
+/**
+ * A Liquid parse error in the author's words: the usual slips of someone who writes JavaScript or
+ * Python (`&&`, `||`, `!`, `===`, `=`) get the Liquid to write instead, and the rest keep
+ * liquidjs's message with its line and column.
+ */
+export function explainLiquidError(source: string, err: unknown): string {
+  const raw = (err instanceof Error ? err.message : String(err)).split('\n')[0];
+  const at = /, (line:\d+, col:\d+)$/.exec(raw);
+  const where = at ? ` (${at[1].replace('line:', 'line ').replace('col:', 'column ')})` : '';
+  // What the hints look at: the inside of tags and outputs (a condition is all inside), strings
+  // blanked, `assign` tags left out (their `=` is right).
+  const inside = /\{[{%]/.test(source) ? [...source.matchAll(/\{[{%]-?([\s\S]*?)-?[}%]\}/g)].map((m) => m[1]).filter((t) => !/^\s*assign\b/.test(t)) : [source];
+  const code = inside.join(' ; ').replace(/'[^']*'|"[^"]*"/g, "''");
+  const hints: [RegExp, string][] = [
+    [/&&/, '`&&` is not a Liquid operator: use `and`'],
+    [/\|\|/, '`||` is not a Liquid operator: use `or`'],
+    [/===/, '`===` is not a Liquid operator: use `==`'],
+    [/!==/, '`!==` is not a Liquid operator: use `!=`'],
+    [/(^|[\s({])!(?!=)/, 'Liquid has no `!`: compare instead (`slots.x == false`, or `slots.x == blank` for an empty value), or use `unless`'],
+    [/[^=!<>]=[^=]/, '`=` is not a comparison in Liquid: use `==`'],
+  ];
+  for (const [re, hint] of hints) if (re.test(code)) return hint + where;
+  const filter = /^undefined filter: ([\w-]+)/.exec(raw);
+  if (filter) return `there is no filter "${filter[1]}" (docs/agents.md lists the filters)${where}`;
+  const open = /^tag \{%\s*(\w+)/.exec(raw);
+  if (open && / not closed/.test(raw)) return `{% ${open[1]} %} is never closed: add {% end${open[1]} %}${where}`;
+  return raw;
+}

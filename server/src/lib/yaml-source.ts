@@ -47,6 +47,8 @@ export function parseYamlSource(text: string): SourceDocument {
       for (const key of path) {
         if (isMap(node)) node = node.get(key, true);
         else if (isSeq(node) && typeof key === 'number') node = node.get(key, true);
+        // A named item of a list (capabilities.order_status, phases.lookup): the one whose name or id it is.
+        else if (isSeq(node)) node = node.items.find((item) => isMap(item) && (item.get('name') === key || item.get('id') === key));
         else break;
         if (!node) break;
         found = node as Node;

@@ -1,9 +1,9 @@
 // Agent definitions: validation, versioning, and the cache of compiled versions (templates
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
-import { AgentDefinition, type Agent, type RoutingWarning } from '@switchboard/contract';
+import { AgentDefinition, type Agent, type DefinitionWarning } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { routingWarnings } from '../engine/report.js';
+import { routingWarnings, slotWarnings } from '../engine/report.js';
 import type { Trainer } from './training.js';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -40,10 +40,10 @@ export class AgentService {
     });
   }
 
-  async put(tenantId: string, slug: string, definition: AgentDefinition): Promise<{ agent: Agent; changed: boolean; warnings: RoutingWarning[] }> {
+  async put(tenantId: string, slug: string, definition: AgentDefinition): Promise<{ agent: Agent; changed: boolean; warnings: DefinitionWarning[] }> {
     const problems = validateDefinition(definition);
     if (problems.length) throw new DefinitionError(problems);
-    const warnings = routingWarnings(definition);
+    const warnings = [...routingWarnings(definition), ...slotWarnings(definition)];
     const digest = sha256(canonicalJson(definition));
     const existing = await this.store.bySlug(tenantId, slug);
     const current = existing ? await this.store.version(tenantId, existing.id, existing.currentVersion) : null;
