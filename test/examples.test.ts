@@ -1,4 +1,4 @@
-// The shipped example agent and the agents command line, as a new user meets them.
+// The shipped example agents and the agents command line, as a new user meets them.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
@@ -12,6 +12,7 @@ import { startOrdersBackend } from '../examples/orders-backend.js';
 import { expandVariables, readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
+import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
 import { databases } from './helpers/databases.js';
 import { testApp } from './helpers/servers.js';
 
@@ -192,5 +193,60 @@ describe('npm run keys', () => {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run keys --/);
     }
+  });
+});
+
+describe('the example help agent (knowledge only)', () => {
+  const HELP = 'agents/acme-help.yaml';
+  let llm: FakeLlm;
+  let created: Awaited<ReturnType<(typeof databases)[0]['create']>>;
+  let withModel: App;
+  let without: App;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    created = await databases[0].create();
+    const { definition } = await readAgentFile(HELP);
+    withModel = testApp(created.db, {
+      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
+    });
+    without = testApp(created.db);
+    await withModel.agents.put('demo', 'acme-help', definition);
+  });
+  afterAll(async () => {
+    await withModel.close();
+    await without.close();
+    await llm.close();
+    await created.drop();
+  });
+  const ask = (app: App, message: string) =>
+    request(app.app)
+      .post('/api/v1/agents/acme-help/converse')
+      .set('tenant-id', 'demo')
+      .send({ message })
+      .expect(200)
+      .then((r) => r.body);
+
+  it('validates, and sends every message to its one capability with the passages that answer it', async () => {
+    const { definition } = await readAgentFile(HELP);
+    expect(validateDefinition(definition)).toEqual([]);
+    llm.script({ text: 'Refunds reach your card within 5 working days [returns#2].' });
+    const r = await ask(withModel, 'when do I get my money back after a return?');
+    expect(r.state.capability).toBe('answer');
+    expect(r.response.message).toBe('Refunds reach your card within 5 working days [returns#2].');
+    const system = llm.calls[0].body.messages[0].content as string;
+    expect(system).toContain('[returns#2] Refunds');
+    expect(llm.calls[0].body.tools.map((t: any) => t.function.name)).toEqual(['finish', 'escalate']);
+  });
+
+  it('escalates a question its pages do not cover when the model says so', async () => {
+    llm.script({ toolCalls: [{ name: 'escalate', arguments: { reason: 'not covered' } }] });
+    const r = await ask(withModel, 'can I pay with bitcoin?');
+    expect(r.state.status).toBe('escalated');
+  });
+
+  it('says that no model is configured, without pretending to answer, on a server without one', async () => {
+    const r = await ask(without, 'what is your returns policy?');
+    expect(r.response.message).toMatch(/no model is configured on this server/);
+    expect(r.state.status).toBe('active');
   });
 });

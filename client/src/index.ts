@@ -5,9 +5,14 @@
 //   if (r.status === 200) console.log(r.body.response.message);
 //
 //   for await (const e of sb.events('acme-support', conversationId)) console.log(e.type, e.data);
+//
+//   for await (const e of sb.converseStream('acme-support', { message: 'hi' })) {
+//     if (e.type === 'delta') process.stdout.write(e.text);
+//     else console.log('\n', e.response.state);
+//   }
 import { initClient, type InitClientArgs } from '@ts-rest/core';
 import { createParser } from 'eventsource-parser';
-import { contract, type Problem } from '@switchboard/contract';
+import { contract, type ConverseRequest, type ConverseResponse, type Problem } from '@switchboard/contract';
 
 export * from '@switchboard/contract';
 
@@ -43,7 +48,17 @@ export interface EventsOptions {
   reconnect?: boolean;
 }
 
-/** A refused event stream: the server's problem details. */
+/** A streamed converse call: the reply as it is written, then the whole response. */
+export type ConverseStreamEvent = { type: 'delta'; text: string } | { type: 'done'; response: ConverseResponse };
+
+export interface ConverseStreamOptions {
+  idempotencyKey?: string;
+  /** Sent as `user-id` for this call. */
+  userId?: string;
+  signal?: AbortSignal;
+}
+
+/** A refused event stream or streamed call: the server's problem details. */
 export class SwitchboardError extends Error {
   constructor(
     readonly status: number,
@@ -100,16 +115,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
           headers: { ...baseHeaders, accept: 'text/event-stream', ...(last ? { 'last-event-id': last } : {}) },
           signal: controller.signal,
         });
-        if (res.status !== 200 || !res.body) {
-          const text = await res.text().catch(() => '');
-          let problem: Partial<Problem> = {};
-          try {
-            problem = JSON.parse(text) as Partial<Problem>;
-          } catch {
-            problem = { detail: text || `HTTP ${res.status}` };
-          }
-          throw new SwitchboardError(res.status, problem);
-        }
+        if (res.status !== 200 || !res.body) throw await refusal(res);
         const queue: ConversationEvent[] = [];
         const parser = createParser({
           onEvent: (e) => {
@@ -140,7 +146,58 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
     }
   }
 
-  return { ...client, events };
+  /** Reads a refused call's problem document. */
+  async function refusal(res: Response): Promise<SwitchboardError> {
+    const text = await res.text().catch(() => '');
+    try {
+      return new SwitchboardError(res.status, JSON.parse(text) as Partial<Problem>);
+    } catch {
+      return new SwitchboardError(res.status, { detail: text || `HTTP ${res.status}` });
+    }
+  }
+
+  /**
+   * A converse call whose reply streams as it is written: `delta` events, then `done` with the
+   * ConverseResponse. A failure (a refused request, or an `error` event) throws a SwitchboardError.
+   */
+  async function* converseStream(slug: string, body: ConverseRequest, o: ConverseStreamOptions = {}): AsyncGenerator<ConverseStreamEvent> {
+    const res = await doFetch(`${baseUrl}/api/v1/agents/${encodeURIComponent(slug)}/converse`, {
+      method: 'POST',
+      headers: {
+        ...baseHeaders,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        ...(o.idempotencyKey ? { 'idempotency-key': o.idempotencyKey } : {}),
+        ...(o.userId ? { 'user-id': o.userId } : {}),
+      },
+      body: JSON.stringify(body),
+      signal: o.signal,
+    });
+    if (res.status !== 200 || !res.body) throw await refusal(res);
+    const queue: (ConverseStreamEvent | SwitchboardError)[] = [];
+    const parser = createParser({
+      onEvent: (e) => {
+        const data = JSON.parse(e.data) as unknown;
+        if (e.event === 'delta') queue.push({ type: 'delta', text: (data as { text: string }).text });
+        else if (e.event === 'done') queue.push({ type: 'done', response: data as ConverseResponse });
+        else if (e.event === 'error') queue.push(new SwitchboardError((data as Problem).status, data as Problem));
+      },
+    });
+    const decoder = new TextDecoder();
+    let done = false;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      parser.feed(decoder.decode(chunk, { stream: true }));
+      while (queue.length) {
+        const e = queue.shift()!;
+        if (e instanceof SwitchboardError) throw e;
+        if (e.type === 'done') done = true;
+        yield e;
+      }
+    }
+    if (!done) throw new SwitchboardError(0, { detail: 'the stream ended before the reply was done' });
+  }
+
+  return { ...client, events, converseStream };
 }
 
 export type SwitchboardClient = ReturnType<typeof createSwitchboardClient>;

@@ -65,6 +65,7 @@ export const AuditType = z.enum([
   'operator_message',
   'erasure',
   'slot_filled',
+  'llm_call',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -105,6 +106,22 @@ export const ActionCallData = z.object({
   outcome: z.enum(['ok', 'http_error', 'timeout', 'network_error', 'blocked']),
   attempts: z.number().int(),
   error: z.string().optional(),
+  via: z.literal('tool').optional().describe("Present when a generative phase's model called the action as a tool"),
+});
+
+export const LlmCallData = z.object({
+  model: z.string(),
+  capability: z.string(),
+  phase: z.string(),
+  step: z.number().int().describe('1, 2, … within the user message'),
+  duration_ms: z.number(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  finish_reason: z.string().nullable(),
+  text: z.string().describe('What the model wrote (emptied by erasure)'),
+  tool_calls: z.array(z.object({ name: z.string(), arguments: z.unknown() })).describe('Arguments are emptied by erasure'),
+  passages: z.array(z.object({ id: z.string(), score: z.number() })).describe('Knowledge passages put in the prompt'),
+  streamed: z.boolean().optional(),
 });
 
 export const PhaseTransitionData = z.object({
@@ -130,6 +147,7 @@ export const TurnTimingData = z.object({
   routing_ms: z.number(),
   engine_ms: z.number(),
   actions_ms: z.number(),
+  llm_ms: z.number().optional().describe('Time spent waiting on the language model (generative phases)'),
   storage_ms: z.number(),
   turns: TurnHashes.optional(),
 });
@@ -176,6 +194,7 @@ export const ErrorEntry = entry('error', ErrorData);
 export const OperatorMessageEntry = entry('operator_message', OperatorMessageData);
 export const ErasureEntry = entry('erasure', ErasureData);
 export const SlotFilledEntry = entry('slot_filled', SlotFilledData);
+export const LlmCallEntry = entry('llm_call', LlmCallData);
 
 export const AuditEntry = z.discriminatedUnion('type', [
   RoutingDecisionEntry,
@@ -187,6 +206,7 @@ export const AuditEntry = z.discriminatedUnion('type', [
   OperatorMessageEntry,
   ErasureEntry,
   SlotFilledEntry,
+  LlmCallEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

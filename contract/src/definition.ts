@@ -41,6 +41,28 @@ export const CollectDef = z
   })
   .strict();
 
+/** A slot a generative phase's model may fill with the `fill` tool: the same types and checks as collect. */
+export const FillDef = z
+  .object({
+    type: SlotType.describe('Required: the value is checked as a collected one would be'),
+    pattern: z.string().max(500).optional(),
+    choices: z.array(z.string().min(1).max(200)).min(1).max(200).optional(),
+    min: z.number().finite().optional(),
+    max: z.number().finite().optional(),
+  })
+  .strict();
+
+export const GenerateDef = z
+  .object({
+    instructions: LocalizedText.describe('The system prompt, a template (slots, user, context, message; secrets are not readable)'),
+    tools: z.array(Identifier).max(32).optional().describe('Actions offered to the model as tools; each needs `parameters`'),
+    knowledge: z.boolean().default(false).describe("Put the best passages of the agent's knowledge in the prompt"),
+    fills: z.record(Identifier, FillDef).optional().describe('Slots the model may fill with the `fill` tool'),
+    max_steps: z.number().int().min(1).max(10).default(4).describe('Model calls per user message'),
+    history: z.number().int().min(0).max(50).default(12).describe('Earlier turns sent to the model'),
+  })
+  .strict();
+
 export const BranchDef = z
   .object({
     if: z.string().min(1).max(2000).optional(),
@@ -55,6 +77,7 @@ export const PhaseDef = z
     options: z.array(OptionDef).max(50).optional(),
     collect: CollectDef.optional(),
     call: z.string().min(1).optional(),
+    generate: GenerateDef.optional().describe("A language model writes this phase's replies (docs/generative.md)"),
     on_error: z.string().min(1).optional(),
     next: z.union([z.string().min(1), z.array(BranchDef).min(1).max(50)]).optional(),
     end: z.enum(['completed', 'escalated', 'paused']).optional(),
@@ -84,6 +107,30 @@ export const HttpActionDef = z
     timeout_ms: z.number().int().min(1).max(30_000).default(5000),
     retries: z.number().int().min(0).max(5).default(0),
     save: z.record(Identifier, z.string().min(1).max(500)).optional(),
+    description: z.string().max(2000).optional().describe('What the action does, for a model offered it as a tool'),
+    parameters: z
+      .record(z.unknown())
+      .optional()
+      .describe("JSON Schema (an object) of the tool's arguments, readable by the templates as `args`; needed to offer the action as a tool"),
+  })
+  .strict();
+
+export const KnowledgeDef = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[a-z0-9_-]+$/, 'must match [a-z0-9_-]+')
+      .max(64),
+    title: z.string().max(200).optional(),
+    text: z.string().min(1).max(200_000).describe('Markdown; split into passages at headings and paragraphs'),
+  })
+  .strict();
+
+export const LlmDef = z
+  .object({
+    model: z.string().min(1).max(200).optional().describe("The provider's LLM_MODEL when absent"),
+    temperature: z.number().min(0).max(2).default(0),
+    max_output_tokens: z.number().int().min(1).max(16_384).default(500).describe('Per model call'),
   })
   .strict();
 
@@ -142,6 +189,8 @@ export const AgentDefinition = z
       .optional(),
     capabilities: z.array(CapabilityDef).min(1).max(1000),
     actions: z.record(Identifier, HttpActionDef).optional(),
+    llm: LlmDef.optional().describe("Defaults for this agent's model calls"),
+    knowledge: z.array(KnowledgeDef).max(1000).optional().describe('Documents generative phases may answer from'),
     webhooks: z.array(WebhookDef).max(20).optional(),
   })
   .strict()
@@ -153,3 +202,5 @@ export type PhaseDef = z.infer<typeof PhaseDef>;
 export type CapabilityDef = z.infer<typeof CapabilityDef>;
 export type HttpActionDef = z.infer<typeof HttpActionDef>;
 export type LocalizedText = z.infer<typeof LocalizedText>;
+export type GenerateDef = z.infer<typeof GenerateDef>;
+export type FillDef = z.infer<typeof FillDef>;

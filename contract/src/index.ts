@@ -52,6 +52,8 @@ export const conversationsContract = c.router({
       ),
     },
     summary: 'Send a message to an agent, starting or continuing a conversation',
+    description:
+      'With `accept: text/event-stream` the answer is a stream of server-sent events: `delta` events (`{"text": "…"}`) as the reply is written, then `done` with this ConverseResponse, or `error` with a problem document (docs/generative.md).',
   },
   listConversations: {
     method: 'GET',

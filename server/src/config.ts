@@ -54,8 +54,15 @@ const EnvSchema = z.object({
   AGENTS_TENANT: z.string().default('demo'),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DB_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
+  LLM_URL: z.string().url().optional(),
+  LLM_MODEL: z.string().min(1).optional(),
+  LLM_API_KEY: z.string().optional(),
+  LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
+  LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
+  LLM_MAX_TOKENS_PER_CONVERSATION: z.coerce.number().int().min(0).default(50_000),
+  LLM_TENANT_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
   ROUTER_LLM_URL: z.string().url().optional(),
-  ROUTER_LLM_MODEL: z.string().min(1).default('gpt-4o-mini'),
+  ROUTER_LLM_MODEL: z.string().min(1).optional(),
   ROUTER_LLM_API_KEY: z.string().optional(),
   ROUTER_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   RATE_LIMIT_RPS: z.coerce.number().min(0).default(100),
@@ -142,7 +149,10 @@ export interface Config {
   /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
   retention: { days: number; tenants: Readonly<Record<string, number>> };
   /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
-  routerLlm?: { url: string; model: string; apiKey?: string; timeoutMs: number };
+  /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
+  llm?: LlmConfig;
+  /** How long the routing fallback waits for the provider (shorter than a generative call). */
+  routerLlmTimeoutMs: number;
 }
 
 export interface OperatorSecret {
@@ -209,6 +219,34 @@ function parseKey(raw: string | undefined): Buffer | undefined {
   return key;
 }
 
+export interface LlmConfig {
+  url: string;
+  model: string;
+  apiKey?: string;
+  timeoutMs: number;
+  /** Retries on 429, 5xx and lost connections, within the time-out. */
+  maxRetries: number;
+  /** Input and output tokens one conversation may spend (0: no cap). */
+  maxTokensPerConversation: number;
+  /** Tokens one tenant may spend per UTC day across processes (0: no cap). */
+  tenantDailyTokens: number;
+}
+
+/** LLM_* settings; ROUTER_LLM_* (the routing fallback's older names) stand in for those not set. */
+function llmConfig(e: z.infer<typeof EnvSchema>): LlmConfig | undefined {
+  const url = e.LLM_URL ?? e.ROUTER_LLM_URL;
+  if (!url) return undefined;
+  return {
+    url,
+    model: e.LLM_MODEL ?? e.ROUTER_LLM_MODEL ?? 'gpt-4o-mini',
+    apiKey: e.LLM_API_KEY ?? e.ROUTER_LLM_API_KEY,
+    timeoutMs: e.LLM_TIMEOUT_MS,
+    maxRetries: e.LLM_MAX_RETRIES,
+    maxTokensPerConversation: e.LLM_MAX_TOKENS_PER_CONVERSATION,
+    tenantDailyTokens: e.LLM_TENANT_DAILY_TOKENS,
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
@@ -262,9 +300,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
           }),
       ),
     },
-    routerLlm: e.ROUTER_LLM_URL
-      ? { url: e.ROUTER_LLM_URL, model: e.ROUTER_LLM_MODEL, apiKey: e.ROUTER_LLM_API_KEY, timeoutMs: e.ROUTER_LLM_TIMEOUT_MS }
-      : undefined,
+    llm: llmConfig(e),
+    routerLlmTimeoutMs: e.ROUTER_LLM_TIMEOUT_MS,
     ...overrides,
   };
   return Object.freeze(config);

@@ -13,10 +13,12 @@ export interface FlowState {
   actions: Record<string, ActionResult>;
   /** Failed attempts at the collect the conversation waits on. */
   attempts: number;
-  /** `collecting`: waits on the phase's collect; `open`: the flow ran out of phases or stopped, the next message is routed. */
-  wait: 'collecting' | 'open' | 'closed';
+  /** `collecting`: waits on the phase's collect; `generating`: stands in a generative phase; `open`: the flow ran out of phases or stopped, the next message is routed. */
+  wait: 'collecting' | 'open' | 'closed' | 'generating';
   /** Slots the message that chose the capability filled: their collect phases are passed over once. */
   prefilled?: string[];
+  /** Input and output tokens the conversation's model calls have spent. */
+  tokens?: number;
 }
 
 export interface Conversation {

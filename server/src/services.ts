@@ -3,6 +3,8 @@
 import type { Logger } from 'pino';
 import { HttpActionRunner } from './actions/http-action.js';
 import { LlmRouter } from './actions/llm-router.js';
+import { LlmProvider } from './actions/llm-provider.js';
+import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger } from './lib/logger.js';
@@ -62,6 +64,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const training = new TrainingPool(config.training);
   const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
+  const provider = config.llm ? new LlmProvider(config.llm) : undefined;
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -71,7 +74,10 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     renderBudget: config.renderBudget,
     tenantRenderMsPerSecond: config.tenantRenderMsPerSecond,
     maxReplyBytes: config.maxReplyBytes,
-    llm: config.routerLlm ? new LlmRouter(config.routerLlm) : undefined,
+    llm: provider ? new LlmRouter(provider, config.routerLlmTimeoutMs) : undefined,
+    provider,
+    llmBudget: { perConversation: config.llm?.maxTokensPerConversation ?? 0, tenantDaily: config.llm?.tenantDailyTokens ?? 0 },
+    usage: new LlmUsageStore(deps.db),
   });
   const keys = new KeyService(deps.db, clock);
   const lifecycle = new LifecycleService({

@@ -28,6 +28,9 @@ function req(url: string, opts: Partial<Pick<ActionRequest, 'method' | 'headers'
     timeoutMs: opts.timeoutMs ?? 2000,
     retries: opts.retries ?? 0,
     save: [],
+    description: null,
+    parameters: null,
+    validate: null,
   };
   const headers = opts.headers ?? {};
   return {

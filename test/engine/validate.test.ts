@@ -109,6 +109,84 @@ describe('definition validation', () => {
     ]);
   });
 
+  it('checks generative phases: tools, their schemas, fills, knowledge and what a generate phase cannot have', () => {
+    const def = AgentDefinition.parse({
+      name: 'x',
+      capabilities: [
+        {
+          name: 'help',
+          examples: ['help me'],
+          phases: [
+            {
+              id: 'assist',
+              generate: {
+                instructions: 'Help with {{ slots.code }} and {{ slots.other }}. The key is {{ secrets.KEY }}.',
+                tools: ['missing', 'no_params', 'finish', 'bad_schema', 'lookup', 'lookup'],
+                knowledge: true,
+                fills: { code: { type: 'integer', pattern: '^[0-9]+$' }, size: { type: 'choice' } },
+              },
+              collect: { slot: 'q' },
+              on_error: 'nowhere',
+            },
+          ],
+        },
+      ],
+      actions: {
+        no_params: { type: 'http', method: 'GET', url: 'https://example.com/a' },
+        bad_schema: { type: 'http', method: 'GET', url: 'https://example.com/b', parameters: { type: 'object', properties: { a: { type: 'strng' } } } },
+        not_object: { type: 'http', method: 'GET', url: 'https://example.com/c', parameters: { type: 'string' } },
+        remote: {
+          type: 'http',
+          method: 'GET',
+          url: 'https://example.com/d',
+          parameters: { type: 'object', properties: { a: { $ref: 'https://evil.example/s.json' } } },
+        },
+        bad_pattern: {
+          type: 'http',
+          method: 'GET',
+          url: 'https://example.com/e',
+          parameters: { type: 'object', properties: { a: { type: 'string', pattern: '(?<=a)b' } } },
+        },
+        lookup: {
+          type: 'http',
+          method: 'GET',
+          url: 'https://example.com/{{ args.id }}',
+          parameters: { type: 'object', properties: { id: { type: 'string' } } },
+        },
+      },
+    });
+    const found = validateDefinition(def).map((p) => `${p.path}: ${p.message}`);
+    const at = 'capabilities.help.phases.assist';
+    expect(found).toEqual(
+      expect.arrayContaining([
+        `${at}.collect: a generate phase cannot also have collect`,
+        `${at}.generate.instructions: secrets can be read only in action url, headers and body`,
+        `${at}.generate.tools[0]: unknown action "missing"`,
+        `${at}.generate.tools[1]: action "no_params" needs parameters (a JSON Schema of its arguments) to be offered as a tool`,
+        `${at}.generate.tools[2]: "finish" is a built-in tool, always offered: remove it from tools`,
+        `${at}.generate.tools[5]: "lookup" is listed twice`,
+        `${at}.generate.knowledge: the agent has no knowledge documents`,
+        `${at}.generate.fills.code.pattern: pattern applies only to type text`,
+        `${at}.generate.fills.size.choices: type choice needs choices`,
+        `${at}.on_error: unknown phase "nowhere" (or use "escalate")`,
+        'actions.not_object.parameters: must be a JSON Schema of type object (the arguments are an object)',
+        'actions.remote.parameters: only local references ("#/…") are allowed',
+      ]),
+    );
+    expect(found.find((f) => f.startsWith('actions.bad_schema.parameters: invalid JSON Schema'))).toBeDefined();
+    expect(found.find((f) => f.startsWith('actions.bad_pattern.parameters: invalid JSON Schema'))).toBeDefined();
+    expect(found.some((f) => f.startsWith('actions.lookup'))).toBe(false);
+    // A fill slot needs its type.
+    expect(
+      AgentDefinition.safeParse({
+        name: 'x',
+        capabilities: [{ name: 'a', phases: [{ id: 'p', generate: { instructions: 'x', fills: { s: { pattern: 'a' } } } }] }],
+      }).success,
+    ).toBe(false);
+    // Slots a model may fill count as known.
+    expect(slotWarnings(def).map((w) => w.message.slice(0, 13))).toEqual(['"slots.other"']);
+  });
+
   it('accepts a sound definition', () => {
     const def = AgentDefinition.parse({ name: 'x', capabilities: [{ name: 'a', examples: ['x'], phases: [{ id: 'p', say: 'hi {{ user.name }}' }] }] });
     expect(validateDefinition(def)).toEqual([]);

@@ -45,7 +45,18 @@ describe('LLM routing provider', () => {
   });
   afterAll(async () => provider.close());
   const f = appFixture(databases[0], {
-    config: () => ({ routerLlm: { url: `${provider.url}/v1`, model: 'fake-model', apiKey: 'llm-key', timeoutMs: 300 } }),
+    config: () => ({
+      llm: {
+        url: `${provider.url}/v1`,
+        model: 'fake-model',
+        apiKey: 'llm-key',
+        timeoutMs: 20_000,
+        maxRetries: 0,
+        maxTokensPerConversation: 0,
+        tenantDailyTokens: 0,
+      },
+      routerLlmTimeoutMs: 300,
+    }),
     agents: { bank: agent },
     tenant: 't',
   });

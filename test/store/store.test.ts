@@ -184,6 +184,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '005_event_notify',
         '006_tenant_model',
         '007_scale_indexes',
+        '008_llm_usage',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -168,6 +168,7 @@ export class HttpActionRunner {
         outcome,
         attempts,
         ...(error ? { error } : {}),
+        ...(req.via ? { via: req.via } : {}),
       },
     };
     return { result, audit };

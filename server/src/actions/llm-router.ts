@@ -1,15 +1,8 @@
-// Resolves messages the embedded router cannot place with an OpenAI-compatible Chat Completions
-// provider (ROUTER_LLM_URL, ROUTER_LLM_MODEL, ROUTER_LLM_API_KEY). Optional: without a URL it is
-// never asked, and any failure leaves the embedded router's decision in place.
-import { request } from 'undici';
+// Resolves messages the embedded router cannot place with the server's LLM provider
+// (llm/provider.ts). Optional: without a provider it is never asked, and any failure leaves the
+// embedded router's decision in place.
 import type { LlmRouteReply, LlmRouteRequest } from '../engine/run.js';
-
-export interface LlmRouterOptions {
-  url: string;
-  model: string;
-  apiKey?: string;
-  timeoutMs: number;
-}
+import type { LlmProvider } from './llm-provider.js';
 
 const SYSTEM = [
   'You route a customer message to one capability of a conversational agent.',
@@ -18,17 +11,20 @@ const SYSTEM = [
 ].join(' ');
 
 export class LlmRouter {
-  constructor(private readonly opts: LlmRouterOptions) {}
+  constructor(
+    private readonly provider: LlmProvider,
+    private readonly timeoutMs: number,
+  ) {}
 
   get model(): string {
-    return this.opts.model;
+    return this.provider.model;
   }
 
   async route(req: LlmRouteRequest): Promise<LlmRouteReply> {
     const started = performance.now();
     const done = (capability: string | null, error?: string): LlmRouteReply => ({
       capability,
-      model: this.opts.model,
+      model: this.provider.model,
       durationMs: Math.round((performance.now() - started) * 100) / 100,
       ...(error ? { error } : {}),
     });
@@ -39,27 +35,17 @@ export class LlmRouter {
       )
       .join('\n');
     try {
-      const res = await request(`${this.opts.url.replace(/\/+$/, '')}/chat/completions`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          ...(this.opts.apiKey ? { authorization: `Bearer ${this.opts.apiKey}` } : {}),
-        },
-        body: JSON.stringify({
-          model: this.opts.model,
-          temperature: 0,
-          messages: [
-            { role: 'system', content: `${SYSTEM}\n\nCapabilities:\n${catalogue}` },
-            { role: 'user', content: req.message },
-          ],
-        }),
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      const reply = await this.provider.complete({
+        temperature: 0,
+        timeoutMs: this.timeoutMs,
+        maxRetries: 0,
+        messages: [
+          { role: 'system', content: `${SYSTEM}\n\nCapabilities:\n${catalogue}` },
+          { role: 'user', content: req.message },
+        ],
       });
-      const text = await res.body.text();
-      if (res.statusCode >= 300) return done(null, `provider answered HTTP ${res.statusCode}`);
-      const reply = JSON.parse(text) as { choices?: { message?: { content?: unknown } }[] } | null;
-      const content = reply?.choices?.[0]?.message?.content;
-      if (typeof content !== 'string') return done(null, 'provider answer has no message content');
+      const content = reply.text;
+      if (!content) return done(null, 'provider answer has no message content');
       const json = /\{[\s\S]*\}/.exec(content)?.[0];
       const answer = json ? (JSON.parse(json) as { capability?: unknown }).capability : undefined;
       if (answer === null) return done(null);
@@ -67,11 +53,7 @@ export class LlmRouter {
       if (!req.candidates.some((c) => c.name === answer)) return done(null, `provider named an unknown capability "${answer.slice(0, 64)}"`);
       return done(answer);
     } catch (err) {
-      const e = err as Error;
-      return done(
-        null,
-        e.name === 'TimeoutError' || e.name === 'AbortError' ? `no answer within ${this.opts.timeoutMs} ms` : `provider unreachable: ${e.message}`,
-      );
+      return done(null, (err as Error).message);
     }
   }
 }

@@ -1,9 +1,11 @@
 // Validates an agent definition beyond its schema (references, templates, patterns) and
 // compiles it once per version: parsed templates, phase indexes and the trained router.
+import { Ajv, type ValidateFunction } from 'ajv';
 import { RE2JS } from 're2js';
 import { v5 as uuidv5 } from 'uuid';
-import type { AgentDefinition, CapabilityDef, LocalizedText, PhaseDef } from '@switchboard/contract';
+import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
+import { KnowledgeIndex } from './knowledge.js';
 import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, secretReferences, type JsonTemplate } from './templates.js';
@@ -34,7 +36,20 @@ export interface CompiledPhase {
   onError: string; // a phase id or "escalate"
   next: { goto: string; when?: CompiledCondition }[] | null;
   end?: 'completed' | 'escalated' | 'paused';
-  outcome: string;
+  /** The author's outcome for `end: completed`; null: what `finish` gave, else "resolved". */
+  outcome: string | null;
+  generate?: CompiledGenerate;
+}
+
+/** A generative phase (docs/generative.md). */
+export interface CompiledGenerate {
+  instructions: CompiledText;
+  /** Actions offered as tools. */
+  tools: string[];
+  knowledge: boolean;
+  fills: Map<string, SlotSpec>;
+  maxSteps: number;
+  history: number;
 }
 
 export interface CompiledCapability {
@@ -58,6 +73,11 @@ export interface CompiledAction {
   timeoutMs: number;
   retries: number;
   save: [string, string[]][];
+  /** For a model offered the action as a tool. */
+  description: string | null;
+  parameters: Record<string, unknown> | null;
+  /** Checks a tool call's arguments against `parameters` (Ajv, with linear-time patterns). */
+  validate: ValidateFunction | null;
 }
 
 export interface CompiledAgent {
@@ -84,6 +104,12 @@ export interface CompiledAgent {
   bytes: number;
   /** A capability's routing examples (for the LLM provider's prompt). */
   examplesOf(name: string): string[];
+  /** The agent's `llm` defaults for model calls. */
+  llm: { model: string | null; temperature: number; maxOutputTokens: number };
+  /** Passages of the agent's `knowledge`, indexed; null without any. */
+  knowledge: KnowledgeIndex | null;
+  /** The most earlier turns any generative phase sends (0: none has one). */
+  historyTurns: number;
 }
 
 /** Stable per agent and capability name, across versions. */
@@ -156,8 +182,9 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
         });
       }
       if (p.call !== undefined && !def.actions?.[p.call]) add(`${pp}.call`, `unknown action "${p.call}"`);
+      if (p.generate) validateGenerate(def, p, pp, add, tryText);
       if (p.on_error !== undefined) {
-        if (p.call === undefined) add(`${pp}.on_error`, 'on_error needs a call in the same phase');
+        if (p.call === undefined && p.generate === undefined) add(`${pp}.on_error`, 'on_error needs a call or generate in the same phase');
         else if (p.on_error !== 'escalate' && !known(p.on_error)) add(`${pp}.on_error`, `unknown phase "${p.on_error}" (or use "escalate")`);
       }
       if (p.end !== undefined && p.next !== undefined) add(`${pp}.next`, 'a phase with end cannot have next');
@@ -214,8 +241,96 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     for (const [slot, path] of Object.entries(a.save ?? {})) {
       if (!SAVE_PATH.test(path)) add(`${ap}.save.${slot}`, 'must be a path such as body.eta or body.items.0.id');
     }
+    if (a.parameters !== undefined) {
+      const problem = parametersProblem(a.parameters);
+      if (problem) add(`${ap}.parameters`, problem);
+    }
   }
+  const docIds = new Set<string>();
+  def.knowledge?.forEach((d, i) => {
+    if (docIds.has(d.id)) add(`knowledge[${i}].id`, `duplicate knowledge id "${d.id}"`);
+    docIds.add(d.id);
+  });
   return problems;
+}
+
+/** Names the model may call besides the agent's actions. */
+const BUILTIN_TOOLS = new Set(['finish', 'escalate', 'fill']);
+const MAX_SCHEMA_BYTES = 16 * 1024;
+const MAX_SCHEMA_DEPTH = 12;
+
+function validateGenerate(
+  def: AgentDefinition,
+  p: PhaseDef,
+  pp: string,
+  add: (path: string, message: string) => void,
+  tryText: (path: string, t: LocalizedText | undefined) => void,
+): void {
+  const g = p.generate!;
+  for (const key of ['call', 'collect', 'end', 'options'] as const) {
+    if (p[key] !== undefined) add(`${pp}.${key}`, `a generate phase cannot also have ${key}`);
+  }
+  tryText(`${pp}.generate.instructions`, g.instructions);
+  const seen = new Set<string>();
+  g.tools?.forEach((name, i) => {
+    const at = `${pp}.generate.tools[${i}]`;
+    if (seen.has(name)) add(at, `"${name}" is listed twice`);
+    seen.add(name);
+    if (BUILTIN_TOOLS.has(name)) add(at, `"${name}" is a built-in tool, always offered: remove it from tools`);
+    else if (!def.actions?.[name]) add(at, `unknown action "${name}"`);
+    else if (def.actions[name].parameters === undefined) add(at, `action "${name}" needs parameters (a JSON Schema of its arguments) to be offered as a tool`);
+  });
+  if (g.knowledge && !def.knowledge?.length) add(`${pp}.generate.knowledge`, 'the agent has no knowledge documents');
+  for (const [slot, f] of Object.entries(g.fills ?? {})) {
+    const fp = `${pp}.generate.fills.${slot}`;
+    if (f.pattern !== undefined) {
+      if (f.type !== 'text') add(`${fp}.pattern`, 'pattern applies only to type text');
+      try {
+        compilePattern(f.pattern);
+      } catch (e) {
+        add(`${fp}.pattern`, `invalid regular expression (RE2 syntax, see docs/agents.md): ${(e as Error).message}`);
+      }
+    }
+    if (f.type === 'choice' && !f.choices) add(`${fp}.choices`, 'type choice needs choices');
+    if (f.choices !== undefined && f.type !== 'choice') add(`${fp}.choices`, 'choices apply only to type choice');
+    for (const bound of ['min', 'max'] as const) {
+      if (f[bound] !== undefined && f.type !== 'number' && f.type !== 'integer') add(`${fp}.${bound}`, `${bound} applies only to type number or integer`);
+    }
+  }
+}
+
+function depth(v: unknown): number {
+  if (v === null || typeof v !== 'object') return 0;
+  let d = 0;
+  for (const x of Object.values(v)) d = Math.max(d, depth(x));
+  return d + 1;
+}
+
+/**
+ * A definition's JSON Schema is a tenant's input compiled into a validator: it must be an object
+ * schema, small and shallow enough to compile quickly, with local references only, and every
+ * `pattern` in RE2 syntax (matched in linear time, whatever the model sends).
+ */
+function parametersProblem(schema: Record<string, unknown>): string | null {
+  if (JSON.stringify(schema).length > MAX_SCHEMA_BYTES) return `must be at most ${MAX_SCHEMA_BYTES} bytes of JSON`;
+  if (depth(schema) > MAX_SCHEMA_DEPTH) return `must be at most ${MAX_SCHEMA_DEPTH} levels deep`;
+  if (schema.type !== 'object') return 'must be a JSON Schema of type object (the arguments are an object)';
+  if (/"\$ref"\s*:\s*"(?!#)/.test(JSON.stringify(schema))) return 'only local references ("#/…") are allowed';
+  try {
+    schemaValidator(schema);
+  } catch (e) {
+    return `invalid JSON Schema: ${(e as Error).message.replace(/^schema is invalid: /, '')}`;
+  }
+  return null;
+}
+
+const linearRegExp = (pattern: string) => compilePattern(pattern);
+
+/** A validator for a tool's arguments; throws on an invalid schema. */
+function schemaValidator(schema: Record<string, unknown>): ValidateFunction {
+  // One Ajv per schema: nothing compiled for one tenant stays in a cache another shares.
+  const ajv = new Ajv({ strict: false, allErrors: false, code: { regExp: linearRegExp as never }, loadSchema: undefined });
+  return ajv.compile(schema);
 }
 
 /**
@@ -269,7 +384,29 @@ function compilePhase(p: PhaseDef): CompiledPhase {
           ? [{ goto: p.next }]
           : p.next.map((b) => ({ goto: b.goto, when: b.if !== undefined ? new CompiledCondition(b.if) : undefined })),
     end: p.end,
-    outcome: p.outcome ?? 'resolved',
+    outcome: p.outcome ?? null,
+    generate: p.generate ? compileGenerate(p.generate) : undefined,
+  };
+}
+
+function slotSpec(f: FillDef): SlotSpec {
+  return {
+    type: f.type,
+    pattern: f.pattern !== undefined ? compilePattern(f.pattern) : undefined,
+    choices: f.type === 'choice' ? choiceWords(f.choices, []) : undefined,
+    min: f.min,
+    max: f.max,
+  };
+}
+
+function compileGenerate(g: GenerateDef): CompiledGenerate {
+  return {
+    instructions: CompiledText.from(g.instructions),
+    tools: g.tools ?? [],
+    knowledge: g.knowledge,
+    fills: new Map(Object.entries(g.fills ?? {}).map(([slot, f]) => [slot, slotSpec(f)])),
+    maxSteps: g.max_steps,
+    history: g.history,
   };
 }
 
@@ -303,7 +440,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
         id: capabilityId(agentId, BUILTIN_FALLBACK),
         description: null,
         requires: null,
-        phases: [{ id: BUILTIN_FALLBACK, say: messages.fallback, options: [], onError: 'escalate', next: null, outcome: 'resolved' }],
+        phases: [{ id: BUILTIN_FALLBACK, say: messages.fallback, options: [], onError: 'escalate', next: null, outcome: null }],
         phaseIndex: new Map([[BUILTIN_FALLBACK, 0]]),
         builtin: true,
       };
@@ -333,8 +470,13 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
       timeoutMs: a.timeout_ms,
       retries: a.retries,
       save: Object.entries(a.save ?? {}).map(([slot, path]) => [slot, path.split('.')]),
+      description: a.description ?? null,
+      parameters: a.parameters ?? null,
+      validate: a.parameters ? schemaValidator(a.parameters) : null,
     });
   }
+  const knowledge = def.knowledge?.length ? new KnowledgeIndex(def.knowledge) : null;
+  const generative = def.capabilities.flatMap((c) => c.phases.flatMap((p) => (p.generate ? [p.generate] : [])));
   return {
     agentId,
     version,
@@ -352,7 +494,10 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     router,
     secretNames: [...new Set([...actions.values()].flatMap((a) => a.secrets))],
     // The definition is kept too (as parsed JSON: roughly twice its text).
-    bytes: router.bytes + 2 * JSON.stringify(def).length,
+    bytes: router.bytes + 2 * JSON.stringify(def).length + (knowledge?.bytes ?? 0),
     examplesOf: (name) => def.capabilities.find((c) => c.name === name)?.examples ?? [],
+    llm: { model: def.llm?.model ?? null, temperature: def.llm?.temperature ?? 0, maxOutputTokens: def.llm?.max_output_tokens ?? 500 },
+    knowledge,
+    historyTurns: generative.reduce((n, g) => Math.max(n, g.history), 0),
   };
 }

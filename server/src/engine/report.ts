@@ -86,7 +86,12 @@ function strings(v: unknown, path: string, out: [string, string][] = []): [strin
  */
 export function slotWarnings(def: AgentDefinition): DefinitionWarning[] {
   const known = new Set<string>();
-  for (const c of def.capabilities) for (const p of c.phases) if (p.collect) known.add(p.collect.slot);
+  for (const c of def.capabilities) {
+    for (const p of c.phases) {
+      if (p.collect) known.add(p.collect.slot);
+      for (const slot of Object.keys(p.generate?.fills ?? {})) known.add(slot);
+    }
+  }
   for (const a of Object.values(def.actions ?? {})) for (const k of Object.keys(a.save ?? {})) known.add(k);
   const out: DefinitionWarning[] = [];
   const check = (path: string, value: unknown, capability?: string) => {
@@ -115,7 +120,7 @@ export function slotWarnings(def: AgentDefinition): DefinitionWarning[] {
   });
   check('messages', def.messages ?? {});
   for (const [name, a] of Object.entries(def.actions ?? {})) {
-    const { save: _save, ...rest } = a;
+    const { save: _save, parameters: _parameters, ...rest } = a;
     check(`actions.${name}`, rest);
   }
   return listed(out);

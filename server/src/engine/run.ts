@@ -1,14 +1,15 @@
 // Runs one user turn of a conversation as a row of named steps over one TurnState: an escalated
-// conversation is only answered; a waiting collect is resumed; otherwise the message is routed;
+// conversation is only answered; a waiting collect or generative phase is resumed; otherwise the message is routed;
 // then the capability's phases run until one stops the turn. Each step is a generator that
 // yields the calls it needs made (actions, the model) and is composed here with yield*.
 import { routeMessage } from './routing.js';
+import { resumeGenerate } from './steps/generate.js';
 import { runPhases } from './steps/phases.js';
 import { resumeCollect } from './steps/resume.js';
 import { TurnState, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from './turn.js';
 
 export { route } from './routing.js';
-export type { ActionRequest, EngineReply, EngineRequest, LlmRouteReply, LlmRouteRequest, TurnInput, TurnResult } from './turn.js';
+export type { ActionRequest, EngineReply, EngineRequest, LlmCallReply, LlmCallRequest, LlmRouteReply, LlmRouteRequest, TurnInput, TurnResult } from './turn.js';
 
 export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const t = new TurnState(input);
@@ -21,6 +22,7 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
   if (t.status === 'paused') t.setStatus('active', 'user_message', null);
 
   let outcome = yield* resumeCollect(t);
+  if (outcome.kind === 'continue') outcome = yield* resumeGenerate(t);
   if (outcome.kind === 'continue') outcome = yield* routeMessage(t);
   if (outcome.kind === 'stop') return outcome.result;
   if (outcome.kind !== 'goto') return t.result(true);

@@ -11,7 +11,7 @@ function normalise(text: string): string {
 }
 
 /** Words: runs of letters and digits, an inner apostrophe kept (don't, l'eau). */
-function words(text: string): string[] {
+export function words(text: string): string[] {
   return normalise(text).match(/[\p{L}\p{N}]+(?:'[\p{L}]+)?/gu) ?? [];
 }
 

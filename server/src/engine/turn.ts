@@ -45,6 +45,12 @@ export interface TurnInput {
   score: (message: string) => Scored;
   /** Ask the LLM provider about messages the embedded router cannot place. */
   llm?: boolean;
+  /** Earlier turns of the conversation, oldest first (as many as its generative phases send). */
+  history?: { role: 'user' | 'agent'; message: string }[];
+  /** Input and output tokens the conversation may spend on model calls (0 or absent: no cap). */
+  llmTokenBudget?: number;
+  /** Whether the server has a model for generative phases (templates read it as `llm.configured`). */
+  llmConfigured?: boolean;
 }
 
 /** A rendered HTTP request the engine asks the caller to make. */
@@ -59,6 +65,8 @@ export interface ActionRequest {
   masked: { url: string; headers: Record<string, string>; body: unknown };
   /** The secret values this request carries, for masking them in what comes back. */
   secretValues: string[];
+  /** `tool`: a generative phase's model called the action. */
+  via?: 'tool';
 }
 
 /** What the caller sends back for an ActionRequest: the result, and its action_call audit entry. */
@@ -82,8 +90,49 @@ export interface LlmRouteReply {
   error?: string;
 }
 
-export type EngineRequest = ActionRequest | LlmRouteRequest;
-export type EngineReply = ActionReply | LlmRouteReply;
+/** A Chat Completions message: the subset the engine writes. */
+export type LlmMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** A tool offered to the model: an action with `parameters`, or a built-in. */
+export interface LlmTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/** A model call of a generative phase, which the caller makes with the provider. */
+export interface LlmCallRequest {
+  kind: 'llm_call';
+  /** The agent's `llm.model`; null for the provider's own. */
+  model: string | null;
+  temperature: number;
+  maxTokens: number;
+  messages: LlmMessage[];
+  tools: LlmTool[];
+  /** What the turn said before this call: a streamed reply sends it ahead of the model's words. */
+  said: string;
+}
+
+/** A model's answer to one call. */
+export interface LlmAnswer {
+  model: string;
+  text: string;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  finishReason: string | null;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** What the model answered, or why there is no answer (`llm_budget_exceeded`: the tenant's daily tokens are spent). */
+export type LlmCallReply =
+  | (LlmAnswer & { ok: true; durationMs: number; streamed: boolean })
+  | { ok: false; code: 'llm_error' | 'llm_budget_exceeded'; error: string; model: string; durationMs: number };
+
+export type EngineRequest = ActionRequest | LlmRouteRequest | LlmCallRequest;
+export type EngineReply = ActionReply | LlmRouteReply | LlmCallReply;
 
 export interface TurnResult {
   status: ConversationStatus;
@@ -122,6 +171,8 @@ export class TurnState {
   capability: CompiledCapability;
   phaseId: string | null;
   options: Option[] = [];
+  /** The outcome a generative phase's `finish` gave in this turn (an `end: completed` without its own takes it). */
+  finished: string | null = null;
   private readonly said: string[] = [];
   private readonly maxReply: number;
   private replyBytes = 0;
@@ -140,6 +191,7 @@ export class TurnState {
           attempts: prior.flow.attempts,
           wait: prior.flow.wait,
           ...(prior.flow.prefilled?.length ? { prefilled: [...prior.flow.prefilled] } : {}),
+          ...(prior.flow.tokens ? { tokens: prior.flow.tokens } : {}),
         }
       : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
     this.status = prior ? prior.status : 'active';
@@ -167,6 +219,21 @@ export class TurnState {
     this.audit.push({ type, turnIndex: this.input.turnIndex, timestamp: this.input.now, durationMs, data });
   }
 
+  /** What the turn has said so far. */
+  saidSoFar(): string {
+    return this.said.join('\n');
+  }
+
+  /** A mark to take back what the turn says after it (a generative phase that fails says nothing). */
+  sayMark(): { count: number; bytes: number } {
+    return { count: this.said.length, bytes: this.replyBytes };
+  }
+
+  unsay(mark: { count: number; bytes: number }): void {
+    this.said.length = Math.min(this.said.length, mark.count);
+    this.replyBytes = mark.bytes;
+  }
+
   /** Adds to what the turn says, up to its cap: the first text past it is cut at a character boundary. */
   say(text: string): void {
     if (this.replyCut) return;
@@ -187,7 +254,7 @@ export class TurnState {
   }
 
   /** The names templates read; `secrets` only for action requests. */
-  scope(secrets?: Readonly<Record<string, string>>): Scope {
+  scope(secrets?: Readonly<Record<string, string>>, args?: unknown): Scope {
     const { input } = this;
     const user = input.context?.context?.identity ?? {};
     return {
@@ -197,7 +264,9 @@ export class TurnState {
       context: input.context?.context ?? {},
       message: input.message,
       conversation: { id: input.conversationId, turn_count: (input.prior?.turnCount ?? 0) + 1 },
+      llm: { configured: input.llmConfigured ?? false },
       ...(secrets ? { secrets } : {}),
+      ...(args !== undefined ? { args } : {}),
     };
   }
 

@@ -46,6 +46,7 @@ const NAMED: Record<string, ZodTypeAny> = {
   OperatorMessageEntry: c.OperatorMessageEntry,
   ErasureEntry: c.ErasureEntry,
   SlotFilledEntry: c.SlotFilledEntry,
+  LlmCallEntry: c.LlmCallEntry,
   AuditEntry: c.AuditEntry,
   AuditVerification: c.AuditVerification,
   Agent: c.Agent,

@@ -29,12 +29,12 @@ interface ProblemInput {
   headers?: Record<string, string>;
 }
 
-/** Writes a problem document. Everything else throws an AppError, which errorHandler turns into one. */
-function sendProblem(res: Response, p: ProblemInput): void {
+/** A problem's RFC 9457 document. */
+function problemBody(p: ProblemInput, res: Response): Problem {
   // Problems in a YAML body also say where they are in it.
   const source = res.locals.source as SourceDocument | undefined;
   const errors = p.errors && source ? withPositions(p.errors, source) : p.errors;
-  const body: Problem = {
+  return {
     type: `https://switchboard.dev/problems/${p.code.replace(/_/g, '-')}`,
     title: TITLES[p.status] ?? 'Error',
     status: p.status,
@@ -43,6 +43,11 @@ function sendProblem(res: Response, p: ProblemInput): void {
     request_id: String(res.getHeader('x-request-id') ?? ''),
     ...(errors?.length ? { errors } : {}),
   };
+}
+
+/** Writes a problem document. Everything else throws an AppError, which errorHandler turns into one. */
+function sendProblem(res: Response, p: ProblemInput): void {
+  const body = problemBody(p, res);
   for (const [k, v] of Object.entries(p.headers ?? {})) res.setHeader(k, v);
   res.status(p.status).type('application/problem+json').send(JSON.stringify(body));
 }
@@ -85,30 +90,35 @@ function bodyParserProblem(err: { type?: string; limit?: number } | null | undef
   }
 }
 
-/** The one place an error becomes a response: AppErrors as they say, body-parser's by type, the rest 500. */
+/** How an error reads as a problem: AppErrors as they say, body-parser's by type, the rest 500 (logged). */
+function problemFor(rawErr: unknown, log: { error(obj: object, msg: string): void }, requestId: unknown): ProblemInput {
+  if (rawErr instanceof RequestValidationError) {
+    return { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) };
+  }
+  // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
+  const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as { type?: string; limit?: number } | null | undefined);
+  if (bp) return { status: bp[0], code: bp[1], detail: bp[2] };
+  const err = mapDbError(rawErr);
+  if (err instanceof AppError) {
+    if (err.status >= 500) log.error({ err: rawErr, request_id: requestId }, 'request failed');
+    return { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers };
+  }
+  log.error({ err: rawErr, request_id: requestId }, 'unexpected error');
+  return { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' };
+}
+
+/** The one place an error becomes a response (or, on a stream already under way, an `error` event's problem). */
 export function errorHandler(log: { error(obj: object, msg: string): void }): ErrorRequestHandler {
   return (rawErr: unknown, _req, res, _next) => {
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    if (rawErr instanceof RequestValidationError) {
-      sendProblem(res, { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) });
-      return;
-    }
-    // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
-    const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as { type?: string; limit?: number } | null | undefined);
-    if (bp) {
-      sendProblem(res, { status: bp[0], code: bp[1], detail: bp[2] });
-      return;
-    }
-    const err = mapDbError(rawErr);
-    if (err instanceof AppError) {
-      if (err.status >= 500) log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'request failed');
-      sendProblem(res, { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers });
-      return;
-    }
-    log.error({ err: rawErr, request_id: res.getHeader('x-request-id') }, 'unexpected error');
-    sendProblem(res, { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' });
+    sendProblem(res, problemFor(rawErr, log, res.getHeader('x-request-id')));
   };
+}
+
+/** The problem document of an error for a response whose headers are sent (a streamed reply's `error` event). */
+export function streamedProblem(rawErr: unknown, log: { error(obj: object, msg: string): void }, res: Response): Problem {
+  return problemBody(problemFor(rawErr, log, res.getHeader('x-request-id')), res);
 }

@@ -1,27 +1,30 @@
 // The contract's handlers: each reads the tenant and request id and calls a service.
 import { initServer } from '@ts-rest/express';
-import { contract } from '@switchboard/contract';
+import { contract, type ConverseResponse } from '@switchboard/contract';
 import { UnavailableError } from '../errors.js';
 import type { Services } from '../services.js';
+import { streamConverse, wantsStream } from './converse-stream.js';
 
 const s = initServer();
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, lifecycle, streams, keys, secrets, webhookLog, ping }: Services) {
+export function createRouter({ agents, conversations, lifecycle, streams, keys, secrets, webhookLog, ping, logger }: Services) {
   return s.router(contract, {
     api: {
-      converse: async ({ params, headers, body, res }) => ({
-        status: 200,
-        body: await conversations.converse({
+      converse: async ({ params, headers, body, req, res }) => {
+        const call = {
           tenantId: headers['tenant-id'],
           slug: params.slug,
           body,
           userIdHeader: headers['user-id'],
           requestId: requestId(res),
           idempotencyKey: headers['idempotency-key'],
-        }),
-      }),
+        };
+        if (!wantsStream(req.headers.accept)) return { status: 200, body: await conversations.converse(call) };
+        const stream = streamConverse(res, (onDelta) => conversations.converse({ ...call, onDelta }), logger);
+        return { status: 200, body: stream as unknown as ConverseResponse };
+      },
       listConversations: async ({ params, headers, query }) => ({
         status: 200,
         body: await conversations.list(headers['tenant-id'], params.slug, query),

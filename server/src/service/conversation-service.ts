@@ -17,8 +17,10 @@ import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type EngineReply, type TurnInput, type TurnResult } from '../engine/run.js';
+import { runTurn, type EngineReply, type LlmCallReply, type LlmCallRequest, type TurnInput, type TurnResult } from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
+import type { LlmProvider } from '../actions/llm-provider.js';
+import type { LlmUsageStore } from '../store/llm-usage-store.js';
 import type { Scored } from '../engine/router.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -37,6 +39,8 @@ export interface ConverseCall {
   userIdHeader?: string;
   requestId: string;
   idempotencyKey?: string;
+  /** Receives the reply as it is written (a streamed converse call). */
+  onDelta?: (text: string) => void;
 }
 
 export interface ConversationServiceOptions {
@@ -51,7 +55,13 @@ export interface ConversationServiceOptions {
   /** Template time each tenant may spend per second in this process (a turn gets at most what is left). */
   tenantRenderMsPerSecond: number;
   maxReplyBytes: number;
+  /** The routing fallback for messages the embedded router cannot place. */
   llm?: LlmRouter;
+  /** The model of generative phases; without one they take their on_error. */
+  provider?: LlmProvider;
+  /** Token budgets of model calls (0: no cap), the daily one kept in `usage`. */
+  llmBudget: { perConversation: number; tenantDaily: number };
+  usage: LlmUsageStore;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -71,6 +81,37 @@ function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope 
   if (!incoming) return stored;
   if (!stored) return incoming;
   return { version: incoming.version, context: { ...(stored.context ?? {}), ...(incoming.context ?? {}) } };
+}
+
+/**
+ * A turn's reply sent as it is written: what scripted phases say goes out as it is known (before
+ * a model call, and at the end), a model's words as they arrive. When the turn takes back what a
+ * failed phase wrote, the stream cannot: the final `done` event carries the reply as stored.
+ */
+class ReplyStream {
+  private sent = '';
+  private fresh = true;
+  constructor(private readonly emit: (text: string) => void) {}
+
+  /** Sends what the turn has said beyond what was sent, when it continues it. */
+  sync(said: string): void {
+    if (said.length > this.sent.length && said.startsWith(this.sent)) {
+      this.emit(said.slice(this.sent.length));
+      this.sent = said;
+    }
+  }
+
+  /** A model's reply begins: separated from what was said before, as the stored reply joins them. */
+  begin(): void {
+    this.fresh = true;
+  }
+
+  delta(text: string): void {
+    const piece = this.fresh && this.sent ? `\n${text}` : text;
+    this.fresh = false;
+    this.emit(piece);
+    this.sent += piece;
+  }
 }
 
 export class ConversationService {
@@ -150,7 +191,14 @@ export class ConversationService {
 
       const secrets = agent.secretNames.length ? await this.opts.secrets.forTenant(tenantId, agent.secretNames) : {};
       const turnUser = prior ? prior.userId : userId;
-      const { result, routingMs, engineMs, actionsMs } = await this.runEngine(agent, prior, {
+      const history =
+        prior && agent.historyTurns > 0
+          ? (await this.store.recentTurns(tenantId, conversationId, agent.historyTurns)).map((r) => ({
+              role: r.role === 'user' ? ('user' as const) : ('agent' as const),
+              message: r.message,
+            }))
+          : undefined;
+      const { result, routingMs, engineMs, actionsMs, llmMs } = await this.runEngine(agent, prior, {
         tenantId,
         secrets,
         conversationId,
@@ -159,6 +207,8 @@ export class ConversationService {
         userId: turnUser,
         turnIndex: prior ? prior.turnCount : 0,
         now,
+        history,
+        onDelta: call.onDelta,
       });
       if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
         throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
@@ -179,6 +229,7 @@ export class ConversationService {
           routing_ms: routingMs,
           engine_ms: engineMs,
           actions_ms: actionsMs,
+          ...(llmMs > 0 ? { llm_ms: llmMs } : {}),
           storage_ms: ctx.storageMs + (opened?.loadMs ?? 0),
         },
         idempotency: ctx.idem,
@@ -205,11 +256,16 @@ export class ConversationService {
   private async runEngine(
     agent: CompiledAgent,
     prior: Conversation | null,
-    t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now'> & { tenantId: string },
-  ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number }> {
+    t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now' | 'history'> & {
+      tenantId: string;
+      onDelta?: (text: string) => void;
+    },
+  ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number; llmMs: number }> {
     // Scoring runs inside the engine's steps and the LLM between them: time each on its own.
     let scoringMs = 0;
     let llmMs = 0;
+    let modelMs = 0;
+    const stream = t.onDelta ? new ReplyStream(t.onDelta) : undefined;
     let actionsMs = 0;
     let stepsMs = 0;
     const score = (message: string): Scored => {
@@ -243,6 +299,9 @@ export class ConversationService {
       maxReplyBytes: this.opts.maxReplyBytes,
       score,
       llm: this.opts.llm !== undefined,
+      history: t.history,
+      llmTokenBudget: this.opts.llmBudget.perConversation,
+      llmConfigured: this.opts.provider !== undefined,
     });
     let s = performance.now();
     let step = gen.next();
@@ -254,6 +313,9 @@ export class ConversationService {
       if (request.kind === 'action') {
         reply = await this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
         actionsMs += ms(a);
+      } else if (request.kind === 'llm_call') {
+        reply = await this.callModel(request, t.tenantId, stream);
+        modelMs += ms(a);
       } else {
         reply = await this.opts.llm!.route(request);
         llmMs += ms(a);
@@ -263,8 +325,54 @@ export class ConversationService {
       stepsMs += ms(s);
     }
     this.renderTime.charge(t.tenantId, budget.spentMs);
+    stream?.sync(step.value.reply);
     const round = (x: number) => Math.round(x * 100) / 100;
-    return { result: step.value, routingMs: round(scoringMs + llmMs), engineMs: round(Math.max(0, stepsMs - scoringMs)), actionsMs };
+    return {
+      result: step.value,
+      routingMs: round(scoringMs + llmMs),
+      engineMs: round(Math.max(0, stepsMs - scoringMs)),
+      actionsMs,
+      llmMs: round(modelMs),
+    };
+  }
+
+  /**
+   * One model call of a generative phase: refused when the tenant's daily tokens are spent,
+   * charged to them once answered (a failed call spends nothing that was reported). A streamed
+   * turn first sends what it said before the call, then the model's words as they come.
+   */
+  private async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
+    const started = performance.now();
+    const provider = this.opts.provider;
+    const model = req.model ?? provider?.model ?? 'none';
+    if (!provider) return { ok: false, code: 'llm_error', error: 'no language model is configured on this server (LLM_URL)', model, durationMs: 0 };
+    const day = iso(this.clock.now()).slice(0, 10);
+    const cap = this.opts.llmBudget.tenantDaily;
+    if (cap > 0 && (await this.opts.usage.spent(tenantId, day)) >= cap) {
+      return { ok: false, code: 'llm_budget_exceeded', error: `the tenant has spent its ${cap} model tokens for ${day}`, model, durationMs: 0 };
+    }
+    stream?.sync(req.said);
+    stream?.begin();
+    try {
+      const c = await provider.complete({
+        model: req.model ?? undefined,
+        temperature: req.temperature,
+        maxTokens: req.maxTokens,
+        messages: req.messages,
+        tools: req.tools,
+        onDelta: stream ? (text) => stream.delta(text) : undefined,
+      });
+      await this.opts.usage.add(tenantId, day, c.inputTokens + c.outputTokens);
+      return {
+        ok: true,
+        ...c,
+        model: c.model || model,
+        durationMs: ms(started),
+        streamed: stream !== undefined,
+      };
+    } catch (e) {
+      return { ok: false, code: 'llm_error', error: (e as Error).message, model, durationMs: ms(started) };
+    }
   }
 
   // ---- reads ----

@@ -5,7 +5,7 @@
 import type { ErasureRules } from '../domain.js';
 
 export const ERASURE: ErasureRules = {
-  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message', 'slot_filled'],
+  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message', 'slot_filled', 'llm_call'],
   skeleton(type, data) {
     // Stored audit data: the shapes of contract/src/conversations.ts.
     const d = data as {
@@ -24,14 +24,29 @@ export const ERASURE: ErasureRules = {
           response: d.response ? { status: d.response.status } : null,
           outcome: d.outcome,
           attempts: d.attempts,
+          ...(d.via !== undefined ? { via: d.via } : {}),
           erased: true,
         };
       case 'turn_timing':
-        return { total_ms: d.total_ms, routing_ms: d.routing_ms, engine_ms: d.engine_ms, actions_ms: d.actions_ms, storage_ms: d.storage_ms, erased: true };
+        return {
+          total_ms: d.total_ms,
+          routing_ms: d.routing_ms,
+          engine_ms: d.engine_ms,
+          actions_ms: d.actions_ms,
+          ...(d.llm_ms !== undefined ? { llm_ms: d.llm_ms } : {}),
+          storage_ms: d.storage_ms,
+          erased: true,
+        };
       case 'operator_message':
         return { author: 'erased', turns: [], erased: true };
       case 'slot_filled':
         return { slot: d.slot, phase: d.phase, capability: d.capability, source: '', erased: true };
+      case 'llm_call': {
+        // The model's words and the arguments it chose may repeat what the person said.
+        const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name?: unknown }[]) : [];
+        const { text: _text, tool_calls: _calls, ...rest } = d;
+        return { ...rest, text: '', tool_calls: calls.map((c) => ({ name: c.name, arguments: null })), erased: true };
+      }
       default:
         return { code: d.code, message: '', erased: true };
     }

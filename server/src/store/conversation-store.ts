@@ -200,6 +200,17 @@ export class ConversationStore {
     return rows.map(rowToTurn);
   }
 
+  /** The last `n` turns, oldest first (what a generative phase sends the model). */
+  async recentTurns(tenantId: string, conversationId: string, n: number): Promise<TurnRow[]> {
+    if (n <= 0) return [];
+    const rows = await this.knex('turns')
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
+      .orderBy('idx', 'desc')
+      .limit(n)
+      .select(...TURN_FIELDS);
+    return rows.map(rowToTurn).reverse();
+  }
+
   /** Newest first by (created_at, id); `page.after` is the last (created_at, id) of the previous page. */
   async list(
     of: { tenantId: string; agentId: string },

@@ -9,6 +9,7 @@ import * as m004 from './migrations/004_api_keys.js';
 import * as m005 from './migrations/005_event_notify.js';
 import * as m006 from './migrations/006_tenant_model.js';
 import * as m007 from './migrations/007_scale_indexes.js';
+import * as m008 from './migrations/008_llm_usage.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -34,6 +35,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '005_event_notify': m005,
   '006_tenant_model': m006,
   '007_scale_indexes': m007,
+  '008_llm_usage': m008,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

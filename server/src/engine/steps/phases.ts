@@ -1,68 +1,17 @@
 // Runs a capability's phases from one, each through the phase steps in order (prefilled, call,
-// say, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
-import { MAX_PHASES_PER_TURN, SECRET_MASK, type CompiledPhase } from '../compile.js';
-import { renderJson, type Scope } from '../templates.js';
-import { CONTINUE, type ActionReply, type ActionRequest, type Step, type StepOutcome } from '../turn.js';
+// say, generate, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
+import { MAX_PHASES_PER_TURN, type CompiledPhase } from '../compile.js';
+import { CONTINUE, type Step, type StepOutcome } from '../turn.js';
+import { runAction } from './action.js';
+import { generate } from './generate.js';
 
-type PhaseStep = Step<[CompiledPhase, number]>;
+export type PhaseStep = Step<[CompiledPhase, number]>;
 
-function getPath(root: unknown, path: string[]): unknown {
-  let cur = root;
-  for (const key of path) {
-    if (cur === null || typeof cur !== 'object' || !Object.prototype.hasOwnProperty.call(cur, key)) return undefined;
-    cur = (cur as Record<string, unknown>)[key];
-  }
-  return cur;
-}
-
-/** `call`: renders the action's request (secrets for the wire, masks for the record) and yields it. */
+/** `call`: runs the phase's action; a failure goes to on_error. */
 const call: PhaseStep = function* (t, p) {
   if (!p.call) return CONTINUE;
-  const { agent, input } = t;
-  const action = agent.actions.get(p.call)!;
-  let request: ActionRequest | null = null;
-  // A secret the tenant has not been granted reads exactly as one that does not exist.
-  const missing = action.secrets.find((n) => !Object.prototype.hasOwnProperty.call(input.secrets, n));
-  if (missing !== undefined) {
-    t.note('error', { code: 'secret_unavailable', message: `secret "${missing}" is not available to this tenant`, action: action.name });
-  } else {
-    try {
-      const real = Object.fromEntries(action.secrets.map((n) => [n, input.secrets[n]]));
-      const masks = Object.fromEntries(action.secrets.map((n) => [n, SECRET_MASK]));
-      const render = (sc: Scope) => ({
-        url: action.url.render(sc, t.budget),
-        headers: Object.fromEntries(action.headers.map(([h, tpl]) => [h, tpl.render(sc, t.budget)])),
-        body: action.body ? renderJson(action.body, sc, t.budget) : undefined,
-      });
-      // Rendered twice: with the secrets for the wire, and with masks in their place for the
-      // record, so no filter or echo can carry a secret into an audit entry.
-      const wire = render(t.scope(real));
-      request = { kind: 'action', action, method: action.method, ...wire, masked: render(t.scope(masks)), secretValues: Object.values(real) };
-    } catch (e) {
-      t.note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
-    }
-  }
-  const reply: ActionReply = request
-    ? ((yield request) as ActionReply)
-    : {
-        result: { ok: false, status: 0, body: null },
-        audit: {
-          type: 'error',
-          turnIndex: input.turnIndex,
-          timestamp: input.now,
-          durationMs: null,
-          data: { code: 'action_not_sent', message: `action "${action.name}" could not be rendered`, action: action.name },
-        },
-      };
-  t.audit.push(reply.audit);
-  t.flow.actions[action.name] = reply.result;
-  if (reply.result.ok) {
-    for (const [slot, path] of action.save) {
-      const v = getPath(reply.result, path);
-      if (v !== undefined) t.flow.slots[slot] = v;
-    }
-    return CONTINUE;
-  }
+  const result = yield* runAction(t, t.agent.actions.get(p.call)!);
+  if (result.ok) return CONTINUE;
   if (p.onError === 'escalate') return t.stop(t.escalate('action_failed'));
   return { kind: 'goto', idx: t.capability.phaseIndex.get(p.onError)! };
 };
@@ -87,7 +36,7 @@ const end: PhaseStep = function* (t, p) {
   if (!p.end) return CONTINUE;
   t.options = t.renderOptions(p);
   t.flow.wait = p.end === 'paused' ? 'open' : 'closed';
-  if (p.end === 'completed') t.setStatus('completed', 'flow_end', p.outcome);
+  if (p.end === 'completed') t.setStatus('completed', 'flow_end', p.outcome ?? t.finished ?? 'resolved');
   else if (p.end === 'escalated') t.setStatus('escalated', 'flow_end', 'escalated');
   else t.setStatus('paused', 'flow_end', null);
   return t.stop(t.result(p.end !== 'completed'));
@@ -120,7 +69,7 @@ const prefilled: PhaseStep = function* (t, p, idx) {
 };
 
 /** The steps of a phase, in order. */
-const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, collect, end, next];
+const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, generate, collect, end, next];
 
 /** Runs phases from `start` until a step ends the turn; more than MAX_PHASES_PER_TURN escalates. */
 export const runPhases: Step<[number]> = function* (t, start) {

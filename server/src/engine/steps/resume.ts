@@ -3,7 +3,7 @@
 // escalate once max_attempts is spent). A turn not waiting on a collect continues to routing.
 import { parseSlot } from '../slots.js';
 import { route } from '../routing.js';
-import { CONTINUE, type Step } from '../turn.js';
+import { CONTINUE, type Step, type StepOutcome, type TurnState } from '../turn.js';
 
 export const resumeCollect: Step = function* (t) {
   const { agent, input, flow, capability } = t;
@@ -20,25 +20,8 @@ export const resumeCollect: Step = function* (t) {
     // A collect with nowhere to go: the flow has run out of phases.
     return next === null ? t.stop(t.result(true)) : { kind: 'goto', idx: next };
   }
-  if (agent.switchThreshold !== null) {
-    // A message that does not fill the slot but plainly asks for something else moves there.
-    const scored = input.score(input.message);
-    const decision = route(agent, scored, input.context);
-    const target = decision.capability;
-    if (!decision.notEntitled && target !== capability && target !== agent.fallback && scored.scores[0].score >= agent.switchThreshold) {
-      t.note('routing_decision', {
-        ...decision.audit,
-        reason: 'switch',
-        from: { capability: capability.name, phase: t.phaseId },
-        switch_threshold: agent.switchThreshold,
-      });
-      t.capability = target;
-      flow.wait = 'open';
-      flow.attempts = 0;
-      t.prefill();
-      return { kind: 'goto', idx: 0 };
-    }
-  }
+  const switched = switchAway(t);
+  if (switched) return switched;
   flow.attempts += 1;
   if (flow.attempts >= phase.collect.maxAttempts) {
     t.note('error', { code: 'max_attempts', message: `slot "${phase.collect.slot}" not filled after ${flow.attempts} attempts` });
@@ -49,3 +32,27 @@ export const resumeCollect: Step = function* (t) {
   t.options = t.renderOptions(phase);
   return t.stop(t.result(true));
 };
+
+/**
+ * Mid-flow switching: a message to a waiting phase that plainly asks for another capability
+ * (its score at or above the switch threshold) moves the conversation there; null when it does not.
+ */
+export function switchAway(t: TurnState): StepOutcome | null {
+  const { agent, input, flow, capability } = t;
+  if (agent.switchThreshold === null) return null;
+  const scored = input.score(input.message);
+  const decision = route(agent, scored, input.context);
+  const target = decision.capability;
+  if (decision.notEntitled || target === capability || target === agent.fallback || scored.scores[0].score < agent.switchThreshold) return null;
+  t.note('routing_decision', {
+    ...decision.audit,
+    reason: 'switch',
+    from: { capability: capability.name, phase: t.phaseId },
+    switch_threshold: agent.switchThreshold,
+  });
+  t.capability = target;
+  flow.wait = 'open';
+  flow.attempts = 0;
+  t.prefill();
+  return { kind: 'goto', idx: 0 };
+}
