@@ -30,6 +30,11 @@ describe('LLM provider', () => {
     expect(llm.calls).toHaveLength(2);
   });
 
+  it('says when the provider cannot be reached', async () => {
+    const p = new LlmProvider({ url: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 2000, maxRetries: 0 });
+    await expect(p.complete(ask)).rejects.toThrow(/^provider unreachable/);
+  });
+
   it('keeps to its deadline, retries included', async () => {
     llm.reset();
     llm.script({ status: 429, retryAfterSeconds: 30 }, { text: 'too late' });
