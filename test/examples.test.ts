@@ -1,6 +1,6 @@
 // The shipped example agents and the agents command line, as a new user meets them.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -140,13 +140,47 @@ describe('npm run agents', () => {
   });
 
   it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {
-    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help'], ['eval', '--help']]) {
+    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help'], ['eval', '--help'], ['versions', '--help'], ['activate', '--help']]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
     }
     const err = await cli('apply', EXAMPLE).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/required option '--tenant <tenant>' not specified/);
+  });
+
+  it('applies a draft to a running server, lists its versions, activates one, and says in one line what went wrong', async () => {
+    const created = await databases[0].create();
+    const app = testApp(created.db);
+    const server = app.app.listen(0, '127.0.0.1');
+    await new Promise<void>((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const first = await cli('apply', '--url', url, '--tenant', 'acme', EXAMPLE);
+      expect(first.stdout).toContain(`applied   acme-support version 1 (${EXAMPLE})`);
+      const changed = join(dir, 'acme-support.yaml');
+      writeFileSync(changed, readFileSync(EXAMPLE, 'utf8').replace('A colleague will take over here shortly.', 'Someone will be with you soon.'));
+      const draft = await cli('apply', '--url', url, '--tenant', 'acme', '--activate', 'false', changed);
+      expect(draft.stdout).toContain('draft     acme-support version 2 (current stays 1)');
+      const versions = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme');
+      expect(versions.stdout).toMatch(/^2 +\S+ +greeting/m);
+      expect(versions.stdout).toMatch(/^1\* +\S+ +greeting/m);
+      const activated = await cli('activate', 'acme-support', '2', '--url', url, '--tenant', 'acme');
+      expect(activated.stdout).toContain('activated acme-support version 2 (was 1)');
+      const missing = await cli('activate', 'acme-support', '9', '--url', url, '--tenant', 'acme').catch((e) => e);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr.trim()).toBe(`${url} answered 404 version_not_found: Agent "acme-support" has no version 9 (check the slug and --tenant)`);
+      const bad = await cli('activate', 'acme-support', 'two', '--url', url, '--tenant', 'acme').catch((e) => e);
+      expect(bad.code).toBe(2);
+    } finally {
+      await new Promise<void>((r) => server.close(() => r()));
+      await app.close();
+      await created.drop();
+    }
+    // The port the server had is closed now.
+    const down = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme').catch((e) => e);
+    expect(down.code).toBe(1);
+    expect(down.stderr.trim()).toBe(`cannot reach ${url} (ECONNREFUSED): is the server running there? (--url)`);
   });
 
   it('reports how well an agent routes: cross-validated, or on labelled messages in CSV or YAML', async () => {

@@ -32,7 +32,33 @@ export const DefinitionWarning = z.object({
 });
 export type DefinitionWarning = z.infer<typeof DefinitionWarning>;
 
+export const PutAgentQuery = z.object({
+  activate: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true')
+    .describe('false: store a changed definition as a new version without making it current (a draft)'),
+});
+
+export const AgentVersionSummary = z.object({
+  version: z.number().int(),
+  created_at: Timestamp,
+  current: z.boolean().describe('Whether new conversations start on this version'),
+  capabilities: z.array(z.string()).describe("The version's capability names"),
+});
+
+export const AgentVersion = AgentVersionSummary.extend({
+  digest: z.string().describe('SHA-256 of the canonical definition'),
+  definition: AgentDefinition,
+}).describe('One stored version of an agent');
+
+export const VersionsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: z.string().max(500).optional(),
+});
+
 export const PutAgentResult = Agent.extend({
+  stored_version: z.number().int().describe('The version this definition is stored as: `version` unless it was stored as a draft (`activate=false`)'),
   warnings: z
     .array(DefinitionWarning)
     .describe('What in the definition is likely to route or render badly; the definition is accepted all the same (docs/routing.md)'),

@@ -54,6 +54,7 @@ export const ProblemCode = z.enum([
   'unauthorized',
   'forbidden',
   'agent_not_found',
+  'version_not_found',
   'conversation_not_found',
   'not_found',
   'conversation_closed',

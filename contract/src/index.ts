@@ -2,7 +2,7 @@
 // The server, the typed client and openapi.json are all derived from this router.
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
-import { Agent, PutAgentResult } from './agents.js';
+import { Agent, AgentVersion, AgentVersionSummary, PutAgentQuery, PutAgentResult, VersionsQuery } from './agents.js';
 import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, Uuid } from './common.js';
 import {
   AuditLogPage,
@@ -180,9 +180,36 @@ export const agentsContract = c.router({
     path: '/agents/:slug',
     pathParams: SlugParams,
     headers: TenantHeaders,
+    query: PutAgentQuery,
     body: AgentDefinition,
     responses: { 200: PutAgentResult },
-    summary: 'Create or update an agent; a changed definition makes a new version',
+    summary: 'Create or update an agent; a changed definition makes a new version (current unless activate=false)',
+  },
+  listVersions: {
+    method: 'GET',
+    path: '/agents/:slug/versions',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: VersionsQuery,
+    responses: { 200: Page(AgentVersionSummary).describe("The agent's versions, newest first") },
+    summary: "List an agent's versions, newest first",
+  },
+  getVersion: {
+    method: 'GET',
+    path: '/agents/:slug/versions/:version',
+    pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+    headers: TenantHeaders,
+    responses: { 200: AgentVersion },
+    summary: 'Get one version of an agent with its definition',
+  },
+  activateVersion: {
+    method: 'POST',
+    path: '/agents/:slug/versions/:version/activate',
+    pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 200: Agent },
+    summary: 'Make a stored version current (promote a draft, or roll back); running conversations stay on theirs',
   },
   listAgents: {
     method: 'GET',
@@ -285,6 +312,9 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   listWebhookDeliveries: 'read',
   listAgents: 'read',
   getAgent: 'read',
+  listVersions: 'read',
+  getVersion: 'read',
+  activateVersion: 'admin',
   postOperatorMessage: 'admin',
   setStatus: 'admin',
   eraseConversation: 'admin',

@@ -17,6 +17,8 @@ export interface AppliedAgent {
   changed: boolean;
   /** The version this file replaced, when there was one. */
   replaced: number | null;
+  /** Stored as a draft: `version` is the draft's, and the current version did not change. */
+  draft: boolean;
 }
 
 const VAR_PREFIX = 'SWITCHBOARD_VAR_';
@@ -48,11 +50,17 @@ export async function readAgentFile(file: string, env: NodeJS.ProcessEnv = proce
   return { slug: basename(file, extname(file)), definition: parsed.data };
 }
 
-export async function applyAgentFile(agents: AgentService, tenantId: string, file: string): Promise<AppliedAgent> {
+export async function applyAgentFile(agents: AgentService, tenantId: string, file: string, opts: { activate?: boolean } = {}): Promise<AppliedAgent> {
   const { slug, definition } = await readAgentFile(file);
   const before = await agents.currentVersion(tenantId, slug);
-  const { agent, changed } = await agents.put(tenantId, slug, definition);
-  return { slug, version: agent.version, changed, replaced: changed && before !== null && before !== agent.version ? before : null };
+  const { agent, changed, version } = await agents.put(tenantId, slug, definition, opts);
+  return {
+    slug,
+    version,
+    changed,
+    replaced: changed && before !== null && before !== agent.version ? before : null,
+    draft: version !== agent.version,
+  };
 }
 
 /** The agent files of a folder; two files for one slug (x.yaml and x.json) is an error naming both. */

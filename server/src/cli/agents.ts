@@ -1,14 +1,27 @@
-// `npm run agents -- apply --tenant acme agents/*.yaml`, `validate FILE…` and `eval FILE`:
-// applies agent files to the database named by DATABASE_URL, printing what changed, and reports
-// how well an agent routes (evaluation.ts).
+// `npm run agents -- …`: validate agent files; apply them to the database named by DATABASE_URL
+// or to a running server (--url); list an agent's versions and activate one; report how well an
+// agent routes (evaluation.ts).
 import { applyAgentFile, describeDefinitionError, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
 import { createServices } from '../services.js';
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
 import { program, run } from './program.js';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
+
+const bool = (v: string): boolean => {
+  if (v === 'true') return true;
+  if (v === 'false') return false;
+  throw new InvalidArgumentError('must be true or false');
+};
+
+const versionNumber = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('must be a version number (1, 2, …)');
+  return n;
+};
 
 const cli = program('npm run agents --', 'Check agent definition files, and apply them to the database named by DATABASE_URL');
 
@@ -32,10 +45,18 @@ cli
 
 cli
   .command('apply')
-  .description('create or update agents from files (slug = file name); a changed file makes a new version')
-  .requiredOption('--tenant <tenant>', 'the tenant the agents belong to')
+  .description(
+    'create or update agents from files (slug = file name); a changed file makes a new version. Applies to the database named by DATABASE_URL, or with --url to a running server',
+  )
+  .option('--tenant <tenant>', 'the tenant the agents belong to (with --url and an API key, the key names it)')
+  .option('--url <url>', "a running server's base URL, instead of the database")
+  .option('--key <key>', 'API key for --url (api_key auth mode)')
+  .option('--activate <bool>', 'false: store changed definitions as drafts, leaving the current versions in place', bool, true)
   .argument('<files...>', 'agent files')
-  .action(async (files: string[], opts: { tenant: string }) => {
+  .action(async function (this: Command, files: string[], opts: { tenant?: string; url?: string; key?: string; activate: boolean }) {
+    if (opts.url) return applyRemote(files, { url: opts.url, tenant: opts.tenant, key: opts.key }, opts.activate);
+    if (!opts.tenant) this.error("error: required option '--tenant <tenant>' not specified (the database's agents belong to a tenant)");
+    const tenant = opts.tenant;
     const config = loadConfig();
     const db = openDatabase(config.databaseUrl);
     let failed = 0;
@@ -44,8 +65,8 @@ cli
       const app = createServices(config, { db, logger: createLogger({ level: 'silent' }) });
       for (const f of files) {
         try {
-          const r = await applyAgentFile(app.agents, opts.tenant, f);
-          console.log(`${r.changed ? 'applied  ' : 'unchanged'} ${opts.tenant}/${r.slug} version ${r.version} (${f})`);
+          const r = await applyAgentFile(app.agents, tenant, f, { activate: opts.activate });
+          console.log(`${r.draft ? 'draft    ' : r.changed ? 'applied  ' : 'unchanged'} ${tenant}/${r.slug} version ${r.version} (${f})`);
         } catch (err) {
           failed++;
           console.error(`failed    ${describeDefinitionError(f, err)}`);
@@ -58,6 +79,61 @@ cli
     console.log(`${files.length - failed} of ${files.length} file(s) applied to ${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}`);
     if (failed) process.exitCode = 1;
   });
+
+/** `apply --url`: each file checked here, then PUT to the server, which trains and stores it. */
+async function applyRemote(files: string[], o: RemoteOptions, activate: boolean): Promise<void> {
+  const sb = remoteClient(o);
+  let failed = 0;
+  for (const f of files) {
+    try {
+      const { slug, definition } = await readAgentFile(f);
+      const before = await reach(o, () => sb.api.getAgent({ params: { slug } }));
+      const r = await reach(o, () => sb.api.putAgent({ params: { slug }, query: { activate: activate ? 'true' : 'false' }, body: definition }));
+      if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+      const was = before.status === 200 ? before.body.version : null;
+      const what = r.body.stored_version !== r.body.version ? 'draft    ' : r.body.version !== was ? 'applied  ' : 'unchanged';
+      console.log(`${what} ${slug} version ${r.body.stored_version}${what.startsWith('draft') ? ` (current stays ${r.body.version})` : ''} (${f})`);
+      for (const w of r.body.warnings.slice(0, 5)) console.log(`  warning: ${w.message}`);
+    } catch (err) {
+      failed++;
+      console.error(`failed    ${describeDefinitionError(f, err)}`);
+    }
+  }
+  console.log(`${files.length - failed} of ${files.length} file(s) applied to ${o.url}`);
+  if (failed) process.exitCode = 1;
+}
+
+remoteOptions(
+  cli
+    .command('versions')
+    .description("list an agent's versions on a running server, newest first")
+    .argument('<slug>', 'the agent')
+    .option('--limit <n>', 'how many', (v) => versionNumber(v), 20),
+).action(async (slug: string, opts: RemoteOptions & { limit: number }) => {
+  const sb = remoteClient(opts);
+  const r = await reach(opts, () => sb.api.listVersions({ params: { slug }, query: { limit: Math.min(opts.limit, 100) } }));
+  if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
+  console.log('version  created                   capabilities');
+  for (const v of r.body.data) {
+    console.log(`${`${v.version}${v.current ? '*' : ''}`.padEnd(8)} ${v.created_at.padEnd(25)} ${v.capabilities.join(', ')}`);
+  }
+  console.log(`* current: new conversations start on it${r.body.next_cursor ? ' (older versions not shown: --limit)' : ''}`);
+});
+
+remoteOptions(
+  cli
+    .command('activate')
+    .description('make a stored version current on a running server (promote a draft, or roll back); running conversations stay on theirs')
+    .argument('<slug>', 'the agent')
+    .argument('<version>', 'the version to make current', versionNumber),
+).action(async (slug: string, version: number, opts: RemoteOptions) => {
+  const sb = remoteClient(opts);
+  const before = await reach(opts, () => sb.api.getAgent({ params: { slug } }));
+  if (before.status !== 200) throw new Error(describeFailure(opts, before.status, before.body));
+  const r = await reach(opts, () => sb.api.activateVersion({ params: { slug, version } }));
+  if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
+  console.log(`activated ${slug} version ${r.body.version} (was ${before.body.version})`);
+});
 
 cli
   .command('eval')

@@ -2,6 +2,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
 import { UnavailableError } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
 import { streamConverse, wantsStream } from './converse-stream.js';
 
@@ -100,10 +101,18 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
         await secrets.delete(headers['tenant-id'], params.name);
         return { status: 204, body: undefined };
       },
-      putAgent: async ({ params, headers, body }) => {
-        const { agent, warnings } = await agents.put(headers['tenant-id'], params.slug, body);
-        return { status: 200, body: { ...agent, warnings } };
+      putAgent: async ({ params, headers, query, body }) => {
+        const { agent, version, warnings } = await agents.put(headers['tenant-id'], params.slug, body, { activate: query.activate });
+        return { status: 200, body: { ...agent, stored_version: version, warnings } };
       },
+      listVersions: async ({ params, headers, query }) => {
+        const before = decodeCursor(query.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
+        const rows = await agents.versions(headers['tenant-id'], params.slug, { limit: query.limit + 1, before });
+        const page = rows.slice(0, query.limit);
+        return { status: 200, body: { data: page, next_cursor: rows.length > query.limit ? encodeCursor(page[page.length - 1].version) : null } };
+      },
+      getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.version(headers['tenant-id'], params.slug, params.version) }),
+      activateVersion: async ({ params, headers }) => ({ status: 200, body: await agents.activate(headers['tenant-id'], params.slug, params.version) }),
       listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),
       getAgent: async ({ params, headers }) => ({ status: 200, body: await agents.get(headers['tenant-id'], params.slug) }),
       deleteAgent: async ({ params, headers }) => {

@@ -40,7 +40,12 @@ export class AgentService {
     });
   }
 
-  async put(tenantId: string, slug: string, definition: AgentDefinition): Promise<{ agent: Agent; changed: boolean; warnings: DefinitionWarning[] }> {
+  async put(
+    tenantId: string,
+    slug: string,
+    definition: AgentDefinition,
+    opts: { activate?: boolean } = {},
+  ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
     const problems = validateDefinition(definition);
     if (problems.length) throw new DefinitionError(problems);
     const warnings = [...routingWarnings(definition), ...slotWarnings(definition)];
@@ -54,13 +59,53 @@ export class AgentService {
     if (!current || current.digest !== digest) {
       trained = await compileAgent(existing?.id ?? NIL_UUID, 0, definition, this.trainFor(tenantId));
     }
-    const { agent, changed } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()));
-    const key = `${tenantId}:${agent.id}:${agent.currentVersion}`;
+    const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
+    const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
-      this.compiled.set(key, await compileAgent(agent.id, agent.currentVersion, definition, () => Promise.resolve(trained.router)));
+      this.compiled.set(key, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router)));
     }
-    await this.compiledVersion(tenantId, agent.id, agent.currentVersion);
-    return { agent: this.toApi(agent, definition), changed, warnings };
+    await this.compiledVersion(tenantId, agent.id, version);
+    const shown =
+      version === agent.currentVersion ? definition : ((await this.store.version(tenantId, agent.id, agent.currentVersion))!.definition as AgentDefinition);
+    return { agent: this.toApi(agent, shown), changed, version, warnings };
+  }
+
+  /** An agent's versions, newest first, a page at a time (`before`: the last version of the previous page). */
+  async versions(tenantId: string, slug: string, page: { limit: number; before: number | null }) {
+    const row = await this.any(tenantId, slug);
+    const rows = await this.store.versions(tenantId, row.id, page);
+    return rows.map((v) => ({
+      version: v.version,
+      created_at: v.createdAt,
+      current: v.version === row.currentVersion,
+      capabilities: (v.definition as AgentDefinition).capabilities.map((c) => c.name),
+    }));
+  }
+
+  async version(tenantId: string, slug: string, version: number) {
+    const row = await this.any(tenantId, slug);
+    const v = await this.store.version(tenantId, row.id, version);
+    if (!v) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    const definition = v.definition as AgentDefinition;
+    return {
+      version: v.version,
+      created_at: v.createdAt,
+      current: v.version === row.currentVersion,
+      capabilities: definition.capabilities.map((c) => c.name),
+      digest: v.digest,
+      definition,
+    };
+  }
+
+  /** Makes a stored version current: new conversations start on it, running ones keep theirs. */
+  async activate(tenantId: string, slug: string, version: number): Promise<Agent> {
+    const row = await this.active(tenantId, slug);
+    if (!(await this.store.activate(tenantId, row.id, version, iso(this.clock.now())))) {
+      throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    }
+    // Compiled (and its router trained) before it answers: the first conversation on it does not wait.
+    await this.compiledVersion(tenantId, row.id, version);
+    return this.get(tenantId, slug);
   }
 
   private trainFor(tenantId: string): TrainRouter | undefined {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import type { Database } from './db.js';
-import { present, type AgentTableRow } from './rows.js';
+import { present, type AgentTableRow, type AgentVersionTableRow } from './rows.js';
 
 export interface AgentRow {
   id: string;
@@ -33,6 +33,14 @@ const toAgent = (r: AgentTableRow): AgentRow => ({
   updatedAt: r.updated_at,
 });
 
+const toVersion = (r: AgentVersionTableRow): AgentVersionRow => ({
+  agentId: r.agent_id,
+  version: Number(r.version),
+  digest: r.digest,
+  definition: JSON.parse(r.definition) as unknown,
+  createdAt: r.created_at,
+});
+
 export class AgentStore {
   private readonly knex: Knex;
   private readonly adapter: Database['adapter'];
@@ -56,53 +64,98 @@ export class AgentStore {
 
   async version(tenantId: string, agentId: string, version: number): Promise<AgentVersionRow | null> {
     const r = await this.knex('agent_versions').where({ tenant_id: tenantId, agent_id: agentId, version }).first();
-    return r ? { agentId: r.agent_id, version: Number(r.version), digest: r.digest, definition: JSON.parse(r.definition), createdAt: r.created_at } : null;
+    return r ? toVersion(r) : null;
   }
 
   /**
    * Stores a definition: a new agent at version 1, a new version when the digest differs from
    * the current one, nothing new when it is the same. Un-archives an archived agent.
    */
-  async put(tenantId: string, slug: string, definition: unknown, digest: string, now: string): Promise<{ agent: AgentRow; changed: boolean }> {
+  async put(
+    tenantId: string,
+    slug: string,
+    definition: unknown,
+    digest: string,
+    now: string,
+    activate = true,
+  ): Promise<{ agent: AgentRow; changed: boolean; version: number }> {
     // Concurrent first PUTs of one slug race to insert it: the losers find it on a second try.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.putOnce(tenantId, slug, definition, digest, now);
+        return await this.putOnce(tenantId, slug, definition, digest, now, activate);
       } catch (err) {
         if (attempt >= 3 || !isUniqueViolation(err)) throw err;
       }
     }
   }
 
-  private async putOnce(tenantId: string, slug: string, definition: unknown, digest: string, now: string): Promise<{ agent: AgentRow; changed: boolean }> {
+  /**
+   * A new agent starts at version 1, current even as a draft (there is nothing else to run). For
+   * an existing one the definition is compared with the current version, then with the newest:
+   * the same as either is no new version (a draft put again, or activated when `activate`);
+   * anything else is a new version after the newest, current when `activate`.
+   */
+  private async putOnce(
+    tenantId: string,
+    slug: string,
+    definition: unknown,
+    digest: string,
+    now: string,
+    activate: boolean,
+  ): Promise<{ agent: AgentRow; changed: boolean; version: number }> {
     return this.knex.transaction(async (trx) => {
       const q = trx('agents').where({ tenant_id: tenantId, slug }).first();
       const existing = await this.adapter.forUpdate(q);
+      const reread = async (id: string) => toAgent(present(await trx('agents').where({ id }).first(), 'agent'));
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
         await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now });
-        return { agent: toAgent(present(await trx('agents').where({ id }).first(), 'agent')), changed: true };
+        return { agent: await reread(id), changed: true, version: 1 };
       }
-      const current = present(await trx('agent_versions').where({ agent_id: existing.id, version: existing.current_version }).first(), 'agent version');
+      const currentVersion = Number(existing.current_version);
+      const current = present(await trx('agent_versions').where({ agent_id: existing.id, version: currentVersion }).first(), 'agent version');
       if (current.digest === digest) {
         if (existing.archived_at) {
           await trx('agents').where({ id: existing.id }).update({ archived_at: null, updated_at: now });
-          return { agent: toAgent(present(await trx('agents').where({ id: existing.id }).first(), 'agent')), changed: true };
+          return { agent: await reread(existing.id), changed: true, version: currentVersion };
         }
-        return { agent: toAgent(existing), changed: false };
+        return { agent: toAgent(existing), changed: false, version: currentVersion };
       }
-      const version = Number(existing.current_version) + 1;
-      await trx('agent_versions').insert({
-        agent_id: existing.id,
-        version,
-        tenant_id: tenantId,
-        digest,
-        definition: JSON.stringify(definition),
-        created_at: now,
-      });
-      await trx('agents').where({ id: existing.id }).update({ current_version: version, archived_at: null, updated_at: now });
-      return { agent: toAgent(present(await trx('agents').where({ id: existing.id }).first(), 'agent')), changed: true };
+      const newest = present(await trx('agent_versions').where({ agent_id: existing.id }).orderBy('version', 'desc').first(), 'agent version');
+      let version = Number(newest.version);
+      const known = newest.digest === digest;
+      if (!known) {
+        version += 1;
+        await trx('agent_versions').insert({
+          agent_id: existing.id,
+          version,
+          tenant_id: tenantId,
+          digest,
+          definition: JSON.stringify(definition),
+          created_at: now,
+        });
+      }
+      if (activate) await trx('agents').where({ id: existing.id }).update({ current_version: version, archived_at: null, updated_at: now });
+      return { agent: await reread(existing.id), changed: !known || activate, version };
+    });
+  }
+
+  /** An agent's versions, newest first, after `before` (a version number) when given. */
+  async versions(tenantId: string, agentId: string, page: { limit: number; before: number | null }): Promise<AgentVersionRow[]> {
+    const q = this.knex('agent_versions').where({ tenant_id: tenantId, agent_id: agentId });
+    if (page.before !== null) q.where('version', '<', page.before);
+    const rows = await q.orderBy('version', 'desc').limit(page.limit);
+    return rows.map(toVersion);
+  }
+
+  /** Makes a stored version current; false when the agent has no such version. */
+  async activate(tenantId: string, agentId: string, version: number, now: string): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      const v = await trx('agent_versions').where({ tenant_id: tenantId, agent_id: agentId, version }).first('version');
+      if (!v) return false;
+      await trx('agents').where({ tenant_id: tenantId, id: agentId }).update({ current_version: version, updated_at: now });
+      return true;
     });
   }
 

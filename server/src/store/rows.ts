@@ -87,7 +87,7 @@ export interface ApiKeyTableRow {
   revoked_at: string | null;
 }
 
-interface AgentVersionTableRow {
+export interface AgentVersionTableRow {
   agent_id: string;
   version: Int;
   tenant_id: string;

@@ -1,0 +1,92 @@
+// Versions: drafts (PUT ?activate=false), listing, reading, activation and rollback, with running
+// conversations staying on their version; on every database, through supertest and the typed client.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createSwitchboardClient, type SwitchboardClient } from '../../client/src/index.js';
+import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { appFixture } from '../helpers/fixture.js';
+
+warnIfPostgresSkipped();
+
+const agent = (greeting: string) => ({
+  name: 'Shop',
+  capabilities: [
+    {
+      name: 'order',
+      examples: ['i want to order', 'place an order', 'buy something', 'order a pizza'],
+      phases: [
+        { id: 'ask', say: `${greeting} What size?`, collect: { slot: 'size', type: 'choice', choices: ['small', 'large'] } },
+        { id: 'done', say: `${greeting} A {{ slots.size }} one it is.`, end: 'completed' },
+      ],
+    },
+  ],
+});
+
+describe.each(databases)('agent versions on $name', (database) => {
+  const f = appFixture(database, { agents: { shop: agent('v1:') } });
+  let server: Server;
+  let sb: SwitchboardClient;
+  beforeAll(async () => {
+    server = f.app.app.listen(0, '127.0.0.1');
+    await new Promise<void>((r) => server.once('listening', r));
+    sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tenantId: 'acme' });
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  const api = () => request(f.app.app);
+  const say = async (message: string, conversation_id?: string) =>
+    (await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send({ message, conversation_id }).expect(200)).body;
+
+  it('stores a draft without making it current, and lists and reads versions', async () => {
+    const draft = await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v2:')).expect(200);
+    expect(draft.body).toMatchObject({ version: 1, stored_version: 2 });
+    expect(draft.body.definition.capabilities[0].phases[0].say).toBe('v1: What size?');
+    // The same draft again is no new version.
+    const again = await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v2:')).expect(200);
+    expect(again.body.stored_version).toBe(2);
+    const list = await sb.api.listVersions({ params: { slug: 'shop' }, query: {} });
+    expect(list.status).toBe(200);
+    if (list.status !== 200) return;
+    expect(list.body.data.map((v) => [v.version, v.current, v.capabilities])).toEqual([
+      [2, false, ['order']],
+      [1, true, ['order']],
+    ]);
+    const v2 = await sb.api.getVersion({ params: { slug: 'shop', version: 2 } });
+    expect(v2.status === 200 && v2.body.definition.capabilities[0].phases[0].say).toBe('v2: What size?');
+    expect((await say('i want to order')).response.message).toBe('v1: What size?');
+  });
+
+  it('activates a version for new conversations while running ones stay on theirs, and rolls back', async () => {
+    const running = await say('i want to order');
+    expect(running.response.message).toBe('v1: What size?');
+    const activated = await sb.api.activateVersion({ params: { slug: 'shop', version: 2 } });
+    expect(activated.status === 200 && activated.body.version).toBe(2);
+    expect((await say('i want to order')).response.message).toBe('v2: What size?');
+    // The conversation begun on version 1 finishes on it.
+    expect((await say('large', running.conversation_id)).response.message).toBe('v1: A large one it is.');
+    const detail = await api().get(`/api/v1/agents/shop/conversations/${running.conversation_id}`).set('tenant-id', 'acme').expect(200);
+    expect(detail.body.agent_version).toBe(1);
+    // Roll back.
+    await api().post('/api/v1/agents/shop/versions/1/activate').set('tenant-id', 'acme').expect(200);
+    expect((await say('i want to order')).response.message).toBe('v1: What size?');
+    expect((await api().get('/api/v1/agents/shop').set('tenant-id', 'acme').expect(200)).body.version).toBe(1);
+    // Putting version 2's definition again makes it current without a third version.
+    const back = await api().put('/api/v1/agents/shop').set('tenant-id', 'acme').send(agent('v2:')).expect(200);
+    expect(back.body).toMatchObject({ version: 2, stored_version: 2 });
+  });
+
+  it('pages versions newest first, and answers 404 for a version that does not exist', async () => {
+    await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v3:')).expect(200);
+    const first = await api().get('/api/v1/agents/shop/versions?limit=2').set('tenant-id', 'acme').expect(200);
+    expect(first.body.data.map((v: any) => v.version)).toEqual([3, 2]);
+    const second = await api().get(`/api/v1/agents/shop/versions?limit=2&cursor=${first.body.next_cursor}`).set('tenant-id', 'acme').expect(200);
+    expect(second.body).toMatchObject({ data: [{ version: 1 }], next_cursor: null });
+    const missing = await api().post('/api/v1/agents/shop/versions/99/activate').set('tenant-id', 'acme').expect(404);
+    expect(missing.body.code).toBe('version_not_found');
+    await api().get('/api/v1/agents/shop/versions/99').set('tenant-id', 'acme').expect(404);
+    await api().get('/api/v1/agents/shop/versions/1').set('tenant-id', 'globex').expect(404);
+    const bad = await api().put('/api/v1/agents/shop?activate=maybe').set('tenant-id', 'acme').send(agent('v4:')).expect(400);
+    expect(bad.body.errors[0].path).toBe('query.activate');
+  });
+});
