@@ -140,7 +140,15 @@ describe('npm run agents', () => {
   });
 
   it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {
-    for (const args of [['--help'], ['apply', '--help'], ['validate', '--help'], ['eval', '--help'], ['versions', '--help'], ['activate', '--help']]) {
+    for (const args of [
+      ['--help'],
+      ['apply', '--help'],
+      ['validate', '--help'],
+      ['eval', '--help'],
+      ['versions', '--help'],
+      ['activate', '--help'],
+      ['test', '--help'],
+    ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
     }
@@ -181,6 +189,44 @@ describe('npm run agents', () => {
     const down = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme').catch((e) => e);
     expect(down.code).toBe(1);
     expect(down.stderr.trim()).toBe(`cannot reach ${url} (ECONNREFUSED): is the server running there? (--url)`);
+  });
+
+  it("runs the example agents' test files in memory, and reports a failing step readably, with a JUnit file", async () => {
+    const ok = await cli('test', 'agents/', '--junit', join(dir, 'ok.xml'));
+    expect(ok.stdout).toContain('✓ shipped order');
+    expect(ok.stdout).toMatch(/^9 passed, 0 failed \(2 file\(s\)\)$/m);
+    expect(readFileSync(join(dir, 'ok.xml'), 'utf8')).toContain('<testsuites tests="9" failures="0" errors="0"');
+    const tests = join(dir, 'acme-support.test.yaml');
+    writeFileSync(join(dir, 'acme-support.yaml'), readFileSync(EXAMPLE, 'utf8'));
+    writeFileSync(
+      tests,
+      [
+        'agent: acme-support',
+        'tests:',
+        '  - name: wrong expectations',
+        '    steps:',
+        '      - user: where is my order?',
+        '        expect: { capability: billing, reply: "/^Hello/" }',
+        '  - name: right ones',
+        '    steps:',
+        '      - user: hello',
+        '        expect: { capability: greeting }',
+      ].join('\n'),
+    );
+    const bad = await cli('test', tests, '--junit', join(dir, 'bad.xml')).catch((e) => e);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toContain(
+      '  ✗ wrong expectations\n      step 1 ("where is my order?"):\n        capability: expected "billing", got "order_status"\n        reply: expected /^Hello/, got "What is your order number?',
+    );
+    expect(bad.stdout).toContain('  ✓ right ones');
+    expect(bad.stdout).toMatch(/^1 passed, 1 failed/m);
+    const xml = readFileSync(join(dir, 'bad.xml'), 'utf8');
+    expect(xml).toContain('<testsuite name="acme-support.test.yaml" tests="2" failures="1"');
+    expect(xml).toContain('capability: expected &quot;billing&quot;, got &quot;order_status&quot;');
+    writeFileSync(tests, 'agent: acme-support\ntests:\n  - name: no steps\n');
+    const broken = await cli('test', tests).catch((e) => e);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`${tests}: tests.0.steps: Required`);
   });
 
   it('reports how well an agent routes: cross-validated, or on labelled messages in CSV or YAML', async () => {

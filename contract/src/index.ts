@@ -23,6 +23,7 @@ import { ConverseRequest, ConverseResponse } from './converse.js';
 import { AgentDefinition } from './definition.js';
 import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
 import { PutSecret, SecretInfo, SecretName } from './secrets.js';
+import { RunTests, TestResults } from './tests.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -31,6 +32,7 @@ export * from './converse.js';
 export * from './definition.js';
 export * from './keys.js';
 export * from './secrets.js';
+export * from './tests.js';
 
 const c = initContract();
 
@@ -202,6 +204,15 @@ export const agentsContract = c.router({
     responses: { 200: AgentVersion },
     summary: 'Get one version of an agent with its definition',
   },
+  runTests: {
+    method: 'POST',
+    path: '/agents/:slug/tests',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: RunTests,
+    responses: { 200: TestResults },
+    summary: 'Run test conversations against a version (the current one by default); nothing is stored and nothing goes out',
+  },
   activateVersion: {
     method: 'POST',
     path: '/agents/:slug/versions/:version/activate',
@@ -315,6 +326,7 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   listVersions: 'read',
   getVersion: 'read',
   activateVersion: 'admin',
+  runTests: 'read',
   postOperatorMessage: 'admin',
   setStatus: 'admin',
   eraseConversation: 'admin',

@@ -63,9 +63,14 @@ export async function applyAgentFile(agents: AgentService, tenantId: string, fil
   };
 }
 
+/** A test conversation file (`<agent>.test.yaml`), which lives beside agent files but is not one. */
+export function isTestFile(name: string): boolean {
+  return /\.test\.(ya?ml|json)$/.test(name);
+}
+
 /** The agent files of a folder; two files for one slug (x.yaml and x.json) is an error naming both. */
 export async function agentFiles(dir: string): Promise<string[]> {
-  const names = (await readdir(dir)).filter((n) => /\.(ya?ml|json)$/.test(n)).sort();
+  const names = (await readdir(dir)).filter((n) => /\.(ya?ml|json)$/.test(n) && !isTestFile(n)).sort();
   const bySlug = new Map<string, string[]>();
   for (const n of names) bySlug.set(basename(n, extname(n)), [...(bySlug.get(basename(n, extname(n))) ?? []), n]);
   const clashes = [...bySlug.entries()].filter(([, files]) => files.length > 1);

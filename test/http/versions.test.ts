@@ -90,3 +90,37 @@ describe.each(databases)('agent versions on $name', (database) => {
     expect(bad.body.errors[0].path).toBe('query.activate');
   });
 });
+
+describe.each(databases)('test conversations on the server, on $name', (database) => {
+  const f = appFixture(database, { agents: { shop: agent('v1:') } });
+  const post = (body: object, slug = 'shop', tenant = 'acme') => request(f.app.app).post(`/api/v1/agents/${slug}/tests`).set('tenant-id', tenant).send(body);
+  const order = (greeting: string) => ({
+    name: 'orders a large one',
+    steps: [
+      { user: 'i want to order', expect: { capability: 'order', phase: 'ask', reply: `${greeting} What size?` } },
+      { user: 'large', expect: { status: 'completed', slots: { size: 'large' }, reply: '/A LARGE ONE/i' } },
+    ],
+  });
+
+  it('runs tests against the current version or a draft, stores nothing, and says what failed', async () => {
+    await request(f.app.app).put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v2:')).expect(200);
+    const current = await post({ tests: [order('v1:'), order('v2:')] }).expect(200);
+    expect(current.body).toMatchObject({ version: 1, passed: 1, failed: 1 });
+    expect(current.body.results[1].steps[0].failures).toEqual(['reply: expected v2: What size?, got "v1: What size?"']);
+    expect(current.body.results[1].steps[0].actual).toMatchObject({ capability: 'order', phase: 'ask', awaiting_input: true, status: 'active' });
+    const draft = await post({ version: 2, tests: [order('v2:')] }).expect(200);
+    expect(draft.body).toMatchObject({ version: 2, passed: 1, failed: 0 });
+    const list = await request(f.app.app).get('/api/v1/agents/shop/conversations').set('tenant-id', 'acme').expect(200);
+    expect(list.body.data).toEqual([]);
+  });
+
+  it('refuses what it cannot run, and takes no pattern that could backtrack', async () => {
+    expect((await post({ version: 9, tests: [order('v1:')] }).expect(404)).body.code).toBe('version_not_found');
+    await post({ tests: [order('v1:')] }, 'shop', 'globex').expect(404);
+    expect((await post({ tests: [{ name: 'x', steps: [] }] }).expect(400)).body.errors[0].path).toBe('tests[0].steps');
+    const slow = await post({ tests: [{ name: 'redos', steps: [{ user: 'a'.repeat(3000) + '!', expect: { reply: '/^(a+)+$/' } }] }] }).expect(200);
+    expect(slow.body.failed).toBe(1);
+    const invalid = await post({ tests: [{ name: 'bad', steps: [{ user: 'hi', expect: { reply: '/(?<=a)b/' } }] }] }).expect(200);
+    expect(invalid.body.results[0].steps[0].failures[0]).toMatch(/^reply: \/\(\?<=a\)b\/ is not a valid pattern/);
+  });
+});

@@ -1,13 +1,14 @@
 // `npm run agents -- …`: validate agent files; apply them to the database named by DATABASE_URL
 // or to a running server (--url); list an agent's versions and activate one; report how well an
 // agent routes (evaluation.ts).
-import { applyAgentFile, describeDefinitionError, readAgentFile } from '../agents-loader.js';
+import { applyAgentFile, describeDefinitionError, isTestFile, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
 import { createServices } from '../services.js';
 import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
+import { runTestFiles } from './testing.js';
 import { program, run } from './program.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
@@ -16,6 +17,12 @@ const bool = (v: string): boolean => {
   if (v === 'false') return false;
   throw new InvalidArgumentError('must be true or false');
 };
+
+/** The agent files among those given: test files (`*.test.yaml`, which a glob such as agents/*.yaml takes in) are passed over, and said so. */
+function agentFilesOf(files: string[]): string[] {
+  for (const f of files.filter((x) => isTestFile(x))) console.log(`skipped   ${f} (a test file: npm run agents -- test)`);
+  return files.filter((f) => !isTestFile(f));
+}
 
 const versionNumber = (v: string): number => {
   const n = Number(v);
@@ -31,7 +38,7 @@ cli
   .argument('<files...>', 'agent files')
   .action(async (files: string[]) => {
     let failed = 0;
-    for (const f of files) {
+    for (const f of agentFilesOf(files)) {
       try {
         const { slug, definition } = await readAgentFile(f);
         console.log(`ok      ${f} (slug ${slug}, ${definition.capabilities.length} capabilities)`);
@@ -63,6 +70,7 @@ cli
     try {
       await migrate(db);
       const app = createServices(config, { db, logger: createLogger({ level: 'silent' }) });
+      files = agentFilesOf(files);
       for (const f of files) {
         try {
           const r = await applyAgentFile(app.agents, tenant, f, { activate: opts.activate });
@@ -84,6 +92,7 @@ cli
 async function applyRemote(files: string[], o: RemoteOptions, activate: boolean): Promise<void> {
   const sb = remoteClient(o);
   let failed = 0;
+  files = agentFilesOf(files);
   for (const f of files) {
     try {
       const { slug, definition } = await readAgentFile(f);
@@ -134,6 +143,20 @@ remoteOptions(
   if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
   console.log(`activated ${slug} version ${r.body.version} (was ${before.body.version})`);
 });
+
+cli
+  .command('test')
+  .description(
+    'run test conversations (<agent>.test.yaml) against the definition beside them, in memory with no server or network; or with --url against a server',
+  )
+  .argument('<paths...>', 'test files, or folders to search for *.test.yaml')
+  .option('--junit <file>', 'also write a JUnit XML report there')
+  .option('--url <url>', "run them on a server, against the agent's current version")
+  .option('--tenant <tenant>', 'tenant id for --url (header auth mode)')
+  .option('--key <key>', 'API key for --url (api_key auth mode)')
+  .action(async (paths: string[], opts: { junit?: string; url?: string; tenant?: string; key?: string }) => {
+    await runTestFiles(paths, { junit: opts.junit, remote: opts.url ? { url: opts.url, tenant: opts.tenant, key: opts.key } : undefined });
+  });
 
 cli
   .command('eval')

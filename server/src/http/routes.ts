@@ -112,6 +112,7 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
         return { status: 200, body: { data: page, next_cursor: rows.length > query.limit ? encodeCursor(page[page.length - 1].version) : null } };
       },
       getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.version(headers['tenant-id'], params.slug, params.version) }),
+      runTests: async ({ params, headers, body }) => ({ status: 200, body: await agents.test(headers['tenant-id'], params.slug, body) }),
       activateVersion: async ({ params, headers }) => ({ status: 200, body: await agents.activate(headers['tenant-id'], params.slug, params.version) }),
       listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),
       getAgent: async ({ params, headers }) => ({ status: 200, body: await agents.get(headers['tenant-id'], params.slug) }),

@@ -1,9 +1,10 @@
 // Agent definitions: validation, versioning, and the cache of compiled versions (templates
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
-import { AgentDefinition, type Agent, type DefinitionWarning } from '@switchboard/contract';
+import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
+import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
 import { DefinitionError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -95,6 +96,15 @@ export class AgentService {
       digest: v.digest,
       definition,
     };
+  }
+
+  /** Runs test conversations against a version (the current one by default) in memory. */
+  async test(tenantId: string, slug: string, body: { version?: number; tests: TestCase[] }): Promise<TestResults> {
+    const row = await this.active(tenantId, slug);
+    const version = body.version ?? row.currentVersion;
+    if (!(await this.store.version(tenantId, row.id, version))) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    const agent = await this.compiledVersion(tenantId, row.id, version);
+    return runTests(agent, body.tests, { version, clock: () => this.clock.now() });
   }
 
   /** Makes a stored version current: new conversations start on it, running ones keep theirs. */

@@ -1,0 +1,127 @@
+// `npm run agents -- test [--junit FILE] [--url URL --tenant T --key K] PATHS…`: runs test
+// conversation files (`<agent>.test.yaml`) against the definition beside them, in memory (no
+// server, no database, no network), or with --url against a server's current version; prints
+// each failing step, writes a JUnit report for CI systems, and exits 1 on any failure.
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import junitReports, { type Builder } from 'junit-report-builder';
+import { parse as parseYaml } from 'yaml';
+import { TestFile, type TestResults } from '@switchboard/contract';
+import { describeDefinitionError, readAgentFile } from '../agents-loader.js';
+import { compileAgent } from '../engine/compile.js';
+import { runTests } from '../service/test-runner.js';
+import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+// The package is CommonJS whose module.exports is the builder; its declarations describe an ES
+// default export, which TypeScript reads as one level deeper than Node gives it.
+const builder = junitReports as unknown as Builder;
+
+/** The test files among the paths: files as given, folders searched for *.test.yaml|yml|json. */
+async function testFiles(paths: string[]): Promise<string[]> {
+  const out: string[] = [];
+  for (const p of paths) {
+    if ((await stat(p)).isDirectory()) {
+      out.push(
+        ...(await readdir(p))
+          .filter((n) => /\.test\.(ya?ml|json)$/.test(n))
+          .sort()
+          .map((n) => join(p, n)),
+      );
+    } else out.push(p);
+  }
+  return out;
+}
+
+async function readTestFile(file: string) {
+  const raw: unknown = parseYaml(await readFile(file, 'utf8'));
+  const parsed = TestFile.safeParse(raw);
+  if (!parsed.success) {
+    throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; '));
+  }
+  return parsed.data;
+}
+
+async function definitionBeside(file: string, agent: string): Promise<string> {
+  for (const ext of ['.yaml', '.yml', '.json']) {
+    const candidate = join(dirname(file), `${agent}${ext}`);
+    if (
+      await stat(candidate).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
+  }
+  throw new Error(`no definition ${agent}.yaml (or .yml, .json) beside the test file`);
+}
+
+function report(results: TestResults): number {
+  for (const r of results.results) {
+    console.log(`  ${r.passed ? '✓' : '✗'} ${r.name}`);
+    if (r.passed) continue;
+    r.steps.forEach((s, i) => {
+      if (s.passed) return;
+      console.log(`      step ${i + 1} (${JSON.stringify(s.user)}):`);
+      for (const f of s.failures) console.log(`        ${f}`);
+    });
+  }
+  return results.failed;
+}
+
+export async function runTestFiles(paths: string[], opts: { junit?: string; remote?: RemoteOptions }): Promise<void> {
+  const files = await testFiles(paths);
+  if (files.length === 0) throw new Error(`no test files (*.test.yaml) in ${paths.join(', ')}`);
+  const junit = builder.newBuilder();
+  let passed = 0;
+  let failed = 0;
+  let broken = 0;
+  for (const file of files) {
+    const suite = junit.testSuite().name(basename(file));
+    try {
+      const spec = await readTestFile(file);
+      let results: TestResults;
+      if (opts.remote) {
+        const remote = opts.remote;
+        console.log(`${file}: ${spec.tests.length} test(s) against ${spec.agent} on ${remote.url}`);
+        const sb = remoteClient(remote);
+        const r = await reach(remote, () => sb.api.runTests({ params: { slug: spec.agent }, body: { tests: spec.tests } }));
+        if (r.status !== 200) throw new Error(describeFailure(remote, r.status, r.body));
+        results = r.body;
+      } else {
+        const definitionFile = await definitionBeside(file, spec.agent);
+        const { definition } = await readAgentFile(definitionFile).catch((err: unknown) => {
+          throw new Error(describeDefinitionError(definitionFile, err));
+        });
+        const started = performance.now();
+        const agent = await compileAgent(NIL_UUID, 0, definition);
+        console.log(`${file}: ${spec.tests.length} test(s) against ${definitionFile} (trained in ${Math.round(performance.now() - started)} ms)`);
+        results = runTests(agent, spec.tests, { version: null });
+      }
+      failed += report(results);
+      passed += results.passed;
+      for (const r of results.results) {
+        const c = suite.testCase().className(spec.agent).name(r.name);
+        if (!r.passed) {
+          const lines = r.steps.flatMap((s, i) => (s.passed ? [] : s.failures.map((f) => `step ${i + 1} (${JSON.stringify(s.user)}): ${f}`)));
+          c.failure(lines.join('\n'));
+        }
+      }
+    } catch (err) {
+      broken++;
+      console.error(`${file}: ${(err as Error).message}`);
+      suite
+        .testCase()
+        .className(basename(file))
+        .name('(file)')
+        .error((err as Error).message);
+    }
+  }
+  if (opts.junit) {
+    junit.writeTo(opts.junit);
+    console.log(`JUnit report: ${opts.junit}`);
+  }
+  console.log(`${passed} passed, ${failed} failed${broken ? `, ${broken} file(s) could not be run` : ''} (${files.length} file(s))`);
+  if (failed || broken) process.exitCode = 1;
+}

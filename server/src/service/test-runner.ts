@@ -1,0 +1,153 @@
+// Runs test conversations (contract/src/tests.ts) against a compiled agent, in memory: the engine
+// is driven as the conversation service drives it, but actions are answered from the test,
+// model calls from its scripted replies, and nothing is stored or sent anywhere. Used by
+// `npm run agents -- test` (no server, no database) and by POST /agents/:slug/tests.
+import { RE2JS } from 're2js';
+import type { TestCase, TestResults } from '@switchboard/contract';
+import type { AuditDraft, FlowState } from '../domain.js';
+import type { CompiledAgent } from '../engine/compile.js';
+import { runTurn, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../engine/run.js';
+
+type StepResult = TestResults['results'][number]['steps'][number];
+
+const CONVERSATION_ID = '00000000-0000-4000-8000-000000000000';
+
+/** `/regex/flags` (RE2 syntax, so a test's pattern cannot backtrack) or a substring. */
+function replyMatches(expected: string, reply: string): boolean {
+  const m = /^\/(.*)\/([a-z]*)$/s.exec(expected);
+  if (!m) return reply.includes(expected);
+  const re = RE2JS.compile(m[1], m[2].includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
+  return re.matcher(reply).find();
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+function compare(expect: NonNullable<TestCase['steps'][number]['expect']>, actual: StepResult['actual']): string[] {
+  const out: string[] = [];
+  for (const key of ['capability', 'phase', 'awaiting_input', 'status', 'outcome'] as const) {
+    if (expect[key] !== undefined && !same(expect[key], actual[key]))
+      out.push(`${key}: expected ${JSON.stringify(expect[key])}, got ${JSON.stringify(actual[key])}`);
+  }
+  if (expect.reply !== undefined) {
+    try {
+      if (!replyMatches(expect.reply, actual.reply)) out.push(`reply: expected ${expect.reply}, got ${JSON.stringify(actual.reply)}`);
+    } catch (e) {
+      out.push(`reply: ${expect.reply} is not a valid pattern (${(e as Error).message})`);
+    }
+  }
+  for (const [slot, value] of Object.entries(expect.slots ?? {})) {
+    if (!same(actual.slots[slot], value)) out.push(`slots.${slot}: expected ${JSON.stringify(value)}, got ${JSON.stringify(actual.slots[slot] ?? null)}`);
+  }
+  return out;
+}
+
+/** The engine's requests answered from the test: recorded action answers and scripted model replies. */
+function answer(test: TestCase, request: EngineRequest, turnIndex: number, now: string, llmQueue: NonNullable<TestCase['llm']>): EngineReply {
+  if (request.kind === 'action') {
+    const given = test.actions?.[request.action.name];
+    const result = given
+      ? { ok: given.status >= 200 && given.status < 300, status: given.status, body: given.body ?? null }
+      : { ok: false, status: 0, body: null };
+    const audit: AuditDraft = {
+      type: 'action_call',
+      turnIndex,
+      timestamp: now,
+      durationMs: 0,
+      data: {
+        action: request.action.name,
+        request: { method: request.method, url: request.masked.url, headers: request.masked.headers },
+        response: given ? { status: result.status, body: result.body } : null,
+        outcome: given ? (result.ok ? 'ok' : 'http_error') : 'network_error',
+        attempts: 1,
+        ...(given ? {} : { error: 'the test gives no answer for this action' }),
+        ...(request.via ? { via: request.via } : {}),
+      },
+    };
+    return { result, audit };
+  }
+  if (request.kind === 'llm_call') {
+    const next = llmQueue.shift();
+    if (!next) return { ok: false, code: 'llm_error', error: 'the test has no more scripted model replies', model: 'test', durationMs: 0 };
+    return {
+      ok: true,
+      model: 'test',
+      text: next.text ?? '',
+      toolCalls: (next.tool_calls ?? []).map((c, i) => ({ id: `call_${i}`, name: c.name, arguments: JSON.stringify(c.arguments) })),
+      finishReason: next.tool_calls?.length ? 'tool_calls' : 'stop',
+      inputTokens: 0,
+      outputTokens: 0,
+      durationMs: 0,
+      streamed: false,
+    };
+  }
+  return { capability: null, model: 'test', durationMs: 0, error: 'no model in tests' };
+}
+
+/** Runs one test: its steps in order, as one conversation. */
+function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): TestResults['results'][number] {
+  const llmQueue = [...(test.llm ?? [])];
+  // Secrets are never needed: no action goes out, so each reads as its mask.
+  const secrets = Object.fromEntries(agent.secretNames.map((n) => [n, '***']));
+  let prior: TurnInput['prior'] = null;
+  const history: NonNullable<TurnInput['history']> = [];
+  const steps: StepResult[] = [];
+  for (const step of test.steps) {
+    const now = clock().toISOString();
+    const turnIndex = history.length;
+    const gen = runTurn({
+      agent,
+      prior,
+      conversationId: CONVERSATION_ID,
+      message: step.user,
+      context: test.context ? { version: 'v1', context: test.context } : null,
+      userId:
+        typeof (test.context?.identity as { user_id?: unknown } | undefined)?.user_id === 'string'
+          ? (test.context!.identity as { user_id: string }).user_id
+          : null,
+      turnIndex,
+      now,
+      secrets,
+      score: (m) => agent.router.score(m),
+      history: history.slice(-agent.historyTurns),
+      llmConfigured: true,
+    });
+    let next = gen.next();
+    while (!next.done) next = gen.next(answer(test, next.value, turnIndex, now, llmQueue));
+    const r: TurnResult = next.value;
+    const actual = {
+      reply: r.reply,
+      capability: r.capability.name,
+      phase: r.phase,
+      awaiting_input: r.awaitingInput,
+      status: r.status,
+      outcome: r.outcome,
+      slots: r.flow.slots,
+    };
+    const failures = step.expect ? compare(step.expect, actual) : [];
+    steps.push({ user: step.user, passed: failures.length === 0, expected: step.expect ?? {}, actual, failures });
+    history.push({ role: 'user', message: step.user }, { role: 'agent', message: r.reply });
+    const flow: FlowState = r.flow;
+    prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow, turnCount: turnIndex + 2 };
+    if (r.status === 'completed' || r.status === 'abandoned') {
+      const rest = test.steps.slice(steps.length);
+      for (const s of rest) {
+        steps.push({
+          user: s.user,
+          passed: false,
+          expected: s.expect ?? {},
+          actual,
+          failures: [`the conversation is ${r.status}: no more messages are taken`],
+        });
+      }
+      break;
+    }
+  }
+  return { name: test.name, passed: steps.every((s) => s.passed), steps };
+}
+
+export function runTests(agent: CompiledAgent, tests: TestCase[], opts: { version: number | null; clock?: () => Date } = { version: null }): TestResults {
+  const clock = opts.clock ?? (() => new Date());
+  const results = tests.map((t) => runOne(agent, t, clock));
+  const passed = results.filter((r) => r.passed).length;
+  return { version: opts.version, passed, failed: results.length - passed, results };
+}
