@@ -148,6 +148,7 @@ describe('npm run agents', () => {
       ['versions', '--help'],
       ['activate', '--help'],
       ['test', '--help'],
+      ['chat', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);

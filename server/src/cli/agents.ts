@@ -8,6 +8,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
+import { chat } from './chat.js';
 import { runTestFiles } from './testing.js';
 import { program, run } from './program.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
@@ -157,6 +158,16 @@ cli
   .action(async (paths: string[], opts: { junit?: string; url?: string; tenant?: string; key?: string }) => {
     await runTestFiles(paths, { junit: opts.junit, remote: opts.url ? { url: opts.url, tenant: opts.tenant, key: opts.key } : undefined });
   });
+
+remoteOptions(
+  cli
+    .command('chat')
+    .description('talk to an agent on a running server at the prompt: options by number, a status line per turn, /new /history /audit /quit')
+    .argument('<slug>', 'the agent')
+    .option('--user <user>', 'the end-user id to send as user-id'),
+).action(async (slug: string, opts: RemoteOptions & { user?: string }) => {
+  await chat(slug, { ...opts, tenant: opts.tenant ?? (opts.key ? undefined : 'demo') });
+});
 
 cli
   .command('eval')
