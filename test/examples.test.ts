@@ -149,6 +149,7 @@ describe('npm run agents', () => {
       ['activate', '--help'],
       ['test', '--help'],
       ['chat', '--help'],
+      ['replay', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
@@ -167,13 +168,25 @@ describe('npm run agents', () => {
     try {
       const first = await cli('apply', '--url', url, '--tenant', 'acme', EXAMPLE);
       expect(first.stdout).toContain(`applied   acme-support version 1 (${EXAMPLE})`);
+      // A conversation on version 1, to replay against the draft.
+      const hello = await fetch(`${url}/api/v1/agents/acme-support/converse`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'tenant-id': 'acme' },
+        body: JSON.stringify({ message: 'hello' }),
+      });
+      const conversation = ((await hello.json()) as { conversation_id: string }).conversation_id;
       const changed = join(dir, 'acme-support.yaml');
-      writeFileSync(changed, readFileSync(EXAMPLE, 'utf8').replace('A colleague will take over here shortly.', 'Someone will be with you soon.'));
+      writeFileSync(changed, readFileSync(EXAMPLE, 'utf8').replace('en: "Hello{% if user.name %}', 'en: "Hi{% if user.name %}'));
       const draft = await cli('apply', '--url', url, '--tenant', 'acme', '--activate', 'false', changed);
       expect(draft.stdout).toContain('draft     acme-support version 2 (current stays 1)');
       const versions = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme');
       expect(versions.stdout).toMatch(/^2 +\S+ +greeting/m);
       expect(versions.stdout).toMatch(/^1\* +\S+ +greeting/m);
+      const replayed = await cli('replay', 'acme-support', '--version', '2', '--url', url, '--tenant', 'acme');
+      expect(replayed.stdout).toMatch(/^replay \S+: done; 1 conversation\(s\): 0 identical, 1 changed, 0 error\(s\)$/m);
+      expect(replayed.stdout).toContain(`${conversation}: turn 0, reply\n  - recorded: "Hello! I can track an order`);
+      expect(replayed.stdout).toContain('  + replayed: "Hi! I can track an order');
+      expect(replayed.stderr).toContain('replaying acme-support against version 2 [##############################] 1/1');
       const activated = await cli('activate', 'acme-support', '2', '--url', url, '--tenant', 'acme');
       expect(activated.stdout).toContain('activated acme-support version 2 (was 1)');
       const missing = await cli('activate', 'acme-support', '9', '--url', url, '--tenant', 'acme').catch((e) => e);

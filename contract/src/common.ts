@@ -55,6 +55,7 @@ export const ProblemCode = z.enum([
   'forbidden',
   'agent_not_found',
   'version_not_found',
+  'replay_not_found',
   'conversation_not_found',
   'not_found',
   'conversation_closed',

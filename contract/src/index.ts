@@ -24,6 +24,7 @@ import { AgentDefinition } from './definition.js';
 import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
 import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 import { RunTests, TestResults } from './tests.js';
+import { Replay, StartReplay } from './replays.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -33,6 +34,7 @@ export * from './definition.js';
 export * from './keys.js';
 export * from './secrets.js';
 export * from './tests.js';
+export * from './replays.js';
 
 const c = initContract();
 
@@ -204,6 +206,26 @@ export const agentsContract = c.router({
     responses: { 200: AgentVersion },
     summary: 'Get one version of an agent with its definition',
   },
+  startReplay: {
+    method: 'POST',
+    path: '/agents/:slug/replays',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: StartReplay,
+    responses: {
+      202: z.object({ id: z.string().uuid(), status: z.literal('running') }).describe('The replay runs in the background: read it with GET …/replays/:id'),
+      429: Problem.describe('The tenant has two replays running already (`rate_limited`)'),
+    },
+    summary: 'Replay recorded conversations against a version: actions answered from their recordings, nothing stored or sent',
+  },
+  getReplay: {
+    method: 'GET',
+    path: '/agents/:slug/replays/:id',
+    pathParams: z.object({ slug: Slug, id: Uuid.describe('Replay id') }),
+    headers: TenantHeaders,
+    responses: { 200: Replay },
+    summary: "A replay's progress, summary and results",
+  },
   runTests: {
     method: 'POST',
     path: '/agents/:slug/tests',
@@ -327,6 +349,8 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   getVersion: 'read',
   activateVersion: 'admin',
   runTests: 'read',
+  startReplay: 'admin',
+  getReplay: 'read',
   postOperatorMessage: 'admin',
   setStatus: 'admin',
   eraseConversation: 'admin',

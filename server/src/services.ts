@@ -17,10 +17,12 @@ import { SecretService } from './service/secrets.js';
 import { Sweeper } from './service/sweeper.js';
 import { TrainingPool } from './service/training.js';
 import { WebhookLog } from './service/webhook-log.js';
+import { ReplayService } from './service/replays.js';
 import { WebhookDispatcher } from './service/webhooks.js';
 import { AgentStore } from './store/agent-store.js';
 import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
+import { ReplayStore } from './store/replay-store.js';
 import { SecretStore } from './store/secret-store.js';
 
 export interface ServiceDeps {
@@ -39,6 +41,7 @@ export interface Services {
   webhookLog: WebhookLog;
   keys: KeyService;
   secrets: SecretService;
+  replays: ReplayService;
   streams: EventStreams;
   training: TrainingPool;
   store: ConversationStore;
@@ -97,6 +100,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     log: logger,
   });
   const sweeper = new Sweeper(lifecycle, logger);
+  const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger });
 
   return {
     agents,
@@ -106,6 +110,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     webhookLog: new WebhookLog(deps.db, agents),
     keys,
     secrets,
+    replays,
     streams,
     training,
     store,
@@ -118,6 +123,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     },
     close: async (graceMs = 10_000) => {
       await sweeper.stop();
+      await replays.close();
       streams.closeAll();
       const until = Date.now() + graceMs;
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));

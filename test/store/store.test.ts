@@ -185,6 +185,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '006_tenant_model',
         '007_scale_indexes',
         '008_llm_usage',
+        '009_replays',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

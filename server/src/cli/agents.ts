@@ -4,11 +4,13 @@
 import { applyAgentFile, describeDefinitionError, isTestFile, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
 import { createServices } from '../services.js';
-import { InvalidArgumentError, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { ConversationStatus } from '@switchboard/contract';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
+import { replay } from './replay.js';
 import { runTestFiles } from './testing.js';
 import { program, run } from './program.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
@@ -158,6 +160,20 @@ cli
   .action(async (paths: string[], opts: { junit?: string; url?: string; tenant?: string; key?: string }) => {
     await runTestFiles(paths, { junit: opts.junit, remote: opts.url ? { url: opts.url, tenant: opts.tenant, key: opts.key } : undefined });
   });
+
+remoteOptions(
+  cli
+    .command('replay')
+    .description(
+      "replay an agent's recorded conversations against a version on a running server (actions answered from their recordings) and show the first differences",
+    )
+    .argument('<slug>', 'the agent')
+    .requiredOption('--version <n>', 'the version to replay against', versionNumber)
+    .option('--limit <n>', 'how many recent conversations (at most 500)', versionNumber, 100)
+    .addOption(new Option('--status <status>', 'only conversations with this status').choices(ConversationStatus.options)),
+).action(async (slug: string, opts: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }) => {
+  await replay(slug, opts);
+});
 
 remoteOptions(
   cli

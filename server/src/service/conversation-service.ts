@@ -17,7 +17,16 @@ import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type EngineReply, type LlmCallReply, type LlmCallRequest, type TurnInput, type TurnResult } from '../engine/run.js';
+import {
+  runTurn,
+  type EngineReply,
+  type LlmCallReply,
+  type LlmCallRequest,
+  type LlmRouteReply,
+  type LlmRouteRequest,
+  type TurnInput,
+  type TurnResult,
+} from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
 import type { LlmProvider } from '../actions/llm-provider.js';
 import type { LlmUsageStore } from '../store/llm-usage-store.js';
@@ -341,7 +350,17 @@ export class ConversationService {
    * charged to them once answered (a failed call spends nothing that was reported). A streamed
    * turn first sends what it said before the call, then the model's words as they come.
    */
-  private async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
+  /** Whether messages the embedded router cannot place go to the model. */
+  get modelRouting(): boolean {
+    return this.opts.llm !== undefined;
+  }
+
+  /** The routing fallback's answer (replays ask it as live conversations do). */
+  routeWithModel(req: LlmRouteRequest): Promise<LlmRouteReply> {
+    return this.opts.llm ? this.opts.llm.route(req) : Promise.resolve({ capability: null, model: 'none', durationMs: 0, error: 'no provider' });
+  }
+
+  async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
     const started = performance.now();
     const provider = this.opts.provider;
     const model = req.model ?? provider?.model ?? 'none';

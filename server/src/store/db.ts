@@ -10,6 +10,7 @@ import * as m005 from './migrations/005_event_notify.js';
 import * as m006 from './migrations/006_tenant_model.js';
 import * as m007 from './migrations/007_scale_indexes.js';
 import * as m008 from './migrations/008_llm_usage.js';
+import * as m009 from './migrations/009_replays.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -36,6 +37,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '006_tenant_model': m006,
   '007_scale_indexes': m007,
   '008_llm_usage': m008,
+  '009_replays': m009,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

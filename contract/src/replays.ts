@@ -1,0 +1,48 @@
+// Replays (docs/operations.md): recorded conversations fed to another version of their agent,
+// with actions answered from their recordings, to see what it would have said.
+import { z } from 'zod';
+import { Timestamp } from './common.js';
+import { ConversationStatus } from './converse.js';
+
+export const StartReplay = z
+  .object({
+    version: z.number().int().min(1).describe('The version to replay the conversations against'),
+    conversations: z.array(z.string().uuid()).min(1).max(500).optional().describe('These conversations; else those the filters find, newest first'),
+    status: ConversationStatus.optional(),
+    capability: z.string().min(1).max(64).optional(),
+    created_after: z.string().datetime({ offset: true }).optional(),
+    created_before: z.string().datetime({ offset: true }).optional(),
+    limit: z.number().int().min(1).max(500).default(100),
+  })
+  .strict();
+
+export const ReplayDifference = z.object({
+  turn_index: z.number().int().describe('Index of the user turn whose answer differed'),
+  field: z.enum(['reply', 'capability', 'phase', 'status', 'outcome', 'unrecorded_action']),
+  recorded: z.unknown(),
+  replayed: z.unknown(),
+});
+
+export const ReplayResult = z.object({
+  conversation_id: z.string().uuid(),
+  verdict: z.enum(['identical', 'changed', 'error']),
+  first_difference: ReplayDifference.nullable(),
+  error: z.string().optional(),
+});
+
+export const Replay = z
+  .object({
+    id: z.string().uuid(),
+    version: z.number().int(),
+    status: z.enum(['running', 'done', 'failed']),
+    progress: z.object({ done: z.number().int(), total: z.number().int() }),
+    summary: z.object({ conversations: z.number().int(), identical: z.number().int(), changed: z.number().int(), errors: z.number().int() }),
+    results: z.array(ReplayResult),
+    error: z.string().nullable(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    expires_at: Timestamp.describe('Results are kept for seven days'),
+  })
+  .describe('A replay of recorded conversations against a version');
+export type Replay = z.infer<typeof Replay>;
+export type ReplayResult = z.infer<typeof ReplayResult>;

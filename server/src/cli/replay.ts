@@ -1,0 +1,52 @@
+// `npm run agents -- replay SLUG --version N`: starts a replay on a server, shows its progress
+// while it runs, and prints the summary and each changed conversation's first difference.
+import type { ConversationStatus, Replay } from '@switchboard/contract';
+import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+
+const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.length > 200 ? `${v.slice(0, 200)}…` : v) : JSON.stringify(v));
+
+function bar(done: number, total: number): string {
+  const width = 30;
+  const filled = total ? Math.round((done / total) * width) : width;
+  return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`;
+}
+
+export async function replay(slug: string, o: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }): Promise<void> {
+  const sb = remoteClient(o);
+  const started = await reach(o, () =>
+    sb.api.startReplay({ params: { slug }, body: { version: o.version, limit: o.limit, ...(o.status ? { status: o.status } : {}) } }),
+  );
+  if (started.status !== 202) throw new Error(describeFailure(o, started.status, started.body));
+  const tty = process.stderr.isTTY;
+  let last = '';
+  let r: Replay;
+  for (;;) {
+    const got = await reach(o, () => sb.api.getReplay({ params: { slug, id: started.body.id } }));
+    if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
+    r = got.body;
+    const line = `replaying ${slug} against version ${o.version} ${bar(r.progress.done, r.progress.total)}`;
+    if (tty) process.stderr.write(`\r${line}`);
+    else if (line !== last) process.stderr.write(`${line}\n`);
+    last = line;
+    if (r.status !== 'running') break;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  if (tty) process.stderr.write('\n');
+  const s = r.summary;
+  console.log(`replay ${r.id}: ${r.status}; ${s.conversations} conversation(s): ${s.identical} identical, ${s.changed} changed, ${s.errors} error(s)`);
+  for (const x of r.results) {
+    if (x.verdict === 'changed' && x.first_difference) {
+      const d = x.first_difference;
+      console.log(`\n${x.conversation_id}: turn ${d.turn_index}, ${d.field}`);
+      if (d.field === 'unrecorded_action') console.log(`  calls ${show(d.replayed)}, which the conversation never recorded`);
+      else {
+        console.log(`  - recorded: ${show(d.recorded)}`);
+        console.log(`  + replayed: ${show(d.replayed)}`);
+      }
+    } else if (x.verdict === 'error') console.log(`\n${x.conversation_id}: not replayed: ${x.error ?? 'error'}`);
+  }
+  if (r.status === 'failed') {
+    console.error(`the replay failed: ${r.error ?? 'unknown error'}`);
+    process.exitCode = 1;
+  }
+}

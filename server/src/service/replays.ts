@@ -1,0 +1,274 @@
+// Replays (docs/operations.md): recorded conversations fed, user turn by user turn, to another
+// version of their agent in memory. Actions are answered from the conversation's own audit log
+// (nothing goes out), model calls of generative phases go to the provider, nothing is written to
+// conversations and no webhook fires. Each runs in the background in the process that started
+// it, with its progress and results in the `replays` table for seven days.
+import { randomUUID } from 'node:crypto';
+import type { Replay, ReplayResult } from '@switchboard/contract';
+import type { ActionResult, AuditRow, Conversation, TurnRow } from '../domain.js';
+import type { CompiledAgent } from '../engine/compile.js';
+import { runTurn, type EngineReply, type EngineRequest, type TurnInput } from '../engine/run.js';
+import { NotFoundError, RateLimitedError } from '../errors.js';
+import { iso, type Clock } from '../lib/clock.js';
+import type { ConversationStore } from '../store/conversation-store.js';
+import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
+import type { AgentService } from './agent-service.js';
+import type { ConversationService } from './conversation-service.js';
+
+const KEEP_MS = 7 * 24 * 3600 * 1000;
+/** A running replay whose row has not moved for this long belonged to a process that stopped. */
+const STALE_MS = 10 * 60 * 1000;
+const MAX_RUNNING_PER_TENANT = 2;
+
+export interface StartReplayInput {
+  version: number;
+  conversations?: string[];
+  status?: Conversation['status'];
+  capability?: string;
+  created_after?: string;
+  created_before?: string;
+  limit: number;
+}
+
+interface Recorded {
+  reply: string;
+  capability: string;
+  phase: string;
+  status: string;
+  outcome: string | null;
+}
+
+type Difference = NonNullable<ReplayResult['first_difference']>;
+
+/** What each user turn of a conversation led to, as its turns and audit log recorded it. */
+function recordedTurns(c: Conversation, turns: TurnRow[], audit: AuditRow[]): { user: TurnRow; recorded: Recorded }[] {
+  const byTurn = new Map<number, AuditRow[]>();
+  for (const a of audit) if (a.turnIndex !== null) byTurn.set(a.turnIndex, [...(byTurn.get(a.turnIndex) ?? []), a]);
+  const out: { user: TurnRow; recorded: Recorded }[] = [];
+  let capability = 'fallback';
+  let status = 'active';
+  let outcome: string | null = null;
+  for (const t of turns) {
+    if (t.role !== 'user') continue;
+    const entries = byTurn.get(t.idx) ?? [];
+    for (const e of entries) {
+      const d = e.data as { capability?: string; selected?: { capability?: string }; to?: string; outcome?: string | null };
+      if (e.type === 'routing_decision' && d.selected?.capability) capability = d.selected.capability;
+      if (e.type === 'phase_transition' && d.capability) capability = d.capability;
+      if (e.type === 'status_change' && d.to) {
+        status = d.to;
+        outcome = d.outcome ?? null;
+      }
+    }
+    const reply = turns.find((x) => x.idx === t.idx + 1 && x.role === 'agent' && !x.author);
+    out.push({ user: t, recorded: { reply: reply?.message ?? '', capability, phase: reply?.phase ?? c.phase, status, outcome } });
+  }
+  return out;
+}
+
+/** Recorded action calls, answered again for a request with the same action, method and URL. */
+class Recordings {
+  private readonly calls: { action: string; method: string; url: string; result: ActionResult; used: boolean }[];
+  constructor(audit: AuditRow[]) {
+    this.calls = audit
+      .filter((a) => a.type === 'action_call')
+      .map((a) => {
+        const d = a.data as { action: string; request: { method: string; url: string }; response: { status: number; body: unknown } | null; outcome: string };
+        return {
+          action: d.action,
+          method: d.request.method,
+          url: d.request.url,
+          result: { ok: d.outcome === 'ok', status: d.response?.status ?? 0, body: d.response?.body ?? null },
+          used: false,
+        };
+      });
+  }
+
+  /** The first unused recording of this request, else one used already; null when none was made. */
+  answer(action: string, method: string, url: string): ActionResult | null {
+    const same = this.calls.filter((c) => c.action === action && c.method === method && c.url === url);
+    const pick = same.find((c) => !c.used) ?? same.at(-1);
+    if (!pick) return null;
+    pick.used = true;
+    return pick.result;
+  }
+}
+
+export class ReplayService {
+  private readonly running = new Map<string, { stop: boolean; done: Promise<void> }>();
+
+  constructor(
+    private readonly deps: {
+      agents: AgentService;
+      store: ConversationStore;
+      replays: ReplayStore;
+      conversations: ConversationService;
+      clock: Clock;
+      log: { warn(o: object, m: string): void };
+    },
+  ) {}
+
+  async start(tenantId: string, slug: string, input: StartReplayInput): Promise<{ id: string; status: 'running' }> {
+    const { agents, store, replays, clock } = this.deps;
+    const agent = await agents.any(tenantId, slug);
+    const now = clock.now();
+    await replays.deleteExpired(iso(now));
+    if ((await replays.running(tenantId, iso(new Date(now.getTime() - STALE_MS)))) >= MAX_RUNNING_PER_TENANT) {
+      throw new RateLimitedError(30);
+    }
+    await agents.version(tenantId, slug, input.version); // 404 for a version that does not exist
+    const ids = input.conversations
+      ? input.conversations
+      : (
+          await store.list(
+            { tenantId, agentId: agent.id },
+            {
+              status: input.status,
+              capability: input.capability,
+              createdAfter: input.created_after ? iso(new Date(input.created_after)) : undefined,
+              createdBefore: input.created_before ? iso(new Date(input.created_before)) : undefined,
+            },
+            { limit: input.limit, after: null },
+          )
+        ).map((c) => c.id);
+    const id = randomUUID();
+    await replays.insert({
+      id,
+      tenantId,
+      agentId: agent.id,
+      version: input.version,
+      status: 'running',
+      done: 0,
+      total: ids.length,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
+    });
+    const job = { stop: false, done: Promise.resolve() };
+    job.done = this.run(id, tenantId, agent.id, input.version, ids, job).finally(() => this.running.delete(id));
+    this.running.set(id, job);
+    return { id, status: 'running' };
+  }
+
+  async get(tenantId: string, slug: string, id: string): Promise<Replay> {
+    const agent = await this.deps.agents.any(tenantId, slug);
+    const row = await this.deps.replays.get(tenantId, agent.id, id);
+    if (!row || row.expiresAt < iso(this.deps.clock.now())) throw new NotFoundError('replay_not_found', `No replay ${id}`);
+    return this.toApi(row);
+  }
+
+  /** Stops the replays this process runs; they are marked failed. */
+  async close(): Promise<void> {
+    for (const job of this.running.values()) job.stop = true;
+    await Promise.all([...this.running.values()].map((j) => j.done));
+  }
+
+  private toApi(row: ReplayRow): Replay {
+    const results = row.results as ReplayResult[];
+    const stale = row.status === 'running' && Date.parse(row.updatedAt) < this.deps.clock.now().getTime() - STALE_MS && !this.running.has(row.id);
+    return {
+      id: row.id,
+      version: row.version,
+      status: stale ? 'failed' : row.status,
+      progress: { done: row.done, total: row.total },
+      summary: {
+        conversations: results.length,
+        identical: results.filter((r) => r.verdict === 'identical').length,
+        changed: results.filter((r) => r.verdict === 'changed').length,
+        errors: results.filter((r) => r.verdict === 'error').length,
+      },
+      results,
+      error: stale ? 'the server running it stopped before it finished' : row.error,
+      created_at: row.createdAt,
+      updated_at: row.updatedAt,
+      expires_at: row.expiresAt,
+    };
+  }
+
+  private async run(id: string, tenantId: string, agentId: string, version: number, ids: string[], job: { stop: boolean }): Promise<void> {
+    const { agents, replays, clock } = this.deps;
+    const results: ReplayResult[] = [];
+    try {
+      const agent = await agents.compiledVersion(tenantId, agentId, version);
+      for (const conversationId of ids) {
+        if (job.stop) throw new Error('the server stopped before the replay finished');
+        results.push(await this.replayOne(tenantId, agentId, agent, conversationId));
+        await replays.progress(id, { done: results.length, results, now: iso(clock.now()) });
+      }
+      await replays.progress(id, { done: results.length, results, now: iso(clock.now()), status: 'done' });
+    } catch (err) {
+      this.deps.log.warn({ err, replay: id }, 'replay failed');
+      await replays
+        .progress(id, { done: results.length, results, now: iso(clock.now()), status: 'failed', error: (err as Error).message })
+        .catch((e: unknown) => this.deps.log.warn({ err: e, replay: id }, 'replay could not record its failure'));
+    }
+  }
+
+  private async replayOne(tenantId: string, agentId: string, agent: CompiledAgent, conversationId: string): Promise<ReplayResult> {
+    const { store, conversations } = this.deps;
+    const c = await store.get(tenantId, agentId, conversationId);
+    if (!c) return { conversation_id: conversationId, verdict: 'error', first_difference: null, error: 'no such conversation of this agent' };
+    if (c.erasedAt) return { conversation_id: conversationId, verdict: 'error', first_difference: null, error: 'the conversation was erased' };
+    const turns = await store.turns(tenantId, c.id);
+    const audit: AuditRow[] = [];
+    for (let after = 0; ;) {
+      const page = await store.audit({ tenantId, id: c.id }, { limit: 500, afterSeq: after });
+      audit.push(...page);
+      if (page.length < 500) break;
+      after = page[page.length - 1].sequence;
+    }
+    const recordings = new Recordings(audit);
+    const secrets = Object.fromEntries(agent.secretNames.map((n) => [n, '***']));
+    let prior: TurnInput['prior'] = null;
+    const history: NonNullable<TurnInput['history']> = [];
+    for (const { user, recorded } of recordedTurns(c, turns, audit)) {
+      const missing: { call: string | null } = { call: null };
+      const answer = async (request: EngineRequest): Promise<EngineReply> => {
+        if (request.kind === 'action') {
+          const found = recordings.answer(request.action.name, request.method, request.masked.url);
+          if (!found) missing.call ??= `${request.action.name} ${request.method} ${request.masked.url}`;
+          const result = found ?? { ok: false, status: 0, body: null };
+          return {
+            result,
+            audit: {
+              type: 'action_call',
+              turnIndex: user.idx,
+              timestamp: user.timestamp,
+              durationMs: 0,
+              data: { action: request.action.name, replayed: true },
+            },
+          };
+        }
+        if (request.kind === 'llm_call') return conversations.callModel(request, tenantId);
+        return conversations.routeWithModel(request);
+      };
+      const gen = runTurn({
+        agent,
+        prior,
+        conversationId: c.id,
+        message: user.message,
+        context: c.context,
+        userId: c.userId,
+        turnIndex: user.idx,
+        now: user.timestamp,
+        secrets,
+        score: (m) => agent.router.score(m),
+        llm: conversations.modelRouting,
+        history: history.slice(-agent.historyTurns),
+        llmConfigured: true,
+      });
+      let step = gen.next();
+      while (!step.done) step = gen.next(await answer(step.value));
+      const r = step.value;
+      const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };
+      let diff: Difference | null = missing.call ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call } : null;
+      for (const field of ['reply', 'capability', 'phase', 'status', 'outcome'] as const) {
+        if (!diff && recorded[field] !== replayed[field]) diff = { turn_index: user.idx, field, recorded: recorded[field], replayed: replayed[field] };
+      }
+      if (diff) return { conversation_id: c.id, verdict: 'changed', first_difference: diff };
+      history.push({ role: 'user', message: user.message }, { role: 'agent', message: r.reply });
+      prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow: r.flow, turnCount: user.idx + 2 };
+    }
+    return { conversation_id: c.id, verdict: 'identical', first_difference: null };
+  }
+}

@@ -1,0 +1,104 @@
+// Replays on every database: recorded conversations against other versions, actions answered
+// from their recordings; finds a changed reply, a changed capability and an unrecorded action,
+// and nothing when the version is the same; stores and sends nothing.
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { appFixture } from '../helpers/fixture.js';
+import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js';
+
+warnIfPostgresSkipped();
+
+function shop(base: string, o: { greeting?: string; greetingName?: string; path?: string } = {}) {
+  return {
+    name: 'Shop',
+    capabilities: [
+      {
+        name: 'order_status',
+        examples: ['where is my order', 'track my order', 'order status', 'has my parcel shipped'],
+        phases: [
+          { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text', pattern: '^[0-9]{6}$' } },
+          { id: 'lookup', call: 'get_order', on_error: 'sorry', next: 'found' },
+          { id: 'found', say: 'Order {{ slots.order_id }} is {{ actions.get_order.body.status }}.', end: 'completed' },
+          { id: 'sorry', say: 'The order system is down.', end: 'escalated' },
+        ],
+      },
+      { name: o.greetingName ?? 'greeting', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: o.greeting ?? 'Hello!' }] },
+    ],
+    actions: { get_order: { type: 'http', method: 'GET', url: `${base}${o.path ?? '/orders'}/{{ slots.order_id }}` } },
+  };
+}
+
+describe.each(databases)('replays on $name', (database) => {
+  let orders: Backend;
+  beforeAll(async () => {
+    orders = await startBackend(ordersHandler);
+  });
+  afterAll(async () => orders?.close());
+  const f = appFixture(database, {
+    config: () => ({ actionAllowedHosts: { acme: [`127.0.0.1:${orders.port}`] } }),
+    agents: () => ({ shop: shop(orders.url) }),
+  });
+  const api = () => request(f.app.app);
+  const say = async (message: string, conversation_id?: string) =>
+    (await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send({ message, conversation_id }).expect(200)).body;
+  const draft = async (def: object) =>
+    (await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(def).expect(200)).body.stored_version as number;
+  const replay = async (body: object) => {
+    const started = await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send(body).expect(202);
+    expect(started.body.status).toBe('running');
+    for (;;) {
+      const r = await api().get(`/api/v1/agents/shop/replays/${started.body.id}`).set('tenant-id', 'acme').expect(200);
+      if (r.body.status !== 'running') return r.body;
+      await new Promise((res) => setTimeout(res, 20));
+    }
+  };
+  let order: string;
+  let greeting: string;
+
+  beforeAll(async () => {
+    const a = await say('where is my order');
+    await say('100001', a.conversation_id);
+    order = a.conversation_id;
+    greeting = (await say('hello')).conversation_id;
+  });
+
+  it('finds nothing changed against the same version, calls nothing and stores nothing', async () => {
+    const calls = orders.requests.length;
+    const conversations = (await api().get('/api/v1/agents/shop/conversations').set('tenant-id', 'acme').expect(200)).body.data.length;
+    const r = await replay({ version: 1 });
+    expect(r).toMatchObject({ status: 'done', progress: { done: 2, total: 2 }, summary: { conversations: 2, identical: 2, changed: 0, errors: 0 } });
+    expect(orders.requests.length).toBe(calls);
+    expect((await api().get('/api/v1/agents/shop/conversations').set('tenant-id', 'acme').expect(200)).body.data.length).toBe(conversations);
+  });
+
+  it('finds a changed reply and a changed capability, at the turn they change', async () => {
+    const reply = await replay({ version: await draft(shop(orders.url, { greeting: 'Hi there!' })) });
+    expect(reply.summary).toMatchObject({ identical: 1, changed: 1 });
+    expect(reply.results.find((x: any) => x.conversation_id === greeting)).toMatchObject({
+      verdict: 'changed',
+      first_difference: { turn_index: 0, field: 'reply', recorded: 'Hello!', replayed: 'Hi there!' },
+    });
+    const renamed = await replay({ version: await draft(shop(orders.url, { greetingName: 'welcome' })), conversations: [greeting] });
+    expect(renamed.results[0].first_difference).toMatchObject({ field: 'capability', recorded: 'greeting', replayed: 'welcome' });
+  });
+
+  it('finds an action call that was never recorded', async () => {
+    const r = await replay({ version: await draft(shop(orders.url, { path: '/v2/orders' })), conversations: [order] });
+    expect(r.results[0]).toMatchObject({
+      verdict: 'changed',
+      first_difference: { turn_index: 2, field: 'unrecorded_action', recorded: null, replayed: `get_order GET ${orders.url}/v2/orders/100001` },
+    });
+  });
+
+  it('filters what it replays, refuses what it cannot, and keeps tenants apart', async () => {
+    const completed = await replay({ version: 1, status: 'completed' });
+    expect(completed.results.map((x: any) => x.conversation_id)).toEqual([order]);
+    const foreign = await replay({ version: 1, conversations: ['00000000-0000-4000-8000-000000000001'] });
+    expect(foreign.results[0]).toMatchObject({ verdict: 'error', error: 'no such conversation of this agent' });
+    expect((await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send({ version: 99 }).expect(404)).body.code).toBe('version_not_found');
+    await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send({ version: 1, limit: 501 }).expect(400);
+    const started = await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send({ version: 1 }).expect(202);
+    await api().get(`/api/v1/agents/shop/replays/${started.body.id}`).set('tenant-id', 'globex').expect(404);
+  });
+});
