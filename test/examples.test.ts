@@ -157,7 +157,7 @@ describe('npm run agents', () => {
     const err = await cli('apply', EXAMPLE).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/required option '--tenant <tenant>' not specified/);
-  });
+  }, 90_000);
 
   it('applies a draft to a running server, lists its versions, activates one, and says in one line what went wrong', async () => {
     const created = await databases[0].create();
@@ -203,7 +203,7 @@ describe('npm run agents', () => {
     const down = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme').catch((e) => e);
     expect(down.code).toBe(1);
     expect(down.stderr.trim()).toBe(`cannot reach ${url} (ECONNREFUSED): is the server running there? (--url)`);
-  });
+  }, 90_000);
 
   it("runs the example agents' test files in memory, and reports a failing step readably, with a JUnit file", async () => {
     const ok = await cli('test', 'agents/', '--junit', join(dir, 'ok.xml'));

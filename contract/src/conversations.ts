@@ -66,6 +66,7 @@ export const AuditType = z.enum([
   'erasure',
   'slot_filled',
   'llm_call',
+  'context_changed',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -164,6 +165,10 @@ export const SlotFilledData = z.object({
   source: z.string().describe('The words of the message the value was read from (emptied by erasure)'),
 });
 
+export const ContextChangedData = z.object({
+  context: z.unknown().describe("The conversation's context envelope from this turn on, as merged (emptied by erasure)"),
+});
+
 export const ErasureData = z.object({
   erased_at: Timestamp,
   through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
@@ -195,6 +200,7 @@ export const OperatorMessageEntry = entry('operator_message', OperatorMessageDat
 export const ErasureEntry = entry('erasure', ErasureData);
 export const SlotFilledEntry = entry('slot_filled', SlotFilledData);
 export const LlmCallEntry = entry('llm_call', LlmCallData);
+export const ContextChangedEntry = entry('context_changed', ContextChangedData);
 
 export const AuditEntry = z.discriminatedUnion('type', [
   RoutingDecisionEntry,
@@ -207,6 +213,7 @@ export const AuditEntry = z.discriminatedUnion('type', [
   ErasureEntry,
   SlotFilledEntry,
   LlmCallEntry,
+  ContextChangedEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

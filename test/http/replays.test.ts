@@ -44,11 +44,11 @@ describe.each(databases)('replays on $name', (database) => {
     (await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send({ message, conversation_id }).expect(200)).body;
   const draft = async (def: object) =>
     (await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(def).expect(200)).body.stored_version as number;
-  const replay = async (body: object) => {
-    const started = await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send(body).expect(202);
+  const replay = async (body: object, slug = 'shop') => {
+    const started = await api().post(`/api/v1/agents/${slug}/replays`).set('tenant-id', 'acme').send(body).expect(202);
     expect(started.body.status).toBe('running');
     for (;;) {
-      const r = await api().get(`/api/v1/agents/shop/replays/${started.body.id}`).set('tenant-id', 'acme').expect(200);
+      const r = await api().get(`/api/v1/agents/${slug}/replays/${started.body.id}`).set('tenant-id', 'acme').expect(200);
       if (r.body.status !== 'running') return r.body;
       await new Promise((res) => setTimeout(res, 20));
     }
@@ -89,6 +89,41 @@ describe.each(databases)('replays on $name', (database) => {
       verdict: 'changed',
       first_difference: { turn_index: 2, field: 'unrecorded_action', recorded: null, replayed: `get_order GET ${orders.url}/v2/orders/100001` },
     });
+  });
+
+  it('records the context a turn ran with when it changes, and replays each turn with its own', async () => {
+    const ctx = (language: string) => ({ version: 'v1', context: { preferences: { language } } });
+    const send = async (message: string, context: object, conversation_id?: string) =>
+      (await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send({ message, context, conversation_id }).expect(200)).body;
+    const a = await send('where is my order', ctx('en'));
+    await send('123456', ctx('en'), a.conversation_id);
+    const entries = (
+      await api().get(`/api/v1/agents/shop/conversations/${a.conversation_id}/audit-logs?type=context_changed`).set('tenant-id', 'acme').expect(200)
+    ).body.data;
+    // Recorded once: the second request carried the same context.
+    expect(entries.map((e: any) => [e.turn_index, e.data.context.context.preferences.language])).toEqual([[0, 'en']]);
+    // A greeting in the language of each turn's context: replayed right only with each turn's own.
+    await api()
+      .put('/api/v1/agents/lang')
+      .set('tenant-id', 'acme')
+      .send({
+        name: 'Lang',
+        capabilities: [{ name: 'greeting', examples: ['hello', 'hi', 'hallo'], phases: [{ id: 'hi', say: { en: 'Hello!', de: 'Hallo!' } }] }],
+      })
+      .expect(200);
+    const greet = async (context: object, conversation_id?: string) =>
+      (await api().post('/api/v1/agents/lang/converse').set('tenant-id', 'acme').send({ message: 'hello', context, conversation_id }).expect(200)).body;
+    const b = await greet(ctx('en'));
+    expect((await greet(ctx('de'), b.conversation_id)).response.message).toBe('Hallo!');
+    const changed = (
+      await api().get(`/api/v1/agents/lang/conversations/${b.conversation_id}/audit-logs?type=context_changed`).set('tenant-id', 'acme').expect(200)
+    ).body.data;
+    expect(changed.map((e: any) => [e.turn_index, e.data.context.context.preferences.language])).toEqual([
+      [0, 'en'],
+      [2, 'de'],
+    ]);
+    expect((await replay({ version: 1 }, 'lang')).summary).toMatchObject({ conversations: 1, identical: 1 });
+    expect((await replay({ version: 1, conversations: [a.conversation_id] })).summary).toMatchObject({ identical: 1 });
   });
 
   it('filters what it replays, refuses what it cannot, and keeps tenants apart', async () => {

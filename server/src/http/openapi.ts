@@ -47,6 +47,7 @@ const NAMED: Record<string, ZodTypeAny> = {
   ErasureEntry: c.ErasureEntry,
   SlotFilledEntry: c.SlotFilledEntry,
   LlmCallEntry: c.LlmCallEntry,
+  ContextChangedEntry: c.ContextChangedEntry,
   AuditEntry: c.AuditEntry,
   AuditVerification: c.AuditVerification,
   Agent: c.Agent,

@@ -219,6 +219,10 @@ export class ConversationService {
         history,
         onDelta: call.onDelta,
       });
+      // The context a turn ran with, whenever it changes: what a replay needs to run it again.
+      if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
+        result.audit.unshift({ type: 'context_changed', turnIndex: prior ? prior.turnCount : 0, timestamp: now, durationMs: null, data: { context } });
+      }
       if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
         throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
       }

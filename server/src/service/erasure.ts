@@ -5,7 +5,7 @@
 import type { ErasureRules } from '../domain.js';
 
 export const ERASURE: ErasureRules = {
-  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message', 'slot_filled', 'llm_call'],
+  auditTypes: ['action_call', 'error', 'turn_timing', 'operator_message', 'slot_filled', 'llm_call', 'context_changed'],
   skeleton(type, data) {
     // Stored audit data: the shapes of contract/src/conversations.ts.
     const d = data as {
@@ -41,6 +41,8 @@ export const ERASURE: ErasureRules = {
         return { author: 'erased', turns: [], erased: true };
       case 'slot_filled':
         return { slot: d.slot, phase: d.phase, capability: d.capability, source: '', erased: true };
+      case 'context_changed':
+        return { context: null, erased: true };
       case 'llm_call': {
         // The model's words and the arguments it chose may repeat what the person said.
         const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name?: unknown }[]) : [];

@@ -19,6 +19,8 @@ const KEEP_MS = 7 * 24 * 3600 * 1000;
 /** A running replay whose row has not moved for this long belonged to a process that stopped. */
 const STALE_MS = 10 * 60 * 1000;
 const MAX_RUNNING_PER_TENANT = 2;
+/** The longest a replay runs; what is left is not replayed, and the replay fails saying so. */
+const MAX_RUN_MS = 15 * 60 * 1000;
 
 export interface StartReplayInput {
   version: number;
@@ -190,8 +192,10 @@ export class ReplayService {
     const results: ReplayResult[] = [];
     try {
       const agent = await agents.compiledVersion(tenantId, agentId, version);
+      const until = Date.now() + MAX_RUN_MS;
       for (const conversationId of ids) {
         if (job.stop) throw new Error('the server stopped before the replay finished');
+        if (Date.now() > until) throw new Error(`the replay ran for ${MAX_RUN_MS / 60_000} minutes: replay fewer conversations at a time`);
         results.push(await this.replayOne(tenantId, agentId, agent, conversationId));
         await replays.progress(id, { done: results.length, results, now: iso(clock.now()) });
       }
@@ -218,6 +222,14 @@ export class ReplayService {
       after = page[page.length - 1].sequence;
     }
     const recordings = new Recordings(audit);
+    // The context each turn ran with, where the audit log recorded it (context_changed entries);
+    // older conversations have only their last merged context.
+    const contexts = audit.filter((a) => a.type === 'context_changed');
+    const contextAt = (idx: number): Conversation['context'] => {
+      if (contexts.length === 0) return c.context;
+      const last = contexts.filter((a) => a.turnIndex !== null && a.turnIndex <= idx).at(-1);
+      return last ? ((last.data as { context: Conversation['context'] }).context ?? null) : null;
+    };
     const secrets = Object.fromEntries(agent.secretNames.map((n) => [n, '***']));
     let prior: TurnInput['prior'] = null;
     const history: NonNullable<TurnInput['history']> = [];
@@ -247,7 +259,7 @@ export class ReplayService {
         prior,
         conversationId: c.id,
         message: user.message,
-        context: c.context,
+        context: contextAt(user.idx),
         userId: c.userId,
         turnIndex: user.idx,
         now: user.timestamp,
