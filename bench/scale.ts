@@ -1,7 +1,8 @@
 // `npm run bench:scale`: costs as data grows. Seeds, through the store's own row builders
 // (store/turn-rows.ts) in bulk, BENCH_SCALE_CONVERSATIONS conversations (default 1,000,000) of
 // 5 turns each across 100 tenants, on SQLite and (with BENCH_DATABASE_URL or TEST_DATABASE_URL)
-// on PostgreSQL; then starts the server on that database and measures over HTTP:
+// on PostgreSQL (BENCH_SCALE_DATABASES=postgres runs only that one, =sqlite only SQLite); then
+// starts the server on that database and measures over HTTP:
 //   converse at turn 1 vs turn 900, list pages 50 deep with each filter, get and history of a
 //   1,000-turn conversation, verify of a 2,000-entry audit chain, and the erasure of one user's
 //   1,000 conversations with other traffic running.
@@ -22,6 +23,7 @@ const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000)
 const TENANTS = 100;
 const BATCH = 2_000;
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+const ONLY = process.env.BENCH_SCALE_DATABASES;
 const ERASED_USER = 'erase-me';
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
@@ -357,8 +359,9 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-scale-'));
   const results: boolean[] = [];
   try {
-    results.push(await benchOne('SQLite', `sqlite://${join(dir, 'scale.db')}`));
-    if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
+    if (ONLY !== 'postgres') results.push(await benchOne('SQLite', `sqlite://${join(dir, 'scale.db')}`));
+    if (ONLY === 'sqlite') console.log('\nPostgreSQL: skipped (BENCH_SCALE_DATABASES=sqlite)');
+    else if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
     else {
       const pg = await freshPostgres(PG_URL, 'scale');
       try {
