@@ -1,13 +1,12 @@
 // `npm run agents -- chat` driven through a pseudo-terminal (util-linux `script`) against real
 // servers, in both auth modes.
 import { spawn } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { databases } from './helpers/databases.js';
-import { testApp } from './helpers/servers.js';
+import { listen, testApp } from './helpers/servers.js';
 
 /** The chat command in a pseudo-terminal: what it printed so far, and a way to type into it. */
 function terminal(args: string[]) {
@@ -40,13 +39,12 @@ async function serve(config: Parameters<typeof testApp>[1]) {
   const app = testApp(created.db, config);
   const { definition } = await readAgentFile('agents/acme-support.yaml');
   await app.agents.put('acme', 'acme-support', definition);
-  const server = app.app.listen(0, '127.0.0.1');
-  await new Promise<void>((r) => server.once('listening', r));
+  const server = await listen(app);
   return {
     app,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: server.url,
     close: async () => {
-      await new Promise<void>((r) => server.close(() => r()));
+      await server.close();
       await app.close();
       await created.drop();
     },

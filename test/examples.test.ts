@@ -14,7 +14,7 @@ import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
 import { databases } from './helpers/databases.js';
-import { testApp } from './helpers/servers.js';
+import { listen, testApp } from './helpers/servers.js';
 
 const run = promisify(execFile);
 const EXAMPLE = 'agents/acme-support.yaml';
@@ -162,9 +162,8 @@ describe('npm run agents', () => {
   it('applies a draft to a running server, lists its versions, activates one, and says in one line what went wrong', async () => {
     const created = await databases[0].create();
     const app = testApp(created.db);
-    const server = app.app.listen(0, '127.0.0.1');
-    await new Promise<void>((r) => server.once('listening', r));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const server = await listen(app);
+    const url = server.url;
     try {
       const first = await cli('apply', '--url', url, '--tenant', 'acme', EXAMPLE);
       expect(first.stdout).toContain(`applied   acme-support version 1 (${EXAMPLE})`);
@@ -195,7 +194,7 @@ describe('npm run agents', () => {
       const bad = await cli('activate', 'acme-support', 'two', '--url', url, '--tenant', 'acme').catch((e) => e);
       expect(bad.code).toBe(2);
     } finally {
-      await new Promise<void>((r) => server.close(() => r()));
+      await server.close();
       await app.close();
       await created.drop();
     }

@@ -8,7 +8,8 @@ import type { Config } from '../../server/src/config.js';
 import type { Clock } from '../../server/src/lib/clock.js';
 import type { Database } from '../../server/src/store/db.js';
 import type { TestDatabase } from './databases.js';
-import { testApp } from './servers.js';
+import { createSwitchboardClient, type SwitchboardClient } from '../../client/src/index.js';
+import { listen, testApp } from './servers.js';
 
 export interface Fixture {
   app: App;
@@ -49,4 +50,17 @@ export function appFixture(database: TestDatabase, opts: FixtureOptions = {}): F
     await drop?.();
   });
   return f;
+}
+
+/** The fixture's app listening on loopback, with a typed client for `tenantId`; filled in before the first test. */
+export function clientFixture(f: Fixture, tenantId = 'acme'): { sb: SwitchboardClient; url: string } {
+  const c = {} as { sb: SwitchboardClient; url: string };
+  let server: Awaited<ReturnType<typeof listen>> | undefined;
+  beforeAll(async () => {
+    server = await listen(f.app);
+    c.url = server.url;
+    c.sb = createSwitchboardClient({ baseUrl: server.url, tenantId });
+  });
+  afterAll(async () => server?.close());
+  return c;
 }

@@ -69,3 +69,13 @@ export function ordersHandler(req: IncomingMessage, res: ServerResponse): void {
   if (id === '500000') return json(res, 503, { error: 'down' });
   return json(res, 404, { error: 'no such order' });
 }
+
+/** An app listening on a loopback port, for clients that speak HTTP (the typed client, the CLI). */
+export async function listen(app: App): Promise<{ url: string; close(): Promise<void> }> {
+  const server = app.app.listen(0, '127.0.0.1');
+  await new Promise<void>((r) => server.once('listening', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}

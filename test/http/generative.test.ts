@@ -1,16 +1,14 @@
 // Generative phases end to end against the scripted provider, on every database: tool calls
 // with valid and invalid arguments, the built-in tools, knowledge in the prompt, failures of the
 // provider, budgets, prompt injection, and what the audit log records of each.
-import type { Server } from 'node:http';
 import request from 'supertest';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput, ConverseResponse } from '@switchboard/contract';
-import { createSwitchboardClient, SwitchboardError, type ConverseStreamEvent, type SwitchboardClient } from '../../client/src/index.js';
+import { SwitchboardError, type ConverseStreamEvent } from '../../client/src/index.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { supertestDriver, type Driver } from '../helpers/drivers.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { appFixture } from '../helpers/fixture.js';
+import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { json, startBackend, testApp, type Backend } from '../helpers/servers.js';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
@@ -308,14 +306,7 @@ describe.each(databases)('generative phases on $name', (database) => {
   });
 
   describe('streamed replies', () => {
-    let server: Server;
-    let sb: SwitchboardClient;
-    beforeAll(async () => {
-      server = f.app.app.listen(0, '127.0.0.1');
-      await new Promise<void>((r) => server.once('listening', r));
-      sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tenantId: 'acme' });
-    });
-    afterAll(() => new Promise<void>((r) => server.close(() => r())));
+    const client = clientFixture(f);
     const collect = async (it: AsyncIterable<ConverseStreamEvent>) => {
       const deltas: string[] = [];
       let response: ConverseResponse | undefined;
@@ -329,7 +320,7 @@ describe.each(databases)('generative phases on $name', (database) => {
     it("sends the model's words as they come, then the response, and stores what a JSON call would", async () => {
       fresh();
       llm.script({ text: 'Refunds take five working days.', pieces: ['Refunds ', 'take five ', 'working days.'] });
-      const { deltas, response } = await collect(sb.converseStream('billing', { message: 'how do refunds work' }));
+      const { deltas, response } = await collect(client.sb.converseStream('billing', { message: 'how do refunds work' }));
       expect(deltas).toEqual(['Refunds ', 'take five ', 'working days.']);
       expect(response.response.message).toBe('Refunds take five working days.');
       expect(llm.calls[0].body.stream).toBe(true);
@@ -342,7 +333,7 @@ describe.each(databases)('generative phases on $name', (database) => {
     it('streams a turn that calls a tool between two model calls, and one whose provider reports no usage', async () => {
       fresh();
       llm.script({ toolCalls: [{ name: 'get_invoice', arguments: { invoice_id: 'INV-1' } }], usage: null }, { text: 'It is paid.', usage: null });
-      const { deltas, response } = await collect(sb.converseStream('billing', { message: 'i was charged twice on INV-1' }));
+      const { deltas, response } = await collect(client.sb.converseStream('billing', { message: 'i was charged twice on INV-1' }));
       expect(deltas.join('')).toBe('It is paid.');
       expect(response.response.message).toBe('It is paid.');
       expect(billing.requests).toHaveLength(1);
@@ -352,7 +343,7 @@ describe.each(databases)('generative phases on $name', (database) => {
     });
 
     it('sends a scripted reply as one delta', async () => {
-      const { deltas, response } = await collect(sb.converseStream('billing', { message: 'hello' }));
+      const { deltas, response } = await collect(client.sb.converseStream('billing', { message: 'hello' }));
       expect(deltas).toEqual(['Hello!']);
       expect(response.state.capability).toBe('greeting');
     });
@@ -360,8 +351,8 @@ describe.each(databases)('generative phases on $name', (database) => {
     it('replays an idempotent call as the same delta and response', async () => {
       fresh();
       llm.script({ text: 'Once only.' });
-      const first = await collect(sb.converseStream('billing', { message: 'how do refunds work' }, { idempotencyKey: 'stream-key-1' }));
-      const again = await collect(sb.converseStream('billing', { message: 'how do refunds work' }, { idempotencyKey: 'stream-key-1' }));
+      const first = await collect(client.sb.converseStream('billing', { message: 'how do refunds work' }, { idempotencyKey: 'stream-key-1' }));
+      const again = await collect(client.sb.converseStream('billing', { message: 'how do refunds work' }, { idempotencyKey: 'stream-key-1' }));
       expect(again.response).toEqual(first.response);
       expect(again.deltas).toEqual(['Once only.']);
       expect(llm.calls).toHaveLength(1);
@@ -370,13 +361,15 @@ describe.each(databases)('generative phases on $name', (database) => {
     it('ends with an error event carrying the problem when the call fails', async () => {
       fresh();
       llm.script({ toolCalls: [{ name: 'finish', arguments: {} }] });
-      const done = await collect(sb.converseStream('billing', { message: 'how do refunds work' }));
+      const done = await collect(client.sb.converseStream('billing', { message: 'how do refunds work' }));
       expect(done.response.state.status).toBe('completed');
-      const err = await collect(sb.converseStream('billing', { conversation_id: done.response.conversation_id, message: 'one more thing' })).catch((e) => e);
+      const err = await collect(client.sb.converseStream('billing', { conversation_id: done.response.conversation_id, message: 'one more thing' })).catch(
+        (e) => e,
+      );
       expect(err).toBeInstanceOf(SwitchboardError);
       expect(err.status).toBe(409);
       expect(err.problem.code).toBe('conversation_closed');
-      const raw = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/agents/billing/converse`, {
+      const raw = await fetch(`${client.url}/api/v1/agents/billing/converse`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'tenant-id': 'acme' },
         body: JSON.stringify({ conversation_id: done.response.conversation_id, message: 'one more thing' }),

@@ -1,12 +1,9 @@
 // Versions: drafts (PUT ?activate=false), listing, reading, activation and rollback, with running
 // conversations staying on their version; on every database, through supertest and the typed client.
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSwitchboardClient, type SwitchboardClient } from '../../client/src/index.js';
+import { describe, expect, it } from 'vitest';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
-import { appFixture } from '../helpers/fixture.js';
+import { appFixture, clientFixture } from '../helpers/fixture.js';
 
 warnIfPostgresSkipped();
 
@@ -26,14 +23,7 @@ const agent = (greeting: string) => ({
 
 describe.each(databases)('agent versions on $name', (database) => {
   const f = appFixture(database, { agents: { shop: agent('v1:') } });
-  let server: Server;
-  let sb: SwitchboardClient;
-  beforeAll(async () => {
-    server = f.app.app.listen(0, '127.0.0.1');
-    await new Promise<void>((r) => server.once('listening', r));
-    sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, tenantId: 'acme' });
-  });
-  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  const client = clientFixture(f);
   const api = () => request(f.app.app);
   const say = async (message: string, conversation_id?: string) =>
     (await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send({ message, conversation_id }).expect(200)).body;
@@ -45,14 +35,14 @@ describe.each(databases)('agent versions on $name', (database) => {
     // The same draft again is no new version.
     const again = await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v2:')).expect(200);
     expect(again.body.stored_version).toBe(2);
-    const list = await sb.api.listVersions({ params: { slug: 'shop' }, query: {} });
+    const list = await client.sb.api.listVersions({ params: { slug: 'shop' }, query: {} });
     expect(list.status).toBe(200);
     if (list.status !== 200) return;
     expect(list.body.data.map((v) => [v.version, v.current, v.capabilities])).toEqual([
       [2, false, ['order']],
       [1, true, ['order']],
     ]);
-    const v2 = await sb.api.getVersion({ params: { slug: 'shop', version: 2 } });
+    const v2 = await client.sb.api.getVersion({ params: { slug: 'shop', version: 2 } });
     expect(v2.status === 200 && v2.body.definition.capabilities[0].phases[0].say).toBe('v2: What size?');
     expect((await say('i want to order')).response.message).toBe('v1: What size?');
   });
@@ -60,7 +50,7 @@ describe.each(databases)('agent versions on $name', (database) => {
   it('activates a version for new conversations while running ones stay on theirs, and rolls back', async () => {
     const running = await say('i want to order');
     expect(running.response.message).toBe('v1: What size?');
-    const activated = await sb.api.activateVersion({ params: { slug: 'shop', version: 2 } });
+    const activated = await client.sb.api.activateVersion({ params: { slug: 'shop', version: 2 } });
     expect(activated.status === 200 && activated.body.version).toBe(2);
     expect((await say('i want to order')).response.message).toBe('v2: What size?');
     // The conversation begun on version 1 finishes on it.
