@@ -109,6 +109,14 @@ describe.each(databases)('query plans on $name', (database) => {
     await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }));
   });
 
+  it("renews and releases a batch's lease by index", async () => {
+    await indexed(
+      'conversations',
+      () => db.knex('conversations').where('lease_id', randomUUID()).update({ lease_id: null, lease_until: null }),
+      'conversations_lease_idx',
+    );
+  });
+
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {
     await indexed('webhook_deliveries', () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }));
     await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100));

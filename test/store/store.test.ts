@@ -186,6 +186,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '007_scale_indexes',
         '008_llm_usage',
         '009_replays',
+        '010_lease_index',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
