@@ -97,7 +97,7 @@ export async function runTestFiles(paths: string[], opts: { junit?: string; remo
         const started = performance.now();
         const agent = await compileAgent(NIL_UUID, 0, definition);
         console.log(`${file}: ${spec.tests.length} test(s) against ${definitionFile} (trained in ${Math.round(performance.now() - started)} ms)`);
-        results = runTests(agent, spec.tests, { version: null });
+        results = await runTests(agent, spec.tests, { version: null });
       }
       failed += report(results);
       passed += results.passed;

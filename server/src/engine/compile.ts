@@ -324,12 +324,10 @@ function parametersProblem(schema: Record<string, unknown>): string | null {
   return null;
 }
 
-const linearRegExp = (pattern: string) => compilePattern(pattern);
-
 /** A validator for a tool's arguments; throws on an invalid schema. */
 function schemaValidator(schema: Record<string, unknown>): ValidateFunction {
   // One Ajv per schema: nothing compiled for one tenant stays in a cache another shares.
-  const ajv = new Ajv({ strict: false, allErrors: false, code: { regExp: linearRegExp as never }, loadSchema: undefined });
+  const ajv = new Ajv({ strict: false, allErrors: false, code: { regExp: compilePattern as never }, loadSchema: undefined });
   return ajv.compile(schema);
 }
 

@@ -104,7 +104,7 @@ export class AgentService {
     const version = body.version ?? row.currentVersion;
     if (!(await this.store.version(tenantId, row.id, version))) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
     const agent = await this.compiledVersion(tenantId, row.id, version);
-    return runTests(agent, body.tests, { version, clock: () => this.clock.now() });
+    return await runTests(agent, body.tests, { version, clock: () => this.clock.now() });
   }
 
   /** Makes a stored version current: new conversations start on it, running ones keep theirs. */

@@ -311,7 +311,7 @@ export class ConversationService {
       budget,
       maxReplyBytes: this.opts.maxReplyBytes,
       score,
-      llm: this.opts.llm !== undefined,
+      llm: this.modelRouting,
       history: t.history,
       llmTokenBudget: this.opts.llmBudget.perConversation,
       llmConfigured: this.opts.provider !== undefined,
@@ -349,11 +349,6 @@ export class ConversationService {
     };
   }
 
-  /**
-   * One model call of a generative phase: refused when the tenant's daily tokens are spent,
-   * charged to them once answered (a failed call spends nothing that was reported). A streamed
-   * turn first sends what it said before the call, then the model's words as they come.
-   */
   /** Whether messages the embedded router cannot place go to the model. */
   get modelRouting(): boolean {
     return this.opts.llm !== undefined;
@@ -364,6 +359,11 @@ export class ConversationService {
     return this.opts.llm ? this.opts.llm.route(req) : Promise.resolve({ capability: null, model: 'none', durationMs: 0, error: 'no provider' });
   }
 
+  /**
+   * One model call of a generative phase: refused when the tenant's daily tokens are spent,
+   * charged to them once answered (a failed call spends nothing that was reported). A streamed
+   * turn first sends what it said before the call, then the model's words as they come.
+   */
   async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
     const started = performance.now();
     const provider = this.opts.provider;

@@ -7,13 +7,14 @@ import { randomUUID } from 'node:crypto';
 import type { Replay, ReplayResult } from '@switchboard/contract';
 import type { ActionResult, AuditRow, Conversation, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type EngineReply, type EngineRequest, type TurnInput } from '../engine/run.js';
+import type { EngineReply, EngineRequest } from '../engine/run.js';
 import { NotFoundError, RateLimitedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
+import { OfflineConversation } from './offline-conversation.js';
 
 const KEEP_MS = 7 * 24 * 3600 * 1000;
 /** A running replay whose row has not moved for this long belonged to a process that stopped. */
@@ -230,9 +231,7 @@ export class ReplayService {
       const last = contexts.filter((a) => a.turnIndex !== null && a.turnIndex <= idx).at(-1);
       return last ? ((last.data as { context: Conversation['context'] }).context ?? null) : null;
     };
-    const secrets = Object.fromEntries(agent.secretNames.map((n) => [n, '***']));
-    let prior: TurnInput['prior'] = null;
-    const history: NonNullable<TurnInput['history']> = [];
+    const conversation = new OfflineConversation(agent, { conversationId: c.id, userId: c.userId, llm: conversations.modelRouting });
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       const missing: { call: string | null } = { call: null };
       const answer = async (request: EngineRequest): Promise<EngineReply> => {
@@ -254,32 +253,13 @@ export class ReplayService {
         if (request.kind === 'llm_call') return conversations.callModel(request, tenantId);
         return conversations.routeWithModel(request);
       };
-      const gen = runTurn({
-        agent,
-        prior,
-        conversationId: c.id,
-        message: user.message,
-        context: contextAt(user.idx),
-        userId: c.userId,
-        turnIndex: user.idx,
-        now: user.timestamp,
-        secrets,
-        score: (m) => agent.router.score(m),
-        llm: conversations.modelRouting,
-        history: history.slice(-agent.historyTurns),
-        llmConfigured: true,
-      });
-      let step = gen.next();
-      while (!step.done) step = gen.next(await answer(step.value));
-      const r = step.value;
+      const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);
       const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };
       let diff: Difference | null = missing.call ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call } : null;
       for (const field of ['reply', 'capability', 'phase', 'status', 'outcome'] as const) {
         if (!diff && recorded[field] !== replayed[field]) diff = { turn_index: user.idx, field, recorded: recorded[field], replayed: replayed[field] };
       }
       if (diff) return { conversation_id: c.id, verdict: 'changed', first_difference: diff };
-      history.push({ role: 'user', message: user.message }, { role: 'agent', message: r.reply });
-      prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow: r.flow, turnCount: user.idx + 2 };
     }
     return { conversation_id: c.id, verdict: 'identical', first_difference: null };
   }

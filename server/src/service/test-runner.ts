@@ -4,9 +4,10 @@
 // `npm run agents -- test` (no server, no database) and by POST /agents/:slug/tests.
 import { RE2JS } from 're2js';
 import type { TestCase, TestResults } from '@switchboard/contract';
-import type { AuditDraft, FlowState } from '../domain.js';
+import type { AuditDraft } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
-import { runTurn, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../engine/run.js';
+import type { EngineReply, EngineRequest } from '../engine/run.js';
+import { OfflineConversation } from './offline-conversation.js';
 
 type StepResult = TestResults['results'][number]['steps'][number];
 
@@ -83,37 +84,22 @@ function answer(test: TestCase, request: EngineRequest, turnIndex: number, now: 
   return { capability: null, model: 'test', durationMs: 0, error: 'no model in tests' };
 }
 
+/** The context envelope's user id, when the test's context names one. */
+function userIdOf(context: TestCase['context']): string | null {
+  const id = (context?.identity as { user_id?: unknown } | undefined)?.user_id;
+  return typeof id === 'string' ? id : null;
+}
+
 /** Runs one test: its steps in order, as one conversation. */
-function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): TestResults['results'][number] {
+async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): Promise<TestResults['results'][number]> {
   const llmQueue = [...(test.llm ?? [])];
-  // Secrets are never needed: no action goes out, so each reads as its mask.
-  const secrets = Object.fromEntries(agent.secretNames.map((n) => [n, '***']));
-  let prior: TurnInput['prior'] = null;
-  const history: NonNullable<TurnInput['history']> = [];
+  const conversation = new OfflineConversation(agent, { conversationId: CONVERSATION_ID, userId: userIdOf(test.context) });
+  const context = test.context ? { version: 'v1' as const, context: test.context } : null;
   const steps: StepResult[] = [];
   for (const step of test.steps) {
     const now = clock().toISOString();
-    const turnIndex = history.length;
-    const gen = runTurn({
-      agent,
-      prior,
-      conversationId: CONVERSATION_ID,
-      message: step.user,
-      context: test.context ? { version: 'v1', context: test.context } : null,
-      userId:
-        typeof (test.context?.identity as { user_id?: unknown } | undefined)?.user_id === 'string'
-          ? (test.context!.identity as { user_id: string }).user_id
-          : null,
-      turnIndex,
-      now,
-      secrets,
-      score: (m) => agent.router.score(m),
-      history: history.slice(-agent.historyTurns),
-      llmConfigured: true,
-    });
-    let next = gen.next();
-    while (!next.done) next = gen.next(answer(test, next.value, turnIndex, now, llmQueue));
-    const r: TurnResult = next.value;
+    const turnIndex = conversation.nextTurnIndex;
+    const r = await conversation.turn(step.user, { now, context }, (request) => answer(test, request, turnIndex, now, llmQueue));
     const actual = {
       reply: r.reply,
       capability: r.capability.name,
@@ -125,9 +111,6 @@ function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): TestRe
     };
     const failures = step.expect ? compare(step.expect, actual) : [];
     steps.push({ user: step.user, passed: failures.length === 0, expected: step.expect ?? {}, actual, failures });
-    history.push({ role: 'user', message: step.user }, { role: 'agent', message: r.reply });
-    const flow: FlowState = r.flow;
-    prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow, turnCount: turnIndex + 2 };
     if (r.status === 'completed' || r.status === 'abandoned') {
       const rest = test.steps.slice(steps.length);
       for (const s of rest) {
@@ -145,9 +128,14 @@ function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): TestRe
   return { name: test.name, passed: steps.every((s) => s.passed), steps };
 }
 
-export function runTests(agent: CompiledAgent, tests: TestCase[], opts: { version: number | null; clock?: () => Date } = { version: null }): TestResults {
+export async function runTests(
+  agent: CompiledAgent,
+  tests: TestCase[],
+  opts: { version: number | null; clock?: () => Date } = { version: null },
+): Promise<TestResults> {
   const clock = opts.clock ?? (() => new Date());
-  const results = tests.map((t) => runOne(agent, t, clock));
+  const results: TestResults['results'] = [];
+  for (const t of tests) results.push(await runOne(agent, t, clock));
   const passed = results.filter((r) => r.passed).length;
   return { version: opts.version, passed, failed: results.length - passed, results };
 }

@@ -146,7 +146,7 @@ export function* generate(t: TurnState, p: CompiledPhase, idx: number): Generato
   };
 
   const history = (input.history ?? []).slice(-g.history);
-  const lastUser = [...history].reverse().find((h) => h.role === 'user')?.message ?? '';
+  const lastUser = history.findLast((h) => h.role === 'user')?.message ?? '';
   const found = g.knowledge && agent.knowledge ? agent.knowledge.search(`${input.message} ${lastUser}`) : [];
   const messages: LlmMessage[] = [
     {
