@@ -25,6 +25,7 @@ import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
 import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 import { RunTests, TestResults } from './tests.js';
 import { Replay, StartReplay } from './replays.js';
+import { AgentAnalytics, AnalyticsQuery } from './analytics.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -35,6 +36,7 @@ export * from './keys.js';
 export * from './secrets.js';
 export * from './tests.js';
 export * from './replays.js';
+export * from './analytics.js';
 
 const c = initContract();
 
@@ -206,6 +208,15 @@ export const agentsContract = c.router({
     responses: { 200: AgentVersion },
     summary: 'Get one version of an agent with its definition',
   },
+  getAnalytics: {
+    method: 'GET',
+    path: '/agents/:slug/analytics',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: AnalyticsQuery,
+    responses: { 200: AgentAnalytics },
+    summary: "How an agent's conversations went over a window: counts, rates, medians, capabilities, outcomes and a series",
+  },
   startReplay: {
     method: 'POST',
     path: '/agents/:slug/replays',
@@ -347,6 +358,7 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   getAgent: 'read',
   listVersions: 'read',
   getVersion: 'read',
+  getAnalytics: 'read',
   activateVersion: 'admin',
   runTests: 'read',
   startReplay: 'admin',

@@ -107,3 +107,18 @@ export interface ErasureRules {
   /** What a webhook payload keeps. */
   webhookPayload(payload: Record<string, unknown>): Record<string, unknown>;
 }
+
+/** One row's worth of an agent's hourly counters that a write adds (service/agent-stats.ts). */
+export interface StatDelta {
+  /** The UTC hour, as the first 13 characters of an ISO timestamp ('2026-11-23T12'). */
+  hour: string;
+  capability: string;
+  /** The outcome a close counts under; '' for starts and routing decisions. */
+  outcome: string;
+  started: number;
+  completed: number;
+  escalated: number;
+  abandoned: number;
+  routed: number;
+  fallback: number;
+}

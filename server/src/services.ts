@@ -9,6 +9,7 @@ import type { Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger } from './lib/logger.js';
 import { AgentService } from './service/agent-service.js';
+import { AnalyticsService } from './service/analytics.js';
 import { ConversationService } from './service/conversation-service.js';
 import { eventStreams, type EventStreams } from './service/event-streams.js';
 import { KeyService } from './service/keys.js';
@@ -20,6 +21,7 @@ import { WebhookLog } from './service/webhook-log.js';
 import { ReplayService } from './service/replays.js';
 import { WebhookDispatcher } from './service/webhooks.js';
 import { AgentStore } from './store/agent-store.js';
+import { AnalyticsStore } from './store/analytics-store.js';
 import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
 import { ReplayStore } from './store/replay-store.js';
@@ -35,6 +37,7 @@ export interface ServiceDeps {
 
 export interface Services {
   agents: AgentService;
+  analytics: AnalyticsService;
   conversations: ConversationService;
   lifecycle: LifecycleService;
   webhooks: WebhookDispatcher;
@@ -104,6 +107,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
 
   return {
     agents,
+    analytics: new AnalyticsService(agents, new AnalyticsStore(deps.db), clock),
     conversations,
     lifecycle,
     webhooks,

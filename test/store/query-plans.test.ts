@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeCursor } from '../../server/src/lib/cursor.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
+import { AnalyticsStore } from '../../server/src/store/analytics-store.js';
 import { ConversationStore } from '../../server/src/store/conversation-store.js';
 import type { Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
@@ -115,6 +116,17 @@ describe.each(databases)('query plans on $name', (database) => {
       () => db.knex('conversations').where('lease_id', randomUUID()).update({ lease_id: null, lease_until: null }),
       'conversations_lease_idx',
     );
+  });
+
+  it("reads an agent's analytics by index", async () => {
+    const analytics = new AnalyticsStore(db);
+    const window = { tenantId: 't', agentId, fromHour: '2026-11-01T00', toHour: '2026-11-22T00' };
+    await indexed('agent_stats', () => analytics.byCapability(window));
+    await indexed('agent_stats', () => analytics.byOutcome(window));
+    await indexed('agent_stats', () => analytics.series(window, 10));
+    const span = { tenantId: 't', agentId, from: '2026-11-01T00:00:00.000Z', to: T0 };
+    await indexed('conversations', () => analytics.stillOpen(span));
+    await indexed('conversations', () => analytics.closedMedians(span));
   });
 
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {

@@ -187,6 +187,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '008_llm_usage',
         '009_replays',
         '010_lease_index',
+        '011_agent_stats',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

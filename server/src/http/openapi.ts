@@ -63,6 +63,7 @@ const NAMED: Record<string, ZodTypeAny> = {
   SecretInfo: c.SecretInfo,
   OperatorMessageResult: c.OperatorMessageResult,
   Health: c.Health,
+  AgentAnalytics: c.AgentAnalytics,
 };
 
 const TAGS: { name: string; description: string; routes: string[] }[] = [
@@ -78,6 +79,7 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
     routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'],
   },
   { name: 'Agents', description: 'Agent definitions and their versions', routes: ['putAgent', 'listAgents', 'getAgent', 'deleteAgent'] },
+  { name: 'Analytics', description: "How an agent's conversations went", routes: ['getAnalytics'] },
   { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
   { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
   { name: 'Secrets', description: "The tenant's own secrets for action templates (write-only)", routes: ['putSecret', 'listSecrets', 'deleteSecret'] },

@@ -10,7 +10,7 @@ const s = initServer();
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, ping, logger }: Services) {
+export function createRouter({ agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, ping, logger }: Services) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, req, res }) => {
@@ -112,6 +112,7 @@ export function createRouter({ agents, conversations, lifecycle, streams, keys, 
         return { status: 200, body: { data: page, next_cursor: rows.length > query.limit ? encodeCursor(page[page.length - 1].version) : null } };
       },
       getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.version(headers['tenant-id'], params.slug, params.version) }),
+      getAnalytics: async ({ params, headers, query }) => ({ status: 200, body: await analytics.get(headers['tenant-id'], params.slug, query) }),
       startReplay: async ({ params, headers, body }) => ({ status: 202, body: await replays.start(headers['tenant-id'], params.slug, body) }),
       getReplay: async ({ params, headers }) => ({ status: 200, body: await replays.get(headers['tenant-id'], params.slug, params.id) }),
       runTests: async ({ params, headers, body }) => ({ status: 200, body: await agents.test(headers['tenant-id'], params.slug, body) }),

@@ -12,6 +12,7 @@ import * as m007 from './migrations/007_scale_indexes.js';
 import * as m008 from './migrations/008_llm_usage.js';
 import * as m009 from './migrations/009_replays.js';
 import * as m010 from './migrations/010_lease_index.js';
+import * as m011 from './migrations/011_agent_stats.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -40,6 +41,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '008_llm_usage': m008,
   '009_replays': m009,
   '010_lease_index': m010,
+  '011_agent_stats': m011,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -20,6 +20,8 @@ export interface DialectAdapter {
   jsonRows(table: string, columns: string[]): string;
   /** The rows a raw data-modifying statement changed, from the driver's result. */
   changedRows(result: unknown): number;
+  /** SQL for the seconds between two columns holding ISO timestamps. */
+  secondsBetween(from: string, to: string): string;
 }
 
 export const sqliteDialect: DialectAdapter = {
@@ -41,6 +43,7 @@ export const sqliteDialect: DialectAdapter = {
   jsonRows: (_table, columns) => `select ${columns.map((c) => `json_extract(value, '$.${c}') as ${c}`).join(', ')} from json_each(?)`,
   // better-sqlite3's run() result, as Knex passes it through for a raw statement.
   changedRows: (result) => (result as { changes?: number }).changes ?? 0,
+  secondsBetween: (from, to) => `((julianday(${to}) - julianday(${from})) * 86400.0)`,
 };
 
 export const postgresDialect: DialectAdapter = {
@@ -52,4 +55,5 @@ export const postgresDialect: DialectAdapter = {
   jsonRows: (table, columns) => `select ${columns.join(', ')} from json_populate_recordset(null::${table}, ?::json)`,
   // pg's query result.
   changedRows: (result) => (result as { rowCount?: number | null }).rowCount ?? 0,
+  secondsBetween: (from, to) => `extract(epoch from (${to}::timestamptz - ${from}::timestamptz))`,
 };

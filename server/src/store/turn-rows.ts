@@ -2,7 +2,7 @@
 // shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
 import { randomUUID } from 'node:crypto';
 import type { ContextEnvelope, Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, Conversation, EventDraft, FlowState, TurnRow, WebhookDraft } from '../domain.js';
+import type { AuditDraft, AuditRow, Conversation, EventDraft, FlowState, StatDelta, TurnRow, WebhookDraft } from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
 
@@ -20,6 +20,8 @@ export interface TurnWrite {
   idempotency?: { agentId: string; key: string; requestHash: string; response: unknown };
   events?: EventDraft[];
   webhooks?: WebhookDraft[];
+  /** What the write adds to its agent's hourly counters (service/agent-stats.ts). */
+  stats?: StatDelta[];
 }
 
 const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
@@ -215,7 +217,11 @@ export interface WriteRows {
   events: EventRow[];
   webhooks: ReturnType<typeof webhookRows>;
   idempotency: ReturnType<typeof idempotencyRow> | null;
+  stats: StatRow[];
 }
+
+/** A row of agent_stats: the counters one write adds under one key. */
+export type StatRow = { tenant_id: string; agent_id: string } & { [K in keyof StatDelta]: StatDelta[K] };
 
 /** The rows of a write: the audit entries chained onto the conversation's head, the events numbered after its last. */
 export function writeRows(w: TurnWrite): WriteRows {
@@ -230,6 +236,7 @@ export function writeRows(w: TurnWrite): WriteRows {
     events: events.rows,
     webhooks: webhookRows(w),
     idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
+    stats: (w.stats ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
   };
 }
 
@@ -289,6 +296,12 @@ const AUDIT_COLUMNS = [
   'data_hash',
   'hash',
 ];
+const STAT_KEY = ['tenant_id', 'agent_id', 'hour', 'capability', 'outcome'];
+const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'];
+const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
+
+/** Adds a row of agent_stats to the one with its key (the same statement on both databases). */
+export const STAT_UPSERT_TAIL = `on conflict (${STAT_KEY.join(', ')}) do update set ${STAT_COUNTERS.map((c) => `${c} = agent_stats.${c} + excluded.${c}`).join(', ')}`;
 const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
 
 /** The columns each writer fills, per table: the keys of the rows above. */
@@ -299,4 +312,5 @@ export const COLUMNS = {
   conversation_events: EVENT_COLUMNS,
   webhook_deliveries: WEBHOOK_COLUMNS,
   idempotency_keys: IDEMPOTENCY_COLUMNS,
+  agent_stats: STAT_COLUMNS,
 } as const;

@@ -1,0 +1,40 @@
+// Analytics (docs/observability.md, "Analytics"): how an agent's conversations went over a
+// window of whole UTC hours, computed in the database from hourly counters.
+import { z } from 'zod';
+import { TimeFilter, Timestamp } from './common.js';
+
+export const AnalyticsQuery = z
+  .object({
+    from: TimeFilter.optional().describe('Start of the window (rounded down to the hour); default `to` minus 7 days'),
+    to: TimeFilter.optional().describe('End of the window, exclusive (rounded up to the hour); default now'),
+    interval: z.enum(['hour', 'day']).default('day').describe('Bucket of `series` (UTC)'),
+  })
+  .strict();
+
+const Count = z.number().int().min(0);
+const Rate = z.number().min(0).max(1).nullable();
+
+const Counts = z.object({ started: Count, completed: Count, escalated: Count, abandoned: Count });
+
+export const AgentAnalytics = z.object({
+  from: Timestamp,
+  to: Timestamp,
+  interval: z.enum(['hour', 'day']),
+  conversations: Counts.extend({
+    active: Count.describe('Conversations started in the window that are still open with the agent (active or paused)'),
+  }).describe('started: conversations that began in the window; completed, escalated, abandoned: conversations that reached that status in it'),
+  rates: z.object({
+    containment: Rate.describe('completed / (completed + escalated + abandoned); null with no closes'),
+    escalation: Rate.describe('escalated / (completed + escalated + abandoned)'),
+    abandonment: Rate.describe('abandoned / (completed + escalated + abandoned)'),
+    fallback: Rate.describe("Routing decisions that went to the agent's fallback / all routing decisions; null with none"),
+  }),
+  turns_per_conversation_p50: z.number().nullable().describe('Median turns (user and agent) of conversations completed or abandoned in the window'),
+  duration_seconds_p50: z.number().nullable().describe('Median seconds from start to close of conversations completed or abandoned in the window'),
+  capabilities: z
+    .array(z.object({ name: z.string(), conversations: Count.describe('Started with this capability'), completed: Count, escalated: Count, abandoned: Count }))
+    .describe('Per capability, most conversations first'),
+  outcomes: z.array(z.object({ outcome: z.string(), count: Count })).describe('Closes per outcome, most first'),
+  series: z.array(Counts.extend({ start: Timestamp })).describe('Every bucket of the window, empty ones included, oldest first'),
+});
+export type AgentAnalytics = z.infer<typeof AgentAnalytics>;

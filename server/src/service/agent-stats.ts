@@ -1,0 +1,42 @@
+// An agent's hourly counters (table agent_stats), as the deltas one write adds: conversations
+// started (under the capability their first message went to), closed as completed, escalated or
+// abandoned (under the capability and outcome they closed with), and routing decisions, those
+// that went to the fallback apart. The analytics API sums these rows instead of reading every
+// conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
+// transaction, so the counters are exact (test/http/analytics.test.ts recounts them).
+import type { AuditDraft, Conversation, StatDelta } from '../domain.js';
+
+export const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
+
+const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
+
+export const hourOf = (timestamp: string) => timestamp.slice(0, 13);
+
+/**
+ * What a write adds to its agent's counters. `fallback` is the name of the agent's fallback
+ * capability; `isNew` says the write starts the conversation. Deltas are merged per key and
+ * sorted, so that concurrent writes lock the same rows in the same order.
+ */
+export function statDeltas(w: { conversation: Conversation; isNew: boolean; audit: AuditDraft[] }, fallback: string): StatDelta[] {
+  const c = w.conversation;
+  const byKey = new Map<string, StatDelta>();
+  const add = (timestamp: string, capability: string, outcome: string, counter: (typeof STAT_COUNTERS)[number]) => {
+    const hour = hourOf(timestamp);
+    const key = JSON.stringify([hour, capability, outcome]);
+    let d = byKey.get(key);
+    if (!d) byKey.set(key, (d = { hour, capability, outcome, started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 }));
+    d[counter]++;
+  };
+  if (w.isNew) add(c.createdAt, c.capability, '', 'started');
+  for (const a of w.audit) {
+    if (a.type === 'routing_decision') {
+      const selected = (a.data as { selected?: { capability?: string } }).selected?.capability ?? c.capability;
+      add(a.timestamp, selected, '', 'routed');
+      if (selected === fallback) add(a.timestamp, selected, '', 'fallback');
+    } else if (a.type === 'status_change') {
+      const { to, outcome } = a.data as { to: string; outcome: string | null };
+      if (CLOSING.has(to)) add(a.timestamp, c.capability, outcome ?? '', to as 'completed' | 'escalated' | 'abandoned');
+    }
+  }
+  return [...byKey.values()].sort((a, b) => (a.hour + a.capability + '\0' + a.outcome < b.hour + b.capability + '\0' + b.outcome ? -1 : 1));
+}

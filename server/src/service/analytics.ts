@@ -1,0 +1,81 @@
+// The analytics of one agent over a window (contract/src/analytics.ts): the window is resolved
+// to whole UTC hours, the counters summed in the database (store/analytics-store.ts), and the
+// rates and the zero-filled series derived here.
+import type { AgentAnalytics } from '@switchboard/contract';
+import { InputError } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
+import type { AnalyticsStore } from '../store/analytics-store.js';
+import type { AgentService } from './agent-service.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+/** The longest window: a year by day, a month by hour (744 buckets). */
+const MAX_WINDOW = { day: 366 * DAY, hour: 31 * DAY };
+
+const floorTo = (t: number, unit: number) => Math.floor(t / unit) * unit;
+const ceilTo = (t: number, unit: number) => Math.ceil(t / unit) * unit;
+const iso = (t: number) => new Date(t).toISOString();
+const rate = (n: number, of: number) => (of > 0 ? Math.round((n / of) * 10_000) / 10_000 : null);
+
+export class AnalyticsService {
+  constructor(
+    private readonly agents: AgentService,
+    private readonly store: AnalyticsStore,
+    private readonly clock: Clock,
+  ) {}
+
+  async get(tenantId: string, slug: string, q: { from?: string; to?: string; interval: 'hour' | 'day' }): Promise<AgentAnalytics> {
+    const agent = await this.agents.any(tenantId, slug);
+    // The current hour is in the default window: it ends at the start of the next one.
+    const to = q.to ? ceilTo(Date.parse(q.to), HOUR) : floorTo(this.clock.now().getTime(), HOUR) + HOUR;
+    const from = q.from ? floorTo(Date.parse(q.from), HOUR) : to - 7 * DAY;
+    if (from >= to) throw new InputError('The window is empty', [{ path: 'from', message: 'must be before `to`' }]);
+    if (to - from > MAX_WINDOW[q.interval]) {
+      throw new InputError('The window is too long', [
+        { path: 'from', message: `a window by ${q.interval} spans at most ${MAX_WINDOW[q.interval] / DAY} days` },
+      ]);
+    }
+    const window = { tenantId, agentId: agent.id, fromHour: iso(from).slice(0, 13), toHour: iso(to).slice(0, 13) };
+    const span = { tenantId, agentId: agent.id, from: iso(from), to: iso(to) };
+    const [capabilities, outcomes, series, active, medians] = await Promise.all([
+      this.store.byCapability(window),
+      this.store.byOutcome(window),
+      this.store.series(window, q.interval === 'day' ? 10 : 13),
+      this.store.stillOpen(span),
+      this.store.closedMedians(span),
+    ]);
+
+    const total = { started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 };
+    for (const c of capabilities) for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += c[k];
+    const closed = total.completed + total.escalated + total.abandoned;
+
+    const unit = q.interval === 'day' ? DAY : HOUR;
+    const found = new Map(series.map((s) => [s.bucket, s]));
+    const buckets: AgentAnalytics['series'] = [];
+    for (let t = floorTo(from, unit); t < to; t += unit) {
+      const s = found.get(iso(t).slice(0, q.interval === 'day' ? 10 : 13));
+      buckets.push({ start: iso(t), started: s?.started ?? 0, completed: s?.completed ?? 0, escalated: s?.escalated ?? 0, abandoned: s?.abandoned ?? 0 });
+    }
+
+    return {
+      from: iso(from),
+      to: iso(to),
+      interval: q.interval,
+      conversations: { started: total.started, completed: total.completed, escalated: total.escalated, abandoned: total.abandoned, active },
+      rates: {
+        containment: rate(total.completed, closed),
+        escalation: rate(total.escalated, closed),
+        abandonment: rate(total.abandoned, closed),
+        fallback: rate(total.fallback, total.routed),
+      },
+      turns_per_conversation_p50: medians.turns,
+      duration_seconds_p50: medians.seconds,
+      capabilities: capabilities
+        .map((c) => ({ name: c.capability, conversations: c.started, completed: c.completed, escalated: c.escalated, abandoned: c.abandoned }))
+        .filter((c) => c.conversations + c.completed + c.escalated + c.abandoned > 0)
+        .sort((a, b) => b.conversations - a.conversations || a.name.localeCompare(b.name)),
+      outcomes: outcomes.sort((a, b) => b.count - a.count || a.outcome.localeCompare(b.outcome)),
+      series: buckets,
+    };
+  }
+}
