@@ -15,8 +15,8 @@ import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js'
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
-import { withPooledConnection } from '../server/src/store/knex-adapter.js';
-import { COLUMNS, writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
+import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
+import { insertBatch, type Tables } from './bulk.js';
 import { freshPostgres, startServer } from './server.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000);
@@ -104,45 +104,12 @@ function seeded(i: number, agentId: string): TurnWrite {
   };
 }
 
-type Table = keyof typeof COLUMNS;
-const TABLES: [Table, (w: WriteRows) => object[]][] = [
+const TABLES: Tables = [
   ['conversations', (w) => [w.conversation]],
   ['turns', (w) => w.turns],
   ['audit_entries', (w) => w.audit],
   ['conversation_events', (w) => w.events],
 ];
-
-/** Inserts a batch of writes' rows, table by table, in one transaction. */
-async function insertBatch(db: Database, writes: WriteRows[]): Promise<void> {
-  if (db.dialect === 'sqlite') {
-    interface Conn {
-      prepare(sql: string): { run(p: object): unknown };
-      transaction(fn: () => void): () => void;
-    }
-    await withPooledConnection(db.knex, (conn: Conn) => {
-      const statements = TABLES.map(([table, rows]) => {
-        const cols = COLUMNS[table];
-        const stmt = conn.prepare(`insert into ${table} (${cols.join(', ')}) values (${cols.map((c) => `@${c}`).join(', ')})`);
-        return { stmt, rows };
-      });
-      conn.transaction(() => {
-        for (const w of writes) {
-          for (const { stmt, rows } of statements) {
-            for (const r of rows(w)) stmt.run(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'boolean' ? Number(v) : v])));
-          }
-        }
-      })();
-    });
-    return;
-  }
-  await db.knex.transaction(async (trx) => {
-    for (const [table, rows] of TABLES) {
-      const cols = COLUMNS[table].join(', ');
-      const all = writes.flatMap(rows);
-      await trx.raw(`insert into ${table} (${cols}) select ${cols} from json_populate_recordset(null::${table}, ?::json)`, [JSON.stringify(all)]);
-    }
-  });
-}
 
 async function seed(db: Database): Promise<{ agents: Map<string, string>; seconds: number }> {
   const agentStore = new AgentStore(db);
@@ -156,7 +123,7 @@ async function seed(db: Database): Promise<{ agents: Map<string, string>; second
   for (let from = 0; from < CONVERSATIONS; from += BATCH) {
     const writes: WriteRows[] = [];
     for (let i = from; i < Math.min(CONVERSATIONS, from + BATCH); i++) writes.push(writeRows(seeded(i, agents.get(tenantOf(i))!)));
-    await insertBatch(db, writes);
+    await insertBatch(db, TABLES, writes);
     const done = Math.min(CONVERSATIONS, from + BATCH);
     if (performance.now() - last > 5000 || done === CONVERSATIONS) {
       last = performance.now();

@@ -387,6 +387,16 @@ export const opsContract = c.router(
       responses: { 200: Health.describe('The process is up') },
       summary: 'Liveness',
     },
+    metrics: {
+      method: 'GET',
+      path: '/metrics',
+      headers: z.object({ authorization: z.string().optional().describe('`Bearer <METRICS_TOKEN>` when the server sets one') }),
+      responses: {
+        200: c.otherResponse({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: z.string().describe('The Prometheus text format') }),
+        401: Problem.describe('METRICS_TOKEN is set and the request does not carry it'),
+      },
+      summary: 'Prometheus metrics of this process (docs/observability.md)',
+    },
     readyz: {
       method: 'GET',
       path: '/readyz',

@@ -11,6 +11,9 @@ const EnvSchema = z.object({
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
   TRUST_TENANT_HEADER: Bool.default('false'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  METRICS_TENANT_LABEL: Bool.default('true'),
   ACTION_ALLOWED_HOSTS: z.string().default(''),
   SECRETS_KEY: z
     .string()
@@ -99,6 +102,12 @@ export interface Config {
   authMode: 'header' | 'api_key';
   trustTenantHeader: boolean;
   logLevel: string;
+  /** json: one JSON object per line; pretty: pino-pretty's human-readable lines. */
+  logFormat: 'json' | 'pretty';
+  /** GET /metrics: open when null, else `authorization: Bearer <token>`. */
+  metricsToken: string | null;
+  /** Whether metrics carry the tenant label. */
+  metricsTenantLabel: boolean;
   /** Per tenant (`*`: every tenant), `host` or `host:port` entries HTTP actions and webhooks may reach although they are loopback or private. */
   actionAllowedHosts: Readonly<Record<string, readonly string[]>>;
   maxMessageChars: number;
@@ -261,6 +270,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    metricsToken: e.METRICS_TOKEN ?? null,
+    metricsTenantLabel: e.METRICS_TENANT_LABEL,
     actionAllowedHosts: parseHostGrants(e.ACTION_ALLOWED_HOSTS),
     maxMessageChars: e.MAX_MESSAGE_CHARS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

@@ -80,8 +80,8 @@ export class TenantRequiredError extends AppError {
 
 /** 401: never says whether a key exists. */
 export class UnauthorizedError extends AppError {
-  constructor() {
-    super(401, 'unauthorized', 'A valid API key is required: authorization: Bearer <key>', undefined, { 'www-authenticate': 'Bearer' });
+  constructor(message = 'A valid API key is required: authorization: Bearer <key>') {
+    super(401, 'unauthorized', message, undefined, { 'www-authenticate': 'Bearer' });
   }
 }
 

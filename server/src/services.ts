@@ -14,6 +14,7 @@ import { ConversationService } from './service/conversation-service.js';
 import { eventStreams, type EventStreams } from './service/event-streams.js';
 import { KeyService } from './service/keys.js';
 import { LifecycleService } from './service/lifecycle.js';
+import { Metrics } from './service/metrics.js';
 import { SecretService } from './service/secrets.js';
 import { Sweeper } from './service/sweeper.js';
 import { TrainingPool } from './service/training.js';
@@ -26,6 +27,15 @@ import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
 import { ReplayStore } from './store/replay-store.js';
 import { SecretStore } from './store/secret-store.js';
+import { WebhookStore } from './store/webhook-store.js';
+
+/** What the metrics read of Knex's connection pool (tarn). */
+interface TarnPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+}
 
 export interface ServiceDeps {
   db: Database;
@@ -43,6 +53,7 @@ export interface Services {
   webhooks: WebhookDispatcher;
   webhookLog: WebhookLog;
   keys: KeyService;
+  metrics: Metrics;
   secrets: SecretService;
   replays: ReplayService;
   streams: EventStreams;
@@ -71,6 +82,30 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;
+  // Filled in below: the metrics read the event streams' count.
+  let openStreams = () => 0;
+  const pool = (deps.db.knex.client as { pool?: TarnPool }).pool;
+  const webhookStore = new WebhookStore(deps.db);
+  const metrics = new Metrics(
+    { tenantLabel: config.metricsTenantLabel, tenantDailyTokens: config.llm?.tenantDailyTokens ?? 0 },
+    {
+      pool: () => ({
+        used: pool?.numUsed() ?? 0,
+        free: pool?.numFree() ?? 0,
+        pendingAcquires: pool?.numPendingAcquires() ?? 0,
+        pendingCreates: pool?.numPendingCreates() ?? 0,
+      }),
+      outboxPending: () => webhookStore.pending(),
+      openStreams: () => openStreams(),
+    },
+  );
+  store.onCommit((write) => {
+    const { tenantId, agentId } = write.conversation;
+    agents.slugOf(tenantId, agentId).then(
+      (slug) => metrics.observeWrite(write, slug ?? agentId),
+      (err: unknown) => logger.warn({ err }, 'metrics: could not name the agent of a write'),
+    );
+  });
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -84,6 +119,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     provider,
     llmBudget: { perConversation: config.llm?.maxTokensPerConversation ?? 0, tenantDaily: config.llm?.tenantDailyTokens ?? 0 },
     usage: new LlmUsageStore(deps.db),
+    onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
   });
   const keys = new KeyService(deps.db, clock);
   const lifecycle = new LifecycleService({
@@ -102,6 +138,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
     log: logger,
   });
+  openStreams = () => streams.size;
   const sweeper = new Sweeper(lifecycle, logger);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger });
 
@@ -113,6 +150,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     webhooks,
     webhookLog: new WebhookLog(deps.db, agents),
     keys,
+    metrics,
     secrets,
     replays,
     streams,

@@ -13,7 +13,7 @@ import { JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
 import { getOpenApi } from './openapi.js';
 import { errorHandler } from './problem.js';
 import { tenantRateLimit, type TenantRateLimit } from './rate-limit.js';
-import { recordRoute, requestLog } from './request-log.js';
+import { recordRoute, requestLog, requestMetrics } from './request-log.js';
 import { requestId } from './request-id.js';
 import { createRouter } from './routes.js';
 import { requireTenant } from './tenant.js';
@@ -32,6 +32,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   app.set('query parser', 'simple');
 
   app.use(requestId());
+  app.use(requestMetrics(services.metrics));
   app.use(requestLog({ logger: services.logger }));
   app.use(mediaType);
   app.use(refuseContentEncoding);
@@ -41,7 +42,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   app.use(refuseNul);
   app.use('/api/v1', requireTenant({ authMode: config.authMode, keys: services.keys }));
 
-  createExpressEndpoints(contract, createRouter(services), app, {
+  createExpressEndpoints(contract, createRouter(services, { metricsToken: config.metricsToken }), app, {
     // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
     globalMiddleware: [
       recordRoute as never,

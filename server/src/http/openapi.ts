@@ -83,7 +83,7 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
   { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
   { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
   { name: 'Secrets', description: "The tenant's own secrets for action templates (write-only)", routes: ['putSecret', 'listSecrets', 'deleteSecret'] },
-  { name: 'Operations', description: 'Liveness and readiness', routes: ['healthz', 'readyz'] },
+  { name: 'Operations', description: 'Liveness, readiness and metrics', routes: ['healthz', 'readyz', 'metrics'] },
 ];
 const tagOf = new Map(TAGS.flatMap((t) => t.routes.map((r) => [r, t.name] as const)));
 const routeName = new Map<AppRoute, string>([

@@ -1,7 +1,8 @@
 // The contract's handlers: each reads the tenant and request id and calls a service.
 import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
-import { UnavailableError } from '../errors.js';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
 import { streamConverse, wantsStream } from './converse-stream.js';
@@ -10,7 +11,16 @@ const s = initServer();
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-export function createRouter({ agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, ping, logger }: Services) {
+/** Whether a request's authorization header carries the metrics token (compared in constant time). */
+function carriesToken(header: string | undefined, token: string): boolean {
+  const given = createHash('sha256').update(header ?? '').digest();
+  return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
+}
+
+export function createRouter(
+  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, logger }: Services,
+  opts: { metricsToken: string | null },
+) {
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, req, res }) => {
@@ -126,6 +136,12 @@ export function createRouter({ agents, analytics, conversations, lifecycle, stre
     },
     ops: {
       healthz: () => Promise.resolve({ status: 200 as const, body: { status: 'ok' as const } }),
+      metrics: async ({ headers }) => {
+        if (opts.metricsToken && !carriesToken(headers.authorization, opts.metricsToken)) {
+          throw new UnauthorizedError('This server requires its metrics token: authorization: Bearer <METRICS_TOKEN>');
+        }
+        return { status: 200, body: (await metrics.scrape()).text };
+      },
       readyz: async () => {
         try {
           await ping();

@@ -27,6 +27,8 @@ export class AgentService {
    * evicted version is compiled again on its next message.
    */
   private readonly compiled: LRUCache<string, CompiledAgent>;
+  /** Agents' slugs by tenant and id (a slug never changes), for labelling metrics. */
+  private readonly slugs = new LRUCache<string, string>({ max: 10_000 });
   /** Compilations under way, so concurrent first messages share one. */
   private readonly compiling = new Map<string, Promise<CompiledAgent>>();
 
@@ -149,7 +151,18 @@ export class AgentService {
   async active(tenantId: string, slug: string): Promise<AgentRow> {
     const row = await this.store.bySlug(tenantId, slug);
     if (!row || row.archivedAt) throw new NotFoundError('agent_not_found', `No agent "${slug}"`);
+    this.slugs.set(`${tenantId}:${row.id}`, row.slug);
     return row;
+  }
+
+  /** The slug of an agent (null when there is none with that id). */
+  async slugOf(tenantId: string, agentId: string): Promise<string | null> {
+    const key = `${tenantId}:${agentId}`;
+    const hit = this.slugs.get(key);
+    if (hit) return hit;
+    const slug = await this.store.slugOf(tenantId, agentId);
+    if (slug) this.slugs.set(key, slug);
+    return slug;
   }
 
   /** The agent with this slug, archived or not: its conversations stay readable. */

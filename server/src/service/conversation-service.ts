@@ -71,6 +71,8 @@ export interface ConversationServiceOptions {
   /** Token budgets of model calls (0: no cap), the daily one kept in `usage`. */
   llmBudget: { perConversation: number; tenantDaily: number };
   usage: LlmUsageStore;
+  /** Told a tenant's model tokens of the day after each call (metrics). */
+  onTokens?: (tenantId: string, day: string, total: number) => void;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -385,7 +387,8 @@ export class ConversationService {
         tools: req.tools,
         onDelta: stream ? (text) => stream.delta(text) : undefined,
       });
-      await this.opts.usage.add(tenantId, day, c.inputTokens + c.outputTokens);
+      const total = await this.opts.usage.add(tenantId, day, c.inputTokens + c.outputTokens);
+      this.opts.onTokens?.(tenantId, day, total);
       return {
         ok: true,
         ...c,

@@ -57,6 +57,12 @@ export class AgentStore {
     return r ? toAgent(r) : null;
   }
 
+  /** The slug of an agent, archived or not. */
+  async slugOf(tenantId: string, agentId: string): Promise<string | null> {
+    const row: { slug: string } | undefined = await this.knex('agents').where({ tenant_id: tenantId, id: agentId }).first('slug');
+    return row?.slug ?? null;
+  }
+
   async list(tenantId: string): Promise<AgentRow[]> {
     const rows = await this.knex('agents').where({ tenant_id: tenantId }).whereNull('archived_at').orderBy('slug');
     return rows.map(toAgent);

@@ -67,6 +67,13 @@ export class ConversationStore {
     this.leases = new Leases({ knex: db.knex, writer: db.writer, released: this.eventLog.released, leaseMs: opts.leaseMs ?? 60_000 });
   }
 
+  private readonly committed: ((write: TurnWrite) => void)[] = [];
+
+  /** Calls `fn` with each write once it is committed (metrics); it must not throw. */
+  onCommit(fn: (write: TurnWrite) => void): void {
+    this.committed.push(fn);
+  }
+
   /**
    * Runs `fn` with the conversation to itself: one call at a time per conversation in this
    * process (first come, first served), and, on a database several processes share, across
@@ -109,6 +116,7 @@ export class ConversationStore {
       },
       commit: async (write) => {
         await this.writer.commit(writeRows(write), lease);
+        for (const fn of this.committed) fn(write);
         // The commit released the lease with its update.
         if (lease) lease.held = false;
         // A shared database announces commits to every process (NOTIFY); otherwise the commit tells this one.

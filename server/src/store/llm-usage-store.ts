@@ -13,11 +13,13 @@ export class LlmUsageStore {
     return row ? Number(row.tokens) : 0;
   }
 
-  /** Adds one call's tokens (a single upsert: concurrent calls from any process all count). */
-  async add(tenantId: string, day: string, tokens: number): Promise<void> {
-    await this.knex('llm_usage')
+  /** Adds one call's tokens (a single upsert: concurrent calls from any process all count); answers the day's total. */
+  async add(tenantId: string, day: string, tokens: number): Promise<number> {
+    const rows: { tokens: number | string }[] = await this.knex('llm_usage')
       .insert({ tenant_id: tenantId, day, tokens, calls: 1 })
       .onConflict(['tenant_id', 'day'])
-      .merge({ tokens: this.knex.raw('llm_usage.tokens + excluded.tokens'), calls: this.knex.raw('llm_usage.calls + 1') });
+      .merge({ tokens: this.knex.raw('llm_usage.tokens + excluded.tokens'), calls: this.knex.raw('llm_usage.calls + 1') })
+      .returning('tokens');
+    return Number(rows.at(0)?.tokens ?? tokens);
   }
 }

@@ -44,6 +44,12 @@ export class WebhookStore {
     return knex.from(ranked.as('r')).where('r.rn', '<=', perTenant).orderBy('r.next_attempt_at').limit(limit).select('r.id', 'r.tenant_id');
   }
 
+  /** Deliveries still to be made (or retried), from webhook_deliveries_due_idx. */
+  async pending(): Promise<number> {
+    const row = (await this.knex('webhook_deliveries').where('status', 'pending').count({ n: '*' }).first()) as { n: unknown } | undefined;
+    return Number(row?.n ?? 0);
+  }
+
   /** Claims deliveries by moving their next attempt to `until`: only rows still due move, so of two processes one gets each. */
   async claim(ids: string[], now: string, until: string): Promise<DeliveryRow[]> {
     return this.knex('webhook_deliveries')

@@ -1,0 +1,229 @@
+// The Prometheus metrics of one app (docs/observability.md lists them): prom-client counters,
+// histograms and gauges in a registry of the app's own, plus the process's default metrics
+// (CPU, memory, event-loop lag, GC), collected once per process. Conversation metrics are read
+// off each committed write (the store calls `observeWrite`), so turns, sweeper abandonments and
+// operator moves count alike. Counters are per process: sum them across replicas.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { TurnWrite } from '../store/turn-rows.js';
+
+export interface MetricsOptions {
+  /** Whether series carry the tenant label (METRICS_TENANT_LABEL). */
+  tenantLabel: boolean;
+  /** The tenant daily token cap of model calls (0: none), exported for alerts. */
+  tenantDailyTokens: number;
+}
+
+/** What a scrape reads from the rest of the app. */
+export interface MetricsSources {
+  pool(): { used: number; free: number; pendingAcquires: number; pendingCreates: number };
+  outboxPending(): Promise<number>;
+  openStreams(): number;
+}
+
+let processRegistry: Registry | null = null;
+/** The default metrics describe the process, not an app: one registry per process. */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
+const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
+/** The outbox count is a query: scrapes within this many milliseconds share one. */
+const OUTBOX_TTL_MS = 5_000;
+
+export class Metrics {
+  private readonly registry = new Registry();
+  private merged: Registry | null = null;
+  private readonly withTenant: boolean;
+  readonly httpDuration: Histogram;
+  private readonly turns: Counter;
+  private readonly routing: Counter;
+  private readonly confidence: Histogram;
+  private readonly actionCalls: Counter;
+  private readonly actionDuration: Histogram;
+  private readonly llmTokens: Counter;
+  private readonly llmCalls: Counter;
+  private readonly closed: Counter;
+  /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
+  private readonly spentToday = new Map<string, [string, number]>();
+  private outbox: { at: number; value: Promise<number> } | null = null;
+
+  constructor(opts: MetricsOptions, sources: MetricsSources) {
+    this.withTenant = opts.tenantLabel;
+    const t = (labels: string[]) => (this.withTenant ? ['tenant', ...labels] : labels);
+    const registers = [this.registry];
+    this.httpDuration = new Histogram({
+      name: 'switchboard_http_request_duration_seconds',
+      help: 'HTTP requests by method, route pattern and status (event streams: until they close)',
+      labelNames: ['method', 'route', 'status'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.turns = new Counter({
+      name: 'switchboard_turns_total',
+      help: "User messages answered, by the capability and status they left the conversation in",
+      labelNames: t(['agent', 'capability', 'status']),
+      registers,
+    });
+    this.routing = new Counter({
+      name: 'switchboard_routing_decisions_total',
+      help: "Routing decisions: matched (the router's choice), llm (the model's choice), fallback (the agent's fallback)",
+      labelNames: t(['agent', 'decision']),
+      registers,
+    });
+    this.confidence = new Histogram({
+      name: 'switchboard_routing_confidence',
+      help: "The selected capability's score in each routing decision",
+      labelNames: t(['agent']),
+      buckets: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1],
+      registers,
+    });
+    this.actionCalls = new Counter({
+      name: 'switchboard_action_calls_total',
+      help: 'HTTP action calls by outcome (ok, http_error, timeout, network_error, blocked)',
+      labelNames: t(['agent', 'action', 'outcome']),
+      registers,
+    });
+    this.actionDuration = new Histogram({
+      name: 'switchboard_action_duration_seconds',
+      help: 'HTTP action calls, retries included',
+      labelNames: t(['agent', 'action']),
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.llmTokens = new Counter({
+      name: 'switchboard_llm_tokens_total',
+      help: 'Model tokens of generative phases, by kind (input, output)',
+      labelNames: t(['agent', 'kind']),
+      registers,
+    });
+    this.llmCalls = new Counter({
+      name: 'switchboard_llm_calls_total',
+      help: 'Model calls of generative phases by outcome: ok, llm_error, or llm_budget_exceeded (refused before the call)',
+      labelNames: t(['agent', 'outcome']),
+      registers,
+    });
+    this.closed = new Counter({
+      name: 'switchboard_conversations_closed_total',
+      help: "Conversations leaving the agent's hands: completed, escalated or abandoned",
+      labelNames: t(['agent', 'status']),
+      registers,
+    });
+    // prom-client calls each gauge's collect() on a scrape.
+    new Gauge({
+      name: 'switchboard_db_pool_connections',
+      help: 'Database pool connections by state',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const p = sources.pool();
+        this.set({ state: 'used' }, p.used);
+        this.set({ state: 'free' }, p.free);
+        this.set({ state: 'pending_acquire' }, p.pendingAcquires);
+        this.set({ state: 'pending_create' }, p.pendingCreates);
+      },
+    });
+    const outbox = () => {
+      if (!this.outbox || Date.now() - this.outbox.at > OUTBOX_TTL_MS) this.outbox = { at: Date.now(), value: sources.outboxPending() };
+      return this.outbox.value;
+    };
+    new Gauge({
+      name: 'switchboard_webhook_outbox_pending',
+      help: 'Webhook deliveries waiting to be made or retried (in the shared database: the same on every replica)',
+      registers,
+      async collect() {
+        this.set(await outbox().catch(() => Number.NaN));
+      },
+    });
+    new Gauge({
+      name: 'switchboard_event_streams_open',
+      help: 'Open conversation event streams (SSE) in this process',
+      registers,
+      collect() {
+        this.set(sources.openStreams());
+      },
+    });
+    const spentToday = this.spentToday;
+    new Gauge({
+      name: 'switchboard_llm_tenant_tokens_today',
+      help: 'Model tokens the tenant spent today (UTC), as last read from the database',
+      labelNames: ['tenant'],
+      registers,
+      collect() {
+        const today = new Date().toISOString().slice(0, 10);
+        this.reset();
+        for (const [tenant, [day, tokens]] of spentToday) {
+          if (day === today) this.set({ tenant }, tokens);
+          else spentToday.delete(tenant);
+        }
+      },
+    });
+    new Gauge({
+      name: 'switchboard_llm_tenant_daily_tokens_limit',
+      help: 'LLM_TENANT_DAILY_TOKENS (0: no cap)',
+      registers,
+    }).set(opts.tenantDailyTokens);
+  }
+
+  private labels(tenant: string, rest: Record<string, string>): Record<string, string> {
+    return this.withTenant ? { tenant, ...rest } : rest;
+  }
+
+  /** The text a scrape answers, and its content type. */
+  async scrape(): Promise<{ contentType: string; text: string }> {
+    this.merged ??= Registry.merge([processMetrics(), this.registry]);
+    return { contentType: this.merged.contentType, text: await this.merged.metrics() };
+  }
+
+  /** A tenant's model tokens of the day, as the database counted them after a call. */
+  tokensToday(tenant: string, day: string, tokens: number): void {
+    this.spentToday.set(tenant, [day, tokens]);
+  }
+
+  /** Counts what a committed write did: its turn, routing decisions, action and model calls, closes. */
+  observeWrite(w: TurnWrite, agent: string): void {
+    const c = w.conversation;
+    const tenant = c.tenantId;
+    // A routing decision went to the fallback when the write counted it there (agent-stats.ts).
+    const fallbacks = new Set((w.stats ?? []).filter((s) => s.fallback > 0).map((s) => s.capability));
+    if (w.turns.some((t) => t.role === 'user') && w.audit.some((a) => a.type === 'turn_timing')) {
+      this.turns.inc(this.labels(tenant, { agent, capability: c.capability, status: c.status }));
+    }
+    for (const a of w.audit) {
+      const d = a.data as Record<string, unknown>;
+      switch (a.type) {
+        case 'routing_decision': {
+          const selected = d.selected as { capability: string; score: number } | undefined;
+          const decision = selected && fallbacks.has(selected.capability) ? 'fallback' : d.strategy === 'llm' ? 'llm' : 'matched';
+          this.routing.inc(this.labels(tenant, { agent, decision }));
+          if (selected) this.confidence.observe(this.labels(tenant, { agent }), selected.score);
+          break;
+        }
+        case 'action_call': {
+          const action = String(d.action);
+          this.actionCalls.inc(this.labels(tenant, { agent, action, outcome: String(d.outcome) }));
+          if (a.durationMs !== null) this.actionDuration.observe(this.labels(tenant, { agent, action }), a.durationMs / 1000);
+          break;
+        }
+        case 'llm_call':
+          this.llmCalls.inc(this.labels(tenant, { agent, outcome: 'ok' }));
+          this.llmTokens.inc(this.labels(tenant, { agent, kind: 'input' }), Number(d.input_tokens) || 0);
+          this.llmTokens.inc(this.labels(tenant, { agent, kind: 'output' }), Number(d.output_tokens) || 0);
+          break;
+        case 'error':
+          if (d.code === 'llm_error' || d.code === 'llm_budget_exceeded') {
+            this.llmCalls.inc(this.labels(tenant, { agent, outcome: d.code }));
+          }
+          break;
+        case 'status_change':
+          if (CLOSING.has(String(d.to))) this.closed.inc(this.labels(tenant, { agent, status: String(d.to) }));
+          break;
+        default:
+          break;
+      }
+    }
+  }
+}
