@@ -1,14 +1,14 @@
 // `npm run bench:analytics`: the analytics API on a large agent. Seeds BENCH_ANALYTICS_CONVERSATIONS
-// conversations (default 1,000,000) of one agent across 90 days, with the hourly counters their
-// writes would have added (service/agent-stats.ts), on SQLite and (with BENCH_DATABASE_URL or
+// conversations (default 1,000,000) of one agent across 90 days, with the hourly counters and
+// distributions their writes would have added (service/agent-stats.ts), on SQLite and (with BENCH_DATABASE_URL or
 // TEST_DATABASE_URL) on PostgreSQL; then starts the server on that database and times, over
 // HTTP, a 30-day query by day and a 24-hour query by hour. Target: under 500 ms each.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditDraft, Conversation, StatDelta } from '../server/src/domain.js';
-import { statDeltas, STAT_COUNTERS } from '../server/src/service/agent-stats.js';
+import type { AuditDraft, CloseDelta, Conversation, StatDelta } from '../server/src/domain.js';
+import { closeDeltas, statDeltas, STAT_COUNTERS } from '../server/src/service/agent-stats.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { writeRows, type WriteRows } from '../server/src/store/turn-rows.js';
@@ -39,7 +39,7 @@ const rand = (i: number, k: number) => {
 };
 
 /** One seeded conversation: its row, and the routing decision and close its counters come from. */
-function seeded(i: number, agentId: string): { write: WriteRows; stats: StatDelta[] } {
+function seeded(i: number, agentId: string): { write: WriteRows; stats: StatDelta[]; closes: CloseDelta[] } {
   const at = START + Math.floor((i * 90 * DAY) / CONVERSATIONS);
   const capability = CAPABILITIES[Math.floor(rand(i, 1) * CAPABILITIES.length)];
   const r = rand(i, 2);
@@ -52,7 +52,15 @@ function seeded(i: number, agentId: string): { write: WriteRows; stats: StatDelt
   const audit: AuditDraft[] = [
     { type: 'routing_decision', turnIndex: 0, timestamp: iso(at), durationMs: 0.2, data: { selected: { capability, score: 0.8 } } },
     ...(closes
-      ? [{ type: 'status_change' as const, turnIndex: null, timestamp: iso(Math.min(closedAt, END - 1)), durationMs: null, data: { from: 'active', to: status, outcome } }]
+      ? [
+          {
+            type: 'status_change' as const,
+            turnIndex: null,
+            timestamp: iso(Math.min(closedAt, END - 1)),
+            durationMs: null,
+            data: { from: 'active', to: status, outcome },
+          },
+        ]
       : []),
   ];
   const finished = status === 'completed' || status === 'abandoned';
@@ -82,19 +90,26 @@ function seeded(i: number, agentId: string): { write: WriteRows; stats: StatDelt
     eventSeq: 0,
   };
   const draft = { conversation, isNew: true, expectedAuditSeq: 0, previousAuditHash: null, turns: [], audit, requestId: `seed-${i}` };
-  return { write: writeRows(draft), stats: statDeltas(draft, 'fallback') };
+  return { write: writeRows(draft), stats: statDeltas(draft, 'fallback'), closes: closeDeltas(draft) };
 }
 
 async function seed(db: Database): Promise<string> {
   const { agent } = await new AgentStore(db).put(TENANT, 'support', { name: 'Support' }, 'bench-v1', iso(START));
   const totals = new Map<string, StatDelta>();
+  const closes = new Map<string, CloseDelta>();
   const started = performance.now();
   let last = started;
   for (let from = 0; from < CONVERSATIONS; from += BATCH) {
     const writes: WriteRows[] = [];
     for (let i = from; i < Math.min(CONVERSATIONS, from + BATCH); i++) {
-      const { write, stats } = seeded(i, agent.id);
+      const { write, stats, closes: closed } = seeded(i, agent.id);
       writes.push(write);
+      for (const d of closed) {
+        const key = `${d.hour}\0${d.measure}\0${d.value}`;
+        const t = closes.get(key);
+        if (!t) closes.set(key, { ...d });
+        else t.n += d.n;
+      }
       for (const d of stats) {
         const key = `${d.hour}\0${d.capability}\0${d.outcome}`;
         const t = totals.get(key);
@@ -111,7 +126,9 @@ async function seed(db: Database): Promise<string> {
   }
   const rows = [...totals.values()].map((d) => ({ tenant_id: TENANT, agent_id: agent.id, ...d }));
   for (let i = 0; i < rows.length; i += 500) await db.knex('agent_stats').insert(rows.slice(i, i + 500));
-  console.log(`  ${rows.length.toLocaleString('en')} hourly counter rows`);
+  const closeRows = [...closes.values()].map((d) => ({ tenant_id: TENANT, agent_id: agent.id, ...d }));
+  for (let i = 0; i < closeRows.length; i += 500) await db.knex('agent_closes').insert(closeRows.slice(i, i + 500));
+  console.log(`  ${rows.length.toLocaleString('en')} hourly counter rows, ${closeRows.length.toLocaleString('en')} distribution rows`);
   if (db.dialect === 'postgres') await db.knex.raw('analyze');
   return agent.id;
 }

@@ -122,3 +122,12 @@ export interface StatDelta {
   routed: number;
   fallback: number;
 }
+
+/** A conversation closed (completed or abandoned) in an hour, for the medians of analytics (service/agent-stats.ts). */
+export interface CloseDelta {
+  hour: string;
+  /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound. */
+  measure: 'turns' | 'seconds';
+  value: number;
+  n: number;
+}

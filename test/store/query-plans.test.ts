@@ -126,7 +126,7 @@ describe.each(databases)('query plans on $name', (database) => {
     await indexed('agent_stats', () => analytics.series(window, 10));
     const span = { tenantId: 't', agentId, from: '2026-11-01T00:00:00.000Z', to: T0 };
     await indexed('conversations', () => analytics.stillOpen(span));
-    await indexed('conversations', () => analytics.closedMedians(span));
+    await indexed('agent_closes', () => analytics.closedMedians(window));
   });
 
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {

@@ -13,7 +13,9 @@ const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHead
 
 /** Whether a request's authorization header carries the metrics token (compared in constant time). */
 function carriesToken(header: string | undefined, token: string): boolean {
-  const given = createHash('sha256').update(header ?? '').digest();
+  const given = createHash('sha256')
+    .update(header ?? '')
+    .digest();
   return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
 }
 

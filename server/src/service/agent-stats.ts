@@ -4,7 +4,8 @@
 // that went to the fallback apart. The analytics API sums these rows instead of reading every
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
 // transaction, so the counters are exact (test/http/analytics.test.ts recounts them).
-import type { AuditDraft, Conversation, StatDelta } from '../domain.js';
+import type { AuditDraft, CloseDelta, Conversation, StatDelta } from '../domain.js';
+import { secondsBucket } from '../lib/seconds-bucket.js';
 
 export const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
 
@@ -39,4 +40,19 @@ export function statDeltas(w: { conversation: Conversation; isNew: boolean; audi
     }
   }
   return [...byKey.values()].sort((a, b) => (a.hour + a.capability + '\0' + a.outcome < b.hour + b.capability + '\0' + b.outcome ? -1 : 1));
+}
+
+/** A conversation that a write closes (completed or abandoned): its turns and duration, in its close hour. */
+export function closeDeltas(w: { conversation: Conversation; audit: AuditDraft[] }): CloseDelta[] {
+  const closing = w.audit.findLast(
+    (a) => a.type === 'status_change' && ((a.data as { to: string }).to === 'completed' || (a.data as { to: string }).to === 'abandoned'),
+  );
+  const c = w.conversation;
+  if (!closing || !c.completedAt) return [];
+  const hour = hourOf(c.completedAt);
+  const seconds = (Date.parse(c.completedAt) - Date.parse(c.createdAt)) / 1000;
+  return [
+    { hour, measure: 'turns', value: c.turnCount, n: 1 },
+    { hour, measure: 'seconds', value: secondsBucket(seconds), n: 1 },
+  ];
 }

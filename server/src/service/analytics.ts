@@ -42,7 +42,7 @@ export class AnalyticsService {
       this.store.byOutcome(window),
       this.store.series(window, q.interval === 'day' ? 10 : 13),
       this.store.stillOpen(span),
-      this.store.closedMedians(span),
+      this.store.closedMedians(window),
     ]);
 
     const total = { started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 };

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationDetail, ConversationStatus, Turn } from '@switchboard/contract';
 import type { AuditDraft, Conversation, EventDraft, TurnRow, WebhookDraft, WebhookEvent } from '../domain.js';
-import { statDeltas } from './agent-stats.js';
+import { closeDeltas, statDeltas } from './agent-stats.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { ConflictError, LimitError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -128,6 +128,7 @@ function statusWrite(agent: CompiledAgent, c: Conversation, change: StatusChange
     events,
     webhooks: webhooksFor(agent, next, { from: c.status, seq: next.auditSeq, now }),
     stats: statDeltas({ conversation: next, isNew: false, audit }, agent.fallback.name),
+    closes: closeDeltas({ conversation: next, audit }),
   };
 }
 

@@ -64,7 +64,7 @@ export class Metrics {
     });
     this.turns = new Counter({
       name: 'switchboard_turns_total',
-      help: "User messages answered, by the capability and status they left the conversation in",
+      help: 'User messages answered, by the capability and status they left the conversation in',
       labelNames: t(['agent', 'capability', 'status']),
       registers,
     });

@@ -7,7 +7,7 @@ import type { CompiledAgent } from '../engine/compile.js';
 import type { TurnResult } from '../engine/run.js';
 import { turnHash } from '../lib/audit-chain.js';
 import type { TurnWrite } from '../store/conversation-store.js';
-import { statDeltas } from './agent-stats.js';
+import { closeDeltas, statDeltas } from './agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 
 interface TurnTiming {
@@ -99,6 +99,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, { from: prior?.status ?? null, seq: (prior?.auditSeq ?? 0) + statusIdx + 1, now }) : [],
       audit,
       stats: statDeltas({ conversation, isNew: prior === null, audit }, agent.fallback.name),
+      closes: closeDeltas({ conversation, audit }),
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
     },

@@ -6,7 +6,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
@@ -40,6 +40,7 @@ function prepareAll(conn: Connection) {
     insertEvent: conn.prepare(insertSql('conversation_events', COLUMNS.conversation_events)),
     insertWebhook: conn.prepare(insertSql('webhook_deliveries', COLUMNS.webhook_deliveries)),
     addStats: conn.prepare(`${insertSql('agent_stats', COLUMNS.agent_stats)} ${STAT_UPSERT_TAIL}`),
+    addCloses: conn.prepare(`${insertSql('agent_closes', COLUMNS.agent_closes)} ${CLOSE_UPSERT_TAIL}`),
   };
 }
 
@@ -99,6 +100,7 @@ function write(s: Statements, w: WriteRows): void {
   for (const e of w.events) s.insertEvent.run(e);
   for (const h of w.webhooks) s.insertWebhook.run(h);
   for (const r of w.stats) s.addStats.run(r);
+  for (const r of w.closes) s.addCloses.run(r);
   if (w.idempotency) {
     try {
       s.insertIdempotency.run(w.idempotency);

@@ -2,7 +2,7 @@
 // shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
 import { randomUUID } from 'node:crypto';
 import type { ContextEnvelope, Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, Conversation, EventDraft, FlowState, StatDelta, TurnRow, WebhookDraft } from '../domain.js';
+import type { AuditDraft, AuditRow, CloseDelta, Conversation, EventDraft, FlowState, StatDelta, TurnRow, WebhookDraft } from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
 
@@ -22,6 +22,8 @@ export interface TurnWrite {
   webhooks?: WebhookDraft[];
   /** What the write adds to its agent's hourly counters (service/agent-stats.ts). */
   stats?: StatDelta[];
+  /** The conversation's turns and duration when the write closes it (service/agent-stats.ts). */
+  closes?: CloseDelta[];
 }
 
 const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
@@ -218,7 +220,11 @@ export interface WriteRows {
   webhooks: ReturnType<typeof webhookRows>;
   idempotency: ReturnType<typeof idempotencyRow> | null;
   stats: StatRow[];
+  closes: CloseRow[];
 }
+
+/** A row of agent_closes: one closed conversation's turns or duration bucket. */
+export type CloseRow = { tenant_id: string; agent_id: string } & { [K in keyof CloseDelta]: CloseDelta[K] };
 
 /** A row of agent_stats: the counters one write adds under one key. */
 export type StatRow = { tenant_id: string; agent_id: string } & { [K in keyof StatDelta]: StatDelta[K] };
@@ -237,6 +243,7 @@ export function writeRows(w: TurnWrite): WriteRows {
     webhooks: webhookRows(w),
     idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
     stats: (w.stats ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
+    closes: (w.closes ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
   };
 }
 
@@ -302,6 +309,8 @@ const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
 
 /** Adds a row of agent_stats to the one with its key (the same statement on both databases). */
 export const STAT_UPSERT_TAIL = `on conflict (${STAT_KEY.join(', ')}) do update set ${STAT_COUNTERS.map((c) => `${c} = agent_stats.${c} + excluded.${c}`).join(', ')}`;
+/** Adds a row of agent_closes to the one with its key. */
+export const CLOSE_UPSERT_TAIL = 'on conflict (tenant_id, agent_id, hour, measure, value) do update set n = agent_closes.n + excluded.n';
 const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
 
 /** The columns each writer fills, per table: the keys of the rows above. */
@@ -313,4 +322,5 @@ export const COLUMNS = {
   webhook_deliveries: WEBHOOK_COLUMNS,
   idempotency_keys: IDEMPOTENCY_COLUMNS,
   agent_stats: STAT_COLUMNS,
+  agent_closes: ['tenant_id', 'agent_id', 'hour', 'measure', 'value', 'n'],
 } as const;

@@ -1,8 +1,9 @@
-// Hourly counters per agent for the analytics API (service/agent-stats.ts says what each one
+// Hourly counters per agent for the analytics API, and the hourly distributions of closed
+// conversations' turns and durations for its medians (service/agent-stats.ts says what each
 // counts; every write adds its deltas in its own transaction), filled here from the
-// conversations and audit entries already stored; and closed conversations by close time, for
-// the analytics medians.
+// conversations and audit entries already stored.
 import type { Knex } from 'knex';
+import { secondsBucket } from '../../lib/seconds-bucket.js';
 
 const COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
 type Counter = (typeof COUNTERS)[number];
@@ -18,9 +19,14 @@ export async function up(knex: Knex): Promise<void> {
     for (const c of COUNTERS) t.integer(c).notNullable().defaultTo(0);
     t.primary(['tenant_id', 'agent_id', 'hour', 'capability', 'outcome']);
   });
-  await knex.schema.alterTable('conversations', (t) => {
-    // Covering: the medians read turn counts and start times from the index alone.
-    t.index(['tenant_id', 'agent_id', 'completed_at', 'turn_count', 'created_at'], 'conversations_completed_idx');
+  await knex.schema.createTable('agent_closes', (t) => {
+    t.string('tenant_id', 64).notNullable();
+    t.uuid('agent_id').notNullable();
+    t.string('hour', 13).notNullable();
+    t.string('measure', 16).notNullable();
+    t.integer('value').notNullable();
+    t.integer('n').notNullable().defaultTo(0);
+    t.primary(['tenant_id', 'agent_id', 'hour', 'measure', 'value']);
   });
   await backfill(knex);
 }
@@ -41,13 +47,30 @@ async function backfill(knex: Knex): Promise<void> {
     if (!t) totals.set(key, (t = { ...row, started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 }));
     t[counter]++;
   };
+  const closes = new Map<string, { tenant_id: string; agent_id: string; hour: string; measure: string; value: number; n: number }>();
+  const close = (c: { tenant_id: string; agent_id: string }, ts: string, measure: string, value: number) => {
+    const row = { tenant_id: c.tenant_id, agent_id: c.agent_id, hour: ts.slice(0, 13), measure, value };
+    const key = JSON.stringify(row);
+    const found = closes.get(key);
+    if (found) found.n++;
+    else closes.set(key, { ...row, n: 1 });
+  };
   let after: string | null = null;
   for (;;) {
     const convs = (await knex('conversations')
-      .select('id', 'tenant_id', 'agent_id', 'agent_version', 'capability', 'created_at')
+      .select('id', 'tenant_id', 'agent_id', 'agent_version', 'capability', 'created_at', 'completed_at', 'turn_count')
       .modify((q) => (after === null ? q : q.where('id', '>', after)))
       .orderBy('id')
-      .limit(BATCH)) as { id: string; tenant_id: string; agent_id: string; agent_version: number | string; capability: string; created_at: string }[];
+      .limit(BATCH)) as {
+      id: string;
+      tenant_id: string;
+      agent_id: string;
+      agent_version: number | string;
+      capability: string;
+      created_at: string;
+      completed_at: string | null;
+      turn_count: number | string;
+    }[];
     if (!convs.length) break;
     after = convs[convs.length - 1].id;
     const entries = (await knex('audit_entries')
@@ -80,15 +103,20 @@ async function backfill(knex: Knex): Promise<void> {
         }
       }
       add(c, c.created_at, startedUnder ?? c.capability, '', 'started');
+      if (c.completed_at) {
+        const seconds = (Date.parse(c.completed_at) - Date.parse(c.created_at)) / 1000;
+        close(c, c.completed_at, 'turns', Number(c.turn_count));
+        close(c, c.completed_at, 'seconds', secondsBucket(seconds));
+      }
     }
   }
   const rows = [...totals.values()];
   for (let i = 0; i < rows.length; i += 100) await knex('agent_stats').insert(rows.slice(i, i + 100));
+  const closeRows = [...closes.values()];
+  for (let i = 0; i < closeRows.length; i += 100) await knex('agent_closes').insert(closeRows.slice(i, i + 100));
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.schema.alterTable('conversations', (t) => {
-    t.dropIndex([], 'conversations_completed_idx');
-  });
+  await knex.schema.dropTable('agent_closes');
   await knex.schema.dropTable('agent_stats');
 }
