@@ -19,7 +19,9 @@ try {
   const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
   // The example agent's action URL follows the backend's port (ORDERS_URL in agents/acme-support.yaml).
   process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
-  config = loadConfig({ AGENTS_DIR: 'agents', ...process.env, ACTION_ALLOWED_HOSTS: allowed });
+  // Readable log lines for a person at a terminal; JSON when the output goes elsewhere.
+  const logFormat = process.stdout.isTTY ? 'pretty' : 'json';
+  config = loadConfig({ AGENTS_DIR: 'agents', LOG_FORMAT: logFormat, ...process.env, ACTION_ALLOWED_HOSTS: allowed });
   running = await start(config);
 } catch (err) {
   const e = err as { what?: string; portSetting?: string };

@@ -15,7 +15,7 @@ export interface Running {
 }
 
 export async function start(config: Config, opts: { logger?: Logger } = {}): Promise<Running> {
-  const logger = opts.logger ?? createLogger({ level: config.logLevel });
+  const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   if (config.authMode === 'header' && !isLoopbackHost(config.host) && !config.trustTenantHeader) {
     throw new ConfigError(
       `refusing to listen on ${config.host} with AUTH_MODE=header: anyone who can reach it could name any tenant. ` +

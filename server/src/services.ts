@@ -70,7 +70,7 @@ export interface Services {
 
 export function createServices(config: Config, deps: ServiceDeps): Services {
   const clock = deps.clock ?? systemClock;
-  const logger = deps.logger ?? createLogger({ level: config.logLevel });
+  const logger = deps.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs });
   const actions = new HttpActionRunner({
     allowedHosts: config.actionAllowedHosts,

@@ -1,7 +1,9 @@
 // GET /metrics: the Prometheus text format, scraped and parsed; a conversation's calls move the
 // series they should (turns, routing, actions, model tokens, closes, HTTP durations), on every
 // database; METRICS_TOKEN guards the endpoint; METRICS_TENANT_LABEL=false drops the tenant.
+import { readFileSync } from 'node:fs';
 import request from 'supertest';
+import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
@@ -44,7 +46,10 @@ function shop(base: string) {
       {
         name: 'advice',
         examples: ['which size should i buy', 'recommend a product', 'what do you suggest', 'help me choose'],
-        phases: [{ id: 'chat', generate: { instructions: 'Recommend something.' }, next: 'bye' }, { id: 'bye', say: 'Bye.', end: 'completed' }],
+        phases: [
+          { id: 'chat', generate: { instructions: 'Recommend something.' }, next: 'bye' },
+          { id: 'bye', say: 'Bye.', end: 'completed' },
+        ],
       },
     ],
     actions: { get_order: { type: 'http', method: 'GET', url: `${base}/orders/{{ slots.order_id }}` } },
@@ -123,12 +128,41 @@ describe.each(databases)('metrics on $name', (database) => {
     await say('help me choose');
     const after = await scrape();
     const who = { tenant: 'acme', agent: 'shop' };
-    const delta = (name: string, labels: Record<string, string>) =>
-      (after.get(series(name, labels)) ?? 0) - (before.get(series(name, labels)) ?? 0);
+    const delta = (name: string, labels: Record<string, string>) => (after.get(series(name, labels)) ?? 0) - (before.get(series(name, labels)) ?? 0);
     expect(delta('switchboard_llm_tokens_total', { ...who, kind: 'input' })).toBe(120);
     expect(delta('switchboard_llm_tokens_total', { ...who, kind: 'output' })).toBe(30);
     expect(delta('switchboard_llm_calls_total', { ...who, outcome: 'ok' })).toBe(1);
     expect(after.get(series('switchboard_llm_tenant_tokens_today', { tenant: 'acme' }))).toBeGreaterThanOrEqual(150);
+  });
+
+  it('backs every metric the Grafana dashboard and the alert rules use, and the dashboard has the shape Grafana loads', async () => {
+    const text = (await api().get('/metrics').expect(200)).text;
+    const families = new Set([...text.matchAll(/^# TYPE (\S+) (\w+)$/gm)].map((m) => m[1]));
+    const known = (name: string) => families.has(name) || families.has(name.replace(/_(bucket|count|sum)$/, ''));
+    const used = (expr: string) => [...expr.matchAll(/\b((?:switchboard|nodejs|process)_[a-z0-9_]+)/g)].map((m) => m[1]);
+
+    const dashboard = JSON.parse(readFileSync('docs/observability/grafana-dashboard.json', 'utf8')) as {
+      uid: string;
+      title: string;
+      schemaVersion: number;
+      panels: { id: number; type: string; title: string; gridPos: Record<string, number>; targets: { refId: string; expr: string }[] }[];
+    };
+    expect(dashboard).toMatchObject({ uid: expect.any(String), title: 'Switchboard', schemaVersion: expect.any(Number) });
+    expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+    for (const p of dashboard.panels) {
+      expect(p.type).toBe('timeseries');
+      expect(Object.keys(p.gridPos).sort()).toEqual(['h', 'w', 'x', 'y']);
+      expect(p.gridPos.x + p.gridPos.w).toBeLessThanOrEqual(24);
+      expect(p.targets.length).toBeGreaterThan(0);
+      for (const t of p.targets) for (const name of used(t.expr)) expect(known(name), `${p.title}: ${name}`).toBe(true);
+    }
+    const rules = parseYaml(readFileSync('docs/observability/alerts.yml', 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] };
+    const alerts = rules.groups.flatMap((g) => g.rules);
+    expect(alerts).toHaveLength(5);
+    for (const a of alerts) {
+      expect(used(a.expr).length, a.alert).toBeGreaterThan(0);
+      for (const name of used(a.expr)) expect(known(name), `${a.alert}: ${name}`).toBe(true);
+    }
   });
 
   it('labels unknown paths "other", never with the path itself', async () => {

@@ -11,7 +11,7 @@ export const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 
 
 const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
 
-export const hourOf = (timestamp: string) => timestamp.slice(0, 13);
+const hourOf = (timestamp: string) => timestamp.slice(0, 13);
 
 /**
  * What a write adds to its agent's counters. `fallback` is the name of the agent's fallback

@@ -40,6 +40,7 @@ import type { AgentService } from './agent-service.js';
 import type { SecretService } from './secrets.js';
 import { RenderBudget, type RenderBudgetOptions } from '../engine/templates.js';
 import { TimeBuckets } from '../lib/time-bucket.js';
+import { inSpan, inSpanSync } from '../lib/tracer.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -139,7 +140,19 @@ export class ConversationService {
     this.renderTime = new TimeBuckets(opts.tenantRenderMsPerSecond, Math.max(opts.renderBudget.timeMs * 4, opts.tenantRenderMsPerSecond));
   }
 
-  async converse(call: ConverseCall): Promise<ConverseResponse> {
+  converse(call: ConverseCall): Promise<ConverseResponse> {
+    return inSpan('switchboard.converse', { 'switchboard.tenant': call.tenantId, 'switchboard.agent': call.slug }, async (span) => {
+      const response = await this.converseTraced(call);
+      span.setAttributes({
+        'switchboard.conversation_id': response.conversation_id,
+        'switchboard.capability': response.state.capability,
+        'switchboard.status': response.state.status,
+      });
+      return response;
+    });
+  }
+
+  private async converseTraced(call: ConverseCall): Promise<ConverseResponse> {
     const started = performance.now();
     const { body, tenantId } = call;
     // Characters as people count them (code points), not UTF-16 units.
@@ -285,7 +298,7 @@ export class ConversationService {
     let stepsMs = 0;
     const score = (message: string): Scored => {
       const s = performance.now();
-      const out = agent.router.score(message);
+      const out = inSpanSync('switchboard.routing', {}, () => agent.router.score(message));
       scoringMs += ms(s);
       return out;
     };
@@ -326,13 +339,15 @@ export class ConversationService {
       const request = step.value;
       let reply: EngineReply;
       if (request.kind === 'action') {
-        reply = await this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()) });
+        reply = await inSpan('switchboard.action', { 'switchboard.action': request.action.name }, () =>
+          this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()) }),
+        );
         actionsMs += ms(a);
       } else if (request.kind === 'llm_call') {
-        reply = await this.callModel(request, t.tenantId, stream);
+        reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream));
         modelMs += ms(a);
       } else {
-        reply = await this.opts.llm!.route(request);
+        reply = await inSpan('switchboard.routing.llm', {}, () => this.opts.llm!.route(request));
         llmMs += ms(a);
       }
       s = performance.now();

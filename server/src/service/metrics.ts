@@ -193,7 +193,7 @@ export class Metrics {
       this.turns.inc(this.labels(tenant, { agent, capability: c.capability, status: c.status }));
     }
     for (const a of w.audit) {
-      const d = a.data as Record<string, unknown>;
+      const d = a.data;
       switch (a.type) {
         case 'routing_decision': {
           const selected = d.selected as { capability: string; score: number } | undefined;

@@ -56,6 +56,9 @@ export class TrainingPool {
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
     const worker = new Worker(workerUrl, {
+      // The worker registers tsx itself (training-boot.mjs); the main process's --import flags
+      // (tsx, tracing) are not for it.
+      execArgv: withoutImports(process.execArgv),
       resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
     });
     worker.unref();
@@ -189,4 +192,14 @@ export class TrainingPool {
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
     this.slots.length = 0;
   }
+}
+
+/** Node flags without `--import <module>` (and `--import=<module>`) pairs. */
+function withoutImports(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--import') i++;
+    else if (!argv[i].startsWith('--import=')) out.push(argv[i]);
+  }
+  return out;
 }

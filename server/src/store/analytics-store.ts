@@ -90,12 +90,12 @@ export class AnalyticsStore {
    * above). Null when none closed.
    */
   async closedMedians(w: AgentWindow): Promise<{ turns: number | null; seconds: number | null }> {
-    const rows = (await this.knex('agent_closes')
+    const rows: { measure: string; value: unknown; n: unknown }[] = await this.knex('agent_closes')
       .where({ tenant_id: w.tenantId, agent_id: w.agentId })
       .where('hour', '>=', w.fromHour)
       .where('hour', '<', w.toHour)
       .select('measure', 'value', this.knex.raw('sum(n) as n'))
-      .groupBy('measure', 'value')) as { measure: string; value: unknown; n: unknown }[];
+      .groupBy('measure', 'value');
     const of = (measure: string) => rows.filter((r) => r.measure === measure).map((r) => ({ v: Number(r.value), n: Number(r.n) }));
     return { turns: median(of('turns')), seconds: median(of('seconds')) };
   }

@@ -1,0 +1,183 @@
+// Traces: the server started as `npm run serve` starts it, with OTEL_EXPORTER_OTLP_ENDPOINT
+// pointing at a loopback collector that keeps what the OTLP/HTTP exporter sends; one converse
+// call must give one trace: the HTTP server span, Express's, switchboard.converse, its routing
+// and action spans, and the action's outgoing undici span; the request's log line carries the
+// trace id. Without the variable, nothing is exported and log lines carry no trace id.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { json, startBackend, type Backend } from './helpers/servers.js';
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
+}
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as { port: number }).port;
+      s.close(() => resolve(p));
+    });
+  });
+
+const agent = (backend: string) => ({
+  name: 'Shop',
+  capabilities: [
+    {
+      name: 'order_status',
+      examples: ['where is my order', 'track my package', 'has my order shipped', 'order status please'],
+      phases: [
+        { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text' } },
+        { id: 'look', call: 'get_order', say: 'It is {{ actions.get_order.body.status }}.', end: 'completed' },
+      ],
+    },
+  ],
+  actions: { get_order: { type: 'http', method: 'GET', url: `${backend}/orders/{{ slots.order_id }}` } },
+});
+
+async function startServer(env: Record<string, string>): Promise<{ base: string; child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './server/src/tracing-preload.ts', 'server/src/main.ts'], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const lines: string[] = [];
+  let partial = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    const parts = (partial + d.toString()).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  };
+  for (let i = 0; i < 300; i++) {
+    if (
+      await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { base, child, lines, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stop();
+  throw new Error('server did not start');
+}
+
+describe('traces', () => {
+  let collector: Backend;
+  let orders: Backend;
+  let dir: string;
+  const spans: OtlpSpan[] = [];
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'switchboard-tracing-'));
+    orders = await startBackend((_req, res) => json(res, 200, { status: 'shipped' }));
+    collector = await startBackend((req, res, body) => {
+      if (req.url === '/v1/traces') {
+        const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+        for (const r of doc.resourceSpans) for (const s of r.scopeSpans) spans.push(...s.spans);
+      }
+      json(res, 200, {});
+    });
+  });
+  afterAll(async () => {
+    await orders.close();
+    await collector.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const converse = async (base: string, message: string, conversation_id?: string) => {
+    const r = await fetch(`${base}/api/v1/agents/shop/converse`, {
+      method: 'POST',
+      headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+      body: JSON.stringify({ message, conversation_id }),
+    });
+    expect(r.status).toBe(200);
+    return (await r.json()) as { conversation_id: string };
+  };
+
+  it('exports the span tree of a converse call, and puts its trace id in the log line', async () => {
+    const server = await startServer({
+      DATABASE_URL: `sqlite://${join(dir, 'traced.db')}`,
+      OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      ACTION_ALLOWED_HOSTS: `acme=127.0.0.1:${orders.port}`,
+    });
+    try {
+      const put = await fetch(`${server.base}/api/v1/agents/shop`, {
+        method: 'PUT',
+        headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+        body: JSON.stringify(agent(orders.url)),
+      });
+      expect(put.status).toBe(200);
+      const first = await converse(server.base, 'where is my order');
+      await converse(server.base, 'A-1', first.conversation_id);
+      let converseSpans: OtlpSpan[] = [];
+      for (let i = 0; i < 100 && converseSpans.length < 2; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        converseSpans = spans.filter((s) => s.name === 'switchboard.converse');
+      }
+      expect(converseSpans).toHaveLength(2);
+      // The second call: the one with the action.
+      const root = converseSpans.find((s) => spans.some((c) => c.parentSpanId === s.spanId && c.name === 'switchboard.action'))!;
+      expect(root).toBeDefined();
+      const inTrace = spans.filter((s) => s.traceId === root.traceId);
+      const byId = new Map(inTrace.map((s) => [s.spanId, s]));
+      const ancestors: OtlpSpan[] = [];
+      for (let p = root.parentSpanId && byId.get(root.parentSpanId); p; p = p.parentSpanId ? byId.get(p.parentSpanId) : undefined) ancestors.push(p);
+      // Above: Express's route handler and the HTTP server span (kind 2 = SERVER) at the top.
+      expect(ancestors.at(-1)).toMatchObject({ kind: 2 });
+      expect(ancestors.at(-1)!.name).toMatch(/^POST/);
+      expect(ancestors.some((s) => /route|request handler|middleware/i.test(s.name))).toBe(true);
+      const children = inTrace.filter((s) => s.parentSpanId === root.spanId).map((s) => s.name);
+      expect(children).toContain('switchboard.action');
+      const action = inTrace.find((s) => s.parentSpanId === root.spanId && s.name === 'switchboard.action')!;
+      expect(action.attributes).toContainEqual({ key: 'switchboard.action', value: { stringValue: 'get_order' } });
+      // The action's HTTP call (kind 3 = CLIENT), from the undici instrumentation, under it.
+      const outgoing = inTrace.filter((s) => s.parentSpanId === action.spanId);
+      expect(outgoing).toContainEqual(expect.objectContaining({ kind: 3 }));
+      // The first call routed: its routing span sits under its converse span.
+      const firstRoot = converseSpans.find((s) => s !== root)!;
+      expect(spans.filter((s) => s.parentSpanId === firstRoot.spanId).map((s) => s.name)).toContain('switchboard.routing');
+      // The request's log line names the trace.
+      const logged = server.lines
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { trace_id?: string; route?: string; msg?: string })
+        .filter((l) => l.trace_id === root.traceId);
+      expect(logged.length).toBeGreaterThan(0);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('exports nothing and logs no trace id without OTEL_EXPORTER_OTLP_ENDPOINT', async () => {
+    const before = spans.length;
+    const server = await startServer({ DATABASE_URL: `sqlite://${join(dir, 'untraced.db')}`, OTEL_EXPORTER_OTLP_ENDPOINT: '' });
+    try {
+      await fetch(`${server.base}/api/v1/agents/shop`, {
+        method: 'PUT',
+        headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+        body: JSON.stringify(agent(orders.url)),
+      });
+      await converse(server.base, 'where is my order');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(spans.length).toBe(before);
+      expect(server.lines.some((l) => l.includes('trace_id'))).toBe(false);
+      expect(server.lines.some((l) => l.includes('request completed'))).toBe(true);
+    } finally {
+      await server.stop();
+    }
+  });
+});
