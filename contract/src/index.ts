@@ -214,8 +214,10 @@ export const agentsContract = c.router({
     pathParams: SlugParams,
     headers: TenantHeaders,
     query: AnalyticsQuery,
-    responses: { 200: AgentAnalytics },
+    responses: { 200: AgentAnalytics.describe("The agent's analytics over the window") },
     summary: "How an agent's conversations went over a window: counts, rates, medians, capabilities, outcomes and a series",
+    description:
+      'Computed in the database from hourly counters that each write keeps exact. The window is whole UTC hours (`from` rounded down, `to` up; default the last 7 days by day); see docs/observability.md for what each field counts.',
   },
   startReplay: {
     method: 'POST',
@@ -396,6 +398,7 @@ export const opsContract = c.router(
         401: Problem.describe('METRICS_TOKEN is set and the request does not carry it'),
       },
       summary: 'Prometheus metrics of this process (docs/observability.md)',
+      description: 'The Prometheus text format: process defaults and the switchboard_* series. Open unless the server sets METRICS_TOKEN.',
     },
     readyz: {
       method: 'GET',
