@@ -3,16 +3,11 @@
 // and the conversations started in the window still open (conversations_status_idx). The same
 // statements on both databases.
 import type { Knex } from 'knex';
+import type { StatDelta } from '../domain.js';
 import type { Database } from './db.js';
 
-export interface CounterSums {
-  started: number;
-  completed: number;
-  escalated: number;
-  abandoned: number;
-  routed: number;
-  fallback: number;
-}
+/** The counters of agent_stats, summed. */
+export type CounterSums = Omit<StatDelta, 'hour' | 'capability' | 'outcome'>;
 
 const SUMS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
 
