@@ -4,19 +4,15 @@
 // TEST_DATABASE_URL) on PostgreSQL; then starts the server on that database and times, over
 // HTTP, a 30-day query by day and a 24-hour query by hour. Target: under 500 ms each.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { AuditDraft, CloseDelta, Conversation, StatDelta } from '../server/src/domain.js';
-import { closeDeltas, statDeltas, STAT_COUNTERS } from '../server/src/service/agent-stats.js';
+import { STAT_COUNTERS, type AuditDraft, type CloseDelta, type Conversation, type StatDelta } from '../server/src/domain.js';
+import { closeDeltas, statDeltas } from '../server/src/service/agent-stats.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { writeRows, type WriteRows } from '../server/src/store/turn-rows.js';
 import { insertBatch } from './bulk.js';
-import { freshPostgres, startServer } from './server.js';
+import { onEachDatabase, startServer } from './server.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_ANALYTICS_CONVERSATIONS ?? 1_000_000);
-const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 const ONLY = process.env.BENCH_ANALYTICS_DATABASES;
 const BATCH = 5_000;
 const RUNS = 10;
@@ -181,24 +177,7 @@ async function benchOne(label: string, url: string): Promise<boolean> {
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'switchboard-analytics-'));
-  const results: boolean[] = [];
-  try {
-    if (ONLY !== 'postgres') results.push(await benchOne('SQLite', `sqlite://${join(dir, 'analytics.db')}`));
-    if (ONLY === 'sqlite') console.log('\nPostgreSQL: skipped (BENCH_ANALYTICS_DATABASES=sqlite)');
-    else if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
-    else {
-      const pg = await freshPostgres(PG_URL, 'analytics');
-      try {
-        results.push(await benchOne('PostgreSQL', pg.url));
-      } finally {
-        await pg.drop();
-      }
-    }
-    console.log(`\n${results.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await onEachDatabase('analytics', { value: ONLY, variable: 'BENCH_ANALYTICS_DATABASES' }, benchOne);
 }
 
 main().catch((err: unknown) => {

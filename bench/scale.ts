@@ -7,9 +7,7 @@
 //   1,000-turn conversation, verify of a 2,000-entry audit chain, and the erasure of one user's
 //   1,000 conversations with other traffic running.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { statSync } from 'node:fs';
 import autocannon from 'autocannon';
 import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
@@ -17,12 +15,11 @@ import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
 import { insertBatch, type Tables } from './bulk.js';
-import { freshPostgres, startServer } from './server.js';
+import { onEachDatabase, startServer } from './server.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000);
 const TENANTS = 100;
 const BATCH = 2_000;
-const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 const ONLY = process.env.BENCH_SCALE_DATABASES;
 const ERASED_USER = 'erase-me';
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -323,24 +320,7 @@ async function benchOne(label: string, url: string): Promise<boolean> {
 }
 
 async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'switchboard-scale-'));
-  const results: boolean[] = [];
-  try {
-    if (ONLY !== 'postgres') results.push(await benchOne('SQLite', `sqlite://${join(dir, 'scale.db')}`));
-    if (ONLY === 'sqlite') console.log('\nPostgreSQL: skipped (BENCH_SCALE_DATABASES=sqlite)');
-    else if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
-    else {
-      const pg = await freshPostgres(PG_URL, 'scale');
-      try {
-        results.push(await benchOne('PostgreSQL', pg.url));
-      } finally {
-        await pg.drop();
-      }
-    }
-    console.log(`\n${results.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await onEachDatabase('scale', { value: ONLY, variable: 'BENCH_SCALE_DATABASES' }, benchOne);
 }
 
 main().catch((err: unknown) => {

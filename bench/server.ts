@@ -2,6 +2,9 @@
 // database, and a fresh PostgreSQL database for one run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import knexFactory from 'knex';
 
 export interface BenchServer {
@@ -58,4 +61,35 @@ export async function freshPostgres(url: string, prefix: string): Promise<{ url:
       await admin.destroy();
     },
   };
+}
+
+/**
+ * Runs a benchmark of the given name on SQLite (a temporary file) and on a fresh database of the
+ * PostgreSQL server named by BENCH_DATABASE_URL or TEST_DATABASE_URL; `only` ('sqlite' or
+ * 'postgres', from the variable `onlyVariable`) runs one. Prints whether every target was met.
+ */
+export async function onEachDatabase(
+  name: string,
+  only: { value: string | undefined; variable: string },
+  bench: (label: string, url: string) => Promise<boolean>,
+): Promise<void> {
+  const pgUrl = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+  const dir = mkdtempSync(join(tmpdir(), `switchboard-${name}-`));
+  const results: boolean[] = [];
+  try {
+    if (only.value !== 'postgres') results.push(await bench('SQLite', `sqlite://${join(dir, `${name}.db`)}`));
+    if (only.value === 'sqlite') console.log(`\nPostgreSQL: skipped (${only.variable}=sqlite)`);
+    else if (!pgUrl) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
+    else {
+      const pg = await freshPostgres(pgUrl, name);
+      try {
+        results.push(await bench('PostgreSQL', pg.url));
+      } finally {
+        await pg.drop();
+      }
+    }
+    console.log(`\n${results.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

@@ -10,6 +10,7 @@ import { promisify } from 'node:util';
 import knexFactory from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PG_URL } from './helpers/databases.js';
+import { freePort } from './helpers/servers.js';
 
 const run = promisify(execFile);
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-startup-'));
@@ -20,11 +21,6 @@ const listen = () =>
     const s = createServer().listen(0, '127.0.0.1', () => resolve(s));
   });
 const portOf = (s: Server) => (s.address() as { port: number }).port;
-const freePort = () =>
-  listen().then((s) => {
-    const p = portOf(s);
-    return new Promise<number>((r) => s.close(() => r(p)));
-  });
 
 /** Runs the server (or `npm start`) and returns how it failed. */
 async function fails(env: Record<string, string>, entry = 'server/src/main.ts'): Promise<{ code: number; stderr: string }> {

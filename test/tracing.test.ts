@@ -5,11 +5,10 @@
 // trace id. Without the variable, nothing is exported and log lines carry no trace id.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { json, startBackend, type Backend } from './helpers/servers.js';
+import { freePort, json, startBackend, type Backend } from './helpers/servers.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -19,14 +18,6 @@ interface OtlpSpan {
   kind: number;
   attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 const agent = (backend: string) => ({
   name: 'Shop',

@@ -108,20 +108,18 @@ export interface ErasureRules {
   webhookPayload(payload: Record<string, unknown>): Record<string, unknown>;
 }
 
+/** The counters of an agent's hourly rows (table agent_stats; service/agent-stats.ts says what each counts). */
+export const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
+export type StatCounter = (typeof STAT_COUNTERS)[number];
+
 /** One row's worth of an agent's hourly counters that a write adds (service/agent-stats.ts). */
-export interface StatDelta {
+export type StatDelta = {
   /** The UTC hour, as the first 13 characters of an ISO timestamp ('2026-11-23T12'). */
   hour: string;
   capability: string;
   /** The outcome a close counts under; '' for starts and routing decisions. */
   outcome: string;
-  started: number;
-  completed: number;
-  escalated: number;
-  abandoned: number;
-  routed: number;
-  fallback: number;
-}
+} & Record<StatCounter, number>;
 
 /** A conversation closed (completed or abandoned) in an hour, for the medians of analytics (service/agent-stats.ts). */
 export interface CloseDelta {

@@ -82,8 +82,14 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;
-  // Filled in below: the metrics read the event streams' count.
-  let openStreams = () => 0;
+  const keys = new KeyService(deps.db, clock);
+  const streams = eventStreams(store.eventLog, {
+    heartbeatMs: config.sseHeartbeatMs,
+    perTenant: config.sseLimits.perTenant,
+    perConversation: config.sseLimits.perConversation,
+    revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
+    log: logger,
+  });
   const pool = (deps.db.knex.client as { pool?: TarnPool }).pool;
   const webhookStore = new WebhookStore(deps.db);
   const metrics = new Metrics(
@@ -96,7 +102,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
         pendingCreates: pool?.numPendingCreates() ?? 0,
       }),
       outboxPending: () => webhookStore.pending(),
-      openStreams: () => openStreams(),
+      openStreams: () => streams.size,
     },
   );
   store.onCommit((write) => {
@@ -121,7 +127,6 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     usage: new LlmUsageStore(deps.db),
     onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
   });
-  const keys = new KeyService(deps.db, clock);
   const lifecycle = new LifecycleService({
     agents,
     store,
@@ -131,14 +136,6 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     maxTurns: config.maxTurnsPerConversation,
   });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
-  const streams = eventStreams(store.eventLog, {
-    heartbeatMs: config.sseHeartbeatMs,
-    perTenant: config.sseLimits.perTenant,
-    perConversation: config.sseLimits.perConversation,
-    revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
-    log: logger,
-  });
-  openStreams = () => streams.size;
   const sweeper = new Sweeper(lifecycle, logger);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger });
 

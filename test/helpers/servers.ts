@@ -1,6 +1,6 @@
 // Test HTTP servers: an app on a fresh database, and a recording backend for actions.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { createApp, type App } from '../../server/src/app.js';
 import { loadConfig, type Config } from '../../server/src/config.js';
@@ -78,4 +78,14 @@ export async function listen(app: App): Promise<{ url: string; close(): Promise<
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
+}
+
+/** A loopback port free at the time of asking (for a server process the test starts). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createTcpServer().listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => resolve(p));
+    });
+  });
 }

@@ -142,7 +142,7 @@ export function createRouter(
         if (opts.metricsToken && !carriesToken(headers.authorization, opts.metricsToken)) {
           throw new UnauthorizedError('This server requires its metrics token: authorization: Bearer <METRICS_TOKEN>');
         }
-        return { status: 200, body: (await metrics.scrape()).text };
+        return { status: 200, body: await metrics.scrape() };
       },
       readyz: async () => {
         try {

@@ -4,10 +4,8 @@
 // that went to the fallback apart. The analytics API sums these rows instead of reading every
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
 // transaction, so the counters are exact (test/http/analytics.test.ts recounts them).
-import type { AuditDraft, CloseDelta, Conversation, StatDelta } from '../domain.js';
+import type { AuditDraft, CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
 import { secondsBucket } from '../lib/seconds-bucket.js';
-
-export const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
 
 const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
 
@@ -21,7 +19,7 @@ const hourOf = (timestamp: string) => timestamp.slice(0, 13);
 export function statDeltas(w: { conversation: Conversation; isNew: boolean; audit: AuditDraft[] }, fallback: string): StatDelta[] {
   const c = w.conversation;
   const byKey = new Map<string, StatDelta>();
-  const add = (timestamp: string, capability: string, outcome: string, counter: (typeof STAT_COUNTERS)[number]) => {
+  const add = (timestamp: string, capability: string, outcome: string, counter: StatCounter) => {
     const hour = hourOf(timestamp);
     const key = JSON.stringify([hour, capability, outcome]);
     let d = byKey.get(key);

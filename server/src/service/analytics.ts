@@ -2,6 +2,7 @@
 // to whole UTC hours, the counters summed in the database (store/analytics-store.ts), and the
 // rates and the zero-filled series derived here.
 import type { AgentAnalytics } from '@switchboard/contract';
+import { STAT_COUNTERS, type StatCounter } from '../domain.js';
 import { InputError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { AnalyticsStore } from '../store/analytics-store.js';
@@ -45,8 +46,7 @@ export class AnalyticsService {
       this.store.closedMedians(window),
     ]);
 
-    const total = { started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 };
-    for (const c of capabilities) for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += c[k];
+    const total = Object.fromEntries(STAT_COUNTERS.map((k) => [k, capabilities.reduce((n, c) => n + c[k], 0)])) as Record<StatCounter, number>;
     const closed = total.completed + total.escalated + total.abandoned;
 
     const unit = q.interval === 'day' ? DAY : HOUR;

@@ -172,10 +172,10 @@ export class Metrics {
     return this.withTenant ? { tenant, ...rest } : rest;
   }
 
-  /** The text a scrape answers, and its content type. */
-  async scrape(): Promise<{ contentType: string; text: string }> {
+  /** The text a scrape answers (the contract names its content type). */
+  scrape(): Promise<string> {
     this.merged ??= Registry.merge([processMetrics(), this.registry]);
-    return { contentType: this.merged.contentType, text: await this.merged.metrics() };
+    return this.merged.metrics();
   }
 
   /** A tenant's model tokens of the day, as the database counted them after a call. */
@@ -189,7 +189,8 @@ export class Metrics {
     const tenant = c.tenantId;
     // A routing decision went to the fallback when the write counted it there (agent-stats.ts).
     const fallbacks = new Set((w.stats ?? []).filter((s) => s.fallback > 0).map((s) => s.capability));
-    if (w.turns.some((t) => t.role === 'user') && w.audit.some((a) => a.type === 'turn_timing')) {
+    // Only a converse call writes a user turn.
+    if (w.turns.some((t) => t.role === 'user')) {
       this.turns.inc(this.labels(tenant, { agent, capability: c.capability, status: c.status }));
     }
     for (const a of w.audit) {

@@ -3,15 +3,13 @@
 // and the conversations started in the window still open (conversations_status_idx). The same
 // statements on both databases.
 import type { Knex } from 'knex';
-import type { StatDelta } from '../domain.js';
+import { STAT_COUNTERS, type StatDelta } from '../domain.js';
 import type { Database } from './db.js';
 
 /** The counters of agent_stats, summed. */
 export type CounterSums = Omit<StatDelta, 'hour' | 'capability' | 'outcome'>;
 
-const SUMS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'] as const;
-
-const toSums = (r: Record<string, unknown>): CounterSums => Object.fromEntries(SUMS.map((k) => [k, Number(r[k] ?? 0)])) as unknown as CounterSums;
+const toSums = (r: Record<string, unknown>): CounterSums => Object.fromEntries(STAT_COUNTERS.map((k) => [k, Number(r[k] ?? 0)])) as unknown as CounterSums;
 
 export interface AgentWindow {
   tenantId: string;
@@ -34,7 +32,7 @@ export class AnalyticsStore {
   }
 
   private sums() {
-    return SUMS.map((k) => this.knex.raw(`coalesce(sum(${k}), 0) as ${k}`));
+    return STAT_COUNTERS.map((k) => this.knex.raw(`coalesce(sum(${k}), 0) as ${k}`));
   }
 
   /** The counters per capability. */

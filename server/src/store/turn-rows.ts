@@ -2,7 +2,18 @@
 // shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
 import { randomUUID } from 'node:crypto';
 import type { ContextEnvelope, Option } from '@switchboard/contract';
-import type { AuditDraft, AuditRow, CloseDelta, Conversation, EventDraft, FlowState, StatDelta, TurnRow, WebhookDraft } from '../domain.js';
+import {
+  STAT_COUNTERS,
+  type AuditDraft,
+  type AuditRow,
+  type CloseDelta,
+  type Conversation,
+  type EventDraft,
+  type FlowState,
+  type StatDelta,
+  type TurnRow,
+  type WebhookDraft,
+} from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
 
@@ -304,7 +315,6 @@ const AUDIT_COLUMNS = [
   'hash',
 ];
 const STAT_KEY = ['tenant_id', 'agent_id', 'hour', 'capability', 'outcome'];
-const STAT_COUNTERS = ['started', 'completed', 'escalated', 'abandoned', 'routed', 'fallback'];
 const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
 
 /** Adds a row of agent_stats to the one with its key (the same statement on both databases). */
