@@ -30,6 +30,14 @@ export const ConverseRequest = z.object({
   message: z.string().trim().min(1, 'must not be empty').describe('The user message, trimmed; at most MAX_MESSAGE_CHARS characters (default 4000)'),
   conversation_id: z.string().uuid().optional().describe('Omit to start a conversation; give to continue one'),
   context: ContextEnvelope.optional(),
+  version: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe(
+      'Start the conversation on this stored version of the agent, a draft included, instead of the current one (the console playground). Only without `conversation_id`; in api_key mode it needs the admin scope',
+    ),
 });
 export type ConverseRequest = z.infer<typeof ConverseRequest>;
 

@@ -68,6 +68,14 @@ describe.each(databases)('API keys on $name', (database) => {
     expect((await as(keys.adminA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
   });
 
+  it('lets only an admin key choose the version a conversation starts on', async () => {
+    const pinned = await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this', version: 1 }));
+    expect(pinned.status).toBe(403);
+    expect(pinned.body.detail).toMatch(/"admin" scope/);
+    const admin = await as(keys.adminA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this', version: 1 }));
+    expect(admin.status).toBe(200);
+  });
+
   it('creates keys through the API, shows each once, stores only a hash, and revokes them at once', async () => {
     const created = await as(keys.adminA)(
       request(app.app)

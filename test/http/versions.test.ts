@@ -79,6 +79,26 @@ describe.each(databases)('agent versions on $name', (database) => {
     const bad = await api().put('/api/v1/agents/shop?activate=maybe').set('tenant-id', 'acme').send(agent('v4:')).expect(400);
     expect(bad.body.errors[0].path).toBe('query.activate');
   });
+
+  it('starts a conversation on a chosen version, a draft included, which it keeps to its end', async () => {
+    const converse = (body: object) => api().post('/api/v1/agents/shop/converse').set('tenant-id', 'acme').send(body);
+    const started = await converse({ message: 'i want to order', version: 3 }).expect(200);
+    expect(started.body.response.message).toBe('v3: What size?');
+    const id = started.body.conversation_id;
+    expect((await converse({ message: 'small', conversation_id: id }).expect(200)).body.response.message).toBe('v3: A small one it is.');
+    expect((await api().get(`/api/v1/agents/shop/conversations/${id}`).set('tenant-id', 'acme').expect(200)).body.agent_version).toBe(3);
+    // The current version is unchanged, and a plain start uses it.
+    expect((await say('i want to order')).response.message).toBe('v2: What size?');
+
+    const before = (await api().get('/api/v1/agents/shop/conversations?limit=100').set('tenant-id', 'acme').expect(200)).body.data.length;
+    const running = await converse({ message: 'large', conversation_id: id, version: 1 }).expect(400);
+    expect(running.body.errors[0].path).toBe('version');
+    expect((await converse({ message: 'i want to order', version: 99 }).expect(404)).body.code).toBe('version_not_found');
+    expect((await converse({ message: 'i want to order', version: 0 }).expect(400)).body.errors[0].path).toBe('version');
+    await api().post('/api/v1/agents/shop/converse').set('tenant-id', 'globex').send({ message: 'i want to order', version: 3 }).expect(404);
+    const after = (await api().get('/api/v1/agents/shop/conversations?limit=100').set('tenant-id', 'acme').expect(200)).body.data.length;
+    expect(after).toBe(before);
+  });
 });
 
 describe.each(databases)('test conversations on the server, on $name', (database) => {

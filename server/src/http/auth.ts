@@ -33,6 +33,7 @@ export function apiKeyAuth(keys: KeyService) {
       if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This key lacks the "${scope}" scope`);
       // Long-lived responses (event streams) end when this key is revoked.
       res.locals.keyId = principal.keyId;
+      res.locals.scopes = principal.scopes;
       next();
     } catch (err) {
       next(err);

@@ -2,7 +2,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { UnauthorizedError, UnavailableError } from '../errors.js';
+import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
 import { streamConverse, wantsStream } from './converse-stream.js';
@@ -26,6 +26,9 @@ export function createRouter(
   return s.router(contract, {
     api: {
       converse: async ({ params, headers, body, req, res }) => {
+        // Choosing a version (a draft, an old one) is for the team, not for a public widget's key.
+        const scopes = res.locals.scopes as readonly string[] | undefined;
+        if (body.version !== undefined && scopes && !scopes.includes('admin')) throw new ForbiddenError('Choosing a version needs the "admin" scope');
         const call = {
           tenantId: headers['tenant-id'],
           slug: params.slug,

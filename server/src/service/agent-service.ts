@@ -104,7 +104,7 @@ export class AgentService {
   async test(tenantId: string, slug: string, body: { version?: number; tests: TestCase[] }): Promise<TestResults> {
     const row = await this.active(tenantId, slug);
     const version = body.version ?? row.currentVersion;
-    if (!(await this.store.version(tenantId, row.id, version))) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    if (!(await this.hasVersion(tenantId, row.id, version))) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
     const agent = await this.compiledVersion(tenantId, row.id, version);
     return await runTests(agent, body.tests, { version, clock: () => this.clock.now() });
   }
@@ -173,6 +173,11 @@ export class AgentService {
   }
 
   /** A compiled version, built once per process and cached while memory allows. */
+  /** Whether the agent has this stored version (compiled ones are known without a read). */
+  async hasVersion(tenantId: string, agentId: string, version: number): Promise<boolean> {
+    return this.compiled.has(`${tenantId}:${agentId}:${version}`) || (await this.store.version(tenantId, agentId, version)) !== null;
+  }
+
   compiledVersion(tenantId: string, agentId: string, version: number): Promise<CompiledAgent> {
     const key = `${tenantId}:${agentId}:${version}`;
     const hit = this.compiled.get(key);
