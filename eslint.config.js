@@ -4,10 +4,10 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const SOURCES = ['server/src/**/*.ts', 'contract/src/**/*.ts', 'client/src/**/*.ts'];
+const SOURCES = ['server/src/**/*.ts', 'contract/src/**/*.ts', 'client/src/**/*.ts', 'console/src/**/*.{ts,tsx}'];
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'build', 'data', '**/*.mjs', 'eslint.config.js'] },
+  { ignores: ['node_modules', 'build', 'data', '**/dist', '**/*.mjs', 'eslint.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

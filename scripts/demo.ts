@@ -34,6 +34,7 @@ try {
   process.exit(1);
 }
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);
+console.log(`Console: ${running.url}/console (sign in as the tenant "demo")`);
 console.log(
   `Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`,
 );

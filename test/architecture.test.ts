@@ -7,7 +7,7 @@ const root = process.cwd();
 const files = (dir: string): string[] =>
   readdirSync(dir).flatMap((n) => {
     const p = join(dir, n);
-    return statSync(p).isDirectory() ? files(p) : /\.(ts|mjs)$/.test(n) ? [p] : [];
+    return statSync(p).isDirectory() ? files(p) : /\.(ts|tsx|mjs)$/.test(n) ? [p] : [];
   });
 
 /** Every import of a file, as a path relative to the repository (packages by name). */
@@ -51,6 +51,12 @@ const RULES: Rule[] = [
     // The one error mapper turns database driver errors into 503s (store/db-errors.ts owns that mapping).
     except: (file, imported) => file.endsWith('http/problem.ts') && imported === 'server/src/store/db-errors.js',
   },
+  {
+    layer: 'console/src',
+    forbidden: /^(server|contract)\/|^@switchboard\/(server|contract)|^node:/,
+    why: 'the console calls the API through the typed client only',
+  },
+  { layer: 'server/src', forbidden: /^(preact|wouter-preact|chart\.js|diff|vite)(\/|$)/, why: 'the server has no front-end packages' },
 ];
 
 describe('architecture', () => {
@@ -67,5 +73,6 @@ describe('architecture', () => {
   it('finds the imports it checks (the rules are not vacuous)', () => {
     expect(imports(join(root, 'server/src/http/routes.ts'))).toContain('server/src/services.js');
     expect(imports(join(root, 'server/src/engine/run.ts'))).toContain('server/src/engine/routing.js');
+    expect(imports(join(root, 'console/src/session.ts'))).toContain('@switchboard/client');
   });
 });

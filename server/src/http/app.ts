@@ -1,5 +1,5 @@
 // The Express application over the services: middleware in order, the contract's routes, the
-// OpenAPI document and its viewer, and the one error handler. It never listens itself.
+// OpenAPI document and its viewer, the web console, and the one error handler. It never listens itself.
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { createExpressEndpoints } from '@ts-rest/express';
 import swaggerUi from 'swagger-ui-express';
@@ -8,6 +8,7 @@ import type { Config } from '../config.js';
 import { NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
 import { apiKeyAuth } from './auth.js';
+import { consoleRouter } from './console.js';
 import { depthLimit, refuseContentEncoding, refuseNul, yamlBody } from './input-guards.js';
 import { JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
 import { getOpenApi } from './openapi.js';
@@ -61,6 +62,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     res.json(openapi);
   });
   app.use('/docs', swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: 'Switchboard API' }));
+  app.use('/console', consoleRouter());
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`)));
   app.use(errorHandler(services.logger));

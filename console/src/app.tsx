@@ -1,0 +1,102 @@
+// The console's shell: sign-in, the header with the signed-in tenant, and the pages by path
+// (/console/agents/:slug/…), each a bookmarkable address.
+import { createContext } from 'preact';
+import { useContext, useMemo, useState } from 'preact/hooks';
+import { Link, Route, Router, Switch, useLocation } from 'wouter-preact';
+import type { SwitchboardClient } from '@switchboard/client';
+import { clientFor, loadCredentials, saveCredentials, type Credentials } from './session';
+import { SignIn } from './pages/sign-in';
+import { AgentsPage } from './pages/agents';
+import { AgentPage } from './pages/agent';
+import { Empty } from './components/ui';
+
+interface Session {
+  credentials: Credentials;
+  client: SwitchboardClient;
+  signOut: () => void;
+}
+
+const SessionContext = createContext<Session | null>(null);
+
+/** The signed-in session; pages render only inside one. */
+export function useSession(): Session {
+  const s = useContext(SessionContext);
+  if (!s) throw new Error('useSession outside a signed-in page');
+  return s;
+}
+
+export function App() {
+  const [credentials, setCredentials] = useState<Credentials | null>(loadCredentials);
+  const session = useMemo<Session | null>(
+    () =>
+      credentials && {
+        credentials,
+        client: clientFor(credentials),
+        signOut: () => {
+          saveCredentials(null);
+          setCredentials(null);
+        },
+      },
+    [credentials],
+  );
+  return (
+    <Router base="/console">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href="/" class="brand">
+          Switchboard
+        </Link>
+        {session && (
+          <nav aria-label="Main">
+            <Link href="/">Agents</Link>
+          </nav>
+        )}
+        {session && (
+          <div class="who">
+            <span>{session.credentials.mode === 'tenant' ? `Tenant ${session.credentials.tenantId}` : 'Signed in with an API key'}</span>
+            <button type="button" onClick={session.signOut}>
+              Sign out
+            </button>
+          </div>
+        )}
+      </header>
+      <main id="main" tabIndex={-1}>
+        {session ? (
+          <SessionContext.Provider value={session}>
+            <Routes />
+          </SessionContext.Provider>
+        ) : (
+          <SignIn
+            onSignedIn={(c) => {
+              saveCredentials(c);
+              setCredentials(c);
+            }}
+          />
+        )}
+      </main>
+    </Router>
+  );
+}
+
+function Routes() {
+  const [location] = useLocation();
+  return (
+    <Switch>
+      <Route path="/">
+        <AgentsPage />
+      </Route>
+      <Route path="/agents/:slug" nest>
+        {(params) => <AgentPage slug={params.slug} />}
+      </Route>
+      <Route>
+        <Empty title="No such page">
+          <p>
+            Nothing lives at <code>{location}</code>. <Link href="/">Go to the agents</Link>.
+          </p>
+        </Empty>
+      </Route>
+    </Switch>
+  );
+}

@@ -1,0 +1,216 @@
+// Replays: recorded conversations fed to a version with their actions answered from their
+// recordings. Start one with the list's filters, watch its progress, read the first difference of
+// each changed conversation. The server keeps a replay seven days but does not list them: the
+// replays started in this tab are listed from sessionStorage, and each has its own address.
+import { useState } from 'preact/hooks';
+import { Link, useLocation } from 'wouter-preact';
+import type { Agent, ConversationStatus, Replay } from '@switchboard/client';
+import { asApiError, ok, useInterval, useLoad, type ApiError } from '../api';
+import { useSession } from '../app';
+import { Empty, ErrorBox, Field, Loading, TableWrap, Time } from '../components/ui';
+
+const STARTED = (slug: string) => `switchboard.console.replays.${slug}`;
+
+function started(slug: string): { id: string; version: number; at: string }[] {
+  try {
+    return JSON.parse(sessionStorage.getItem(STARTED(slug)) ?? '[]') as { id: string; version: number; at: string }[];
+  } catch {
+    return [];
+  }
+}
+
+export function Replays({ agent }: { agent: Agent }) {
+  const { client } = useSession();
+  const [, navigate] = useLocation();
+  const versions = useLoad(async () => ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100 } })).data, [client, agent.slug]);
+  const [version, setVersion] = useState<number | null>(null);
+  const [status, setStatus] = useState('');
+  const [capability, setCapability] = useState('');
+  const [limit, setLimit] = useState(100);
+  const [error, setError] = useState<ApiError | null>(null);
+  const [busy, setBusy] = useState(false);
+  const newest = versions.data?.[0]?.version ?? agent.version;
+  const chosen = version ?? newest;
+
+  async function start(e: Event) {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const r = ok(
+        await client.api.startReplay({
+          params: { slug: agent.slug },
+          body: { version: chosen, limit, ...(status ? { status: status as ConversationStatus } : {}), ...(capability ? { capability } : {}) },
+        }),
+        202,
+      );
+      sessionStorage.setItem(
+        STARTED(agent.slug),
+        JSON.stringify([{ id: r.id, version: chosen, at: new Date().toISOString() }, ...started(agent.slug)].slice(0, 20)),
+      );
+      navigate(`/replays/${r.id}`);
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const mine = started(agent.slug);
+  return (
+    <div>
+      <h2>Replays</h2>
+      <p class="muted small">
+        Feeds recorded conversations to a version in memory: actions are answered from their recordings, nothing is stored or sent. A difference shows where the
+        version would have answered otherwise.
+      </p>
+      <form class="filters" onSubmit={(e) => void start(e)} aria-label="Start a replay">
+        <Field label="Version">
+          {(id) => (
+            <select id={id} value={chosen} onChange={(e) => setVersion(Number(e.currentTarget.value))}>
+              {(versions.data ?? []).map((v) => (
+                <option key={v.version} value={v.version}>
+                  v{v.version}
+                  {v.current ? ' (current)' : ''}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Conversations with status">
+          {(id) => (
+            <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+              <option value="">any</option>
+              {['active', 'paused', 'escalated', 'completed', 'abandoned'].map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Capability">
+          {(id) => (
+            <select id={id} value={capability} onChange={(e) => setCapability(e.currentTarget.value)}>
+              <option value="">any</option>
+              {agent.capabilities.map((c) => (
+                <option key={c.id} value={c.name}>
+                  {c.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="At most">
+          {(id) => <input id={id} type="number" min={1} max={500} value={limit} onInput={(e) => setLimit(Number(e.currentTarget.value))} />}
+        </Field>
+        <div class="row">
+          <button type="submit" class="primary" disabled={busy || !versions.data}>
+            Start the replay
+          </button>
+        </div>
+      </form>
+      {error && <ErrorBox error={error} />}
+      <h3>Started in this tab</h3>
+      {mine.length === 0 ? (
+        <Empty title="No replay started here yet">
+          <p>Start one above; a replay&rsquo;s address can be shared while the server keeps it (seven days).</p>
+        </Empty>
+      ) : (
+        <ul>
+          {mine.map((r) => (
+            <li key={r.id}>
+              <Link href={`/replays/${r.id}`}>
+                v{r.version}, <Time iso={r.at} />
+              </Link>
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+const show = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v));
+
+export function ReplayView({ agent, id }: { agent: Agent; id: string }) {
+  const { client } = useSession();
+  const replay = useLoad(async () => ok(await client.api.getReplay({ params: { slug: agent.slug, id } })), [client, agent.slug, id]);
+  useInterval(replay.reload, replay.data?.status === 'running' || (!replay.data && !replay.error) ? 1000 : null);
+  if (replay.error && !replay.data) return <ErrorBox error={replay.error} retry={replay.reload} />;
+  if (!replay.data) return <Loading what="the replay" />;
+  const r: Replay = replay.data;
+  const differing = r.results.filter((x) => x.verdict !== 'identical');
+  return (
+    <div>
+      <p>
+        <Link href="/replays">← Replays</Link>
+      </p>
+      <h2>Replay against v{r.version}</h2>
+      <p role="status">
+        {r.status === 'running' ? 'Running' : r.status === 'done' ? 'Done' : 'Failed'}: {r.progress.done} of {r.progress.total} conversations.
+      </p>
+      <progress max={Math.max(r.progress.total, 1)} value={r.progress.done} aria-label="Replay progress" />
+      {r.error && <p class="bad">{r.error}</p>}
+      <dl class="tiles">
+        <div class="tile">
+          <dt>Conversations</dt>
+          <dd>{r.summary.conversations}</dd>
+        </div>
+        <div class="tile">
+          <dt>Identical</dt>
+          <dd>{r.summary.identical}</dd>
+        </div>
+        <div class="tile">
+          <dt>Changed</dt>
+          <dd>{r.summary.changed}</dd>
+        </div>
+        <div class="tile">
+          <dt>Errors</dt>
+          <dd>{r.summary.errors}</dd>
+        </div>
+      </dl>
+      {r.status !== 'running' && r.results.length === 0 && (
+        <Empty title="No recorded conversation matched">
+          <p>Widen the filters, or let the agent have some conversations first.</p>
+        </Empty>
+      )}
+      {differing.length > 0 && (
+        <TableWrap label="Differences">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Conversation</th>
+                <th scope="col">Verdict</th>
+                <th scope="col">Turn</th>
+                <th scope="col">Field</th>
+                <th scope="col">Recorded</th>
+                <th scope="col">Replayed</th>
+              </tr>
+            </thead>
+            <tbody>
+              {differing.map((x) => (
+                <tr key={x.conversation_id}>
+                  <td>
+                    <Link href={`/conversations/${x.conversation_id}`} class="mono">
+                      {x.conversation_id.slice(0, 8)}
+                    </Link>
+                  </td>
+                  <td>{x.verdict}</td>
+                  <td>{x.first_difference?.turn_index ?? '—'}</td>
+                  <td>{x.first_difference?.field ?? x.error ?? '—'}</td>
+                  <td class="del">{x.first_difference ? show(x.first_difference.recorded) : ''}</td>
+                  <td class="ins">{x.first_difference ? show(x.first_difference.replayed) : ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableWrap>
+      )}
+      {r.status === 'done' && r.results.length > 0 && differing.length === 0 && <p class="good">Every conversation came out the same on v{r.version}.</p>}
+      <p class="muted small">
+        Started <Time iso={r.created_at} />; kept until <Time iso={r.expires_at} />.
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,219 @@
+// An agent's versions: which is current, which are drafts, a side-by-side diff of any two
+// definitions (as YAML), and activation (promote a draft, or roll back) behind a confirmation.
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { diffLines } from 'diff';
+import { stringify } from 'yaml';
+import type { Agent } from '@switchboard/client';
+import { asApiError, ok, useLoad, type ApiError } from '../api';
+import { useSession } from '../app';
+import { ConfirmDialog, ErrorBox, Loading, TableWrap, Time } from '../components/ui';
+
+type Row = { left: number | null; leftText: string; right: number | null; rightText: string; kind: 'same' | 'changed' | 'removed' | 'added' };
+
+/** Lines of two texts side by side: removed lines face the added lines that replace them. */
+export function sideBySide(a: string, b: string): Row[] {
+  const rows: Row[] = [];
+  let l = 1;
+  let r = 1;
+  const parts = diffLines(a, b);
+  const lines = (v: string) => v.replace(/\n$/, '').split('\n');
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i];
+    if (!p.added && !p.removed) {
+      for (const t of lines(p.value)) rows.push({ left: l++, leftText: t, right: r++, rightText: t, kind: 'same' });
+    } else if (p.removed) {
+      const gone = lines(p.value);
+      const next = parts[i + 1] as (typeof parts)[number] | undefined;
+      const came = next?.added ? lines(next.value) : [];
+      if (next?.added) i++;
+      for (let k = 0; k < Math.max(gone.length, came.length); k++) {
+        const has = (arr: string[]) => k < arr.length;
+        rows.push({
+          left: has(gone) ? l++ : null,
+          leftText: gone[k] ?? '',
+          right: has(came) ? r++ : null,
+          rightText: came[k] ?? '',
+          kind: has(gone) && has(came) ? 'changed' : has(gone) ? 'removed' : 'added',
+        });
+      }
+    } else {
+      for (const t of lines(p.value)) rows.push({ left: null, leftText: '', right: r++, rightText: t, kind: 'added' });
+    }
+  }
+  return rows;
+}
+
+export function Versions({ agent, onActivated }: { agent: Agent; onActivated: () => void }) {
+  const { client } = useSession();
+  const versions = useLoad(async () => {
+    const all = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 10; i++) {
+      const page = ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100, ...(cursor ? { cursor } : {}) } }));
+      all.push(...page.data);
+      if (!page.next_cursor) break;
+      cursor = page.next_cursor;
+    }
+    return all;
+  }, [client, agent.slug, agent.version]);
+  const [left, setLeft] = useState<number | null>(null);
+  const [right, setRight] = useState<number | null>(null);
+  const [confirm, setConfirm] = useState<number | null>(null);
+  const [error, setError] = useState<ApiError | null>(null);
+
+  // Default comparison: the current version against the newest other one.
+  useEffect(() => {
+    const list = versions.data;
+    if (!list || list.length === 0) return;
+    const current = list.find((v) => v.current)?.version ?? list[0].version;
+    const other = list.find((v) => v.version !== current)?.version ?? current;
+    setLeft((x) => x ?? Math.min(current, other));
+    setRight((x) => x ?? Math.max(current, other));
+  }, [versions.data]);
+
+  if (versions.error) return <ErrorBox error={versions.error} retry={versions.reload} />;
+  if (!versions.data) return <Loading what="versions" />;
+  const list = versions.data;
+  const current = agent.version;
+  const kind = (v: number) => (v === current ? 'current' : v > current ? 'draft' : 'earlier');
+  return (
+    <div>
+      <h2>Versions</h2>
+      <p class="muted small">New conversations start on the current version; running ones stay on theirs. A draft is a version newer than the current one.</p>
+      {error && <ErrorBox error={error} />}
+      <TableWrap label="Versions">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Version</th>
+              <th scope="col">State</th>
+              <th scope="col">Stored</th>
+              <th scope="col">Capabilities</th>
+              <th scope="col">
+                <span class="sr-only">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((v) => (
+              <tr key={v.version}>
+                <td>v{v.version}</td>
+                <td>
+                  <span class={`badge version-${kind(v.version)}`}>{kind(v.version)}</span>
+                </td>
+                <td>
+                  <Time iso={v.created_at} />
+                </td>
+                <td>{v.capabilities.join(', ')}</td>
+                <td>
+                  {!v.current && (
+                    <button type="button" onClick={() => setConfirm(v.version)}>
+                      {v.version > current ? 'Activate' : 'Roll back to'} v{v.version}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+      <h3>Compare definitions</h3>
+      <div class="row">
+        <label class="inline">
+          Left{' '}
+          <select value={left ?? ''} onChange={(e) => setLeft(Number(e.currentTarget.value))}>
+            {list.map((v) => (
+              <option key={v.version} value={v.version}>
+                v{v.version} ({kind(v.version)})
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="inline">
+          Right{' '}
+          <select value={right ?? ''} onChange={(e) => setRight(Number(e.currentTarget.value))}>
+            {list.map((v) => (
+              <option key={v.version} value={v.version}>
+                v{v.version} ({kind(v.version)})
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      {left !== null && right !== null && <Diff slug={agent.slug} left={left} right={right} />}
+      <ConfirmDialog
+        open={confirm !== null}
+        title={`Make v${confirm} current?`}
+        confirm={`Activate v${confirm}`}
+        onCancel={() => setConfirm(null)}
+        onConfirm={() => {
+          const v = confirm!;
+          setConfirm(null);
+          void (async () => {
+            try {
+              ok(await client.api.activateVersion({ params: { slug: agent.slug, version: v } }));
+              setError(null);
+              onActivated();
+            } catch (err) {
+              setError(asApiError(err));
+            }
+          })();
+        }}
+      >
+        <p>New conversations will start on v{confirm}. Conversations under way stay on the version they started on.</p>
+      </ConfirmDialog>
+    </div>
+  );
+}
+
+function Diff({ slug, left, right }: { slug: string; left: number; right: number }) {
+  const { client } = useSession();
+  const texts = useLoad(async () => {
+    const [a, b] = await Promise.all([
+      client.api.getVersion({ params: { slug, version: left } }).then((r) => ok(r)),
+      client.api.getVersion({ params: { slug, version: right } }).then((r) => ok(r)),
+    ]);
+    return [stringify(a.definition), stringify(b.definition)] as const;
+  }, [client, slug, left, right]);
+  const rows = useMemo(() => (texts.data ? sideBySide(texts.data[0], texts.data[1]) : null), [texts.data]);
+  if (texts.error) return <ErrorBox error={texts.error} retry={texts.reload} />;
+  if (!rows) return <Loading what="the definitions" />;
+  const changes = rows.filter((r) => r.kind !== 'same').length;
+  return (
+    <div>
+      <p class="small" role="status">
+        {changes === 0 ? `v${left} and v${right} define the same agent.` : `${changes} lines differ between v${left} and v${right}.`}
+      </p>
+      <TableWrap label={`Definition of v${left} beside v${right}`}>
+        <table class="diff">
+          <thead>
+            <tr>
+              <th scope="col" colSpan={2}>
+                v{left}
+              </th>
+              <th scope="col" colSpan={2}>
+                v{right}
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.map((r, i) => (
+              <tr key={i} class={`diff-${r.kind}`}>
+                <td class="ln">{r.left ?? ''}</td>
+                <td class={r.kind === 'removed' || r.kind === 'changed' ? 'del' : ''}>
+                  {(r.kind === 'removed' || r.kind === 'changed') && <span class="sr-only">removed: </span>}
+                  <code>{r.leftText}</code>
+                </td>
+                <td class="ln">{r.right ?? ''}</td>
+                <td class={r.kind === 'added' || r.kind === 'changed' ? 'ins' : ''}>
+                  {(r.kind === 'added' || r.kind === 'changed') && <span class="sr-only">added: </span>}
+                  <code>{r.rightText}</code>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+    </div>
+  );
+}

@@ -1,0 +1,33 @@
+// Who the console signs in as: a tenant id (AUTH_MODE=header) or an API key (AUTH_MODE=api_key),
+// kept in this tab's sessionStorage only: closing the tab forgets it, and no other tab sees it.
+import { createSwitchboardClient, type SwitchboardClient } from '@switchboard/client';
+
+export type Credentials = { mode: 'tenant'; tenantId: string } | { mode: 'key'; apiKey: string };
+
+const KEY = 'switchboard.console.session';
+
+export function loadCredentials(): Credentials | null {
+  try {
+    const raw = sessionStorage.getItem(KEY);
+    if (!raw) return null;
+    const c = JSON.parse(raw) as Credentials;
+    if (c.mode === 'tenant' && typeof c.tenantId === 'string' && c.tenantId) return c;
+    if (c.mode === 'key' && typeof c.apiKey === 'string' && c.apiKey) return c;
+  } catch {
+    // A damaged entry: sign in again.
+  }
+  return null;
+}
+
+export function saveCredentials(c: Credentials | null): void {
+  if (c) sessionStorage.setItem(KEY, JSON.stringify(c));
+  else sessionStorage.removeItem(KEY);
+}
+
+export function clientFor(c: Credentials): SwitchboardClient {
+  return createSwitchboardClient({
+    baseUrl: location.origin,
+    ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : { apiKey: c.apiKey }),
+    userId: 'console',
+  });
+}
