@@ -1,0 +1,408 @@
+// The console (/console) in a real Chromium against a real server on SQLite: sign-in in both auth
+// modes, the agents, conversations with live updates, a conversation's routing bars, action call
+// and verified audit chain, an operator answering an escalated conversation, the playground on a
+// draft with a streamed model reply and "save as test", versions with their diff and activation,
+// a replay, the tests page, analytics charts, keyboard use, phone width; axe-core on every page,
+// and no console errors. CONSOLE_SCREENSHOTS=DIR writes the screenshots of docs/console.md.
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { tmpdir } from 'node:os';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { databases } from '../helpers/databases.js';
+import { appFixture, clientFixture } from '../helpers/fixture.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { ordersHandler, startBackend, listen, type Backend } from '../helpers/servers.js';
+import { supportAgent } from '../helpers/agents.js';
+import { hasBrowser, launch, seriousViolations, warnIfBrowserSkipped } from '../helpers/browser.js';
+
+warnIfBrowserSkipped();
+
+const sqlite = databases[0];
+const SHOTS = process.env.CONSOLE_SCREENSHOTS;
+
+const helperAgent = {
+  name: 'Helper',
+  llm: { model: 'helper-model' },
+  capabilities: [
+    {
+      name: 'chat',
+      examples: ['hello', 'hi there', 'can you help me', 'i have a question', 'good morning'],
+      phases: [{ id: 'assist', generate: { instructions: 'Help the customer briefly.' } }],
+    },
+  ],
+};
+
+function buildConsole(): void {
+  execFileSync(process.execPath, [join('node_modules', 'vite', 'bin', 'vite.js'), 'build', 'console', '--logLevel', 'warn'], { stdio: 'inherit' });
+}
+
+// The console as the sources say now (npm ci builds it too, but sources may have changed since).
+beforeAll(() => {
+  if (hasBrowser) buildConsole();
+}, 120_000);
+
+describe.skipIf(!hasBrowser)('the console in Chromium', () => {
+  let backend: Backend;
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    backend = await startBackend(ordersHandler);
+    llm = await startFakeLlm();
+  });
+  afterAll(async () => {
+    await backend?.close();
+    await llm?.close();
+  });
+  const f = appFixture(sqlite, {
+    config: () => ({
+      actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
+      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 5000, tenantDailyTokens: 0 },
+    }),
+    agents: () => ({ support: supportAgent(backend.url), helper: helperAgent }),
+  });
+  const server = clientFixture(f);
+
+  let close: () => Promise<void>;
+  let page: Page;
+  let context: Awaited<ReturnType<typeof launch>>['context'];
+  const problems: string[] = [];
+  const ids: Record<string, string> = {};
+  let savedTest = '';
+
+  const watch = (p: Page) => {
+    p.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    p.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  };
+  const url = (path: string) => `${server.url}/console${path}`;
+  const shot = async (name: string) => {
+    if (SHOTS) await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+  };
+  const accessible = async () => expect(await seriousViolations(page)).toEqual([]);
+  const say = async (message: string, conversation_id?: string, slug = 'support') => {
+    const r = await server.sb.api.converse({ params: { slug }, body: { message, ...(conversation_id ? { conversation_id } : {}) } });
+    if (r.status !== 200) throw new Error(`converse answered ${r.status}`);
+    return r.body;
+  };
+
+  beforeAll(async () => {
+    ({ context, close } = await launch());
+    // Shorter than a test's own limit, so that a missing element says which it was.
+    context.setDefaultTimeout(10_000);
+    page = await context.newPage();
+    watch(page);
+    const order = await say('where is my order');
+    await say('100001', order.conversation_id);
+    ids.completed = order.conversation_id;
+    ids.escalated = (await say('talk to a human')).conversation_id;
+  }, 60_000);
+  afterAll(async () => close?.());
+  afterEach(async (ctx) => {
+    if (ctx.task.result?.state !== 'fail') return;
+    const file = join(tmpdir(), `console-failure-${ctx.task.name.replace(/\W+/g, '-').slice(0, 60)}.png`);
+    await page.screenshot({ path: file, fullPage: true });
+    console.error(`screenshot of the failure: ${file}`);
+  });
+
+  it('signs in with a tenant id, kept in the tab only, and lists the agents', async () => {
+    await page.goto(url('/'));
+    await page.getByLabel('Tenant', { exact: true }).fill('acme');
+    await shot('sign-in');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Support' }).count()).toBe(1);
+    expect(await page.getByRole('link', { name: 'Helper' }).count()).toBe(1);
+    expect(await page.evaluate('[localStorage.length, Object.keys(sessionStorage)]')).toEqual([0, ['switchboard.console.session']]);
+    await accessible();
+  });
+
+  it('shows the analytics as charts with their figures', async () => {
+    await page.getByRole('link', { name: 'Support' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    const started = page.locator('.tile', { hasText: 'Started' }).locator('dd');
+    expect(Number(await started.textContent())).toBeGreaterThanOrEqual(2);
+    expect(await page.locator('canvas[role="img"]').count()).toBe(3);
+    expect(await page.locator('canvas[aria-label^="Conversations per day by status"]').getAttribute('aria-label')).toMatch(/1 completed, 1 escalated/);
+    await shot('overview');
+    await accessible();
+  });
+
+  it('lists conversations with their filters and shows new ones as they come', async () => {
+    await page.getByRole('link', { name: 'Conversations' }).click();
+    const rows = page.locator('table.conversations tbody tr');
+    await expect.poll(() => rows.count()).toBe(2);
+    await page.getByLabel('Status', { exact: true }).selectOption('escalated');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => rows.count()).toBe(1);
+    expect(await rows.first().textContent()).toContain('escalated');
+    await page.getByLabel('Capability', { exact: true }).selectOption('vip');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No conversation matches these filters').waitFor();
+    await page.getByRole('button', { name: 'Clear' }).click();
+    await expect.poll(() => rows.count()).toBe(2);
+    // A conversation started elsewhere appears without a reload.
+    ids.live = (await say('track my package')).conversation_id;
+    await expect.poll(() => rows.count(), { timeout: 12_000 }).toBe(3);
+    expect(await page.locator('tr.fresh').first().textContent()).toContain(ids.live.slice(0, 8));
+    await shot('conversations');
+    await accessible();
+  });
+
+  it("shows a conversation's routing bars, its action call and its verified audit chain", async () => {
+    await page.goto(url(`/agents/support/conversations/${ids.completed}`));
+    await page.getByRole('heading', { name: 'Audit timeline' }).waitFor();
+    const routing = page.locator('.entry-routing_decision').first();
+    const chosen = routing.locator('li[data-capability="order_status"]');
+    expect(await chosen.getAttribute('class')).toContain('chosen');
+    const width = await chosen.locator('.bar-fill').getAttribute('style');
+    expect(parseFloat(/width: ([\d.]+)%/.exec(width ?? '')?.[1] ?? '0')).toBeGreaterThan(30);
+    // vip requires the gold tier: scored, shown, and marked ineligible.
+    const vip = routing.locator('li[data-capability="vip"]');
+    expect(await vip.getAttribute('class')).toContain('ineligible');
+    expect(await vip.textContent()).toContain('ineligible');
+    expect(await routing.locator('.bar-threshold').count()).toBeGreaterThanOrEqual(2);
+    expect(await routing.textContent()).toContain('threshold 0.300');
+    const action = page.locator('.entry-action_call');
+    expect(await action.textContent()).toMatch(/get_order.*GET.*\/orders\/100001.*200 ok/s);
+    expect(await page.locator('.entry-turn_timing .timing-bar').count()).toBe(2);
+    expect(await page.locator('.transcript').textContent()).toContain('shipped on 2026-11-20');
+    await page.getByRole('button', { name: /Verify the audit chain/ }).click();
+    await page.getByText(/Chain intact: \d+ entries/).waitFor();
+    await shot('conversation');
+    await accessible();
+  });
+
+  it('answers an escalated conversation as a person and closes it', async () => {
+    await page.goto(url(`/agents/support/conversations/${ids.escalated}`));
+    await page.getByRole('heading', { name: 'Answer as a person' }).waitFor();
+    await page.getByLabel('Reply').fill('Hello, this is Dana from support. How can I help?');
+    await page.getByLabel('Written by').fill('dana');
+    await accessible();
+    await page.getByRole('button', { name: 'Send reply' }).click();
+    await page.locator('.turn.operator', { hasText: 'this is Dana' }).waitFor();
+    await page.getByRole('button', { name: 'Close the conversation' }).click();
+    await page.locator('.facts .badge', { hasText: 'completed' }).waitFor();
+    expect(await page.getByRole('heading', { name: 'Answer as a person' }).count()).toBe(0);
+    const history = await server.sb.api.getHistory({ params: { slug: 'support', id: ids.escalated } });
+    expect(history.status === 200 && history.body).toMatchObject({ status: 'completed', outcome: 'resolved' });
+    expect(history.status === 200 && history.body.turns.at(-1)).toMatchObject({ role: 'agent', author: 'dana' });
+  });
+
+  it('plays a draft version in the playground, turn by turn, and saves the conversation as a test', async () => {
+    const draft = supportAgent(backend.url);
+    (draft.capabilities[0].phases![0] as { say: unknown }).say = 'Draft: which order number?';
+    const put = await server.sb.api.putAgent({ params: { slug: 'support' }, query: { activate: 'false' }, body: draft as never });
+    expect(put.status === 200 && put.body.stored_version).toBe(2);
+
+    await page.goto(url('/agents/support/playground'));
+    await page.getByLabel('Version').selectOption('2');
+    const message = page.getByPlaceholder('Type a message');
+    await message.fill('where is my order');
+    await message.press('Enter');
+    const facts = page.getByTestId('turn-facts');
+    await facts.first().waitFor();
+    expect(await page.locator('.chat .turn.agent .text').first().textContent()).toBe('Draft: which order number?');
+    await expect.poll(() => facts.first().textContent()).toMatch(/capability order_status · phase ask_order · confidence 0\.\d\d · active/);
+    await page.getByRole('button', { name: "I don't know it" }).waitFor();
+    await message.fill('100001');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await expect.poll(() => facts.count()).toBe(2);
+    expect(await facts.nth(1).textContent()).toMatch(/phase shipped · confidence kept \(no routing this turn\) · completed/);
+    await shot('playground');
+    await accessible();
+
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Save as test' }).click()]);
+    expect(download.suggestedFilename()).toBe('support.test.yaml');
+    savedTest = readFileSync((await download.path())!, 'utf8');
+    const file = parse(savedTest);
+    expect(file.agent).toBe('support');
+    expect(file.tests[0].actions.get_order).toMatchObject({ status: 200, body: { status: 'shipped' } });
+    expect(file.tests[0].steps.map((s: any) => [s.user, s.expect.phase, s.expect.status])).toEqual([
+      ['where is my order', 'ask_order', 'active'],
+      ['100001', 'shipped', 'completed'],
+    ]);
+    const conversations = await server.sb.api.listConversations({ params: { slug: 'support' }, query: { limit: 1 } });
+    const latest = conversations.status === 200 ? conversations.body.data[0].id : '';
+    const detail = await server.sb.api.getConversation({ params: { slug: 'support', id: latest } });
+    expect(detail.status === 200 && detail.body.agent_version).toBe(2);
+  });
+
+  it("streams a model's reply into the playground as it is written", async () => {
+    const words = 'Of course. I can help with questions about your account, orders and deliveries, any time you like.';
+    llm.script({ text: words, pieces: words.match(/\S+\s*/g)! });
+    await page.goto(url('/agents/helper/playground'));
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+    // Every text the reply shows on its way, as the page renders it.
+    await page.evaluate(`
+      window.seen = [];
+      new MutationObserver(() => {
+        const t = document.querySelector('.chat .turn.agent .text')?.textContent ?? '';
+        if (t && t !== '…' && window.seen.at(-1) !== t) window.seen.push(t);
+      }).observe(document.querySelector('.chat'), { subtree: true, childList: true, characterData: true });
+    `);
+    await page.getByPlaceholder('Type a message').fill('hello');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.getByTestId('turn-facts').waitFor();
+    expect(await page.locator('.chat .turn.agent .text').textContent()).toBe(words);
+    const seen = await page.evaluate<string[]>('window.seen');
+    const partial = seen.filter((t) => t.length < words.length && words.startsWith(t));
+    expect(partial.length).toBeGreaterThanOrEqual(2);
+    expect(llm.calls.at(-1)!.body.stream).toBe(true);
+  });
+
+  it('compares two versions side by side and activates the draft', async () => {
+    await page.goto(url('/agents/support/versions'));
+    await page.getByRole('heading', { name: 'Compare definitions' }).waitFor();
+    await page.locator('table.diff').waitFor();
+    expect(await page.locator('table.diff td.ins', { hasText: 'Draft: which order number?' }).count()).toBe(1);
+    expect(await page.locator('table.diff td.del', { hasText: 'What is your order number?' }).count()).toBe(1);
+    await shot('versions');
+    await accessible();
+    await page.getByRole('button', { name: 'Activate v2' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Make v2 current?' });
+    await dialog.waitFor();
+    await dialog.getByRole('button', { name: 'Activate v2' }).click();
+    await page.getByText('current version v2').waitFor();
+    const agent = await server.sb.api.getAgent({ params: { slug: 'support' } });
+    expect(agent.status === 200 && agent.body.version).toBe(2);
+  });
+
+  it('starts a replay, shows its progress and the first difference of each changed conversation', async () => {
+    await page.goto(url('/agents/support/replays'));
+    await page.getByLabel('Version').selectOption('2');
+    await page.getByLabel('Conversations with status').selectOption('completed');
+    await page.getByRole('button', { name: 'Start the replay' }).click();
+    await page.getByText(/^Done: \d+ of \d+ conversations\.$/).waitFor({ timeout: 20_000 });
+    expect(page.url()).toMatch(/\/console\/agents\/support\/replays\/[0-9a-f-]{36}$/);
+    const changed = page.locator('.tile', { hasText: 'Changed' }).locator('dd');
+    expect(Number(await changed.textContent())).toBeGreaterThanOrEqual(1);
+    const row = page.getByRole('region', { name: 'Differences' }).locator('tbody tr', { hasText: ids.completed.slice(0, 8) });
+    expect(await row.textContent()).toMatch(/changed.*reply.*What is your order number\?.*Draft: which order number\?/s);
+    await shot('replay');
+    await accessible();
+    await page.getByRole('link', { name: '← Replays' }).click();
+    expect(await page.getByRole('heading', { name: 'Started in this tab' }).count()).toBe(1);
+    expect(await page.locator('main li a[href*="/replays/"]').count()).toBe(1);
+  });
+
+  it('runs the saved test file against the current version', async () => {
+    await page.goto(url('/agents/support/tests'));
+    await page.getByLabel('Test file').fill(savedTest);
+    await page.getByRole('button', { name: 'Run the tests' }).click();
+    await page.getByRole('heading', { name: '1 passed, 0 failed on v2' }).waitFor();
+    // A failing expectation says what came back.
+    await page.getByLabel('Test file').fill(savedTest.replace('Draft: which order number?', 'Something else entirely'));
+    await page.getByRole('button', { name: 'Run the tests' }).click();
+    await page.getByRole('heading', { name: '0 passed, 1 failed on v2' }).waitFor();
+    expect(await page.locator('.results').textContent()).toContain('came back: order_status · ask_order · active');
+    await shot('tests');
+    await accessible();
+  });
+
+  it('erases a conversation after a confirmation', async () => {
+    await page.goto(url(`/agents/support/conversations/${ids.live}`));
+    await page.getByRole('button', { name: 'Erase this conversation…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Erase this conversation?' });
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    expect(await page.locator('.transcript').textContent()).toContain('track my package');
+    await page.getByRole('button', { name: 'Erase this conversation…' }).click();
+    await dialog.getByRole('button', { name: 'Erase' }).click();
+    await page
+      .getByText(/Personal data erased/)
+      .first()
+      .waitFor();
+    expect(await page.locator('.transcript').textContent()).not.toContain('track my package');
+  });
+
+  it('is usable with the keyboard alone', async () => {
+    await page.goto(url('/'));
+    await page.getByRole('heading', { name: 'Agents' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate('document.activeElement?.id')).toBe('main');
+    // Tab to the Support link and follow it, then to the Playground tab.
+    for (let i = 0; i < 20 && (await page.evaluate('document.activeElement?.textContent')) !== 'Support'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    for (let i = 0; i < 30 && (await page.evaluate('document.activeElement?.textContent')) !== 'Playground'; i++) await page.keyboard.press('Tab');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Playground' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/console/agents/support/playground');
+  });
+
+  it('fits a phone-width screen without sideways scrolling', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const path of ['/', `/agents/support/conversations/${ids.completed}`, '/agents/support/conversations', '/agents/support/playground']) {
+      await page.goto(url(path));
+      await page.locator('main h1, main h2').first().waitFor();
+      await page.waitForLoadState('networkidle').catch(() => undefined);
+      const [scroll, inner] = await page.evaluate<number[]>('[document.documentElement.scrollWidth, window.innerWidth]');
+      expect(scroll, path).toBeLessThanOrEqual(inner);
+    }
+    await page.goto(url(`/agents/support/conversations/${ids.completed}`));
+    await page.getByRole('heading', { name: 'Audit timeline' }).waitFor();
+    await shot('phone');
+    await accessible();
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('says what to do for an address with nothing there', async () => {
+    await page.goto(url('/nowhere'));
+    await page.getByText('No such page').waitFor();
+    expect(await page.getByRole('link', { name: 'Go to the agents' }).count()).toBe(1);
+  });
+
+  it('wrote nothing to the browser console on any page', () => {
+    expect(problems).toEqual([]);
+  });
+});
+
+describe.skipIf(!hasBrowser)('the console in api_key mode', () => {
+  const f = appFixture(sqlite, { config: { authMode: 'api_key' }, tenant: 'acme' });
+  let server: Awaited<ReturnType<typeof listen>>;
+  let browser: Awaited<ReturnType<typeof launch>>;
+  beforeAll(async () => {
+    server = await listen(f.app);
+    browser = await launch();
+    browser.context.setDefaultTimeout(10_000);
+  });
+  afterEach(async (ctx) => {
+    if (ctx.task.result?.state !== 'fail') return;
+    for (const [i, p] of browser.context.pages().entries()) await p.screenshot({ path: join(tmpdir(), `console-failure-api-key-${i}.png`), fullPage: true });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it('signs in with a pasted key kept for this tab only, and refuses a wrong one', async () => {
+    const { key } = await f.app.keys.create('acme', ['admin', 'read', 'converse']);
+    const page = await browser.context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`${server.url}/console/`);
+    await page.getByLabel('API key (AUTH_MODE=api_key)').check();
+    await page.getByLabel('API key', { exact: true }).fill(`${key.slice(0, -4)}AAAA`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    expect(await page.getByRole('alert').textContent()).toContain('sign in with a valid API key');
+    await page.getByLabel('API key', { exact: true }).fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('This tenant has no agents yet').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(await page.evaluate('localStorage.length')).toBe(0);
+    expect(await page.evaluate<string>("sessionStorage.getItem('switchboard.console.session')")).toContain(key);
+    // Another tab does not share it.
+    const other = await browser.context.newPage();
+    await other.goto(`${server.url}/console/`);
+    await other.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(problems).toEqual([]);
+  });
+});
