@@ -58,6 +58,27 @@ export interface ConverseStreamOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * The chunks of a response body. Read with a reader, not `for await` on the stream itself, which
+ * some browsers (Safari) do not offer; leaving early cancels the body, closing the connection.
+ */
+async function* chunks(body: ReadableStream<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const reader = body.getReader();
+  let done = false;
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) {
+        done = true;
+        return;
+      }
+      yield r.value;
+    }
+  } finally {
+    if (!done) await reader.cancel().catch(() => undefined);
+  }
+}
+
 /** A refused event stream or streamed call: the server's problem details. */
 export class SwitchboardError extends Error {
   constructor(
@@ -125,7 +146,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
           onRetry: (ms) => (retryMs = ms),
         });
         const decoder = new TextDecoder();
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        for await (const chunk of chunks(res.body)) {
           parser.feed(decoder.decode(chunk, { stream: true }));
           while (queue.length) {
             const e = queue.shift()!;
@@ -185,7 +206,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
     });
     const decoder = new TextDecoder();
     let done = false;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for await (const chunk of chunks(res.body)) {
       parser.feed(decoder.decode(chunk, { stream: true }));
       while (queue.length) {
         const e = queue.shift()!;

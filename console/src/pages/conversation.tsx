@@ -66,7 +66,7 @@ export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
           <dt>Status</dt>
           <dd>
             <StatusBadge status={detail.status} />
-            {detail.outcome && <> {detail.outcome}</>}
+            {detail.outcome && detail.outcome !== detail.status && <> {detail.outcome}</>}
           </dd>
         </div>
         <div>
@@ -160,7 +160,7 @@ function Verify({ agent, id, entries }: { agent: Agent; id: string; entries: num
       const v = ok(await client.api.verifyAuditLogs({ params: { slug: agent.slug, id } }));
       setResult(
         v.valid
-          ? { valid: true, text: `Chain intact: ${v.entries} entries and every turn match their hashes.` }
+          ? { valid: true, text: `Chain intact: ${v.entries} entries and every turn match their chained hashes.` }
           : {
               valid: false,
               text: `Chain broken at entry #${v.first_broken!.sequence} (${v.first_broken!.reason.replace(/_/g, ' ')}${v.first_broken!.turn_index !== undefined ? `, turn ${v.first_broken!.turn_index}` : ''}).`,
