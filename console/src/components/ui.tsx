@@ -140,3 +140,32 @@ export function Field({ label, children }: { label: string; children: (id: strin
     </div>
   );
 }
+
+/** A table's header row: one column header per name (an empty name is read out as "Actions"). */
+export function Head({ cols }: { cols: string[] }) {
+  return (
+    <thead>
+      <tr>
+        {cols.map((c) => (
+          <th key={c} scope="col">
+            {c || <span class="sr-only">Actions</span>}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}
+
+/** A filter's select: "any" (the empty value) or one of the options. */
+export function AnySelect({ id, value, options, onChange }: { id: string; value: string; options: readonly string[]; onChange: (v: string) => void }) {
+  return (
+    <select id={id} value={value} onChange={(e) => onChange(e.currentTarget.value)}>
+      <option value="">any</option>
+      {options.map((o) => (
+        <option key={o} value={o}>
+          {o}
+        </option>
+      ))}
+    </select>
+  );
+}

@@ -2,7 +2,7 @@
 import { Link } from 'wouter-preact';
 import { ok, useLoad } from '../api';
 import { useSession } from '../app';
-import { Empty, ErrorBox, Loading, TableWrap, Time } from '../components/ui';
+import { Empty, ErrorBox, Loading, TableWrap, Time, Head } from '../components/ui';
 
 export function AgentsPage() {
   const { client } = useSession();
@@ -23,14 +23,7 @@ export function AgentsPage() {
       {agents.data && agents.data.length > 0 && (
         <TableWrap label="Agents">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Agent</th>
-                <th scope="col">Version</th>
-                <th scope="col">Capabilities</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
+            <Head cols={['Agent', 'Version', 'Capabilities', 'Updated']} />
             <tbody>
               {agents.data.map((a) => (
                 <tr key={a.id}>

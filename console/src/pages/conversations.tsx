@@ -5,9 +5,9 @@ import { Link } from 'wouter-preact';
 import type { Agent, ConversationStatus, ConversationSummary } from '@switchboard/client';
 import { asApiError, ok, useInterval, type ApiError } from '../api';
 import { useSession } from '../app';
-import { Empty, ErrorBox, Field, StatusBadge, TableWrap, Time } from '../components/ui';
+import { AnySelect, Empty, ErrorBox, Field, Head, StatusBadge, TableWrap, Time } from '../components/ui';
 
-const STATUSES: ConversationStatus[] = ['active', 'paused', 'escalated', 'completed', 'abandoned'];
+export const STATUSES: readonly ConversationStatus[] = ['active', 'paused', 'escalated', 'completed', 'abandoned'];
 export const LIVE_MS = 5000;
 
 interface Filters {
@@ -85,27 +85,16 @@ export function Conversations({ agent }: { agent: Agent }) {
       <h2>Conversations</h2>
       <form class="filters" onSubmit={apply} aria-label="Filters">
         <Field label="Status">
-          {(id) => (
-            <select id={id} value={draft.status} onChange={set('status')}>
-              <option value="">any</option>
-              {STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          )}
+          {(id) => <AnySelect id={id} value={draft.status} options={STATUSES} onChange={(v) => setDraft({ ...draft, status: v })} />}
         </Field>
         <Field label="Capability">
           {(id) => (
-            <select id={id} value={draft.capability} onChange={set('capability')}>
-              <option value="">any</option>
-              {agent.capabilities.map((c) => (
-                <option key={c.id} value={c.name}>
-                  {c.name}
-                </option>
-              ))}
-            </select>
+            <AnySelect
+              id={id}
+              value={draft.capability}
+              options={agent.capabilities.map((c) => c.name)}
+              onChange={(v) => setDraft({ ...draft, capability: v })}
+            />
           )}
         </Field>
         <Field label="User id">{(id) => <input id={id} value={draft.user_id} maxLength={256} onInput={set('user_id')} />}</Field>
@@ -140,18 +129,7 @@ export function Conversations({ agent }: { agent: Agent }) {
       {rows && rows.length > 0 && (
         <TableWrap label="Conversations">
           <table class="conversations">
-            <thead>
-              <tr>
-                <th scope="col">Conversation</th>
-                <th scope="col">Status</th>
-                <th scope="col">Capability</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">User</th>
-                <th scope="col">Turns</th>
-                <th scope="col">Started</th>
-                <th scope="col">Updated</th>
-              </tr>
-            </thead>
+            <Head cols={['Conversation', 'Status', 'Capability', 'Outcome', 'User', 'Turns', 'Started', 'Updated']} />
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id} class={fresh.has(r.id) ? 'fresh' : undefined}>

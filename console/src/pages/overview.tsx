@@ -5,7 +5,7 @@ import type { Agent, AgentAnalytics } from '@switchboard/client';
 import { ok, useLoad } from '../api';
 import { useSession } from '../app';
 import { ChartBox, COLORS } from '../components/chart';
-import { Empty, ErrorBox, Loading, TableWrap, percent } from '../components/ui';
+import { Empty, ErrorBox, Loading, TableWrap, percent, Head } from '../components/ui';
 
 const WINDOWS = {
   '24h': { label: 'Last 24 hours', hours: 24, interval: 'hour' },
@@ -133,12 +133,7 @@ function Figures({ a }: { a: AgentAnalytics }) {
             table={
               <TableWrap label="Containment figures">
                 <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Bucket</th>
-                      <th scope="col">Containment</th>
-                    </tr>
-                  </thead>
+                  <Head cols={['Bucket', 'Containment']} />
                   <tbody>
                     {labels.map((l, i) => (
                       <tr key={a.series[i].start}>
@@ -190,15 +185,7 @@ function SeriesTable({ a, labels }: { a: AgentAnalytics; labels: string[] }) {
   return (
     <TableWrap label="Conversations per bucket">
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Bucket</th>
-            <th scope="col">Started</th>
-            <th scope="col">Completed</th>
-            <th scope="col">Escalated</th>
-            <th scope="col">Abandoned</th>
-          </tr>
-        </thead>
+        <Head cols={['Bucket', 'Started', 'Completed', 'Escalated', 'Abandoned']} />
         <tbody>
           {a.series.map((s, i) => (
             <tr key={s.start}>
@@ -219,15 +206,7 @@ function CapabilityTable({ a }: { a: AgentAnalytics }) {
   return (
     <TableWrap label="Capabilities">
       <table>
-        <thead>
-          <tr>
-            <th scope="col">Capability</th>
-            <th scope="col">Started</th>
-            <th scope="col">Completed</th>
-            <th scope="col">Escalated</th>
-            <th scope="col">Abandoned</th>
-          </tr>
-        </thead>
+        <Head cols={['Capability', 'Started', 'Completed', 'Escalated', 'Abandoned']} />
         <tbody>
           {a.capabilities.map((c) => (
             <tr key={c.name}>

@@ -6,9 +6,10 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { stringify } from 'yaml';
 import type { Agent, AuditEntry, ConverseResponse, Option } from '@switchboard/client';
-import { asApiError, ok, useLoad, type ApiError } from '../api';
+import { asApiError, ok, type ApiError } from '../api';
 import { useSession } from '../app';
 import { ErrorBox, StatusBadge } from '../components/ui';
+import { useVersions, VersionSelect } from '../components/versions';
 
 interface Exchange {
   user: string;
@@ -68,7 +69,7 @@ function download(name: string, text: string) {
 
 export function Playground({ agent }: { agent: Agent }) {
   const { client } = useSession();
-  const versions = useLoad(async () => ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100 } })).data, [client, agent.slug]);
+  const versions = useVersions(agent.slug);
   const [version, setVersion] = useState(agent.version);
   const [userId, setUserId] = useState('playground');
   const [conversationId, setConversationId] = useState<string | null>(null);
@@ -152,15 +153,7 @@ export function Playground({ agent }: { agent: Agent }) {
       <h2>Playground</h2>
       <div class="row">
         <label class="inline">
-          Version{' '}
-          <select value={version} disabled={conversationId !== null} onChange={(e) => setVersion(Number(e.currentTarget.value))}>
-            {(versions.data ?? [{ version: agent.version, current: true }]).map((v) => (
-              <option key={v.version} value={v.version}>
-                v{v.version}
-                {v.current ? ' (current)' : v.version > agent.version ? ' (draft)' : ''}
-              </option>
-            ))}
-          </select>
+          Version <VersionSelect agent={agent} versions={versions.data} value={version} disabled={conversationId !== null} onChange={setVersion} />
         </label>
         <label class="inline">
           User id <input value={userId} maxLength={256} disabled={conversationId !== null} onInput={(e) => setUserId(e.currentTarget.value)} />

@@ -7,7 +7,9 @@ import { Link, useLocation } from 'wouter-preact';
 import type { Agent, ConversationStatus, Replay } from '@switchboard/client';
 import { asApiError, ok, useInterval, useLoad, type ApiError } from '../api';
 import { useSession } from '../app';
-import { Empty, ErrorBox, Field, Loading, TableWrap, Time } from '../components/ui';
+import { AnySelect, Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
+import { useVersions, VersionSelect } from '../components/versions';
+import { STATUSES } from './conversations';
 
 const STARTED = (slug: string) => `switchboard.console.replays.${slug}`;
 
@@ -22,7 +24,7 @@ function started(slug: string): { id: string; version: number; at: string }[] {
 export function Replays({ agent }: { agent: Agent }) {
   const { client } = useSession();
   const [, navigate] = useLocation();
-  const versions = useLoad(async () => ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100 } })).data, [client, agent.slug]);
+  const versions = useVersions(agent.slug);
   const [version, setVersion] = useState<number | null>(null);
   const [status, setStatus] = useState('');
   const [capability, setCapability] = useState('');
@@ -65,41 +67,10 @@ export function Replays({ agent }: { agent: Agent }) {
         version would have answered otherwise.
       </p>
       <form class="filters" onSubmit={(e) => void start(e)} aria-label="Start a replay">
-        <Field label="Version">
-          {(id) => (
-            <select id={id} value={chosen} onChange={(e) => setVersion(Number(e.currentTarget.value))}>
-              {(versions.data ?? []).map((v) => (
-                <option key={v.version} value={v.version}>
-                  v{v.version}
-                  {v.current ? ' (current)' : ''}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
-        <Field label="Conversations with status">
-          {(id) => (
-            <select id={id} value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-              <option value="">any</option>
-              {['active', 'paused', 'escalated', 'completed', 'abandoned'].map((s) => (
-                <option key={s} value={s}>
-                  {s}
-                </option>
-              ))}
-            </select>
-          )}
-        </Field>
+        <Field label="Version">{(id) => <VersionSelect id={id} agent={agent} versions={versions.data} value={chosen} onChange={setVersion} />}</Field>
+        <Field label="Conversations with status">{(id) => <AnySelect id={id} value={status} options={STATUSES} onChange={setStatus} />}</Field>
         <Field label="Capability">
-          {(id) => (
-            <select id={id} value={capability} onChange={(e) => setCapability(e.currentTarget.value)}>
-              <option value="">any</option>
-              {agent.capabilities.map((c) => (
-                <option key={c.id} value={c.name}>
-                  {c.name}
-                </option>
-              ))}
-            </select>
-          )}
+          {(id) => <AnySelect id={id} value={capability} options={agent.capabilities.map((c) => c.name)} onChange={setCapability} />}
         </Field>
         <Field label="At most">
           {(id) => <input id={id} type="number" min={1} max={500} value={limit} onInput={(e) => setLimit(Number(e.currentTarget.value))} />}
@@ -178,16 +149,7 @@ export function ReplayView({ agent, id }: { agent: Agent; id: string }) {
       {differing.length > 0 && (
         <TableWrap label="Differences">
           <table>
-            <thead>
-              <tr>
-                <th scope="col">Conversation</th>
-                <th scope="col">Verdict</th>
-                <th scope="col">Turn</th>
-                <th scope="col">Field</th>
-                <th scope="col">Recorded</th>
-                <th scope="col">Replayed</th>
-              </tr>
-            </thead>
+            <Head cols={['Conversation', 'Verdict', 'Turn', 'Field', 'Recorded', 'Replayed']} />
             <tbody>
               {differing.map((x) => (
                 <tr key={x.conversation_id}>

@@ -3,13 +3,14 @@
 import { useState } from 'preact/hooks';
 import { parse } from 'yaml';
 import type { Agent, TestResults } from '@switchboard/client';
-import { ApiError, asApiError, ok, useLoad } from '../api';
+import { ApiError, asApiError, ok } from '../api';
 import { useSession } from '../app';
 import { ErrorBox } from '../components/ui';
+import { useVersions, VersionSelect } from '../components/versions';
 
 export function Tests({ agent }: { agent: Agent }) {
   const { client } = useSession();
-  const versions = useLoad(async () => ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100 } })).data, [client, agent.slug]);
+  const versions = useVersions(agent.slug);
   const [version, setVersion] = useState(agent.version);
   const [text, setText] = useState('');
   const [results, setResults] = useState<TestResults | null>(null);
@@ -47,15 +48,7 @@ export function Tests({ agent }: { agent: Agent }) {
       <form onSubmit={(e) => void run(e)}>
         <div class="row">
           <label class="inline">
-            Version{' '}
-            <select value={version} onChange={(e) => setVersion(Number(e.currentTarget.value))}>
-              {(versions.data ?? [{ version: agent.version, current: true }]).map((v) => (
-                <option key={v.version} value={v.version}>
-                  v{v.version}
-                  {v.current ? ' (current)' : ''}
-                </option>
-              ))}
-            </select>
+            Version <VersionSelect agent={agent} versions={versions.data} value={version} onChange={setVersion} />
           </label>
           <label class="inline">
             Open a file <input type="file" accept=".yaml,.yml,.json" onChange={(e) => void e.currentTarget.files?.[0]?.text().then(setText)} />

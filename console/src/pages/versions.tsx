@@ -6,7 +6,8 @@ import { stringify } from 'yaml';
 import type { Agent } from '@switchboard/client';
 import { asApiError, ok, useLoad, type ApiError } from '../api';
 import { useSession } from '../app';
-import { ConfirmDialog, ErrorBox, Loading, TableWrap, Time } from '../components/ui';
+import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
+import { VersionSelect, versionKind } from '../components/versions';
 
 type Row = { left: number | null; leftText: string; right: number | null; rightText: string; kind: 'same' | 'changed' | 'removed' | 'added' };
 
@@ -75,7 +76,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
   if (!versions.data) return <Loading what="versions" />;
   const list = versions.data;
   const current = agent.version;
-  const kind = (v: number) => (v === current ? 'current' : v > current ? 'draft' : 'earlier');
+  const kind = (v: number) => versionKind(v, current);
   return (
     <div>
       <h2>Versions</h2>
@@ -83,17 +84,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
       {error && <ErrorBox error={error} />}
       <TableWrap label="Versions">
         <table>
-          <thead>
-            <tr>
-              <th scope="col">Version</th>
-              <th scope="col">State</th>
-              <th scope="col">Stored</th>
-              <th scope="col">Capabilities</th>
-              <th scope="col">
-                <span class="sr-only">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <Head cols={['Version', 'State', 'Stored', 'Capabilities', '']} />
           <tbody>
             {list.map((v) => (
               <tr key={v.version}>
@@ -119,26 +110,8 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
       </TableWrap>
       <h3>Compare definitions</h3>
       <div class="row">
-        <label class="inline">
-          Left{' '}
-          <select value={left ?? ''} onChange={(e) => setLeft(Number(e.currentTarget.value))}>
-            {list.map((v) => (
-              <option key={v.version} value={v.version}>
-                v{v.version} ({kind(v.version)})
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="inline">
-          Right{' '}
-          <select value={right ?? ''} onChange={(e) => setRight(Number(e.currentTarget.value))}>
-            {list.map((v) => (
-              <option key={v.version} value={v.version}>
-                v{v.version} ({kind(v.version)})
-              </option>
-            ))}
-          </select>
-        </label>
+        <Field label="Left">{(id) => <VersionSelect id={id} agent={agent} versions={list} value={left ?? current} onChange={setLeft} />}</Field>
+        <Field label="Right">{(id) => <VersionSelect id={id} agent={agent} versions={list} value={right ?? current} onChange={setRight} />}</Field>
       </div>
       {left !== null && right !== null && <Diff slug={agent.slug} left={left} right={right} />}
       <ConfirmDialog
