@@ -28,6 +28,5 @@ export function clientFor(c: Credentials): SwitchboardClient {
   return createSwitchboardClient({
     baseUrl: location.origin,
     ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : { apiKey: c.apiKey }),
-    userId: 'console',
   });
 }
