@@ -1,4 +1,4 @@
-// /console: the built files with their security headers and caching, the page for every path
+// /console: the built files with their security headers, caching and compression, the page for every path
 // under it, a problem document for a missing file, and a clear one when the console is not built.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { errorHandler } from '../../server/src/http/problem.js';
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-console-'));
 mkdirSync(join(dir, 'assets'));
 writeFileSync(join(dir, 'index.html'), '<!doctype html><title>console</title>');
-writeFileSync(join(dir, 'assets', 'index-abc123.js'), 'console.log(1)');
+writeFileSync(join(dir, 'assets', 'index-abc123.js'), `${'console.log("a script long enough to be worth compressing");\n'.repeat(200)}`);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function app(from: string) {
@@ -37,8 +37,10 @@ describe('the console files', () => {
   });
 
   it('serves hashed assets for a year, and a problem document for one that does not exist', async () => {
-    const asset = await request(app(dir)).get('/console/assets/index-abc123.js').expect(200);
+    const asset = await request(app(dir)).get('/console/assets/index-abc123.js').set('accept-encoding', 'gzip').expect(200);
     expect(asset.headers['cache-control']).toContain('immutable');
+    expect(asset.headers['content-encoding']).toBe('gzip');
+    expect(asset.text).toContain('worth compressing');
     const missing = await request(app(dir)).get('/console/assets/index-gone.js').expect(404);
     expect(missing.headers['content-type']).toContain('application/problem+json');
     expect(missing.body.code).toBe('not_found');

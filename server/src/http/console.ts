@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import compression from 'compression';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { NotFoundError } from '../errors.js';
 
@@ -33,6 +34,8 @@ function securityHeaders(res: Response): void {
 export function consoleRouter(dir = DEFAULT_DIR): Router {
   const router = express.Router();
   const index = join(dir, 'index.html');
+  // The script is some 440 KB: compressed (gzip or brotli, as the browser accepts) it is a third of that.
+  router.use(compression());
   router.use(
     express.static(dir, {
       index: false,
