@@ -24,7 +24,7 @@ import { AgentDefinition } from './definition.js';
 import { ApiKey, CreatedKey, CreateKey, type Scope } from './keys.js';
 import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 import { RunTests, TestResults } from './tests.js';
-import { Replay, StartReplay } from './replays.js';
+import { Replay, ReplaySummary, ReplaysQuery, StartReplay } from './replays.js';
 import { AgentAnalytics, AnalyticsQuery } from './analytics.js';
 
 export * from './agents.js';
@@ -231,6 +231,15 @@ export const agentsContract = c.router({
     },
     summary: 'Replay recorded conversations against a version: actions answered from their recordings, nothing stored or sent',
   },
+  listReplays: {
+    method: 'GET',
+    path: '/agents/:slug/replays',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ReplaysQuery,
+    responses: { 200: Page(ReplaySummary).describe("The agent's replays kept (seven days), newest first, without their results") },
+    summary: "List an agent's replays, newest first",
+  },
   getReplay: {
     method: 'GET',
     path: '/agents/:slug/replays/:id',
@@ -364,6 +373,7 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   activateVersion: 'admin',
   runTests: 'read',
   startReplay: 'admin',
+  listReplays: 'read',
   getReplay: 'read',
   postOperatorMessage: 'admin',
   setStatus: 'admin',

@@ -45,4 +45,12 @@ export const Replay = z
   })
   .describe('A replay of recorded conversations against a version');
 export type Replay = z.infer<typeof Replay>;
+
+export const ReplaySummary = Replay.omit({ results: true }).describe('A replay without its per-conversation results');
+export type ReplaySummary = z.infer<typeof ReplaySummary>;
+
+export const ReplaysQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(50).default(20),
+  cursor: z.string().max(500).optional(),
+});
 export type ReplayResult = z.infer<typeof ReplayResult>;

@@ -282,9 +282,14 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(await row.textContent()).toMatch(/changed.*reply.*What is your order number\?.*Draft: which order number\?/s);
     await shot('replay');
     await accessible();
+    const id = page.url().split('/').at(-1)!;
     await page.getByRole('link', { name: '← Replays' }).click();
-    expect(await page.getByRole('heading', { name: 'Started in this tab' }).count()).toBe(1);
-    expect(await page.locator('main li a[href*="/replays/"]').count()).toBe(1);
+    const listed = page.getByRole('region', { name: 'Replays' }).locator('tbody tr');
+    await expect.poll(() => listed.count()).toBe(1);
+    const cells = await listed.locator('td').allTextContents();
+    expect(cells.slice(1, 3)).toEqual(['v2', 'done']);
+    expect(Number(cells[5])).toBeGreaterThanOrEqual(1);
+    expect(await listed.locator('a').getAttribute('href')).toBe(`/console/agents/support/replays/${id}`);
   });
 
   it('runs the saved test file against the current version', async () => {

@@ -136,4 +136,23 @@ describe.each(databases)('replays on $name', (database) => {
     const started = await api().post('/api/v1/agents/shop/replays').set('tenant-id', 'acme').send({ version: 1 }).expect(202);
     await api().get(`/api/v1/agents/shop/replays/${started.body.id}`).set('tenant-id', 'globex').expect(404);
   });
+
+  it('lists the replays kept, newest first and without their results, a page at a time', async () => {
+    const first = await replay({ version: 1, status: 'completed' });
+    const second = await replay({ version: 1, limit: 1 });
+    const list = async (query = '', tenant = 'acme') => api().get(`/api/v1/agents/shop/replays${query}`).set('tenant-id', tenant);
+    const listed = await list('?limit=50');
+    expect(listed.status).toBe(200);
+    const all = listed.body;
+    expect(all.data.slice(0, 2).map((r: any) => r.id)).toEqual([second.id, first.id]);
+    expect(all.data[1]).toMatchObject({ version: 1, status: 'done', summary: { conversations: 1, identical: 1 }, progress: { done: 1, total: 1 } });
+    expect(all.data[1]).not.toHaveProperty('results');
+    const page1 = (await list('?limit=1')).body;
+    expect(page1.data.map((r: any) => r.id)).toEqual([second.id]);
+    const page2 = (await list(`?limit=1&cursor=${page1.next_cursor}`)).body;
+    expect(page2.data.map((r: any) => r.id)).toEqual([first.id]);
+    expect((await list('?cursor=bm9wZQ')).status).toBe(400);
+    expect((await list('?limit=51')).status).toBe(400);
+    expect((await list('', 'globex')).status).toBe(404);
+  });
 });

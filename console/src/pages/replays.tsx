@@ -1,7 +1,6 @@
 // Replays: recorded conversations fed to a version with their actions answered from their
 // recordings. Start one with the list's filters, watch its progress, read the first difference of
-// each changed conversation. The server keeps a replay seven days but does not list them: the
-// replays started in this tab are listed from sessionStorage, and each has its own address.
+// each changed conversation. The replays the server keeps (seven days) are listed, newest first.
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import type { Agent, ConversationStatus, Replay } from '@switchboard/client';
@@ -10,16 +9,6 @@ import { useSession } from '../app';
 import { AnySelect, Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
 import { STATUSES } from './conversations';
-
-const STARTED = (slug: string) => `switchboard.console.replays.${slug}`;
-
-function started(slug: string): { id: string; version: number; at: string }[] {
-  try {
-    return JSON.parse(sessionStorage.getItem(STARTED(slug)) ?? '[]') as { id: string; version: number; at: string }[];
-  } catch {
-    return [];
-  }
-}
 
 export function Replays({ agent }: { agent: Agent }) {
   const { client } = useSession();
@@ -46,10 +35,6 @@ export function Replays({ agent }: { agent: Agent }) {
         }),
         202,
       );
-      sessionStorage.setItem(
-        STARTED(agent.slug),
-        JSON.stringify([{ id: r.id, version: chosen, at: new Date().toISOString() }, ...started(agent.slug)].slice(0, 20)),
-      );
       navigate(`/replays/${r.id}`);
     } catch (err) {
       setError(asApiError(err));
@@ -58,7 +43,6 @@ export function Replays({ agent }: { agent: Agent }) {
     }
   }
 
-  const mine = started(agent.slug);
   return (
     <div>
       <h2>Replays</h2>
@@ -82,22 +66,64 @@ export function Replays({ agent }: { agent: Agent }) {
         </div>
       </form>
       {error && <ErrorBox error={error} />}
-      <h3>Started in this tab</h3>
-      {mine.length === 0 ? (
-        <Empty title="No replay started here yet">
-          <p>Start one above; a replay&rsquo;s address can be shared while the server keeps it (seven days).</p>
-        </Empty>
-      ) : (
-        <ul>
-          {mine.map((r) => (
-            <li key={r.id}>
-              <Link href={`/replays/${r.id}`}>
-                v{r.version}, <Time iso={r.at} />
-              </Link>
-            </li>
-          ))}
-        </ul>
-      )}
+      <h3>Replays kept</h3>
+      <ReplayList agent={agent} />
+    </div>
+  );
+}
+
+/** The agent's replays, newest first, page by page; refreshed while one of them runs. */
+function ReplayList({ agent }: { agent: Agent }) {
+  const { client } = useSession();
+  const [pages, setPages] = useState<string[]>([]);
+  const cursor = pages.at(-1);
+  const list = useLoad(
+    async () => ok(await client.api.listReplays({ params: { slug: agent.slug }, query: { limit: 20, ...(cursor ? { cursor } : {}) } })),
+    [client, agent.slug, cursor],
+  );
+  useInterval(list.reload, list.data?.data.some((r) => r.status === 'running') ? 2000 : null);
+  if (list.error) return <ErrorBox error={list.error} retry={list.reload} />;
+  if (!list.data) return <Loading what="replays" />;
+  if (list.data.data.length === 0 && pages.length === 0) {
+    return (
+      <Empty title="No replay yet">
+        <p>Start one above: it feeds recorded conversations to the version you pick. The server keeps each replay seven days.</p>
+      </Empty>
+    );
+  }
+  const next = list.data.next_cursor;
+  return (
+    <div>
+      <TableWrap label="Replays">
+        <table>
+          <Head cols={['Started', 'Version', 'Status', 'Conversations', 'Identical', 'Changed', 'Errors']} />
+          <tbody>
+            {list.data.data.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <Link href={`/replays/${r.id}`}>
+                    <Time iso={r.created_at} />
+                  </Link>
+                </td>
+                <td>v{r.version}</td>
+                <td>{r.status === 'running' ? `running (${r.progress.done} of ${r.progress.total})` : r.status}</td>
+                <td>{r.summary.conversations}</td>
+                <td>{r.summary.identical}</td>
+                <td>{r.summary.changed}</td>
+                <td>{r.summary.errors}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+      <div class="row">
+        <button type="button" disabled={pages.length === 0} onClick={() => setPages(pages.slice(0, -1))}>
+          Newer
+        </button>
+        <button type="button" disabled={!next} onClick={() => next && setPages([...pages, next])}>
+          Older
+        </button>
+      </div>
     </div>
   );
 }

@@ -64,6 +64,8 @@ const NAMED: Record<string, ZodTypeAny> = {
   OperatorMessageResult: c.OperatorMessageResult,
   Health: c.Health,
   AgentAnalytics: c.AgentAnalytics,
+  Replay: c.Replay,
+  ReplaySummary: c.ReplaySummary,
 };
 
 const TAGS: { name: string; description: string; routes: string[] }[] = [
@@ -79,6 +81,11 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
     routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'],
   },
   { name: 'Agents', description: 'Agent definitions and their versions', routes: ['putAgent', 'listAgents', 'getAgent', 'deleteAgent'] },
+  {
+    name: 'Versions',
+    description: 'Versions and drafts, activation and rollback, test conversations and replays of recorded ones',
+    routes: ['listVersions', 'getVersion', 'activateVersion', 'runTests', 'startReplay', 'listReplays', 'getReplay'],
+  },
   { name: 'Analytics', description: "How an agent's conversations went", routes: ['getAnalytics'] },
   { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
   { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },

@@ -129,6 +129,7 @@ export function createRouter(
       getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.version(headers['tenant-id'], params.slug, params.version) }),
       getAnalytics: async ({ params, headers, query }) => ({ status: 200, body: await analytics.get(headers['tenant-id'], params.slug, query) }),
       startReplay: async ({ params, headers, body }) => ({ status: 202, body: await replays.start(headers['tenant-id'], params.slug, body) }),
+      listReplays: async ({ params, headers, query }) => ({ status: 200, body: await replays.list(headers['tenant-id'], params.slug, query) }),
       getReplay: async ({ params, headers }) => ({ status: 200, body: await replays.get(headers['tenant-id'], params.slug, params.id) }),
       runTests: async ({ params, headers, body }) => ({ status: 200, body: await agents.test(headers['tenant-id'], params.slug, body) }),
       activateVersion: async ({ params, headers }) => ({ status: 200, body: await agents.activate(headers['tenant-id'], params.slug, params.version) }),

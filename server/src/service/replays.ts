@@ -4,12 +4,13 @@
 // conversations and no webhook fires. Each runs in the background in the process that started
 // it, with its progress and results in the `replays` table for seven days.
 import { randomUUID } from 'node:crypto';
-import type { Replay, ReplayResult } from '@switchboard/contract';
+import type { Replay, ReplayResult, ReplaySummary } from '@switchboard/contract';
 import type { ActionResult, AuditRow, Conversation, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { EngineReply, EngineRequest } from '../engine/run.js';
 import { NotFoundError, RateLimitedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
 import type { AgentService } from './agent-service.js';
@@ -158,6 +159,22 @@ export class ReplayService {
     const row = await this.deps.replays.get(tenantId, agent.id, id);
     if (!row || row.expiresAt < iso(this.deps.clock.now())) throw new NotFoundError('replay_not_found', `No replay ${id}`);
     return this.toApi(row);
+  }
+
+  /** The agent's replays, newest first, a page at a time, without their results. */
+  async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: ReplaySummary[]; next_cursor: string | null }> {
+    const agent = await this.deps.agents.any(tenantId, slug);
+    const after = decodeCursor(q.cursor, isTimeAndId);
+    const rows = await this.deps.replays.list(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      data: page.map((r) => {
+        const { results: _results, ...summary } = this.toApi(r);
+        return summary;
+      }),
+      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
+    };
   }
 
   /** Stops the replays this process runs; they are marked failed. */

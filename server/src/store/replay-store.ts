@@ -87,6 +87,23 @@ export class ReplayStore {
       });
   }
 
+  /** An agent's replays not yet expired, newest first, after a (created_at, id) position. */
+  async list(tenantId: string, agentId: string, q: { limit: number; after: [string, string] | null; now: string }): Promise<ReplayRow[]> {
+    const query = this.knex<ReplayTableRow>('replays')
+      .where({ tenant_id: tenantId, agent_id: agentId })
+      .where('expires_at', '>=', q.now)
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(q.limit);
+    if (q.after) {
+      const [createdAt, id] = q.after;
+      void query.where((w) => w.where('created_at', '<', createdAt).orWhere((x) => x.where('created_at', createdAt).where('id', '<', id)));
+    }
+    return (await query).map(toRow);
+  }
+
   /** Replays of the tenant still running (updated since `since`). */
   async running(tenantId: string, since: string): Promise<number> {
     const r = (await this.knex<ReplayTableRow>('replays')
