@@ -10,6 +10,7 @@ import { AnalyticsStore } from '../../server/src/store/analytics-store.js';
 import { ConversationStore } from '../../server/src/store/conversation-store.js';
 import type { Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
+import { ReplayStore } from '../../server/src/store/replay-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
 
@@ -132,5 +133,9 @@ describe.each(databases)('query plans on $name', (database) => {
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {
     await indexed('webhook_deliveries', () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }));
     await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100));
+  });
+
+  it("lists an agent's replays from a cursor by index", async () => {
+    await indexed('replays', () => new ReplayStore(db).list('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'replays_agent_idx');
   });
 });
