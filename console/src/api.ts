@@ -63,3 +63,21 @@ export function useInterval(fn: () => void, ms: number | null): void {
     return () => clearInterval(id);
   }, [ms]);
 }
+
+/** An action a user starts (a form sent, a button pressed): busy while it runs, its failure as a problem to show. */
+export function useAction(): { busy: boolean; error: ApiError | null; run: (fn: () => Promise<void>) => Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const run = useCallback(async (fn: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await fn();
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  }, []);
+  return { busy, error, run };
+}

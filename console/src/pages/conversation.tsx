@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Agent, AuditEntry, ConversationDetail } from '@switchboard/client';
-import { asApiError, ok, useLoad, type ApiError } from '../api';
+import { asApiError, ok, useAction, useLoad, type ApiError } from '../api';
 import { useSession } from '../app';
 import { Timeline } from '../components/audit';
 import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
@@ -190,20 +190,12 @@ function OperatorBox({ agent, detail, onDone }: { agent: Agent; detail: Conversa
   const [message, setMessage] = useState('');
   const [author, setAuthor] = useState('operator');
   const [outcome, setOutcome] = useState('resolved');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
-  async function run(fn: () => Promise<void>) {
-    setBusy(true);
-    setError(null);
-    try {
+  const { busy, error, run: act } = useAction();
+  const run = (fn: () => Promise<void>) =>
+    act(async () => {
       await fn();
       onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  }
+    });
   const params = { slug: agent.slug, id: detail.id };
   return (
     <section class="operator" aria-labelledby="operator-h">

@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import type { Agent, ConversationStatus, Replay } from '@switchboard/client';
-import { asApiError, ok, useInterval, useLoad, type ApiError } from '../api';
+import { ok, useAction, useInterval, useLoad } from '../api';
 import { useSession } from '../app';
 import { AnySelect, Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
@@ -18,16 +18,13 @@ export function Replays({ agent }: { agent: Agent }) {
   const [status, setStatus] = useState('');
   const [capability, setCapability] = useState('');
   const [limit, setLimit] = useState(100);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
   const newest = versions.data?.[0]?.version ?? agent.version;
   const chosen = version ?? newest;
 
-  async function start(e: Event) {
+  function start(e: Event) {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
+    void run(async () => {
       const r = ok(
         await client.api.startReplay({
           params: { slug: agent.slug },
@@ -36,11 +33,7 @@ export function Replays({ agent }: { agent: Agent }) {
         202,
       );
       navigate(`/replays/${r.id}`);
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -50,7 +43,7 @@ export function Replays({ agent }: { agent: Agent }) {
         Feeds recorded conversations to a version in memory: actions are answered from their recordings, nothing is stored or sent. A difference shows where the
         version would have answered otherwise.
       </p>
-      <form class="filters" onSubmit={(e) => void start(e)} aria-label="Start a replay">
+      <form class="filters" onSubmit={start} aria-label="Start a replay">
         <Field label="Version">{(id) => <VersionSelect id={id} agent={agent} versions={versions.data} value={chosen} onChange={setVersion} />}</Field>
         <Field label="Conversations with status">{(id) => <AnySelect id={id} value={status} options={STATUSES} onChange={setStatus} />}</Field>
         <Field label="Capability">

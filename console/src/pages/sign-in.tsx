@@ -1,7 +1,7 @@
 // Sign-in: a tenant id when the server trusts the tenant-id header (AUTH_MODE=header), an API key
 // when it runs with AUTH_MODE=api_key. The credentials are tried with a call before they are kept.
 import { useState } from 'preact/hooks';
-import { asApiError, ok, type ApiError } from '../api';
+import { ok, useAction } from '../api';
 import { clientFor, type Credentials } from '../session';
 import { ErrorBox } from '../components/ui';
 
@@ -9,28 +9,21 @@ export function SignIn({ onSignedIn }: { onSignedIn: (c: Credentials) => void })
   const [mode, setMode] = useState<'tenant' | 'key'>('tenant');
   const [tenantId, setTenantId] = useState('demo');
   const [apiKey, setApiKey] = useState('');
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
-  async function submit(e: Event) {
+  function submit(e: Event) {
     e.preventDefault();
     const c: Credentials = mode === 'tenant' ? { mode, tenantId: tenantId.trim() } : { mode, apiKey: apiKey.trim() };
-    setBusy(true);
-    setError(null);
-    try {
+    void run(async () => {
       ok(await clientFor(c).api.listAgents({}));
       onSignedIn(c);
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
     <section class="sign-in">
       <h1>Sign in to the console</h1>
-      <form onSubmit={(e) => void submit(e)}>
+      <form onSubmit={submit}>
         <fieldset>
           <legend>How the server authenticates</legend>
           <label class="inline">

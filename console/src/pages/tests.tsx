@@ -3,7 +3,7 @@
 import { useState } from 'preact/hooks';
 import { parse } from 'yaml';
 import type { Agent, TestResults } from '@switchboard/client';
-import { ApiError, asApiError, ok } from '../api';
+import { ApiError, ok, useAction } from '../api';
 import { useSession } from '../app';
 import { ErrorBox } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
@@ -14,15 +14,12 @@ export function Tests({ agent }: { agent: Agent }) {
   const [version, setVersion] = useState(agent.version);
   const [text, setText] = useState('');
   const [results, setResults] = useState<TestResults | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
-  async function run(e: Event) {
+  function submit(e: Event) {
     e.preventDefault();
-    setBusy(true);
-    setError(null);
     setResults(null);
-    try {
+    void run(async () => {
       let file: unknown;
       try {
         file = parse(text);
@@ -31,11 +28,7 @@ export function Tests({ agent }: { agent: Agent }) {
       }
       const tests = (file && typeof file === 'object' && 'tests' in file ? file.tests : file) as never;
       setResults(ok(await client.api.runTests({ params: { slug: agent.slug }, body: { version, tests } })));
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   }
 
   return (
@@ -45,7 +38,7 @@ export function Tests({ agent }: { agent: Agent }) {
         Paste a test file (<code>agents/{agent.slug}.test.yaml</code>, or one saved from the Playground) or open one. It runs in memory on the server: actions
         answer what the test says, nothing is stored.
       </p>
-      <form onSubmit={(e) => void run(e)}>
+      <form onSubmit={submit}>
         <div class="row">
           <label class="inline">
             Version <VersionSelect agent={agent} versions={versions.data} value={version} onChange={setVersion} />
