@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Agent, AuditEntry, ConversationDetail } from '@switchboard/client';
-import { asApiError, ok, useAction, useLoad, type ApiError } from '../api';
+import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../app';
 import { Timeline } from '../components/audit';
 import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
@@ -153,10 +153,9 @@ export function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns
 function Verify({ agent, id, entries }: { agent: Agent; id: string; entries: number }) {
   const { client } = useSession();
   const [result, setResult] = useState<{ valid: boolean; text: string } | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  async function verify() {
-    setError(null);
-    try {
+  const { error, run } = useAction();
+  const verify = () =>
+    run(async () => {
       const v = ok(await client.api.verifyAuditLogs({ params: { slug: agent.slug, id } }));
       setResult(
         v.valid
@@ -166,10 +165,7 @@ function Verify({ agent, id, entries }: { agent: Agent; id: string; entries: num
               text: `Chain broken at entry #${v.first_broken!.sequence} (${v.first_broken!.reason.replace(/_/g, ' ')}${v.first_broken!.turn_index !== undefined ? `, turn ${v.first_broken!.turn_index}` : ''}).`,
             },
       );
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  }
+    });
   return (
     <div class="verify">
       <button type="button" onClick={() => void verify()}>
@@ -243,7 +239,7 @@ function OperatorBox({ agent, detail, onDone }: { agent: Agent; detail: Conversa
 function Erase({ agent, detail, onDone }: { agent: Agent; detail: ConversationDetail; onDone: () => void }) {
   const { client } = useSession();
   const [open, setOpen] = useState(false);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, run } = useAction();
   if (detail.erased_at) return null;
   return (
     <section class="danger-zone" aria-labelledby="erase-h">
@@ -261,14 +257,10 @@ function Erase({ agent, detail, onDone }: { agent: Agent; detail: ConversationDe
         onCancel={() => setOpen(false)}
         onConfirm={() => {
           setOpen(false);
-          void (async () => {
-            try {
-              ok(await client.api.eraseConversation({ params: { slug: agent.slug, id: detail.id } }), 204);
-              onDone();
-            } catch (err) {
-              setError(asApiError(err));
-            }
-          })();
+          void run(async () => {
+            ok(await client.api.eraseConversation({ params: { slug: agent.slug, id: detail.id } }), 204);
+            onDone();
+          });
         }}
       >
         <p>Its {detail.turns.length} turns and every personal detail will be gone, and this cannot be undone. The conversation&rsquo;s audit skeleton stays.</p>

@@ -4,7 +4,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { diffLines } from 'diff';
 import { stringify } from 'yaml';
 import type { Agent } from '@switchboard/client';
-import { asApiError, ok, useLoad, type ApiError } from '../api';
+import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../app';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { VersionSelect, versionKind } from '../components/versions';
@@ -60,7 +60,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
   const [left, setLeft] = useState<number | null>(null);
   const [right, setRight] = useState<number | null>(null);
   const [confirm, setConfirm] = useState<number | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const { error, run } = useAction();
 
   // Default comparison: the current version against the newest other one.
   useEffect(() => {
@@ -122,15 +122,10 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
         onConfirm={() => {
           const v = confirm!;
           setConfirm(null);
-          void (async () => {
-            try {
-              ok(await client.api.activateVersion({ params: { slug: agent.slug, version: v } }));
-              setError(null);
-              onActivated();
-            } catch (err) {
-              setError(asApiError(err));
-            }
-          })();
+          void run(async () => {
+            ok(await client.api.activateVersion({ params: { slug: agent.slug, version: v } }));
+            onActivated();
+          });
         }}
       >
         <p>New conversations will start on v{confirm}. Conversations under way stay on the version they started on.</p>
