@@ -104,7 +104,6 @@ export class AgentService {
   async test(tenantId: string, slug: string, body: { version?: number; tests: TestCase[] }): Promise<TestResults> {
     const row = await this.active(tenantId, slug);
     const version = body.version ?? row.currentVersion;
-    if (!(await this.hasVersion(tenantId, row.id, version))) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
     const agent = await this.compiledVersion(tenantId, row.id, version);
     return await runTests(agent, body.tests, { version, clock: () => this.clock.now() });
   }
@@ -172,12 +171,7 @@ export class AgentService {
     return row;
   }
 
-  /** A compiled version, built once per process and cached while memory allows. */
-  /** Whether the agent has this stored version (compiled ones are known without a read). */
-  async hasVersion(tenantId: string, agentId: string, version: number): Promise<boolean> {
-    return this.compiled.has(`${tenantId}:${agentId}:${version}`) || (await this.store.version(tenantId, agentId, version)) !== null;
-  }
-
+  /** A compiled version, built once per process and cached while memory allows; 404 `version_not_found` when the agent has none. */
   compiledVersion(tenantId: string, agentId: string, version: number): Promise<CompiledAgent> {
     const key = `${tenantId}:${agentId}:${version}`;
     const hit = this.compiled.get(key);
@@ -187,7 +181,10 @@ export class AgentService {
       p = this.store
         .version(tenantId, agentId, version)
         .then((v) => {
-          if (!v) throw new NotFoundError('agent_not_found', 'Agent version not found');
+          if (!v) {
+            const slug = this.slugs.get(`${tenantId}:${agentId}`);
+            throw new NotFoundError('version_not_found', `Agent ${slug ? `"${slug}"` : agentId} has no version ${version}`);
+          }
           return compileAgent(agentId, version, AgentDefinition.parse(v.definition), this.trainFor(tenantId));
         })
         .then((compiled) => {

@@ -160,7 +160,7 @@ export class ConversationService {
       throw new InputError('The message is too long', [{ path: 'message', message: `must be at most ${this.opts.maxMessageChars} characters` }]);
     }
     const agentRow = await this.agents.active(tenantId, call.slug);
-    if (body.version !== undefined) await this.checkChosenVersion(tenantId, agentRow, body);
+    if (body.version !== undefined) await this.checkChosenVersion(tenantId, agentRow.id, body);
     const storageMs = ms(started);
     if (!call.idempotencyKey) return this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, started, storageMs });
 
@@ -269,16 +269,14 @@ export class ConversationService {
     return response!;
   }
 
-  /** A conversation started on a chosen version: only a new one, and only on a version the agent has. */
-  private async checkChosenVersion(tenantId: string, agent: { id: string; slug: string }, body: ConverseRequest): Promise<void> {
+  /** A conversation started on a chosen version: only a new one, and only on a version the agent has (compiled here, once). */
+  private async checkChosenVersion(tenantId: string, agentId: string, body: ConverseRequest): Promise<void> {
     if (body.conversation_id !== undefined) {
       throw new InputError('A running conversation stays on its version', [
         { path: 'version', message: 'give a version only to start a conversation (without conversation_id)' },
       ]);
     }
-    if (!(await this.agents.hasVersion(tenantId, agent.id, body.version!))) {
-      throw new NotFoundError('version_not_found', `Agent "${agent.slug}" has no version ${body.version}`);
-    }
+    await this.agents.compiledVersion(tenantId, agentId, body.version!);
   }
 
   /** The operator's caps on one conversation: context size and turns (state size is checked after the turn). */
