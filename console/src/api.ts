@@ -21,6 +21,19 @@ export function ok(res: { status: number; body: unknown }, expected = 200): unkn
   throw new ApiError(res.status, body && typeof body === 'object' ? body : { detail: `HTTP ${res.status}` });
 }
 
+/** Every item of a paged list, page after page (`next_cursor`), up to `maxPages` pages. */
+export async function allPages<T>(page: (cursor: string | undefined) => Promise<{ data: T[]; next_cursor: string | null }>, maxPages = 20): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | undefined;
+  for (let i = 0; i < maxPages; i++) {
+    const p = await page(cursor);
+    out.push(...p.data);
+    if (!p.next_cursor) break;
+    cursor = p.next_cursor;
+  }
+  return out;
+}
+
 /** Turns anything thrown by a call into the problem a page shows. */
 export function asApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;

@@ -9,7 +9,7 @@ type Routing = DataOf<'routing_decision'>;
 type Timing = DataOf<'turn_timing'>;
 
 /** Candidates' scores as bars on one 0–1 scale, with the threshold as a line across them. */
-export function RoutingBars({ data }: { data: Routing }) {
+function RoutingBars({ data }: { data: Routing }) {
   const candidates = [...data.candidates].sort((a, b) => Number(b.eligible) - Number(a.eligible) || b.score - a.score);
   const threshold = Math.min(Math.max(data.threshold, 0), 1);
   return (
@@ -73,7 +73,7 @@ const PARTS = [
 ] as const;
 
 /** A turn's time split into its parts, as one bar. */
-export function TimingBar({ data }: { data: Timing }) {
+function TimingBar({ data }: { data: Timing }) {
   const total = Math.max(data.total_ms, 0.001);
   const parts = PARTS.map(([k, label]) => ({ label, ms: data[k] ?? 0 })).filter((p) => p.ms > 0);
   return (

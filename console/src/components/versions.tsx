@@ -1,15 +1,18 @@
-// The agent's versions for a page that runs one (playground, replays, tests): loaded once, offered
-// as a select that marks the current version and the drafts.
-import type { Agent } from '@switchboard/client';
-import { ok, useLoad, type Loaded } from '../api';
+// The agent's versions for the pages that show or run one: loaded page by page, offered as a select
+// that marks the current version and the drafts.
+import type { Agent, SwitchboardClient } from '@switchboard/client';
+import { allPages, ok, useLoad, type Loaded } from '../api';
 import { useSession } from '../app';
 
-type Summary = { version: number; current: boolean };
+type Summary = Extract<Awaited<ReturnType<SwitchboardClient['api']['listVersions']>>, { status: 200 }>['body']['data'][number];
 
-/** The newest 100 versions, newest first. */
-export function useVersions(slug: string): Loaded<Summary[]> {
+/** The agent's versions, newest first; loaded again when `current` (the current version) changes. */
+export function useVersions(slug: string, current?: number): Loaded<Summary[]> {
   const { client } = useSession();
-  return useLoad(async () => ok(await client.api.listVersions({ params: { slug }, query: { limit: 100 } })).data, [client, slug]);
+  return useLoad(
+    () => allPages(async (cursor) => ok(await client.api.listVersions({ params: { slug }, query: { limit: 100, ...(cursor ? { cursor } : {}) } })), 10),
+    [client, slug, current],
+  );
 }
 
 export function versionKind(v: number, current: number): 'current' | 'draft' | 'earlier' {
@@ -24,7 +27,7 @@ export function VersionSelect(props: {
   disabled?: boolean;
   onChange: (v: number) => void;
 }) {
-  const list = props.versions ?? [{ version: props.agent.version, current: true }];
+  const list = props.versions ?? [{ version: props.agent.version }];
   return (
     <select id={props.id} value={props.value} disabled={props.disabled} onChange={(e) => props.onChange(Number(e.currentTarget.value))}>
       {list.map((v) => (

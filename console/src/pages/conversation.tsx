@@ -3,23 +3,15 @@
 // erasure behind a confirmation.
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
-import type { Agent, AuditEntry, ConversationDetail } from '@switchboard/client';
-import { ok, useAction, useLoad } from '../api';
+import type { Agent, AuditEntry, ConversationDetail, SwitchboardClient } from '@switchboard/client';
+import { allPages, ok, useAction, useLoad } from '../api';
 import { useSession } from '../app';
 import { Timeline } from '../components/audit';
 import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
 
-/** Every audit entry of a conversation, page by page (at most 10 000). */
-async function allEntries(client: ReturnType<typeof useSession>['client'], slug: string, id: string): Promise<AuditEntry[]> {
-  const out: AuditEntry[] = [];
-  let cursor: string | undefined;
-  for (let i = 0; i < 20; i++) {
-    const page = ok(await client.api.getAuditLogs({ params: { slug, id }, query: { limit: 500, ...(cursor ? { cursor } : {}) } }));
-    out.push(...page.data);
-    if (!page.next_cursor) break;
-    cursor = page.next_cursor;
-  }
-  return out;
+/** Every audit entry of a conversation (at most 10 000). */
+export function auditOf(client: SwitchboardClient, slug: string, id: string): Promise<AuditEntry[]> {
+  return allPages(async (cursor) => ok(await client.api.getAuditLogs({ params: { slug, id }, query: { limit: 500, ...(cursor ? { cursor } : {}) } })));
 }
 
 export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
@@ -27,7 +19,7 @@ export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
   const data = useLoad(async () => {
     const [detail, entries] = await Promise.all([
       client.api.getConversation({ params: { slug: agent.slug, id } }).then((r) => ok(r)),
-      allEntries(client, agent.slug, id),
+      auditOf(client, agent.slug, id),
     ]);
     return { detail, entries };
   }, [client, agent.slug, id]);
@@ -126,7 +118,7 @@ export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
   );
 }
 
-export function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns'> }) {
+function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns'> }) {
   return (
     <ol class="transcript">
       {detail.turns.length === 0 && <li class="muted">No turns.</li>}

@@ -8,7 +8,7 @@ import { useSession } from '../app';
 import { AnySelect, Empty, ErrorBox, Field, Head, StatusBadge, TableWrap, Time } from '../components/ui';
 
 export const STATUSES: readonly ConversationStatus[] = ['active', 'paused', 'escalated', 'completed', 'abandoned'];
-export const LIVE_MS = 5000;
+const LIVE_MS = 5000;
 
 interface Filters {
   status: string;

@@ -10,6 +10,7 @@ import { asApiError, ok, type ApiError } from '../api';
 import { useSession } from '../app';
 import { ErrorBox, StatusBadge } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
+import { auditOf } from './conversation';
 
 interface Exchange {
   user: string;
@@ -19,7 +20,7 @@ interface Exchange {
 }
 
 /** The test file of a conversation: its user messages with what came back, and the answers it got. */
-export function testFile(slug: string, exchanges: Exchange[], entries: AuditEntry[], userId: string): string {
+function testFile(slug: string, exchanges: Exchange[], entries: AuditEntry[], userId: string): string {
   const actions: Record<string, { status: number; body?: unknown }> = {};
   const llm: { text?: string; tool_calls?: { name: string; arguments: Record<string, unknown> }[] }[] = [];
   for (const e of entries) {
@@ -130,15 +131,7 @@ export function Playground({ agent }: { agent: Agent }) {
 
   async function saveAsTest() {
     try {
-      const entries: AuditEntry[] = [];
-      let cursor: string | undefined;
-      do {
-        const page = ok(
-          await client.api.getAuditLogs({ params: { slug: agent.slug, id: conversationId! }, query: { limit: 500, ...(cursor ? { cursor } : {}) } }),
-        );
-        entries.push(...page.data);
-        cursor = page.next_cursor ?? undefined;
-      } while (cursor);
+      const entries = await auditOf(client, agent.slug, conversationId!);
       download(`${agent.slug}.test.yaml`, testFile(agent.slug, exchanges, entries, userId));
     } catch (err) {
       setError(asApiError(err));

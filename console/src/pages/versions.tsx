@@ -7,12 +7,12 @@ import type { Agent } from '@switchboard/client';
 import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../app';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
-import { VersionSelect, versionKind } from '../components/versions';
+import { useVersions, VersionSelect, versionKind } from '../components/versions';
 
 type Row = { left: number | null; leftText: string; right: number | null; rightText: string; kind: 'same' | 'changed' | 'removed' | 'added' };
 
 /** Lines of two texts side by side: removed lines face the added lines that replace them. */
-export function sideBySide(a: string, b: string): Row[] {
+function sideBySide(a: string, b: string): Row[] {
   const rows: Row[] = [];
   let l = 1;
   let r = 1;
@@ -46,17 +46,7 @@ export function sideBySide(a: string, b: string): Row[] {
 
 export function Versions({ agent, onActivated }: { agent: Agent; onActivated: () => void }) {
   const { client } = useSession();
-  const versions = useLoad(async () => {
-    const all = [];
-    let cursor: string | undefined;
-    for (let i = 0; i < 10; i++) {
-      const page = ok(await client.api.listVersions({ params: { slug: agent.slug }, query: { limit: 100, ...(cursor ? { cursor } : {}) } }));
-      all.push(...page.data);
-      if (!page.next_cursor) break;
-      cursor = page.next_cursor;
-    }
-    return all;
-  }, [client, agent.slug, agent.version]);
+  const versions = useVersions(agent.slug, agent.version);
   const [left, setLeft] = useState<number | null>(null);
   const [right, setRight] = useState<number | null>(null);
   const [confirm, setConfirm] = useState<number | null>(null);
