@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { orderLookupAgent } from './helpers/agents.js';
 import { freePort, json, startBackend, type Backend } from './helpers/servers.js';
 
 interface OtlpSpan {
@@ -18,21 +19,6 @@ interface OtlpSpan {
   kind: number;
   attributes: { key: string; value: { stringValue?: string; intValue?: string | number } }[];
 }
-
-const agent = (backend: string) => ({
-  name: 'Shop',
-  capabilities: [
-    {
-      name: 'order_status',
-      examples: ['where is my order', 'track my package', 'has my order shipped', 'order status please'],
-      phases: [
-        { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text' } },
-        { id: 'look', call: 'get_order', say: 'It is {{ actions.get_order.body.status }}.', end: 'completed' },
-      ],
-    },
-  ],
-  actions: { get_order: { type: 'http', method: 'GET', url: `${backend}/orders/{{ slots.order_id }}` } },
-});
 
 async function startServer(env: Record<string, string>): Promise<{ base: string; child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
   const port = await freePort();
@@ -110,7 +96,7 @@ describe('traces', () => {
       const put = await fetch(`${server.base}/api/v1/agents/shop`, {
         method: 'PUT',
         headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
-        body: JSON.stringify(agent(orders.url)),
+        body: JSON.stringify(orderLookupAgent(orders.url)),
       });
       expect(put.status).toBe(200);
       const first = await converse(server.base, 'where is my order');
@@ -160,7 +146,7 @@ describe('traces', () => {
       await fetch(`${server.base}/api/v1/agents/shop`, {
         method: 'PUT',
         headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
-        body: JSON.stringify(agent(orders.url)),
+        body: JSON.stringify(orderLookupAgent(orders.url)),
       });
       await converse(server.base, 'where is my order');
       await new Promise((r) => setTimeout(r, 300));

@@ -95,3 +95,22 @@ export function slowEchoAgent(backendUrl: string): AgentDefinitionInput {
     actions: { tick: { type: 'http', method: 'GET', url: `${backendUrl}/tick?said={{ slots.said | url_encode }}` } },
   };
 }
+
+/** Asks for an order number and looks it up with one HTTP action at `base`; `more` capabilities beside it. */
+export function orderLookupAgent(base: string, more: AgentDefinitionInput['capabilities'] = []): AgentDefinitionInput {
+  return {
+    name: 'Shop',
+    capabilities: [
+      {
+        name: 'order_status',
+        examples: ['where is my order', 'track my package', 'has my order shipped', 'order status please'],
+        phases: [
+          { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text' } },
+          { id: 'look', call: 'get_order', say: 'It is {{ actions.get_order.body.status }}.', end: 'completed', outcome: 'order_found' },
+        ],
+      },
+      ...more,
+    ],
+    actions: { get_order: { type: 'http', method: 'GET', url: `${base}/orders/{{ slots.order_id }}` } },
+  };
+}

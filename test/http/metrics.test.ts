@@ -6,6 +6,7 @@ import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { orderLookupAgent } from '../helpers/agents.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
@@ -31,30 +32,17 @@ const series = (name: string, labels: Record<string, string>) =>
     .sort()
     .join(',')}}`;
 
-function shop(base: string) {
-  return {
-    name: 'Shop',
-    capabilities: [
-      {
-        name: 'order_status',
-        examples: ['where is my order', 'track my package', 'has my order shipped', 'order status please'],
-        phases: [
-          { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text' } },
-          { id: 'look', call: 'get_order', say: 'It is {{ actions.get_order.body.status }}.', end: 'completed', outcome: 'order_found' },
-        ],
-      },
-      {
-        name: 'advice',
-        examples: ['which size should i buy', 'recommend a product', 'what do you suggest', 'help me choose'],
-        phases: [
-          { id: 'chat', generate: { instructions: 'Recommend something.' }, next: 'bye' },
-          { id: 'bye', say: 'Bye.', end: 'completed' },
-        ],
-      },
-    ],
-    actions: { get_order: { type: 'http', method: 'GET', url: `${base}/orders/{{ slots.order_id }}` } },
-  };
-}
+const shop = (base: string) =>
+  orderLookupAgent(base, [
+    {
+      name: 'advice',
+      examples: ['which size should i buy', 'recommend a product', 'what do you suggest', 'help me choose'],
+      phases: [
+        { id: 'chat', generate: { instructions: 'Recommend something.' }, next: 'bye' },
+        { id: 'bye', say: 'Bye.', end: 'completed' },
+      ],
+    },
+  ]);
 
 describe.each(databases)('metrics on $name', (database) => {
   let backend: Backend;
