@@ -121,7 +121,7 @@ export interface Config {
   secrets: Readonly<Record<string, OperatorSecret>>;
   /** Key that encrypts tenants' own secrets at rest (AES-256-GCM); without it the secrets API is off. */
   secretsKey?: Buffer;
-  /** What all template rendering of one turn may spend: wall time and characters produced. */
+  /** What all template rendering of one turn may spend: time spent rendering (never waiting) and characters produced. */
   renderBudget: { timeMs: number; outputChars: number };
   /** Template time one tenant may spend per second in one process (bursts up to four turns' budget). */
   tenantRenderMsPerSecond: number;

@@ -127,16 +127,70 @@ describe('budgets of one turn', () => {
     ],
   });
 
-  it('gives all the rendering of a turn one time budget: once spent, every later template fails at once', async () => {
+  it('gives all the rendering of a turn one time budget: once spent, the turn goes to a person, audited, never an empty text', async () => {
     const agent = await agentOf(loops(45));
     const budget = new RenderBudget({ timeMs: 20, outputChars: 1_000_000 });
     const { result } = run(agent, 'go', { budget });
     const errors = result.audit.filter((a) => a.type === 'error');
-    // Every phase's template ran out of the one budget; plain text costs nothing and still shows.
-    expect(errors).toHaveLength(45);
-    expect(errors.every((e) => /template time|limit exceeded/.test(String(e.data.message)))).toBe(true);
-    expect(result.reply.endsWith('End.')).toBe(true);
-    expect(result.status).toBe('completed');
+    // One phase spends the budget; no later template runs as if nothing happened.
+    expect(errors.map((e) => e.data.code)).toEqual(['render_budget_exceeded']);
+    expect(errors[0].data.message).toMatch(/template time/);
+    expect(result.status).toBe('escalated');
+    expect(result.reply).not.toBe('');
+    expect(result.reply).not.toContain('End.');
+    expect(budget.spentMs).toBeLessThan(200);
+  });
+
+  const slowCalls = (): AgentDefinitionInput => ({
+    name: 'x',
+    actions: { pay: { type: 'http', method: 'POST', url: 'http://h.test/pay' } },
+    capabilities: [
+      {
+        name: 'c',
+        examples: ['go'],
+        phases: [
+          { id: 'call', call: 'pay', on_error: 'failed' },
+          { id: 'check', next: [{ if: 'actions.pay.ok', goto: 'paid' }, { goto: 'failed' }] },
+          { id: 'paid', say: 'Paid {{ actions.pay.body.amount }} for {{ user.id }}.', end: 'completed' },
+          { id: 'failed', say: 'Payment failed.', end: 'escalated' },
+        ],
+      },
+    ],
+  });
+
+  /** Drives a turn whose action takes `waitMs` of wall time, the thread blocked meanwhile (a neighbour holding the event loop). */
+  function slowTurn(agent: Awaited<ReturnType<typeof agentOf>>, waitMs: number, budget: RenderBudget) {
+    return run(agent, 'go', {
+      budget,
+      answer: () => {
+        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, waitMs);
+        return { ok: true, status: 200, body: { amount: 42 } };
+      },
+    });
+  }
+
+  it('counts time spent rendering, never time spent waiting on an action or a blocked event loop', async () => {
+    const agent = await agentOf(slowCalls());
+    const replies = [0, 300, 1500].map((waitMs) => {
+      const budget = new RenderBudget({ timeMs: 250, outputChars: 1_000_000 });
+      const { result } = slowTurn(agent, waitMs, budget);
+      expect(result.audit.filter((a) => a.type === 'error')).toEqual([]);
+      expect(budget.spentMs).toBeLessThan(250);
+      return [result.reply, result.status, result.outcome];
+    });
+    expect(replies).toEqual(Array(3).fill(['Paid 42 for u1.', 'completed', 'resolved']));
+  });
+
+  it('takes a phase’s on_error when its action request spends the budget, and audits it', async () => {
+    const def = slowCalls();
+    def.actions!.pay.url = 'http://h.test/pay?n={% for i in (1..9000000) %}{% endfor %}1';
+    const agent = await agentOf(def);
+    const budget = new RenderBudget({ timeMs: 20, outputChars: 1_000_000 });
+    const { result, calls } = run(agent, 'go', { budget });
+    expect(calls).toHaveLength(0);
+    expect(result.audit.filter((a) => a.type === 'error').map((e) => [e.data.code, e.data.phase])).toEqual([['render_budget_exceeded', 'call']]);
+    expect(result.reply).toBe('Payment failed.');
+    expect(result.status).toBe('escalated');
   });
 
   it('caps what a turn says, stored and answered, and audits the cut', async () => {
@@ -168,8 +222,9 @@ describe('budgets of one turn', () => {
       ],
     });
     const { result } = run(agent, 'go', { budget: new RenderBudget({ timeMs: 60_000, outputChars: 100_000 }) });
-    expect(result.reply).toBe('');
-    expect(String(result.audit.find((a) => a.type === 'error')!.data.message)).toMatch(/output limit/);
+    expect(result.reply.length).toBeLessThan(1000);
+    expect(result.status).toBe('escalated');
+    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({ code: 'render_budget_exceeded', message: expect.stringMatching(/output limit/) });
   });
 });
 

@@ -283,7 +283,7 @@ describe('texts and templates', () => {
 });
 
 describe('template failures', () => {
-  it('audits a template that fails at render time and goes on with the turn', async () => {
+  it('hands the conversation to a person when a template spends the turn budget, keeping what was said before', async () => {
     const agent = await agentOf({
       name: 'x',
       capabilities: [
@@ -299,9 +299,9 @@ describe('template failures', () => {
       ],
     });
     const { result } = turn(agent, null, 'go');
-    expect(result.reply).toBe('Before.\n\nAfter.');
-    expect(result.status).toBe('completed');
-    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({ code: 'template_error' });
+    expect(result.reply).toBe('Before.\nA colleague will take over here shortly.');
+    expect(result.status).toBe('escalated');
+    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({ code: 'render_budget_exceeded', phase: 'b' });
   });
 });
 

@@ -38,10 +38,14 @@ describe('template time per tenant', () => {
     expect((await say('noisy', 'light').expect(200)).body.response.message).toBe('Hello u1.');
     // Four turns of 50 ms spend the burst (four turns' budget); the share refills at 1 ms a second.
     for (let i = 0; i < 5; i++) await say('noisy', 'heavy').expect(200);
+    // Out of its share, the tenant's turn is an explicit, audited error: a person takes over, never an empty reply.
     const spent = await say('noisy', 'light').expect(200);
-    expect(spent.body.response.message).toBe('');
+    expect(spent.body.state.status).toBe('escalated');
+    expect(spent.body.response.message).not.toBe('');
     const audit = await request(app.app).get(`/api/v1/agents/light/conversations/${spent.body.conversation_id}/audit-logs`).set('tenant-id', 'noisy');
-    expect(audit.body.data.find((e: { type: string }) => e.type === 'error').data.message).toMatch(/template time/);
+    const error = audit.body.data.find((e: { type: string }) => e.type === 'error').data;
+    expect(error.code).toBe('render_budget_exceeded');
+    expect(error.message).toMatch(/template time/);
     expect((await say('quiet', 'light').expect(200)).body.response.message).toBe('Hello u1.');
   });
 });

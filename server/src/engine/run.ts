@@ -6,6 +6,7 @@ import { routeMessage } from './routing.js';
 import { resumeGenerate } from './steps/generate.js';
 import { runPhases } from './steps/phases.js';
 import { resumeCollect } from './steps/resume.js';
+import { RenderBudgetExceeded } from './templates.js';
 import { TurnState, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from './turn.js';
 
 export { route } from './routing.js';
@@ -13,6 +14,17 @@ export type { ActionRequest, EngineReply, EngineRequest, LlmCallReply, LlmCallRe
 
 export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const t = new TurnState(input);
+  try {
+    return yield* turn(t, input);
+  } catch (e) {
+    // The render budget ran out outside a phase (routing, a resumed collect): a person takes over.
+    if (!(e instanceof RenderBudgetExceeded)) throw e;
+    t.budgetExceeded(e, t.phaseId);
+    return t.escalate('render_budget_exceeded');
+  }
+}
+
+function* turn(t: TurnState, input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   if (!input.prior) t.note('status_change', { from: null, to: 'active', reason: 'created', outcome: null });
   // An escalated conversation belongs to a human: the turn is recorded and answered, nothing moves.
   if (t.status === 'escalated') {

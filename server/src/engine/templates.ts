@@ -7,29 +7,66 @@
 import { Context, isTruthy, Liquid, Tokenizer, toValueSync, Value, type Template } from 'liquidjs';
 import type { LocalizedText } from '@switchboard/contract';
 
-/** Thrown when a turn's rendering budget is spent; the engine audits it like any template error. */
-class BudgetError extends Error {}
+/**
+ * Thrown by a text, condition or action request when the turn's rendering budget is spent. It is
+ * never turned into an empty text or a false condition: the engine audits it and takes the
+ * phase's `on_error`, or hands the conversation to a person (engine/steps/phases.ts, run.ts).
+ */
+export class RenderBudgetExceeded extends Error {}
 
-/** A liquidjs Limiter look-alike: one instance shared by every render of a turn. */
+/**
+ * A liquidjs Limiter look-alike: one instance shared by every render of a turn. A budget error
+ * thrown deep inside a render reaches us wrapped in liquidjs's RenderError, so the limit also
+ * remembers that it was exceeded.
+ */
 class Limit {
-  private used = 0;
+  used = 0;
+  exceeded: string | null = null;
   constructor(
     private readonly what: string,
-    readonly limit: number,
+    public limit: number,
   ) {}
   use(n: number): void {
     if (n > 0) {
       this.used += n;
-      if (this.used > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
+      if (this.used > this.limit) this.fail();
     }
   }
   check(n: number): void {
-    if (n > this.limit) throw new BudgetError(`${this.what} limit exceeded`);
+    if (n > this.limit) this.fail();
+  }
+  fail(): never {
+    this.exceeded = `${this.what} limit exceeded`;
+    throw new RenderBudgetExceeded(this.exceeded);
+  }
+}
+
+/**
+ * The render-time limit: liquidjs calls `check(performance.now())` as it renders, and this
+ * compares the time spent *inside* renders (the one running included) with the allowance. Time
+ * between renders (an action, a model call, another tenant's turn on the event loop) counts
+ * for nothing. Node 20 has no per-thread CPU clock, so a render is timed by the monotonic clock
+ * from its start; a render is synchronous, so nothing else of ours runs on this thread meanwhile.
+ */
+class RenderTime extends Limit {
+  private startedAt: number | null = null;
+  begin(): void {
+    this.startedAt = performance.now();
+  }
+  end(): number {
+    const spent = this.startedAt === null ? 0 : performance.now() - this.startedAt;
+    this.startedAt = null;
+    this.used += spent;
+    return spent;
+  }
+  override check(now: number): void {
+    const running = this.startedAt === null ? 0 : now - this.startedAt;
+    if (this.used + running > this.limit) this.fail();
   }
 }
 
 export interface RenderBudgetOptions {
-  /** Wall time all renders of the turn may take together, in ms. */
+  /** Time all renders of the turn may spend rendering together, in ms (waiting between them does not count). */
   timeMs: number;
   /** Characters all renders of the turn may produce together. */
   outputChars: number;
@@ -40,35 +77,76 @@ export interface RenderBudgetOptions {
 const DEFAULT_RENDER_BUDGET: RenderBudgetOptions = { timeMs: 250, outputChars: 1_000_000, memory: 10_000_000 };
 
 /**
- * What one turn may spend on rendering. Created when the turn starts; the deadline is read by
- * liquidjs itself as it renders (the engine still reads no clock).
+ * What one turn may spend on rendering: time spent rendering (never time spent waiting), output
+ * and memory. When it is spent, one reserve is granted (`recover`) so that the turn can still say
+ * its error path's text (`on_error`, or the escalated message).
  */
 export class RenderBudget {
-  readonly renderLimit: Limit;
+  readonly renderLimit: RenderTime;
   readonly memoryLimit: Limit;
   outputLeft: number;
-  /** Milliseconds spent rendering so far (what the tenant's time bucket is charged). */
-  spentMs = 0;
+  private recovered = false;
+  private readonly timeMs: number;
 
   constructor(opts: RenderBudgetOptions = DEFAULT_RENDER_BUDGET) {
-    this.renderLimit = new Limit(`template time (${opts.timeMs} ms a turn)`, performance.now() + opts.timeMs);
+    this.timeMs = opts.timeMs;
+    this.renderLimit = new RenderTime(`template time (${opts.timeMs} ms of rendering a turn)`, opts.timeMs);
     this.memoryLimit = new Limit('template memory', opts.memory ?? DEFAULT_RENDER_BUDGET.memory!);
     this.outputLeft = opts.outputChars;
   }
 
-  /** Runs one render or condition, adding its time to `spentMs`. */
+  /** Milliseconds spent rendering so far (what the tenant's time bucket is charged). */
+  get spentMs(): number {
+    return this.renderLimit.used;
+  }
+
+  /** Which limit the turn has exceeded, if any. */
+  get exceeded(): string | null {
+    return this.renderLimit.exceeded ?? this.memoryLimit.exceeded ?? (this.outputLeft < 0 ? 'template output limit exceeded' : null);
+  }
+
+  /** Runs one render or condition, adding its time to what the turn has spent. */
   timed<T>(fn: () => T): T {
-    const started = performance.now();
+    this.renderLimit.check(performance.now());
+    this.renderLimit.begin();
     try {
       return fn();
+    } catch (e) {
+      throw this.explain(e);
     } finally {
-      this.spentMs += performance.now() - started;
+      this.renderLimit.end();
     }
   }
 
   charge(chars: number): void {
     this.outputLeft -= chars;
-    if (this.outputLeft < 0) throw new BudgetError('template output limit exceeded');
+    if (this.outputLeft < 0) throw new RenderBudgetExceeded('template output limit exceeded');
+  }
+
+  /**
+   * After the budget was exceeded: a fifth of the turn's allowance (at least 10 ms, 64 KiB of
+   * output) once more, for the error path's own texts. False when the reserve was already used.
+   */
+  recover(): boolean {
+    if (this.recovered) return false;
+    this.recovered = true;
+    const t = this.renderLimit;
+    t.exceeded = null;
+    t.limit = t.used + Math.max(10, this.timeMs / 5);
+    const m = this.memoryLimit;
+    m.exceeded = null;
+    m.limit = m.used + Math.max(1_000_000, m.limit / 5);
+    this.outputLeft = Math.max(this.outputLeft, 0) + 64 * 1024;
+    return true;
+  }
+
+  /**
+   * What a failed render means: a RenderBudgetExceeded when the budget is spent (liquidjs wraps
+   * the error), else the error as it is.
+   */
+  explain(e: unknown): unknown {
+    const exceeded = this.exceeded;
+    return exceeded && !(e instanceof RenderBudgetExceeded) ? new RenderBudgetExceeded(exceeded) : e;
   }
 }
 
@@ -110,10 +188,13 @@ function stringify(v: unknown): string {
 /** liquidjs's emitter, but one that stops the render as soon as the turn's output budget is spent. */
 class BoundedEmitter {
   buffer = '';
-  constructor(private readonly left: number) {}
+  constructor(private readonly budget: RenderBudget) {}
   write(html: unknown): void {
     this.buffer += stringify(html);
-    if (this.buffer.length > this.left) throw new BudgetError('template output limit exceeded');
+    if (this.buffer.length > this.budget.outputLeft) {
+      this.budget.outputLeft = -1;
+      throw new RenderBudgetExceeded('template output limit exceeded');
+    }
   }
 }
 
@@ -152,8 +233,7 @@ export class CompiledTemplate {
       budget.charge(this.source.length);
       return this.source;
     }
-    budget.renderLimit.check(performance.now());
-    const emitter = new BoundedEmitter(budget.outputLeft);
+    const emitter = new BoundedEmitter(budget);
     const ctx = contextFor(this.engine, scope, budget);
     budget.timed(() => void toValueSync(this.engine.renderer.renderTemplates(this.tpls!, ctx, emitter as never)));
     budget.charge(emitter.buffer.length);
@@ -175,7 +255,6 @@ export class CompiledCondition {
     this.value = new Value(token, liquid);
   }
   holds(scope: Scope, budget: RenderBudget = new RenderBudget()): boolean {
-    budget.renderLimit.check(performance.now());
     const ctx = contextFor(liquid, scope, budget);
     return budget.timed(() => isTruthy(toValueSync(this.value.value(ctx, false)), ctx));
   }

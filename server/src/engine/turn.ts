@@ -7,7 +7,7 @@ import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
 import { prefillSlots } from './prefill.js';
 import type { Scored } from './router.js';
-import { RenderBudget, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
+import { RenderBudget, RenderBudgetExceeded, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
 export interface RouteDecision {
   capability: CompiledCapability;
@@ -159,6 +159,9 @@ export type Step<A extends unknown[] = []> = (t: TurnState, ...args: A) => Gener
 
 export const CONTINUE: StepOutcome = { kind: 'continue' };
 
+/** Said when an escalation's own message cannot be rendered within the turn's budget. */
+const ESCALATED_PLAIN = 'I am handing this conversation to a person, who will reply here.';
+
 /** The turn under way: its flow, status, capability and phase, what it says and what it audits. */
 export class TurnState {
   readonly agent: CompiledAgent;
@@ -270,11 +273,15 @@ export class TurnState {
     };
   }
 
-  /** A text in the turn's language; one that fails at render time says nothing and is audited. */
+  /**
+   * A text in the turn's language; one that fails at render time says nothing and is audited.
+   * A spent render budget is not such a failure: it ends the phase (RenderBudgetExceeded).
+   */
   text(t: CompiledText): string {
     try {
       return t.render(this.scope(), this.lang, this.agent.defaultLanguage, this.budget);
     } catch (e) {
+      if (e instanceof RenderBudgetExceeded) throw e;
       this.note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0] });
       return '';
     }
@@ -284,9 +291,24 @@ export class TurnState {
     try {
       return c.holds(this.scope(), this.budget);
     } catch (e) {
+      if (e instanceof RenderBudgetExceeded) throw e;
       this.note('error', { code: 'condition_error', message: (e as Error).message.split('\n')[0], condition: c.source });
       return false;
     }
+  }
+
+  /**
+   * The turn's render budget ran out: audited, then the reserve is granted for the error path's
+   * texts. Returns false when even the reserve is spent (the caller then says a built-in text).
+   */
+  budgetExceeded(e: RenderBudgetExceeded, phase: string | null): boolean {
+    this.note('error', {
+      code: 'render_budget_exceeded',
+      message: e.message,
+      capability: this.capability.name,
+      ...(phase ? { phase } : {}),
+    });
+    return this.budget.recover();
   }
 
   setStatus(to: ConversationStatus, reason: string, outcome: string | null): void {
@@ -334,7 +356,15 @@ export class TurnState {
   escalate(reason: string): TurnResult {
     this.setStatus('escalated', reason, 'escalated');
     this.flow.wait = 'closed';
-    this.say(this.text(this.agent.messages.escalated));
+    let message: string;
+    try {
+      message = this.text(this.agent.messages.escalated);
+    } catch (e) {
+      if (!(e instanceof RenderBudgetExceeded)) throw e;
+      // Even the reserve is spent: the escalation still says something true, in plain words.
+      message = ESCALATED_PLAIN;
+    }
+    this.say(message);
     this.options = [];
     return this.result(true);
   }

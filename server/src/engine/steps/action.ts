@@ -2,7 +2,7 @@
 // `call` phases and a generative phase's tools.
 import type { ActionResult } from '../../domain.js';
 import { SECRET_MASK, type CompiledAction } from '../compile.js';
-import { renderJson, type Scope } from '../templates.js';
+import { RenderBudgetExceeded, renderJson, type Scope } from '../templates.js';
 import type { ActionReply, ActionRequest, EngineReply, EngineRequest, TurnState } from '../turn.js';
 
 function getPath(root: unknown, path: string[]): unknown {
@@ -48,6 +48,7 @@ export function* runAction(t: TurnState, action: CompiledAction, args?: unknown)
         ...(args !== undefined ? { via: 'tool' as const } : {}),
       };
     } catch (e) {
+      if (e instanceof RenderBudgetExceeded) throw e;
       t.note('error', { code: 'template_error', message: (e as Error).message.split('\n')[0], action: action.name });
     }
   }

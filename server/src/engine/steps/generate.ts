@@ -4,6 +4,7 @@
 // built-ins `finish`, `escalate` and `fill`; its text is the agent's turn, and the phase then
 // waits for the user. Failures take `on_error`, saying nothing of what the phase had written.
 import { parseSlot } from '../slots.js';
+import { RenderBudgetExceeded } from '../templates.js';
 import type { CompiledAction, CompiledGenerate, CompiledPhase } from '../compile.js';
 import { CONTINUE, type EngineReply, type EngineRequest, type LlmMessage, type LlmTool, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
@@ -131,19 +132,37 @@ function* runTool(t: TurnState, p: CompiledPhase, idx: number, name: string, raw
 
 /** The model's turn in a generative phase, for the message that entered it or one sent while in it. */
 export function* generate(t: TurnState, p: CompiledPhase, idx: number): Generator<EngineRequest, StepOutcome, EngineReply> {
-  const g = p.generate;
-  if (!g) return CONTINUE;
-  const { agent, input } = t;
+  if (!p.generate) return CONTINUE;
   const mark = t.sayMark();
   const slots = { ...t.flow.slots };
-  const fail = (code: string, message: string): StepOutcome => {
-    t.note('error', { code, message, capability: t.capability.name, phase: p.id });
+  const takeBack = () => {
     t.unsay(mark);
     for (const k of Object.keys(t.flow.slots)) Reflect.deleteProperty(t.flow.slots, k);
     Object.assign(t.flow.slots, slots);
+  };
+  const fail = (code: string, message: string): StepOutcome => {
+    t.note('error', { code, message, capability: t.capability.name, phase: p.id });
+    takeBack();
     if (p.onError === 'escalate') return t.stop(t.escalate(code));
     return { kind: 'goto', idx: t.capability.phaseIndex.get(p.onError)! };
   };
+  try {
+    return yield* converse(t, p, idx, fail);
+  } catch (e) {
+    // A spent render budget (the instructions, a tool's request) fails the phase as a whole too.
+    if (e instanceof RenderBudgetExceeded) takeBack();
+    throw e;
+  }
+}
+
+function* converse(
+  t: TurnState,
+  p: CompiledPhase,
+  idx: number,
+  fail: (code: string, message: string) => StepOutcome,
+): Generator<EngineRequest, StepOutcome, EngineReply> {
+  const g = p.generate!;
+  const { agent, input } = t;
 
   const history = (input.history ?? []).slice(-g.history);
   const lastUser = history.findLast((h) => h.role === 'user')?.message ?? '';

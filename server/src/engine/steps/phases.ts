@@ -1,7 +1,8 @@
 // Runs a capability's phases from one, each through the phase steps in order (prefilled, call,
 // say, generate, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
 import { MAX_PHASES_PER_TURN, type CompiledPhase } from '../compile.js';
-import { CONTINUE, type Step, type StepOutcome } from '../turn.js';
+import { RenderBudgetExceeded } from '../templates.js';
+import { CONTINUE, type Step, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
 import { generate } from './generate.js';
 
@@ -68,6 +69,18 @@ const prefilled: PhaseStep = function* (t, p, idx) {
   return t.stop(t.result(true));
 };
 
+/**
+ * The turn's render budget ran out in phase `p`: audited, then the phase's `on_error` (a phase
+ * named there) runs on the budget's reserve, or the conversation goes to a person. Never an
+ * empty text or a silently false condition.
+ */
+function budgetSpent(t: TurnState, p: CompiledPhase, e: RenderBudgetExceeded): StepOutcome {
+  const reserve = t.budgetExceeded(e, p.id);
+  const hasOnError = p.onError !== 'escalate';
+  if (reserve && hasOnError) return { kind: 'goto', idx: t.capability.phaseIndex.get(p.onError)! };
+  return t.stop(t.escalate('render_budget_exceeded'));
+}
+
 /** The steps of a phase, in order. */
 const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, generate, collect, end, next];
 
@@ -83,9 +96,14 @@ export const runPhases: Step<[number]> = function* (t, start) {
     t.note('phase_transition', { capability: t.capability.name, from: t.phaseId, to: p.id });
     t.phaseId = p.id;
     let outcome: StepOutcome = CONTINUE;
-    for (const step of PHASE_STEPS) {
-      outcome = yield* step(t, p, idx);
-      if (outcome.kind !== 'continue') break;
+    try {
+      for (const step of PHASE_STEPS) {
+        outcome = yield* step(t, p, idx);
+        if (outcome.kind !== 'continue') break;
+      }
+    } catch (e) {
+      if (!(e instanceof RenderBudgetExceeded)) throw e;
+      outcome = budgetSpent(t, p, e);
     }
     if (outcome.kind === 'stop') return outcome;
     if (outcome.kind === 'goto') idx = outcome.idx;
