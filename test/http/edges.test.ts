@@ -95,15 +95,14 @@ describe('HTTP edges', () => {
     expect(docs.text).toContain('swagger-ui');
   });
 
-  it('keeps prototype-pollution keys inert', async () => {
-    const res = await request(app.app)
-      .post('/api/v1/agents/echo/converse')
-      .set(t)
-      .set('content-type', 'application/json')
-      .send(
-        '{"message":"echo this","__proto__":{"polluted":1},"context":{"version":"v1","context":{"customAttributes":{"__proto__":{"polluted":1},"constructor":{"prototype":{"polluted":1}}}}}}',
-      );
-    expect(res.status).toBe(200);
+  it('refuses a __proto__ key with 400 naming where it is, and keeps constructor keys inert', async () => {
+    const send = (body: string) => request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send(body);
+    const res = await send('{"message":"echo this","context":{"version":"v1","context":{"customAttributes":{"plan":"gold","__proto__":{"polluted":1}}}}}');
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'context.context.customAttributes.__proto__', message: expect.stringContaining('__proto__') }]);
+    expect((await send('{"message":"echo this","__proto__":{"polluted":1}}')).body.errors[0].path).toBe('__proto__');
+    const ok = await send('{"message":"echo this","context":{"version":"v1","context":{"customAttributes":{"constructor":{"prototype":{"polluted":1}}}}}}');
+    expect(ok.status).toBe(200);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });

@@ -9,7 +9,7 @@ import { NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
 import { apiKeyAuth } from './auth.js';
 import { consoleRouter } from './console.js';
-import { depthLimit, refuseContentEncoding, refuseNul, yamlBody } from './input-guards.js';
+import { depthLimit, refuseContentEncoding, refuseHostileInput, yamlBody } from './input-guards.js';
 import { JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
 import { getOpenApi } from './openapi.js';
 import { errorHandler } from './problem.js';
@@ -40,7 +40,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   const json = (limit: number) => express.json({ limit, type: JSON_TYPES, verify: depthLimit() });
   app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes), express.text({ limit: config.agentBodyLimitBytes, type: YAML_TYPES }), yamlBody);
   app.use(json(config.bodyLimitBytes));
-  app.use(refuseNul);
+  app.use(refuseHostileInput);
   app.use('/api/v1', requireTenant({ authMode: config.authMode, keys: services.keys }));
 
   createExpressEndpoints(contract, createRouter(services, { metricsToken: config.metricsToken }), app, {

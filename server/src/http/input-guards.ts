@@ -1,7 +1,8 @@
 // Refusals at the edge for input no handler should ever see: compressed bodies (nothing here
 // asks for them, and a decompressor is one more parser to attack), JSON nested deeper than any
-// request needs (deep nesting exhausts recursive validators), and NUL characters (PostgreSQL
-// text cannot hold them, so they would fail on one database and not the other).
+// request needs (deep nesting exhausts recursive validators), NUL characters (PostgreSQL
+// text cannot hold them, so they would fail on one database and not the other), and `__proto__`
+// keys (copied objects lose them silently).
 import type { NextFunction, Request, Response } from 'express';
 import { InputError } from '../errors.js';
 import { parseYamlSource } from '../lib/yaml-source.js';
@@ -42,23 +43,41 @@ export function depthLimit(max = MAX_JSON_DEPTH) {
   };
 }
 
-function hasNul(v: unknown, depth = 0): boolean {
-  if (typeof v === 'string') return v.includes('\u0000');
-  if (depth > MAX_JSON_DEPTH || v === null || typeof v !== 'object') return false;
-  if (Array.isArray(v)) return v.some((x) => hasNul(x, depth + 1));
-  return Object.entries(v).some(([k, x]) => k.includes('\u0000') || hasNul(x, depth + 1));
+/**
+ * Where a JSON body holds a NUL character (in a key or a string) or a `__proto__` key, as a
+ * dotted path; null when it holds neither. JSON.parse keeps `__proto__` as an own key, but any
+ * object spread or schema copy drops it or, worse, treats it as a prototype: it is refused by
+ * name rather than silently lost.
+ */
+function findHostile(v: unknown, path: string, depth = 0): { path: string; nul: boolean } | null {
+  if (typeof v === 'string') return v.includes('\u0000') ? { path, nul: true } : null;
+  if (depth > MAX_JSON_DEPTH || v === null || typeof v !== 'object') return null;
+  const entries: [string, unknown][] = Array.isArray(v) ? v.map((x, i) => [String(i), x]) : Object.entries(v);
+  for (const [k, x] of entries) {
+    const at = path ? `${path}.${k}` : k;
+    if (k.includes('\u0000')) return { path: at, nul: true };
+    if (k === '__proto__' && !Array.isArray(v)) return { path: at, nul: false };
+    const found = findHostile(x, at, depth + 1);
+    if (found) return found;
+  }
+  return null;
 }
 
-/** NUL in the path, the query or anywhere in a JSON body: 400, on every database alike. */
-export function refuseNul(req: Request, _res: Response, next: NextFunction): void {
+/** NUL in the path, the query or anywhere in a JSON body, or a `__proto__` key: 400, on every database alike. */
+export function refuseHostileInput(req: Request, _res: Response, next: NextFunction): void {
   let url = req.originalUrl;
   try {
     url = decodeURIComponent(url);
   } catch {
     // A malformed escape is the router's and validator's to report.
   }
-  if (url.includes('\u0000') || hasNul(req.body)) {
+  const found = findHostile(req.body, '');
+  if (url.includes('\u0000') || found?.nul) {
     next(new InputError('The request contains a NUL character', [{ path: '(request)', message: 'NUL characters (\\u0000) are not accepted' }]));
+    return;
+  }
+  if (found) {
+    next(new InputError('The body contains a "__proto__" key', [{ path: found.path, message: 'the key "__proto__" is not accepted: rename it' }]));
     return;
   }
   next();
