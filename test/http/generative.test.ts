@@ -342,6 +342,20 @@ describe.each(databases)('generative phases on $name', (database) => {
       expect(calls[0].data.input_tokens).toBeGreaterThan(0);
     });
 
+    it('sends and stores no more of a streamed model reply than MAX_REPLY_BYTES, and stops reading it there', async () => {
+      fresh();
+      const piece = 'word '.repeat(200);
+      llm.script({ text: piece.repeat(200), pieces: Array(200).fill(piece) });
+      const { deltas, response } = await collect(client.sb.converseStream('billing', { message: 'how do refunds work' }));
+      const sent = Buffer.byteLength(deltas.join(''));
+      expect(sent).toBeLessThanOrEqual(64 * 1024);
+      expect(sent).toBeGreaterThan(60 * 1024);
+      expect(Buffer.byteLength(response.response.message)).toBeLessThanOrEqual(64 * 1024);
+      const entries = await audit(response.conversation_id);
+      expect(entries.find((e) => e.type === 'llm_call').data.finish_reason).toBe('length');
+      expect(entries.find((e) => e.type === 'error').data.code).toBe('reply_limit');
+    });
+
     it('sends a scripted reply as one delta', async () => {
       const { deltas, response } = await collect(client.sb.converseStream('billing', { message: 'hello' }));
       expect(deltas).toEqual(['Hello!']);

@@ -30,6 +30,11 @@ export interface CompletionRequest {
   maxRetries?: number;
   /** Receives the reply's text as the provider writes it: the call is then streamed. */
   onDelta?: (text: string) => void;
+  /**
+   * A streamed reply longer than this (UTF-8 bytes) is not read further: the call ends with the
+   * text so far (up to the piece that crossed it) and `finishReason: 'length'`; the turn cuts it.
+   */
+  maxTextBytes?: number;
 }
 
 export interface Completion extends LlmAnswer {
@@ -81,7 +86,7 @@ export class LlmProvider {
     const deadline = performance.now() + timeoutMs;
     const maxRetries = req.maxRetries ?? this.opts.maxRetries ?? 2;
     const promptChars = JSON.stringify(req.messages).length + JSON.stringify(req.tools ?? []).length;
-    const progress = { written: false };
+    const progress = { written: false, cut: false };
     for (let attempt = 0; ; attempt++) {
       const left = Math.max(1, Math.round(deadline - performance.now()));
       const options = { signal: AbortSignal.timeout(left), timeout: left };
@@ -89,12 +94,27 @@ export class LlmProvider {
         if (!req.onDelta) return read(await this.client.chat.completions.create(body, options), promptChars);
         const onDelta = req.onDelta;
         const stream = this.client.chat.completions.stream({ ...body, stream: true, stream_options: { include_usage: true } }, options);
+        const max = req.maxTextBytes ?? Infinity;
+        let text = '';
+        let bytes = 0;
         stream.on('content', (delta) => {
-          if (!delta) return;
+          if (!delta || progress.cut) return;
           progress.written = true;
+          bytes += Buffer.byteLength(delta);
+          text += delta;
           onDelta(delta);
+          // The piece that crosses the cap is kept, so the turn cuts the text and audits the cut.
+          if (bytes > max) {
+            progress.cut = true;
+            stream.abort();
+          }
         });
-        return read(await stream.finalChatCompletion(), promptChars);
+        try {
+          return read(await stream.finalChatCompletion(), promptChars);
+        } catch (e) {
+          if (!progress.cut) throw e;
+          return cutShort(text, body.model, promptChars);
+        }
       } catch (e) {
         // A stream that has written part of a reply is not asked again: the words are out.
         const wait = attempt < maxRetries && !progress.written ? retryDelay(e, attempt) : null;
@@ -124,6 +144,19 @@ function retryDelay(e: unknown, attempt: number): number | null {
     return null;
   }
   return Math.min(8000, 500 * 2 ** attempt) * (0.75 + Math.random() / 2);
+}
+
+/** A streamed reply that was stopped at its size cap: the text so far, tokens estimated. */
+function cutShort(text: string, model: string, promptChars: number): Completion {
+  return {
+    model,
+    text,
+    toolCalls: [],
+    finishReason: 'length',
+    inputTokens: estimate(promptChars),
+    outputTokens: estimate(text.length),
+    estimated: true,
+  };
 }
 
 function read(r: ChatCompletion, promptChars: number): Completion {

@@ -103,7 +103,21 @@ function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope 
 class ReplyStream {
   private sent = '';
   private fresh = true;
-  constructor(private readonly emit: (text: string) => void) {}
+  private bytes = 0;
+  /** `maxBytes`: what a turn may say (MAX_REPLY_BYTES); nothing past it is sent, as nothing past it is stored. */
+  constructor(
+    private readonly out: (text: string) => void,
+    private readonly maxBytes: number,
+  ) {}
+
+  private emit(text: string): void {
+    const room = this.maxBytes - this.bytes;
+    if (room <= 0) return;
+    const b = Buffer.from(text);
+    const piece = b.length <= room ? text : b.subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    this.bytes += Math.min(b.length, room);
+    if (piece) this.out(piece);
+  }
 
   /** Sends what the turn has said beyond what was sent, when it continues it. */
   sync(said: string): void {
@@ -304,7 +318,7 @@ export class ConversationService {
     let scoringMs = 0;
     let llmMs = 0;
     let modelMs = 0;
-    const stream = t.onDelta ? new ReplyStream(t.onDelta) : undefined;
+    const stream = t.onDelta ? new ReplyStream(t.onDelta, this.opts.maxReplyBytes) : undefined;
     let actionsMs = 0;
     let stepsMs = 0;
     const score = (message: string): Scored => {
@@ -412,6 +426,7 @@ export class ConversationService {
         messages: req.messages,
         tools: req.tools,
         onDelta: stream ? (text) => stream.delta(text) : undefined,
+        maxTextBytes: this.opts.maxReplyBytes,
       });
       const total = await this.opts.usage.add(tenantId, day, c.inputTokens + c.outputTokens);
       this.opts.onTokens?.(tenantId, day, total);
