@@ -106,6 +106,8 @@ export interface ErasureRules {
   skeleton(type: AuditType, data: Record<string, unknown>): Record<string, unknown>;
   /** What a webhook payload keeps. */
   webhookPayload(payload: Record<string, unknown>): Record<string, unknown>;
+  /** What a replay's result for the conversation keeps. */
+  replayResult(result: Record<string, unknown>): Record<string, unknown>;
 }
 
 /** The counters of an agent's hourly rows (table agent_stats; service/agent-stats.ts says what each counts). */

@@ -137,6 +137,18 @@ describe.each(databases)('replays on $name', (database) => {
     await api().get(`/api/v1/agents/shop/replays/${started.body.id}`).set('tenant-id', 'globex').expect(404);
   });
 
+  it('erases what a replay recorded of a conversation when the conversation is erased, keeping the verdict', async () => {
+    const c = await say('hello');
+    const r = await replay({ version: await draft(shop(orders.url, { greeting: 'Good day!' })), conversations: [c.conversation_id] });
+    expect(r.results[0].first_difference).toMatchObject({ recorded: 'Hello!', replayed: 'Good day!' });
+    await api().delete(`/api/v1/agents/shop/conversations/${c.conversation_id}`).set('tenant-id', 'acme').expect(204);
+    const after = (await api().get(`/api/v1/agents/shop/replays/${r.id}`).set('tenant-id', 'acme').expect(200)).body;
+    expect(after.results[0]).toEqual({ conversation_id: c.conversation_id, verdict: 'changed', first_difference: { turn_index: 0, field: 'reply', recorded: null, replayed: null } });
+    const row = await f.db.knex('replays').where({ id: r.id }).first();
+    expect(row.results).not.toContain('Hello!');
+    expect(row.results).not.toContain('Good day!');
+  });
+
   it('lists the replays kept, newest first and without their results, a page at a time', async () => {
     const first = await replay({ version: 1, status: 'completed' });
     const second = await replay({ version: 1, limit: 1 });

@@ -1,6 +1,7 @@
 // What erasure keeps of a conversation (docs/lifecycle.md, "Erasure and retention"): audit
 // entries keep their skeleton — types, times, capabilities, outcomes, status codes — and lose
-// request and response bodies, error texts and turn hashes; webhook payloads lose the user id.
+// request and response bodies, error texts and turn hashes; webhook payloads lose the user id;
+// replay results keep their verdicts and lose the texts they compared.
 // The store applies these rules; this is where they are decided.
 import type { ErasureRules } from '../domain.js';
 
@@ -52,6 +53,11 @@ export const ERASURE: ErasureRules = {
       default:
         return { code: d.code, message: '', erased: true };
     }
+  },
+  replayResult(r) {
+    // The verdict and where the replay differed stay; what was said on either side goes.
+    const d = r.first_difference as Record<string, unknown> | null | undefined;
+    return { ...r, first_difference: d ? { ...d, recorded: null, replayed: null } : null };
   },
   webhookPayload(p) {
     const data = p.data as Record<string, unknown> | undefined;

@@ -15,6 +15,7 @@ import type { ConversationStore } from '../store/conversation-store.js';
 import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
+import { ERASURE } from './erasure.js';
 import { OfflineConversation } from './offline-conversation.js';
 
 const KEEP_MS = 7 * 24 * 3600 * 1000;
@@ -215,15 +216,30 @@ export class ReplayService {
         if (job.stop) throw new Error('the server stopped before the replay finished');
         if (Date.now() > until) throw new Error(`the replay ran for ${MAX_RUN_MS / 60_000} minutes: replay fewer conversations at a time`);
         results.push(await this.replayOne(tenantId, agentId, agent, conversationId));
-        await replays.progress(id, { done: results.length, results, now: iso(clock.now()) });
+        await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()) });
       }
-      await replays.progress(id, { done: results.length, results, now: iso(clock.now()), status: 'done' });
+      await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()), status: 'done' });
     } catch (err) {
       this.deps.log.warn({ err, replay: id }, 'replay failed');
       await replays
         .progress(id, { done: results.length, results, now: iso(clock.now()), status: 'failed', error: (err as Error).message })
         .catch((e: unknown) => this.deps.log.warn({ err: e, replay: id }, 'replay could not record its failure'));
     }
+  }
+
+  /**
+   * The results with those of conversations erased while the replay ran reduced as erasure
+   * reduces stored ones (an erasure scrubs the replay rows it finds; this covers what a running
+   * replay still holds in memory). Only a difference carries text, so only those are looked up.
+   */
+  private async withoutErased(tenantId: string, results: ReplayResult[]): Promise<ReplayResult[]> {
+    const withText = results.filter((r) => r.first_difference).map((r) => r.conversation_id);
+    const erased = await this.deps.store.erasedAmong(tenantId, withText);
+    if (erased.size === 0) return results;
+    for (let i = 0; i < results.length; i++) {
+      if (erased.has(results[i].conversation_id)) results[i] = ERASURE.replayResult(results[i]) as ReplayResult;
+    }
+    return results;
   }
 
   private async replayOne(tenantId: string, agentId: string, agent: CompiledAgent, conversationId: string): Promise<ReplayResult> {

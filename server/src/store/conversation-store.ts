@@ -200,6 +200,13 @@ export class ConversationStore {
     return row ? rowToConversation(row) : null;
   }
 
+  /** Which of these conversations of the tenant have been erased. */
+  async erasedAmong(tenantId: string, ids: string[]): Promise<Set<string>> {
+    if (ids.length === 0) return new Set();
+    const rows = await this.knex('conversations').where('tenant_id', tenantId).whereIn('id', ids).whereNotNull('erased_at').select('id');
+    return new Set(rows.map((r: { id: string }) => r.id));
+  }
+
   async turns(tenantId: string, conversationId: string): Promise<TurnRow[]> {
     const rows = await this.knex('turns')
       .where({ conversation_id: conversationId, tenant_id: tenantId })

@@ -8,7 +8,7 @@ import { ConcurrentUpdateError } from './writer.js';
 
 /**
  * Erases what conversations say about a person: their turns, slots, action results, context,
- * user id, event log and idempotency records; audit entries and webhook payloads keep what
+ * user id, event log and idempotency records; audit entries, webhook payloads and replay results keep what
  * the rules say, marked with the erasure time, and a chained `erasure` entry in each
  * conversation records which entries it reduced.
  * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
@@ -73,6 +73,19 @@ export async function eraseConversationRows(
        where w.tenant_id = ? and w.id = v.id`,
       [JSON.stringify(rows), tenantId],
     );
+  }
+
+  // Replays kept for a week hold what the erased conversations said where a version answered otherwise.
+  const erased = new Set(ids);
+  const replays = await trx('replays')
+    .where('tenant_id', tenantId)
+    .whereIn('agent_id', [...new Set(conversations.map((c) => c.agentId))])
+    .select('id', 'results');
+  for (const r of replays as { id: string; results: string }[]) {
+    const results = JSON.parse(r.results) as Record<string, unknown>[];
+    if (!results.some((x) => erased.has(x.conversation_id as string))) continue;
+    const kept = results.map((x) => (erased.has(x.conversation_id as string) ? rules.replayResult(x) : x));
+    await trx('replays').where({ tenant_id: tenantId, id: r.id }).update({ results: JSON.stringify(kept) });
   }
 
   const next = conversations.map((c) => {
