@@ -78,7 +78,7 @@ describe('traces', () => {
   const converse = async (base: string, message: string, conversation_id?: string) => {
     const r = await fetch(`${base}/api/v1/agents/shop/converse`, {
       method: 'POST',
-      headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+      headers: { 'tenant-id': 'acme', 'content-type': 'application/json', 'user-id': 'u-secret-42' },
       body: JSON.stringify({ message, conversation_id }),
     });
     expect(r.status).toBe(200);
@@ -91,12 +91,16 @@ describe('traces', () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
       OTEL_BSP_SCHEDULE_DELAY: '50',
       ACTION_ALLOWED_HOSTS: `acme=127.0.0.1:${orders.port}`,
+      SWITCHBOARD_SECRET_TRACE_TOKEN: 'trace-s3cret-value',
+      SWITCHBOARD_SECRET_TRACE_TOKEN_TENANTS: 'acme',
     });
     try {
+      const agent = orderLookupAgent(orders.url);
+      agent.actions!.get_order.url += '?key={{ secrets.TRACE_TOKEN }}';
       const put = await fetch(`${server.base}/api/v1/agents/shop`, {
         method: 'PUT',
         headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
-        body: JSON.stringify(orderLookupAgent(orders.url)),
+        body: JSON.stringify(agent),
       });
       expect(put.status).toBe(200);
       const first = await converse(server.base, 'where is my order');
@@ -128,6 +132,17 @@ describe('traces', () => {
       // The first call routed: its routing span sits under its converse span.
       const firstRoot = converseSpans.find((s) => s !== root)!;
       expect(spans.filter((s) => s.parentSpanId === firstRoot.spanId).map((s) => s.name)).toContain('switchboard.routing');
+      // No span carries the secret the action sent or the user's id, from a header, a query or a path.
+      const list = await fetch(`${server.base}/api/v1/agents/shop/conversations?user_id=u-secret-42`, { headers: { 'tenant-id': 'acme' } });
+      expect(list.status).toBe(200);
+      const erase = await fetch(`${server.base}/api/v1/users/u-secret-42/conversations`, { method: 'DELETE', headers: { 'tenant-id': 'acme' } });
+      expect(erase.status).toBe(200);
+      expect(orders.requests.at(-1)!.url).toContain('trace-s3cret-value');
+      for (let i = 0; i < 100 && !spans.some((s) => s.name.startsWith('DELETE')); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(spans.some((s) => s.name.startsWith('DELETE'))).toBe(true);
+      expect(JSON.stringify(spans)).not.toContain('trace-s3cret-value');
+      expect(JSON.stringify(spans)).not.toContain('u-secret-42');
+      expect(outgoing.find((s) => s.kind === 3)!.attributes).toContainEqual({ key: 'url.full', value: { stringValue: expect.stringMatching(/\/orders\/A-1\?key=/) } });
       // The request's log line names the trace.
       const logged = server.lines
         .filter((l) => l.startsWith('{'))

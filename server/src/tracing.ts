@@ -11,10 +11,39 @@ import { NodeSDK } from '@opentelemetry/sdk-node';
 import { BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { ATTR_SERVICE_NAME, ATTR_URL_FULL, ATTR_URL_PATH, ATTR_URL_QUERY } from '@opentelemetry/semantic-conventions';
+import type { Span } from '@opentelemetry/api';
+import { redactedUrl } from './lib/tracer.js';
 
 /** Health and metrics scrapes are not traced. */
 const UNTRACED = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * What spans must not carry, as the audit log does not: user ids (a path segment of the erasure
+ * route, a query filter) and secrets in action URLs (the undici span shows the masked URL that
+ * http-action.ts sets; without one, only the origin).
+ */
+const USER_IN_PATH = /^(\/api\/v1\/users\/)[^/?]+/;
+const REDACTED_QUERY = ['user_id', 'cursor'];
+
+function redactIncoming(span: Span, req: unknown): void {
+  const url = (req as { url?: unknown }).url;
+  if (typeof url !== 'string' || !('socket' in (req as object)) || !USER_IN_PATH.test(url)) return;
+  span.setAttribute(ATTR_URL_PATH, url.split('?')[0].replace(USER_IN_PATH, '$1REDACTED'));
+}
+
+function redactOutgoing(span: Span, req: { origin?: string }): void {
+  const masked = redactedUrl();
+  let shown: URL | null = null;
+  try {
+    shown = new URL(masked ?? String(req.origin ?? ''));
+  } catch {
+    shown = null;
+  }
+  span.setAttribute(ATTR_URL_FULL, shown ? shown.toString() : 'REDACTED');
+  span.setAttribute(ATTR_URL_PATH, shown ? shown.pathname : 'REDACTED');
+  span.setAttribute(ATTR_URL_QUERY, shown ? shown.search : '');
+}
 
 /** Starts tracing; the OTLP exporter reads the OTEL_EXPORTER_OTLP_* variables. */
 export function startTracing(): { shutdown(): Promise<void> } {
@@ -22,10 +51,14 @@ export function startTracing(): { shutdown(): Promise<void> } {
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? 'switchboard' }),
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
     instrumentations: [
-      new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED.has((req.url ?? '').split('?')[0]) }),
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req) => UNTRACED.has((req.url ?? '').split('?')[0]),
+        redactedQueryParamsServer: REDACTED_QUERY,
+        requestHook: redactIncoming,
+      }),
       new ExpressInstrumentation(),
       new PgInstrumentation({ enhancedDatabaseReporting: false }),
-      new UndiciInstrumentation(),
+      new UndiciInstrumentation({ requestHook: redactOutgoing }),
     ],
   });
   sdk.start();

@@ -7,6 +7,7 @@ import type { ActionResult, AuditDraft } from '../domain.js';
 import type { ActionRequest } from '../engine/run.js';
 import { SECRET_MASK } from '../engine/compile.js';
 import { BlockedAddressError, guardedDispatcher } from './ssrf.js';
+import { withRedactedUrl } from '../lib/tracer.js';
 
 const AUDIT_BODY_LIMIT = 4096;
 
@@ -114,7 +115,8 @@ export class HttpActionRunner {
         response = await pRetry(
           async () => {
             attempts++;
-            return await this.once(url, req.method, headers, body, req.action.timeoutMs, meta.tenantId);
+            // Traced as the audit log shows it: secrets masked.
+            return await withRedactedUrl(req.masked.url, () => this.once(url, req.method, headers, body, req.action.timeoutMs, meta.tenantId));
           },
           {
             retries: req.action.retries,

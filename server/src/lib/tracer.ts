@@ -1,6 +1,6 @@
 // The service's own spans, through the OpenTelemetry API: without a registered SDK (tracing
 // off) every call here is a no-op on a non-recording span.
-import { SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
+import { context, createContextKey, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
 
 const tracer = trace.getTracer('switchboard');
 
@@ -35,4 +35,19 @@ export function traceIds(): { trace_id?: string; span_id?: string } {
   if (!span?.isRecording()) return {};
   const c = span.spanContext();
   return { trace_id: c.traceId, span_id: c.spanId };
+}
+
+const REDACTED_URL = createContextKey('switchboard.redacted_url');
+
+/**
+ * Runs `fn` with the URL its outgoing HTTP calls are to be traced as: an action's URL with its
+ * secrets masked, as the audit log shows it (tracing.ts reads it in the undici span's hook).
+ */
+export function withRedactedUrl<T>(url: string, fn: () => T): T {
+  return context.with(context.active().setValue(REDACTED_URL, url), fn);
+}
+
+/** The URL set by withRedactedUrl for the calls now starting, if any. */
+export function redactedUrl(): string | undefined {
+  return context.active().getValue(REDACTED_URL) as string | undefined;
 }
