@@ -1,6 +1,7 @@
 // Validates an agent definition beyond its schema (references, templates, patterns) and
 // compiles it once per version: parsed templates, phase indexes and the trained router.
 import { Ajv, type ValidateFunction } from 'ajv';
+import { schemaCostProblem } from './schema-cost.js';
 import { RE2JS } from 're2js';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
@@ -308,7 +309,8 @@ function depth(v: unknown): number {
 
 /**
  * A definition's JSON Schema is a tenant's input compiled into a validator: it must be an object
- * schema, small and shallow enough to compile quickly, with local references only, and every
+ * schema, small and shallow enough to compile quickly, with local references only, no larger
+ * than MAX_SCHEMA_NODES with its references followed (schema-cost.ts), and every
  * `pattern` in RE2 syntax (matched in linear time, whatever the model sends).
  */
 function parametersProblem(schema: Record<string, unknown>): string | null {
@@ -316,6 +318,8 @@ function parametersProblem(schema: Record<string, unknown>): string | null {
   if (depth(schema) > MAX_SCHEMA_DEPTH) return `must be at most ${MAX_SCHEMA_DEPTH} levels deep`;
   if (schema.type !== 'object') return 'must be a JSON Schema of type object (the arguments are an object)';
   if (/"\$ref"\s*:\s*"(?!#)/.test(JSON.stringify(schema))) return 'only local references ("#/…") are allowed';
+  const cost = schemaCostProblem(schema);
+  if (cost) return cost;
   try {
     schemaValidator(schema);
   } catch (e) {

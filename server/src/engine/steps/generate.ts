@@ -122,8 +122,10 @@ function* runTool(t: TurnState, p: CompiledPhase, idx: number, name: string, raw
   }
   const action = g.tools.includes(name) ? t.agent.actions.get(name) : undefined;
   if (!action?.validate) return invalid(`unknown tool "${name.slice(0, 64)}"`);
-  if (!action.validate(args.value)) {
-    const e = action.validate.errors?.[0];
+  // Checking the arguments is work the tenant's schema causes: it draws on the turn's render time.
+  const validate = action.validate;
+  if (!t.budget.timed(() => validate(args.value))) {
+    const e = validate.errors?.[0];
     return invalid(e ? `${e.instancePath || 'arguments'} ${e.message ?? 'is invalid'}` : 'arguments do not match the parameters');
   }
   const result = yield* runAction(t, action, args.value);
