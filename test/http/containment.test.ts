@@ -53,3 +53,37 @@ describe('tool schemas', () => {
     expect((await put('shared', shared)).status).toBe(200);
   });
 });
+
+describe('secrets in templates', () => {
+  const f = appFixture(databases[0]);
+  const withHeader = (value: string, say = 'Done.') => ({
+    name: 'S',
+    capabilities: [{ name: 'c', examples: ['go now', 'go please', 'start', 'begin', 'do it'], phases: [{ id: 'a', call: 'x', say, end: 'completed' as const }] }],
+    actions: { x: { type: 'http', method: 'GET', url: 'https://example.com/x', headers: { 'x-key': value } } },
+  });
+  const put = (def: object) => request(f.app.app).put('/api/v1/agents/s').set(T).send(def);
+
+  it('refuses every computed or quoted name at the start of a variable, which could reach secrets or any scope', async () => {
+    for (const attack of [
+      '{% assign k = "secre" | append: "ts" %}{{ [k].OPS | split: "" | join: "-" }}',
+      '{{ ["secrets"].OPS }}',
+      "{% assign k = 'secrets' %}{% for v in [k] %}{{ v }}{% endfor %}",
+      '{% if [k] %}x{% endif %}',
+    ]) {
+      const res = await put(withHeader(attack));
+      expect(res.status, attack).toBe(400);
+      expect(res.body.errors, attack).toEqual([{ path: 'actions.x.headers.x-key', message: expect.stringMatching(/must start with a name/) }]);
+    }
+  });
+
+  it('refuses secrets transformed, iterated or read outside an action, and allows them whole', async () => {
+    for (const attack of ['{{ secrets.OPS | split: "" | join: "-" }}', '{% for s in secrets %}{{ s }}{% endfor %}', '{% assign s = secrets.OPS %}{{ s }}']) {
+      expect((await put(withHeader(attack))).body.errors?.[0].message, attack).toMatch(/only whole/);
+    }
+    expect((await put(withHeader('ok', '{{ secrets.OPS }}'))).body.errors[0]).toEqual({
+      path: 'capabilities.c.phases.a.say',
+      message: 'secrets can be read only in action url, headers and body',
+    });
+    expect((await put(withHeader('Bearer {{ secrets.OPS }}', 'We keep no secrets from {{ slots[message] | default: "you" }}.'))).status).toBe(200);
+  });
+});

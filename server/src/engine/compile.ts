@@ -9,7 +9,7 @@ import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex } from './knowledge.js';
 import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
-import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, secretReferences, type JsonTemplate } from './templates.js';
+import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
 
 const BUILTIN_FALLBACK = 'fallback';
 export const MAX_PHASES_PER_TURN = 50;
@@ -131,11 +131,8 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
       add(path, `invalid template: ${explainLiquidError(source, e)}`);
       return;
     }
-    if (!allowSecrets && /\bsecrets\b/.test(source)) add(path, 'secrets can be read only in action url, headers and body');
-    else if (allowSecrets) {
-      const refs = secretReferences(source);
-      if ('error' in refs) add(path, refs.error);
-    }
+    const reads = templateReads(source, allowSecrets);
+    if ('error' in reads) add(path, reads.error);
   };
   const tryText = (path: string, t: LocalizedText | undefined) => {
     if (t === undefined) return;
@@ -174,11 +171,11 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
           if (!known(b.goto)) add(`${pp}.next[${bi}].goto`, `unknown phase "${b.goto}"`);
           if (b.if !== undefined) {
             try {
-              new CompiledCondition(b.if);
+              const reads = templateReads(new CompiledCondition(b.if).value, false);
+              if ('error' in reads) add(`${pp}.next[${bi}].if`, reads.error);
             } catch (e) {
               add(`${pp}.next[${bi}].if`, `invalid condition: ${explainLiquidError(b.if, e)}`);
             }
-            if (/\bsecrets\b/.test(b.if)) add(`${pp}.next[${bi}].if`, 'secrets can be read only in action url, headers and body');
           }
         });
       }
@@ -457,7 +454,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     const secrets = [
       ...new Set(
         sources.flatMap((src) => {
-          const r = secretReferences(src);
+          const r = templateReads(src, true);
           return 'names' in r ? r.names : [];
         }),
       ),

@@ -4,7 +4,7 @@
 // time, output and memory (RenderBudget), so no number of phases multiplies what one turn costs.
 // Conditions are parsed as Liquid expressions, never pasted into a tag, so a condition cannot
 // close its own tag and smuggle others in. Values put into action URLs are percent-encoded.
-import { Context, isTruthy, Liquid, Tokenizer, toValueSync, Value, type Template } from 'liquidjs';
+import { Context, isTruthy, Liquid, Output, TokenKind, Tokenizer, toValueSync, Value, type PropertyAccessToken, type Template } from 'liquidjs';
 import type { LocalizedText } from '@switchboard/contract';
 
 /**
@@ -243,7 +243,8 @@ export class CompiledTemplate {
 
 /** A branch condition: a Liquid expression judged by Liquid's own truthiness, as `{% if %}` would. */
 export class CompiledCondition {
-  private readonly value: Value;
+  /** The parsed expression (what templateReads checks). */
+  readonly value: Value;
   constructor(readonly source: string) {
     const tokenizer = new Tokenizer(source, liquid.options.operators);
     const token = tokenizer.readFilteredValue();
@@ -321,19 +322,63 @@ export function renderJson(t: JsonTemplate, scope: Scope, budget?: RenderBudget)
 }
 
 /**
- * Where a template reads `secrets`, it must read one whole secret as a bare output
- * (`{{ secrets.NAME }}`, optionally `| raw` in a URL): no filter, tag or expression can then
- * transform a secret, so rendering with masks in place of secrets shows exactly where each went.
- * Returns the names read, or an error message.
+ * Every property access (`a.b[c]`) in parsed Liquid: tags, outputs, filter arguments, branches
+ * and nested templates alike. liquidjs keeps no list of them (its static analysis reports
+ * `[k].x` as if it were `k.x`), so the parse tree is walked as data, skipping the engine each
+ * node points back to.
  */
-export function secretReferences(source: string): { names: string[] } | { error: string } {
+function propertyAccesses(node: unknown, out: PropertyAccessToken[] = [], seen = new Set<object>()): PropertyAccessToken[] {
+  if (node === null || typeof node !== 'object' || seen.has(node) || node instanceof Liquid) return out;
+  seen.add(node);
+  if ((node as { kind?: unknown }).kind === TokenKind.PropertyAccess) out.push(node as PropertyAccessToken);
+  for (const [key, value] of Object.entries(node)) if (key !== 'liquid' && typeof value === 'object') propertyAccesses(value, out, seen);
+  return out;
+}
+
+/** The name an access starts from: null when it is computed (`[k].x`) or quoted (`["secrets"].x`), or starts from a literal. */
+function rootName(a: PropertyAccessToken): string | null | undefined {
+  if (a.variable) return undefined;
+  const first = a.props[0] as { kind?: unknown; content?: unknown } | undefined;
+  return first?.kind === TokenKind.Word && typeof first.content === 'string' ? first.content : null;
+}
+
+const COMPUTED_ROOT = 'a variable must start with a name ([k] or ["name"] at its start is not allowed): use slots[k], context[k] or the like';
+
+/**
+ * What a template may read, decided on its parse tree: every variable starts with a name (no
+ * computed or quoted name can reach a scope, `secrets` included); `secrets` is read only where
+ * `allowSecrets`, and there only whole, as a bare output `{{ secrets.NAME }}` (optionally
+ * `| raw` in a URL), so no filter, tag or expression can transform a secret and rendering with
+ * masks in place of secrets shows exactly where each went. Returns the secret names read, or a
+ * problem.
+ */
+export function templateReads(source: string | Value, allowSecrets: boolean): { names: string[] } | { error: string } {
+  let parsed: unknown;
+  try {
+    parsed = typeof source === 'string' ? liquid.parse(source) : source;
+  } catch {
+    return { names: [] }; // a parse error is reported by whoever parses it
+  }
+  const wholeSecrets = new Set<PropertyAccessToken>();
+  if (Array.isArray(parsed)) {
+    for (const t of parsed as unknown[]) {
+      const value = (t as { value?: { initial?: { postfix?: unknown[] }; filters?: { name: string }[] } }).value;
+      const postfix = value?.initial?.postfix;
+      const only = postfix?.length === 1 ? (postfix[0] as PropertyAccessToken) : null;
+      const filtersOk = (value?.filters ?? []).every((f) => f.name === 'raw');
+      if (!(t instanceof Output) || !only || only.kind !== TokenKind.PropertyAccess || !filtersOk) continue;
+      const name = only.props[1] as { kind?: unknown } | undefined;
+      if (rootName(only) === 'secrets' && only.props.length === 2 && name?.kind === TokenKind.Word) wholeSecrets.add(only);
+    }
+  }
   const names: string[] = [];
-  const rest = source.replace(/\{\{-?\s*secrets\.([A-Z0-9_]+)\s*(\|\s*raw\s*)?-?\}\}/g, (_m, name: string) => {
-    names.push(name);
-    return '';
-  });
-  if (/\bsecrets\b/.test(rest)) {
-    return { error: 'a secret can be read only whole, as {{ secrets.NAME }} (no filters, tags or expressions on it)' };
+  for (const a of propertyAccesses(parsed)) {
+    const root = rootName(a);
+    if (root === null) return { error: COMPUTED_ROOT };
+    if (root !== 'secrets') continue;
+    if (!allowSecrets) return { error: 'secrets can be read only in action url, headers and body' };
+    if (!wholeSecrets.has(a)) return { error: 'a secret can be read only whole, as {{ secrets.NAME }} (no filters, tags or expressions on it)' };
+    names.push((a.props[1] as { content: string }).content);
   }
   return { names: [...new Set(names)] };
 }
