@@ -87,3 +87,48 @@ describe('secrets in templates', () => {
     expect((await put(withHeader('Bearer {{ secrets.OPS }}', 'We keep no secrets from {{ slots[message] | default: "you" }}.'))).status).toBe(200);
   });
 });
+
+describe('patterns', () => {
+  const collectAgent = (patterns: string[]) => ({
+    name: 'P',
+    capabilities: [
+      {
+        name: 'c',
+        examples: ['go now', 'go please', 'start', 'begin', 'do it'],
+        phases: [
+          ...patterns.map((pattern, i) => ({ id: `p${i}`, say: 'Value?', collect: { slot: `s${i}`, type: 'text' as const, pattern } })),
+          { id: 'done', say: 'Done.', end: 'completed' as const },
+        ],
+      },
+    ],
+  });
+  const f = appFixture(databases[0], { agents: { ok: collectAgent(['^[A-Z]{2}-[0-9]{1,8}$']) } });
+  const put = (slug: string, def: object) => request(f.app.app).put(`/api/v1/agents/${slug}`).set(T).send(def);
+
+  it('refuses a linear-time but huge pattern at PUT, before compiling it', async () => {
+    const huge = '.{0,1000}'.repeat(55);
+    expect(huge.length).toBe(495);
+    const res = await put('huge', collectAgent([huge]));
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'capabilities.c.phases.p0.collect.pattern', message: expect.stringMatching(/^pattern too large: /) }]);
+    const program = await put('program', collectAgent(['(?:[a-z]+[0-9]*){0,60}x{0,100}']));
+    expect(program.body.errors[0].message).toMatch(/pattern too large: the pattern compiles to \d+ instructions, more than 500/);
+    const tool = await put('tool', toolAgent({ type: 'object', properties: { q: { type: 'string', pattern: huge } } }));
+    expect(tool.body.errors[0]).toMatchObject({ path: 'actions.lookup.parameters', message: expect.stringMatching(/repetition counts are too large/) });
+  });
+
+  it('refuses a definition whose patterns are each allowed but together too costly', async () => {
+    const res = await put('many', collectAgent(Array.from({ length: 120 }, (_, i) => `^${'ab'.slice(i % 2)}{0,80}c{0,80}d$`)));
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: '(root)', message: expect.stringMatching(/patterns together are too large/) }]);
+  });
+
+  it('holds test expectations to the same rules, as a failed expectation rather than work', async () => {
+    const res = await request(f.app.app)
+      .post('/api/v1/agents/ok/tests')
+      .set(T)
+      .send({ tests: [{ name: 't', steps: [{ user: 'go now', expect: { reply: `/${'.{0,1000}'.repeat(55)}/` } }] }] });
+    expect(res.status).toBe(200);
+    expect(res.body.results[0].steps[0].failures).toEqual([expect.stringMatching(/is not a valid pattern \(.*a pattern may be at most|too large/)]);
+  });
+});

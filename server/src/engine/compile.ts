@@ -2,7 +2,7 @@
 // compiles it once per version: parsed templates, phase indexes and the trained router.
 import { Ajv, type ValidateFunction } from 'ajv';
 import { schemaCostProblem } from './schema-cost.js';
-import { RE2JS } from 're2js';
+import { compileBounded, MAX_DEFINITION_PATTERN_COST, MAX_PATTERN_COST, patternCost, PatternTooLargeError } from './patterns.js';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
@@ -192,11 +192,8 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
       if (col) {
         if (col.pattern !== undefined) {
           if (col.type !== 'text') add(`${pp}.collect.pattern`, 'pattern applies only to type text');
-          try {
-            compilePattern(col.pattern);
-          } catch (e) {
-            add(`${pp}.collect.pattern`, `invalid regular expression (RE2 syntax, see docs/agents.md): ${(e as Error).message}`);
-          }
+          const problem = patternProblem(col.pattern);
+          if (problem) add(`${pp}.collect.pattern`, problem);
         }
         if (col.choices !== undefined && col.type !== 'choice') add(`${pp}.collect.choices`, 'choices apply only to type choice');
         if (col.type === 'choice' && !col.choices && !p.options?.length) {
@@ -249,7 +246,47 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     if (docIds.has(d.id)) add(`knowledge[${i}].id`, `duplicate knowledge id "${d.id}"`);
     docIds.add(d.id);
   });
+  // Patterns refused on their own are reported as such, not counted again here.
+  const cost = definitionPatterns(def)
+    .map(patternCost)
+    .filter((c) => c <= MAX_PATTERN_COST)
+    .reduce((sum, c) => sum + c, 0);
+  if (cost > MAX_DEFINITION_PATTERN_COST) {
+    add('(root)', `the definition's patterns together are too large (cost ${cost}, at most ${MAX_DEFINITION_PATTERN_COST}: length plus repetition counts)`);
+  }
   return problems;
+}
+
+/** Every regular expression of a definition: slot patterns, fill patterns, `pattern` keywords of tool schemas. */
+function definitionPatterns(def: AgentDefinition): string[] {
+  const out: string[] = [];
+  const inSchema = (v: unknown): void => {
+    if (v === null || typeof v !== 'object') return;
+    for (const [k, x] of Object.entries(v)) {
+      if (k === 'pattern' && typeof x === 'string') out.push(x);
+      else if (k === 'patternProperties' && x && typeof x === 'object') out.push(...Object.keys(x));
+      inSchema(x);
+    }
+  };
+  for (const c of def.capabilities) {
+    for (const p of c.phases) {
+      if (p.collect?.pattern !== undefined) out.push(p.collect.pattern);
+      for (const f of Object.values(p.generate?.fills ?? {})) if (f.pattern !== undefined) out.push(f.pattern);
+    }
+  }
+  for (const a of Object.values(def.actions ?? {})) inSchema(a.parameters);
+  return out;
+}
+
+/** Why a pattern is refused (RE2 syntax, size), or null. */
+function patternProblem(source: string): string | null {
+  try {
+    compilePattern(source);
+    return null;
+  } catch (e) {
+    if (e instanceof PatternTooLargeError) return `pattern too large: ${e.message}`;
+    return `invalid regular expression (RE2 syntax, see docs/agents.md): ${(e as Error).message}`;
+  }
 }
 
 /** Names the model may call besides the agent's actions. */
@@ -283,11 +320,8 @@ function validateGenerate(
     const fp = `${pp}.generate.fills.${slot}`;
     if (f.pattern !== undefined) {
       if (f.type !== 'text') add(`${fp}.pattern`, 'pattern applies only to type text');
-      try {
-        compilePattern(f.pattern);
-      } catch (e) {
-        add(`${fp}.pattern`, `invalid regular expression (RE2 syntax, see docs/agents.md): ${(e as Error).message}`);
-      }
+      const problem = patternProblem(f.pattern);
+      if (problem) add(`${fp}.pattern`, problem);
     }
     if (f.type === 'choice' && !f.choices) add(`${fp}.choices`, 'type choice needs choices');
     if (f.choices !== undefined && f.type !== 'choice') add(`${fp}.choices`, 'choices apply only to type choice');
@@ -337,7 +371,7 @@ function schemaValidator(schema: Record<string, unknown>): ValidateFunction {
  * sends. Matching is a search (like RegExp.test); anchor with ^ and $ for a whole-message match.
  */
 export function compilePattern(source: string): { test(text: string): boolean } {
-  const re = RE2JS.compile(source);
+  const re = compileBounded(source);
   return { test: (text) => re.matcher(text).find() };
 }
 

@@ -209,7 +209,8 @@ export class TurnState {
    */
   prefill(): void {
     delete this.flow.prefilled;
-    const found = prefillSlots(this.capability, this.input.message, new Date(this.input.now));
+    // Matching slot patterns is work the tenant's definition causes: it draws on the turn's budget.
+    const found = this.budget.timed(() => prefillSlots(this.capability, this.input.message, new Date(this.input.now)));
     if (found.length === 0) return;
     for (const f of found) {
       this.flow.slots[f.slot] = f.value;

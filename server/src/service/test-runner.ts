@@ -3,6 +3,7 @@
 // model calls from its scripted replies, and nothing is stored or sent anywhere. Used by
 // `npm run agents -- test` (no server, no database) and by POST /agents/:slug/tests.
 import { RE2JS } from 're2js';
+import { compileBounded } from '../engine/patterns.js';
 import type { TestCase, TestResults } from '@switchboard/contract';
 import type { AuditDraft } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
@@ -13,11 +14,11 @@ type StepResult = TestResults['results'][number]['steps'][number];
 
 const CONVERSATION_ID = '00000000-0000-4000-8000-000000000000';
 
-/** `/regex/flags` (RE2 syntax, so a test's pattern cannot backtrack) or a substring. */
+/** `/regex/flags` (RE2 syntax, so a test's pattern cannot backtrack; held to the bounds of every tenant pattern) or a substring. */
 function replyMatches(expected: string, reply: string): boolean {
   const m = /^\/(.*)\/([a-z]*)$/s.exec(expected);
   if (!m) return reply.includes(expected);
-  const re = RE2JS.compile(m[1], m[2].includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
+  const re = compileBounded(m[1], m[2].includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
   return re.matcher(reply).find();
 }
 

@@ -11,7 +11,9 @@ export const resumeCollect: Step = function* (t) {
   const idx = t.phaseId === null ? undefined : capability.phaseIndex.get(t.phaseId);
   const phase = idx === undefined ? undefined : capability.phases[idx];
   if (!phase?.collect) return CONTINUE;
-  const parsed = parseSlot(phase.collect.spec, input.message, new Date(input.now));
+  const spec = phase.collect.spec;
+  // Matching the slot's pattern is work the tenant's definition causes: it draws on the turn's budget.
+  const parsed = t.budget.timed(() => parseSlot(spec, input.message, new Date(input.now)));
   if (parsed.ok) {
     flow.slots[phase.collect.slot] = parsed.value;
     flow.attempts = 0;
