@@ -14,6 +14,9 @@ const EnvSchema = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   METRICS_TENANT_LABEL: Bool.default('true'),
+  METRICS_PUBLIC: Bool.default('false'),
+  METRICS_MAX_TENANTS: z.coerce.number().int().min(1).default(500),
+  METRICS_MAX_NAMES: z.coerce.number().int().min(1).default(50),
   ACTION_ALLOWED_HOSTS: z.string().default(''),
   SECRETS_KEY: z
     .string()
@@ -108,6 +111,11 @@ export interface Config {
   metricsToken: string | null;
   /** Whether metrics carry the tenant label. */
   metricsTenantLabel: boolean;
+  /**
+   * Label values a process gives names to: tenants, and per tenant each of agent, capability and
+   * action names; the rest are counted under `other` (tenants choose these names).
+   */
+  metricsLabels: { maxTenants: number; maxNamesPerTenant: number };
   /** Per tenant (`*`: every tenant), `host` or `host:port` entries HTTP actions and webhooks may reach although they are loopback or private. */
   actionAllowedHosts: Readonly<Record<string, readonly string[]>>;
   maxMessageChars: number;
@@ -263,6 +271,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.AUTH_MODE === 'api_key' && !e.METRICS_TOKEN && !e.METRICS_PUBLIC) {
+    throw new ConfigError(
+      'invalid configuration:\n  METRICS_TOKEN: required with AUTH_MODE=api_key, or /metrics names every tenant, agent, capability and action to anyone who asks (openssl rand -hex 24); METRICS_PUBLIC=true serves it open on purpose',
+    );
+  }
   const config: Config = {
     port: e.PORT,
     host: e.HOST,
@@ -273,6 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     logFormat: e.LOG_FORMAT,
     metricsToken: e.METRICS_TOKEN ?? null,
     metricsTenantLabel: e.METRICS_TENANT_LABEL,
+    metricsLabels: { maxTenants: e.METRICS_MAX_TENANTS, maxNamesPerTenant: e.METRICS_MAX_NAMES },
     actionAllowedHosts: parseHostGrants(e.ACTION_ALLOWED_HOSTS),
     maxMessageChars: e.MAX_MESSAGE_CHARS,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,

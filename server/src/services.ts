@@ -93,7 +93,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const pool = (deps.db.knex.client as { pool?: TarnPool }).pool;
   const webhookStore = new WebhookStore(deps.db);
   const metrics = new Metrics(
-    { tenantLabel: config.metricsTenantLabel, tenantDailyTokens: config.llm?.tenantDailyTokens ?? 0 },
+    { tenantLabel: config.metricsTenantLabel, tenantDailyTokens: config.llm?.tenantDailyTokens ?? 0, labels: config.metricsLabels },
     {
       pool: () => ({
         used: pool?.numUsed() ?? 0,

@@ -10,6 +10,7 @@ import { orderLookupAgent } from '../helpers/agents.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
+import { loadConfig } from '../../server/src/config.js';
 
 warnIfPostgresSkipped();
 
@@ -181,5 +182,45 @@ describe('metrics options', () => {
     const ok = await app().get('/metrics').set('authorization', 'Bearer scrape-token-0123456789').expect(200);
     expect(ok.text).toMatch(/switchboard_turns_total\{agent="bot",capability="hi",status="active"\} 1/);
     expect(ok.text).not.toContain('tenant="acme"');
+  });
+});
+
+describe('metrics label cardinality', () => {
+  const hi = (capability: string) => ({ name: 'Bot', capabilities: [{ name: capability, examples: ['hello', 'hi there', 'good morning'], phases: [{ id: 'a', say: 'Hi.' }] }] });
+  const f = appFixture(databases[0], { config: { metricsLabels: { maxTenants: 2, maxNamesPerTenant: 3 } } });
+
+  it('gives a tenant series of its own for as many names as the caps allow, and counts the rest as "other"', async () => {
+    const app = () => request(f.app.app);
+    // One tenant making agent after agent, each with a capability of a new name.
+    for (let i = 0; i < 6; i++) {
+      await app().put(`/api/v1/agents/bot-${i}`).set('tenant-id', 'noisy').send(hi(`cap_${i}`)).expect(200);
+      await app().post(`/api/v1/agents/bot-${i}/converse`).set('tenant-id', 'noisy').send({ message: 'hello' }).expect(200);
+    }
+    for (const t of ['second', 'third']) {
+      await app().put('/api/v1/agents/bot').set('tenant-id', t).send(hi('greet')).expect(200);
+      await app().post('/api/v1/agents/bot/converse').set('tenant-id', t).send({ message: 'hello' }).expect(200);
+    }
+    const samples = parse((await app().get('/metrics').expect(200)).text);
+    const turns = [...samples.entries()].filter(([k]) => k.startsWith('switchboard_turns_total{'));
+    expect(turns.map(([k]) => k).sort()).toEqual(
+      [
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-0', capability: 'cap_0', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-1', capability: 'cap_1', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-2', capability: 'cap_2', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', capability: 'other', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'second', agent: 'bot', capability: 'greet', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'other', agent: 'other', capability: 'other', status: 'active' }),
+      ].sort(),
+    );
+    expect(samples.get(series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', capability: 'other', status: 'active' }))).toBe(3);
+  });
+});
+
+describe('metrics configuration', () => {
+  it('refuses to start open in api_key mode: METRICS_TOKEN, or METRICS_PUBLIC=true on purpose', () => {
+    expect(() => loadConfig({ AUTH_MODE: 'api_key' })).toThrow(/METRICS_TOKEN: required with AUTH_MODE=api_key/);
+    expect(loadConfig({ AUTH_MODE: 'api_key', METRICS_TOKEN: 'scrape-token-0123456789' }).metricsToken).toBe('scrape-token-0123456789');
+    expect(loadConfig({ AUTH_MODE: 'api_key', METRICS_PUBLIC: 'true' }).metricsToken).toBeNull();
+    expect(loadConfig({}).authMode).toBe('header');
   });
 });

@@ -11,6 +11,40 @@ export interface MetricsOptions {
   tenantLabel: boolean;
   /** The tenant daily token cap of model calls (0: none), exported for alerts. */
   tenantDailyTokens: number;
+  /** How many tenants, and names of each kind per tenant, get series of their own (METRICS_MAX_*). */
+  labels: { maxTenants: number; maxNamesPerTenant: number };
+}
+
+const OTHER = 'other';
+
+/**
+ * Label values tenants choose (their ids, agent slugs, capability and action names) given series
+ * of their own up to a cap, first come first served in this process; the rest are counted under
+ * `other`. Without it one tenant creating names in a loop makes hundreds of thousands of series
+ * and a scrape of tens of megabytes. Memory is bounded by the caps.
+ */
+class LabelBudget {
+  private readonly tenants = new Map<string, Map<string, Set<string>>>();
+  constructor(private readonly caps: { maxTenants: number; maxNamesPerTenant: number }) {}
+
+  tenant(id: string): string {
+    if (this.tenants.has(id)) return id;
+    if (this.tenants.size >= this.caps.maxTenants) return OTHER;
+    this.tenants.set(id, new Map());
+    return id;
+  }
+
+  /** `name` of `kind` (agent, capability, action) for the tenant as labelled by `tenant()`. */
+  name(tenant: string, kind: string, name: string): string {
+    const kinds = this.tenants.get(tenant);
+    if (!kinds) return OTHER;
+    let names = kinds.get(kind);
+    if (!names) kinds.set(kind, (names = new Set()));
+    if (names.has(name)) return name;
+    if (names.size >= this.caps.maxNamesPerTenant) return OTHER;
+    names.add(name);
+    return name;
+  }
 }
 
 /** What a scrape reads from the rest of the app. */
@@ -50,9 +84,11 @@ export class Metrics {
   /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
   private readonly spentToday = new Map<string, [string, number]>();
   private outbox: { at: number; value: Promise<number> } | null = null;
+  private readonly names: LabelBudget;
 
   constructor(opts: MetricsOptions, sources: MetricsSources) {
     this.withTenant = opts.tenantLabel;
+    this.names = new LabelBudget(opts.labels);
     const t = (labels: string[]) => (this.withTenant ? ['tenant', ...labels] : labels);
     const registers = [this.registry];
     this.httpDuration = new Histogram({
@@ -178,20 +214,23 @@ export class Metrics {
     return this.merged.metrics();
   }
 
-  /** A tenant's model tokens of the day, as the database counted them after a call. */
+  /** A tenant's model tokens of the day, as the database counted them after a call (tenants past the label cap are not shown). */
   tokensToday(tenant: string, day: string, tokens: number): void {
-    this.spentToday.set(tenant, [day, tokens]);
+    if (this.names.tenant(tenant) === tenant) this.spentToday.set(tenant, [day, tokens]);
   }
 
   /** Counts what a committed write did: its turn, routing decisions, action and model calls, closes. */
-  observeWrite(w: TurnWrite, agent: string): void {
+  observeWrite(w: TurnWrite, slug: string): void {
     const c = w.conversation;
-    const tenant = c.tenantId;
+    const tenant = this.names.tenant(c.tenantId);
+    const agent = this.names.name(tenant, 'agent', slug);
+    // Capabilities and actions are counted as pairs with their agent: the cap bounds series, not names.
+    const named = (kind: string, name: string) => (agent === OTHER ? OTHER : this.names.name(tenant, kind, `${agent}\u0000${name}`) === OTHER ? OTHER : name);
     // A routing decision went to the fallback when the write counted it there (agent-stats.ts).
     const fallbacks = new Set((w.stats ?? []).filter((s) => s.fallback > 0).map((s) => s.capability));
     // Only a converse call writes a user turn.
     if (w.turns.some((t) => t.role === 'user')) {
-      this.turns.inc(this.labels(tenant, { agent, capability: c.capability, status: c.status }));
+      this.turns.inc(this.labels(tenant, { agent, capability: named('capability', c.capability), status: c.status }));
     }
     for (const a of w.audit) {
       const d = a.data;
@@ -204,7 +243,7 @@ export class Metrics {
           break;
         }
         case 'action_call': {
-          const action = String(d.action);
+          const action = named('action', String(d.action));
           this.actionCalls.inc(this.labels(tenant, { agent, action, outcome: String(d.outcome) }));
           if (a.durationMs !== null) this.actionDuration.observe(this.labels(tenant, { agent, action }), a.durationMs / 1000);
           break;
