@@ -142,7 +142,10 @@ describe('traces', () => {
       expect(spans.some((s) => s.name.startsWith('DELETE'))).toBe(true);
       expect(JSON.stringify(spans)).not.toContain('trace-s3cret-value');
       expect(JSON.stringify(spans)).not.toContain('u-secret-42');
-      expect(outgoing.find((s) => s.kind === 3)!.attributes).toContainEqual({ key: 'url.full', value: { stringValue: expect.stringMatching(/\/orders\/A-1\?key=/) } });
+      expect(outgoing.find((s) => s.kind === 3)!.attributes).toContainEqual({
+        key: 'url.full',
+        value: { stringValue: expect.stringMatching(/\/orders\/A-1\?key=/) },
+      });
       // The request's log line names the trace.
       const logged = server.lines
         .filter((l) => l.startsWith('{'))

@@ -280,11 +280,24 @@ export const AuditVerification = z
   .object({
     conversation_id: z.string().uuid(),
     entries: z.number().int(),
+    keyed_entries: z
+      .number()
+      .int()
+      .describe('Entries whose hash is an HMAC under the operator key (AUDIT_CHAIN_KEY): only those prove who wrote them (docs/security.md)'),
     valid: z.boolean(),
     first_broken: z
       .object({
         sequence: z.number().int(),
-        reason: z.enum(['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'head_mismatch', 'turn_mismatch', 'turn_unchained']),
+        reason: z.enum([
+          'sequence_gap',
+          'missing_hash',
+          'data_mismatch',
+          'hash_mismatch',
+          'unkeyed_after_keyed',
+          'head_mismatch',
+          'turn_mismatch',
+          'turn_unchained',
+        ]),
         turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
       .nullable(),

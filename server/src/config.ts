@@ -18,6 +18,10 @@ const EnvSchema = z.object({
   METRICS_MAX_TENANTS: z.coerce.number().int().min(1).default(500),
   METRICS_MAX_NAMES: z.coerce.number().int().min(1).default(50),
   ACTION_ALLOWED_HOSTS: z.string().default(''),
+  AUDIT_CHAIN_KEY: z
+    .string()
+    .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -base64 32)')
+    .optional(),
   SECRETS_KEY: z
     .string()
     .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -base64 32)')
@@ -127,6 +131,8 @@ export interface Config {
    * granted to the tenants listed in `SWITCHBOARD_SECRET_<NAME>_TENANTS` (`*`: every tenant).
    */
   secrets: Readonly<Record<string, OperatorSecret>>;
+  /** Key of the audit chain's HMAC (AUDIT_CHAIN_KEY); without it entries are chained with SHA-256 alone. */
+  auditChainKey?: Buffer;
   /** Key that encrypts tenants' own secrets at rest (AES-256-GCM); without it the secrets API is off. */
   secretsKey?: Buffer;
   /** What all template rendering of one turn may spend: time spent rendering (never waiting) and characters produced. */
@@ -229,10 +235,10 @@ function parseSecrets(env: NodeJS.ProcessEnv): Record<string, OperatorSecret> {
   return secrets;
 }
 
-function parseKey(raw: string | undefined): Buffer | undefined {
+function parseKey(raw: string | undefined, name = 'SECRETS_KEY'): Buffer | undefined {
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, raw.includes('-') || raw.includes('_') ? 'base64url' : 'base64');
-  if (key.length !== 32) throw new ConfigError('invalid configuration:\n  SECRETS_KEY: must be 32 bytes');
+  if (key.length !== 32) throw new ConfigError(`invalid configuration:\n  ${name}: must be 32 bytes`);
   return key;
 }
 
@@ -294,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     actionMaxResponseBytes: e.ACTION_MAX_RESPONSE_BYTES,
     secrets: Object.freeze(parseSecrets(env)),
     secretsKey: parseKey(e.SECRETS_KEY),
+    auditChainKey: parseKey(e.AUDIT_CHAIN_KEY, 'AUDIT_CHAIN_KEY'),
     renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
     tenantRenderMsPerSecond: e.RENDER_TENANT_MS_PER_SECOND,
     maxReplyBytes: e.MAX_REPLY_BYTES,

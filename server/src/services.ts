@@ -71,7 +71,7 @@ export interface Services {
 export function createServices(config: Config, deps: ServiceDeps): Services {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
-  const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs });
+  const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs, chainKey: config.auditChainKey });
   const actions = new HttpActionRunner({
     allowedHosts: config.actionAllowedHosts,
     maxResponseBytes: config.actionMaxResponseBytes,

@@ -36,7 +36,7 @@ function redactOutgoing(span: Span, req: { origin?: string }): void {
   const masked = redactedUrl();
   let shown: URL | null = null;
   try {
-    shown = new URL(masked ?? String(req.origin ?? ''));
+    shown = new URL(masked ?? req.origin ?? '');
   } catch {
     shown = null;
   }

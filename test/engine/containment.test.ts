@@ -224,7 +224,10 @@ describe('budgets of one turn', () => {
     const { result } = run(agent, 'go', { budget: new RenderBudget({ timeMs: 60_000, outputChars: 100_000 }) });
     expect(result.reply.length).toBeLessThan(1000);
     expect(result.status).toBe('escalated');
-    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({ code: 'render_budget_exceeded', message: expect.stringMatching(/output limit/) });
+    expect(result.audit.find((a) => a.type === 'error')!.data).toMatchObject({
+      code: 'render_budget_exceeded',
+      message: expect.stringMatching(/output limit/),
+    });
   });
 });
 

@@ -30,7 +30,7 @@ describe.each(databases)('audit chain on $name', (database) => {
   it('verifies an untouched log', async () => {
     const id = await conversation();
     const n = (await entries(id)).length;
-    expect(await verify(id)).toEqual({ conversation_id: id, entries: n, valid: true, first_broken: null });
+    expect(await verify(id)).toEqual({ conversation_id: id, entries: n, keyed_entries: 0, valid: true, first_broken: null });
   });
 
   it('finds a changed payload', async () => {
@@ -121,5 +121,77 @@ describe.each(databases)('audit chain on $name', (database) => {
     const id = await conversation(0);
     const r = await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set({ 'tenant-id': 'other' });
     expect(r.status).toBe(404);
+  });
+});
+
+describe.each(databases)('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
+  const KEY = Buffer.alloc(32, 7);
+  const f = appFixture(database, { agents: { echo: echoAgent }, config: { auditChainKey: KEY } });
+  const say = async (message: string, conversation_id?: string) =>
+    (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message, conversation_id }).expect(200)).body.conversation_id as string;
+  const verifyWith = async (id: string, key?: Buffer) => {
+    const { ConversationStore } = await import('../../server/src/store/conversation-store.js');
+    return new ConversationStore(f.db, { chainKey: key }).verifyAudit('acme', id);
+  };
+  const entries = (id: string) => f.db.knex('audit_entries').where({ conversation_id: id }).orderBy('sequence');
+
+  it('chains every entry with the key, and such a chain verifies only with it', async () => {
+    const id = await say('echo this');
+    await say('more', id);
+    const n = (await entries(id)).length;
+    const res = await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set(T).expect(200);
+    expect(res.body).toEqual({ conversation_id: id, entries: n, keyed_entries: n, valid: true, first_broken: null });
+    expect(await verifyWith(id)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'hash_mismatch' } });
+  });
+
+  it('refuses a chain that whoever writes the database recomputed without the key', async () => {
+    const { dataHash, entryHash } = await import('../../server/src/lib/audit-chain.js');
+    const id = await say('echo this');
+    await say('more', id);
+    const rows = await entries(id);
+    // The forger changes an entry and recomputes every hash from there, as the unkeyed chain allows.
+    let previous: string | null = rows[1].hash;
+    for (const r of rows.slice(2)) {
+      const data = r.sequence === 3 ? JSON.stringify({ ...JSON.parse(r.data), forged: true }) : r.data;
+      const fields = {
+        ...r,
+        sequence: Number(r.sequence),
+        turn_index: r.turn_index === null ? null : Number(r.turn_index),
+        duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
+      };
+      const hash = entryHash(previous, fields, dataHash(data));
+      await f.db
+        .knex('audit_entries')
+        .where({ conversation_id: id, sequence: r.sequence })
+        .update({ data, data_hash: dataHash(data), hash });
+      previous = hash;
+    }
+    await f.db.knex('conversations').where({ id }).update({ audit_hash: previous });
+    expect(await verifyWith(id, KEY)).toMatchObject({ valid: false, keyed_entries: 2, first_broken: { sequence: 3, reason: 'unkeyed_after_keyed' } });
+    // Without the key, the same forgery passes: what the unkeyed chain proves is only consistency.
+    expect(await verifyWith(id)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'hash_mismatch' } });
+  });
+
+  it('accepts a chain begun before the key was set and continued with it', async () => {
+    const id = await say('echo this');
+    const before = (await entries(id)).length;
+    // Rewrite the conversation so far as an app without the key would have written it.
+    const { dataHash, entryHash } = await import('../../server/src/lib/audit-chain.js');
+    let previous: string | null = null;
+    for (const r of await entries(id)) {
+      const fields = {
+        ...r,
+        sequence: Number(r.sequence),
+        turn_index: r.turn_index === null ? null : Number(r.turn_index),
+        duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
+      };
+      previous = entryHash(previous, fields, dataHash(r.data));
+      await f.db.knex('audit_entries').where({ conversation_id: id, sequence: r.sequence }).update({ hash: previous });
+    }
+    await f.db.knex('conversations').where({ id }).update({ audit_hash: previous });
+    await say('more', id);
+    const report = await verifyWith(id, KEY);
+    expect(report).toMatchObject({ valid: true, entries: (await entries(id)).length });
+    expect(report.keyed_entries).toBe((await entries(id)).length - before);
   });
 });

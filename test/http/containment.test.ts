@@ -46,10 +46,18 @@ describe('tool schemas', () => {
   });
 
   it('refuses a recursive schema and a reference to nothing, and accepts shared definitions', async () => {
-    const recursive = { type: 'object', properties: { node: { $ref: '#/$defs/n' } }, $defs: { n: { type: 'object', properties: { child: { $ref: '#/$defs/n' } } } } };
+    const recursive = {
+      type: 'object',
+      properties: { node: { $ref: '#/$defs/n' } },
+      $defs: { n: { type: 'object', properties: { child: { $ref: '#/$defs/n' } } } },
+    };
     expect((await put('rec', recursive)).body.errors[0].message).toMatch(/refers to itself/);
     expect((await put('dangling', { type: 'object', properties: { a: { $ref: '#/$defs/missing' } } })).body.errors[0].message).toMatch(/refers to nothing/);
-    const shared = { type: 'object', $defs: { id: { type: 'string', pattern: '^[A-Z]+-[0-9]+$' } }, properties: { from: { $ref: '#/$defs/id' }, to: { $ref: '#/$defs/id' } } };
+    const shared = {
+      type: 'object',
+      $defs: { id: { type: 'string', pattern: '^[A-Z]+-[0-9]+$' } },
+      properties: { from: { $ref: '#/$defs/id' }, to: { $ref: '#/$defs/id' } },
+    };
     expect((await put('shared', shared)).status).toBe(200);
   });
 });
@@ -58,7 +66,9 @@ describe('secrets in templates', () => {
   const f = appFixture(databases[0]);
   const withHeader = (value: string, say = 'Done.') => ({
     name: 'S',
-    capabilities: [{ name: 'c', examples: ['go now', 'go please', 'start', 'begin', 'do it'], phases: [{ id: 'a', call: 'x', say, end: 'completed' as const }] }],
+    capabilities: [
+      { name: 'c', examples: ['go now', 'go please', 'start', 'begin', 'do it'], phases: [{ id: 'a', call: 'x', say, end: 'completed' as const }] },
+    ],
     actions: { x: { type: 'http', method: 'GET', url: 'https://example.com/x', headers: { 'x-key': value } } },
   });
   const put = (def: object) => request(f.app.app).put('/api/v1/agents/s').set(T).send(def);

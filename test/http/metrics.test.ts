@@ -186,14 +186,21 @@ describe('metrics options', () => {
 });
 
 describe('metrics label cardinality', () => {
-  const hi = (capability: string) => ({ name: 'Bot', capabilities: [{ name: capability, examples: ['hello', 'hi there', 'good morning'], phases: [{ id: 'a', say: 'Hi.' }] }] });
+  const hi = (capability: string) => ({
+    name: 'Bot',
+    capabilities: [{ name: capability, examples: ['hello', 'hi there', 'good morning'], phases: [{ id: 'a', say: 'Hi.' }] }],
+  });
   const f = appFixture(databases[0], { config: { metricsLabels: { maxTenants: 2, maxNamesPerTenant: 3 } } });
 
   it('gives a tenant series of its own for as many names as the caps allow, and counts the rest as "other"', async () => {
     const app = () => request(f.app.app);
     // One tenant making agent after agent, each with a capability of a new name.
     for (let i = 0; i < 6; i++) {
-      await app().put(`/api/v1/agents/bot-${i}`).set('tenant-id', 'noisy').send(hi(`cap_${i}`)).expect(200);
+      await app()
+        .put(`/api/v1/agents/bot-${i}`)
+        .set('tenant-id', 'noisy')
+        .send(hi(`cap_${i}`))
+        .expect(200);
       await app().post(`/api/v1/agents/bot-${i}/converse`).set('tenant-id', 'noisy').send({ message: 'hello' }).expect(200);
     }
     for (const t of ['second', 'third']) {

@@ -143,7 +143,11 @@ describe.each(databases)('replays on $name', (database) => {
     expect(r.results[0].first_difference).toMatchObject({ recorded: 'Hello!', replayed: 'Good day!' });
     await api().delete(`/api/v1/agents/shop/conversations/${c.conversation_id}`).set('tenant-id', 'acme').expect(204);
     const after = (await api().get(`/api/v1/agents/shop/replays/${r.id}`).set('tenant-id', 'acme').expect(200)).body;
-    expect(after.results[0]).toEqual({ conversation_id: c.conversation_id, verdict: 'changed', first_difference: { turn_index: 0, field: 'reply', recorded: null, replayed: null } });
+    expect(after.results[0]).toEqual({
+      conversation_id: c.conversation_id,
+      verdict: 'changed',
+      first_difference: { turn_index: 0, field: 'reply', recorded: null, replayed: null },
+    });
     const row = await f.db.knex('replays').where({ id: r.id }).first();
     expect(row.results).not.toContain('Hello!');
     expect(row.results).not.toContain('Good day!');

@@ -262,7 +262,7 @@ function definitionPatterns(def: AgentDefinition): string[] {
   const out: string[] = [];
   const inSchema = (v: unknown): void => {
     if (v === null || typeof v !== 'object') return;
-    for (const [k, x] of Object.entries(v)) {
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
       if (k === 'pattern' && typeof x === 'string') out.push(x);
       else if (k === 'patternProperties' && x && typeof x === 'object') out.push(...Object.keys(x));
       inSchema(x);

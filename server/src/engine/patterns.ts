@@ -8,9 +8,9 @@
 import { RE2JS } from 're2js';
 
 /** Characters of one pattern's source. */
-export const MAX_PATTERN_CHARS = 500;
+const MAX_PATTERN_CHARS = 500;
 /** Instructions of one compiled pattern (RE2's "program size"). */
-export const MAX_PATTERN_PROGRAM = 500;
+const MAX_PATTERN_PROGRAM = 500;
 /** The estimated cost (see patternCost) of one pattern, checked before it is compiled. */
 export const MAX_PATTERN_COST = MAX_PATTERN_PROGRAM * 4;
 /** The estimated cost of all the patterns of one definition together. */

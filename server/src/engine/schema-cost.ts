@@ -6,7 +6,7 @@
 // with the nesting of the arguments instead, is refused outright.
 
 /** Schema nodes (objects, arrays and values) a tool schema may expand to with its references followed. */
-export const MAX_SCHEMA_NODES = 2_000;
+const MAX_SCHEMA_NODES = 2_000;
 
 class Refused extends Error {}
 

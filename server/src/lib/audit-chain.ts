@@ -4,9 +4,14 @@
 //               [id, conversation_id, sequence, turn_index, type, request_id, timestamp, duration_ms, data_hash])
 // Turn texts are chained too: the entry written with a turn (turn_timing, operator_message)
 // lists each turn's hash (turnHash) in its data.
+// With an operator key (AUDIT_CHAIN_KEY) `hash` is HMAC-SHA-256 under that key instead of SHA-256:
+// then only a holder of the key can write an entry that verifies. A chain may begin unkeyed
+// (written before the key was set) but, once an entry is keyed, every later one must be too, so a
+// forger cannot rewrite the end of a chain unkeyed.
 // Erasure replaces some entries' data by a skeleton and keeps both hashes; such an entry is
 // accepted only when its erased_at column is set and a later chained `erasure` entry records
 // that erasure (same time, sequence covered). Writing `erased: true` into data proves nothing.
+import { createHmac } from 'node:crypto';
 import { sha256 } from './canonical.js';
 
 export interface ChainedFields {
@@ -23,9 +28,11 @@ export interface ChainedFields {
 /** Hash of an entry's data as stored: the JSON text itself, so no re-serialisation can differ. */
 export const dataHash = (dataText: string) => sha256(dataText);
 
-export function entryHash(previous: string | null, e: ChainedFields, dataHashValue: string): string {
+/** An entry's chained hash: SHA-256, or HMAC-SHA-256 under the operator's key when one is given. */
+export function entryHash(previous: string | null, e: ChainedFields, dataHashValue: string, key?: Buffer): string {
   const fields = [e.id, e.conversation_id, e.sequence, e.turn_index, e.type, e.request_id, e.timestamp, e.duration_ms, dataHashValue];
-  return sha256(`${previous ?? ''}\n${JSON.stringify(fields)}`);
+  const text = `${previous ?? ''}\n${JSON.stringify(fields)}`;
+  return key ? createHmac('sha256', key).update(text).digest('hex') : sha256(text);
 }
 
 export interface HashedTurn {
@@ -41,10 +48,13 @@ export function turnHash(conversationId: string, t: HashedTurn): string {
   return sha256(JSON.stringify([conversationId, t.idx, t.role, t.message, t.timestamp, t.author ?? null]));
 }
 
-type BrokenReason = 'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
+type BrokenReason =
+  'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'unkeyed_after_keyed' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
 
 export interface ChainReport {
   entries: number;
+  /** Entries whose hash is keyed (HMAC under the operator's key). */
+  keyed_entries: number;
   valid: boolean;
   first_broken: { sequence: number; reason: BrokenReason; turn_index?: number } | null;
 }
@@ -59,13 +69,16 @@ export interface StoredEntry extends ChainedFields {
 /**
  * Recomputes a conversation's chain (entries in sequence order) and reports the first broken
  * link; then checks every stored turn against the hash the chain holds for it (`turns` is
- * omitted for an erased conversation, whose turns are gone).
+ * omitted for an erased conversation, whose turns are gone). Without `key`, keyed entries do not
+ * verify (hash_mismatch).
  */
-export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[]): ChainReport {
+export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[], key?: Buffer): ChainReport {
   let previous: string | null = null;
   let expectedSeq = 1;
+  let keyed = 0;
   const broken = (sequence: number, reason: BrokenReason, turnIndex?: number): ChainReport => ({
     entries: entries.length,
+    keyed_entries: keyed,
     valid: false,
     first_broken: { sequence, reason, ...(turnIndex !== undefined ? { turn_index: turnIndex } : {}) },
   });
@@ -87,7 +100,9 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
       const covered = e.erased_at !== null && (erasures.get(e.erased_at) ?? 0) >= e.sequence;
       if (!covered) return broken(e.sequence, 'data_mismatch');
     }
-    if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
+    if (key && entryHash(previous, e, e.data_hash, key) === e.hash) keyed++;
+    else if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
+    else if (keyed > 0) return broken(e.sequence, 'unkeyed_after_keyed');
     if (intact && (e.type === 'turn_timing' || e.type === 'operator_message')) {
       const listed = (JSON.parse(e.data) as { turns?: { index: number; hash: string }[] }).turns;
       if (Array.isArray(listed)) for (const t of listed) chainedTurns.set(t.index, { hash: t.hash, sequence: e.sequence });
@@ -108,5 +123,5 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
     const stored = new Set(turns.map((t) => t.idx));
     for (const [idx, c] of chainedTurns) if (!stored.has(idx)) return broken(c.sequence, 'turn_mismatch', idx);
   }
-  return { entries: entries.length, valid: true, first_broken: null };
+  return { entries: entries.length, keyed_entries: keyed, valid: true, first_broken: null };
 }

@@ -114,7 +114,13 @@ class ReplyStream {
     const room = this.maxBytes - this.bytes;
     if (room <= 0) return;
     const b = Buffer.from(text);
-    const piece = b.length <= room ? text : b.subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+    const piece =
+      b.length <= room
+        ? text
+        : b
+            .subarray(0, room)
+            .toString('utf8')
+            .replace(/\uFFFD$/, '');
     this.bytes += Math.min(b.length, room);
     if (piece) this.out(piece);
   }

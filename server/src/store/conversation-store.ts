@@ -57,10 +57,14 @@ export class ConversationStore {
   /** Conversation calls under way; shutdown waits for them to finish before closing the database. */
   busy = 0;
 
+  /** The operator's audit chain key (AUDIT_CHAIN_KEY): entries are then HMAC-chained. */
+  private readonly chainKey?: Buffer;
+
   constructor(
     private readonly db: Database,
-    opts: { leaseMs?: number } = {},
+    opts: { leaseMs?: number; chainKey?: Buffer } = {},
   ) {
+    this.chainKey = opts.chainKey;
     this.knex = db.knex;
     this.writer = db.writer;
     this.eventLog = new EventLog(db);
@@ -115,7 +119,7 @@ export class ConversationStore {
         return row ? rowToConversation(row) : null;
       },
       commit: async (write) => {
-        await this.writer.commit(writeRows(write), lease);
+        await this.writer.commit(writeRows(write, this.chainKey), lease);
         for (const fn of this.committed) fn(write);
         // The commit released the lease with its update.
         if (lease) lease.held = false;
@@ -124,7 +128,9 @@ export class ConversationStore {
       },
       erase: async (c, now, rules) => {
         const adapter = this.db.adapter;
-        await adapter.secureErase(this.knex, (trx) => eraseConversationRows(trx, adapter, { conversations: [c], now, rules, leased: lease !== null }));
+        await adapter.secureErase(this.knex, (trx) =>
+          eraseConversationRows(trx, adapter, { conversations: [c], now, rules, leased: lease !== null, chainKey: this.chainKey }),
+        );
         if (lease) lease.held = false;
       },
     };
@@ -146,7 +152,9 @@ export class ConversationStore {
     const eraseRows = async (rows: ConversationTableRow[]) => {
       const conversations = rows.map(rowToConversation).filter(o.accept);
       const leased = adapter.shared;
-      await adapter.secureErase(this.knex, (trx) => eraseConversationRows(trx, adapter, { conversations, now: o.now(), rules: o.rules, leased }));
+      await adapter.secureErase(this.knex, (trx) =>
+        eraseConversationRows(trx, adapter, { conversations, now: o.now(), rules: o.rules, leased, chainKey: this.chainKey }),
+      );
       return conversations.length;
     };
     let erased = 0;
@@ -309,6 +317,7 @@ export class ConversationStore {
       })),
       head?.audit_hash ?? null,
       turns,
+      this.chainKey,
     );
   }
 

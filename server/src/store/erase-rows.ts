@@ -32,7 +32,7 @@ function chunks<T>(xs: T[]): T[][] {
 export async function eraseConversationRows(
   trx: Knex.Transaction,
   dialect: DialectAdapter,
-  e: { conversations: Conversation[]; now: string; rules: ErasureRules; leased: boolean },
+  e: { conversations: Conversation[]; now: string; rules: ErasureRules; leased: boolean; chainKey?: Buffer },
 ): Promise<void> {
   const { conversations, now, rules, leased } = e;
   if (conversations.length === 0) return;
@@ -85,19 +85,24 @@ export async function eraseConversationRows(
     const results = JSON.parse(r.results) as Record<string, unknown>[];
     if (!results.some((x) => erased.has(x.conversation_id as string))) continue;
     const kept = results.map((x) => (erased.has(x.conversation_id as string) ? rules.replayResult(x) : x));
-    await trx('replays').where({ tenant_id: tenantId, id: r.id }).update({ results: JSON.stringify(kept) });
+    await trx('replays')
+      .where({ tenant_id: tenantId, id: r.id })
+      .update({ results: JSON.stringify(kept) });
   }
 
   const next = conversations.map((c) => {
-    const record = auditRows({
-      conversation: c,
-      isNew: false,
-      expectedAuditSeq: c.auditSeq,
-      previousAuditHash: c.auditHash,
-      turns: [],
-      audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
-      requestId: `erasure:${now}`,
-    });
+    const record = auditRows(
+      {
+        conversation: c,
+        isNew: false,
+        expectedAuditSeq: c.auditSeq,
+        previousAuditHash: c.auditHash,
+        turns: [],
+        audit: [{ type: 'erasure', turnIndex: null, timestamp: now, durationMs: null, data: { erased_at: now, through_sequence: c.auditSeq } }],
+        requestId: `erasure:${now}`,
+      },
+      e.chainKey,
+    );
     const state = JSON.stringify({ slots: {}, actions: {}, attempts: c.flow.attempts, wait: c.flow.wait });
     return { entries: record.rows, row: { id: c.id, audit_seq: c.auditSeq, audit_hash: record.head, state } };
   });

@@ -137,8 +137,8 @@ function turnRows(w: TurnWrite) {
   }));
 }
 
-/** The write's audit rows, chained onto the conversation's previous head; the row's new head is the last hash. */
-export function auditRows(w: TurnWrite) {
+/** The write's audit rows, chained onto the conversation's previous head (keyed with `chainKey`); the row's new head is the last hash. */
+export function auditRows(w: TurnWrite, chainKey?: Buffer) {
   const c = w.conversation;
   let seq = w.expectedAuditSeq;
   let previous = w.previousAuditHash;
@@ -155,7 +155,7 @@ export function auditRows(w: TurnWrite) {
     };
     const data = JSON.stringify(a.data);
     const data_hash = dataHash(data);
-    const hash = entryHash(previous, fields, data_hash);
+    const hash = entryHash(previous, fields, data_hash, chainKey);
     previous = hash;
     return { ...fields, tenant_id: c.tenantId, data, data_hash, hash };
   });
@@ -241,8 +241,8 @@ export type CloseRow = { tenant_id: string; agent_id: string } & { [K in keyof C
 export type StatRow = { tenant_id: string; agent_id: string } & { [K in keyof StatDelta]: StatDelta[K] };
 
 /** The rows of a write: the audit entries chained onto the conversation's head, the events numbered after its last. */
-export function writeRows(w: TurnWrite): WriteRows {
-  const audit = auditRows(w);
+export function writeRows(w: TurnWrite, chainKey?: Buffer): WriteRows {
+  const audit = auditRows(w, chainKey);
   const events = eventRows(w);
   return {
     isNew: w.isNew,
