@@ -71,6 +71,10 @@ const EnvSchema = z.object({
   LLM_MAX_RETRIES: z.coerce.number().int().min(0).max(10).default(2),
   LLM_MAX_TOKENS_PER_CONVERSATION: z.coerce.number().int().min(0).default(50_000),
   LLM_TENANT_DAILY_TOKENS: z.coerce.number().int().min(0).default(0),
+  LLM_MODELS: z.string().default(''),
+  LLM_MAX_INPUT_TOKENS: z.coerce.number().int().min(100).default(16_000),
+  LLM_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  LLM_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
   ROUTER_LLM_URL: z.string().url().optional(),
   ROUTER_LLM_MODEL: z.string().min(1).optional(),
   ROUTER_LLM_API_KEY: z.string().optional(),
@@ -253,6 +257,12 @@ export interface LlmConfig {
   maxTokensPerConversation: number;
   /** Tokens one tenant may spend per UTC day across processes (0: no cap). */
   tenantDailyTokens: number;
+  /** Models definitions may name besides `model` (LLM_MODELS; none when absent). */
+  models?: string[];
+  /** The most one call may send, in estimated tokens (16,000 when absent). */
+  maxInputTokens?: number;
+  /** Model calls under way at once in one process, in all and per tenant (16 and 4 when absent). */
+  concurrency?: { total: number; perTenant: number };
 }
 
 /** LLM_* settings; ROUTER_LLM_* (the routing fallback's older names) stand in for those not set. */
@@ -267,6 +277,11 @@ function llmConfig(e: z.infer<typeof EnvSchema>): LlmConfig | undefined {
     maxRetries: e.LLM_MAX_RETRIES,
     maxTokensPerConversation: e.LLM_MAX_TOKENS_PER_CONVERSATION,
     tenantDailyTokens: e.LLM_TENANT_DAILY_TOKENS,
+    models: e.LLM_MODELS.split(',')
+      .map((m) => m.trim())
+      .filter(Boolean),
+    maxInputTokens: e.LLM_MAX_INPUT_TOKENS,
+    concurrency: { total: e.LLM_CONCURRENCY, perTenant: e.LLM_TENANT_CONCURRENCY },
   };
 }
 

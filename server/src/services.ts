@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { HttpActionRunner } from './actions/http-action.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
+import { ModelGate } from './service/model-gate.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
@@ -79,9 +80,11 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     log: logger,
   });
   const training = new TrainingPool(config.training);
-  const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576 });
+  const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
+  const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576, models });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;
+  const usage = new LlmUsageStore(deps.db);
   const keys = new KeyService(deps.db, clock);
   const streams = eventStreams(store.eventLog, {
     heartbeatMs: config.sseHeartbeatMs,
@@ -112,6 +115,16 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       (err: unknown) => logger.warn({ err }, 'metrics: could not name the agent of a write'),
     );
   });
+  const gate =
+    provider && config.llm
+      ? new ModelGate(provider, usage, clock, {
+          models: config.llm.models ?? [],
+          maxInputTokens: config.llm.maxInputTokens ?? 16_000,
+          tenantDailyTokens: config.llm.tenantDailyTokens,
+          concurrency: config.llm.concurrency ?? { total: 16, perTenant: 4 },
+          onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
+        })
+      : undefined;
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -122,10 +135,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     tenantRenderMsPerSecond: config.tenantRenderMsPerSecond,
     maxReplyBytes: config.maxReplyBytes,
     llm: provider ? new LlmRouter(provider, config.routerLlmTimeoutMs) : undefined,
-    provider,
-    llmBudget: { perConversation: config.llm?.maxTokensPerConversation ?? 0, tenantDaily: config.llm?.tenantDailyTokens ?? 0 },
-    usage: new LlmUsageStore(deps.db),
-    onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
+    gate,
+    llmTokensPerConversation: config.llm?.maxTokensPerConversation ?? 0,
   });
   const lifecycle = new LifecycleService({
     agents,

@@ -58,7 +58,15 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
   const f = appFixture(sqlite, {
     config: () => ({
       actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
-      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 5000, tenantDailyTokens: 0 },
+      llm: {
+        url: llm.url,
+        model: 'fake-model',
+        models: ['helper-model'],
+        timeoutMs: 2000,
+        maxRetries: 0,
+        maxTokensPerConversation: 5000,
+        tenantDailyTokens: 0,
+      },
     }),
     agents: () => ({ support: supportAgent(backend.url), helper: helperAgent }),
   });

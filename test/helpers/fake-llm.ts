@@ -27,6 +27,8 @@ export interface FakeLlm {
   script(...replies: ScriptedReply[]): void;
   /** Replies not yet used. */
   pending(): number;
+  /** The most calls it was answering at once since the last reset. */
+  maxInFlight(): number;
   reset(): void;
   close(): Promise<void>;
 }
@@ -72,8 +74,12 @@ const usageOf = (r: ScriptedReply) => {
 export async function startFakeLlm(): Promise<FakeLlm> {
   let queue: ScriptedReply[] = [];
   const calls: FakeLlm['calls'] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
   const backend: Backend = await startBackend((req, res, body) => {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) return json(res, 404, { error: { message: 'not found' } });
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    res.once('close', () => inFlight--);
     const parsed = JSON.parse(body);
     calls.push({ body: parsed, headers: req.headers, at: performance.now() });
     const r = queue.shift();
@@ -111,9 +117,11 @@ export async function startFakeLlm(): Promise<FakeLlm> {
     calls,
     script: (...replies) => queue.push(...replies),
     pending: () => queue.length,
+    maxInFlight: () => maxInFlight,
     reset: () => {
       queue = [];
       calls.length = 0;
+      maxInFlight = inFlight;
     },
     close: () => backend.close(),
   };

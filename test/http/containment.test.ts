@@ -2,7 +2,8 @@
 // replays, tools, knowledge, model calls, metrics): each finding reproduced, and refused or
 // contained (docs/security.md, "Budgets").
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { databases } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
@@ -140,5 +141,109 @@ describe('patterns', () => {
       .send({ tests: [{ name: 't', steps: [{ user: 'go now', expect: { reply: `/${'.{0,1000}'.repeat(55)}/` } }] }] });
     expect(res.status).toBe(200);
     expect(res.body.results[0].steps[0].failures).toEqual([expect.stringMatching(/is not a valid pattern \(.*a pattern may be at most|too large/)]);
+  });
+});
+
+describe.each(databases)('the shared model server on $name', (database) => {
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+  });
+  afterAll(async () => llm?.close());
+  const helper = (instructions = 'Help the customer.', model?: string) => ({
+    name: 'Helper',
+    ...(model ? { llm: { model } } : {}),
+    capabilities: [
+      { name: 'help', examples: ['help me', 'i need help', 'can you help', 'support please', 'assist me'], phases: [{ id: 'g', generate: { instructions } }] },
+    ],
+  });
+  const f = appFixture(database, {
+    config: () => ({
+      llm: {
+        url: llm.url,
+        model: 'fake-model',
+        models: ['cheap-model'],
+        timeoutMs: 10_000,
+        maxRetries: 0,
+        maxTokensPerConversation: 8_000,
+        tenantDailyTokens: 6_000,
+        maxInputTokens: 4_000,
+        concurrency: { total: 4, perTenant: 2 },
+      },
+    }),
+  });
+  const put = (tenant: string, slug: string, def: object) => request(f.app.app).put(`/api/v1/agents/${slug}`).set('tenant-id', tenant).send(def);
+  const say = (tenant: string, slug: string, message = 'help me') =>
+    request(f.app.app).post(`/api/v1/agents/${slug}/converse`).set('tenant-id', tenant).send({ message }).expect(200);
+  const errorsOf = async (tenant: string, slug: string, id: string) =>
+    (await request(f.app.app).get(`/api/v1/agents/${slug}/conversations/${id}/audit-logs?type=error`).set('tenant-id', tenant)).body.data.map(
+      (e: { data: { code: string; message: string } }) => e.data,
+    );
+
+  it('refuses a model the operator does not offer, at PUT and at call time, and allows those it does', async () => {
+    const res = await put('acme', 'pricey', helper(undefined, 'gpt-most-expensive'));
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'llm.model', message: expect.stringMatching(/not offered by this server .*fake-model, cheap-model/) }]);
+    expect((await put('acme', 'cheap', helper(undefined, 'cheap-model'))).status).toBe(200);
+  });
+
+  it('refuses a call whose input is over the cap, or whose reservation does not fit the conversation, before making it', async () => {
+    llm.reset();
+    await put('acme', 'long', helper(`Help. ${'Remember this policy text. '.repeat(700)}`)).expect(200);
+    const r = await say('acme', 'long');
+    expect(llm.calls).toHaveLength(0);
+    expect(await errorsOf('acme', 'long', r.body.conversation_id)).toEqual([
+      { code: 'llm_budget_exceeded', message: expect.stringMatching(/more than LLM_MAX_INPUT_TOKENS \(4000\)/), capability: 'help', phase: 'g' },
+    ]);
+    // About 3,000 tokens sent a call: the first fits the conversation's 8,000; after it spent 6,100 the second's reservation does not.
+    await put('acme', 'mid', helper(`Help. ${'Remember this policy text. '.repeat(440)}`)).expect(200);
+    llm.script({ text: 'First answer.', usage: { prompt: 6000, completion: 100 } });
+    const first = await say('acme', 'mid');
+    expect(first.body.response.message).toBe('First answer.');
+    const second = await request(f.app.app)
+      .post('/api/v1/agents/mid/converse')
+      .set('tenant-id', 'acme')
+      .send({ message: 'and another thing', conversation_id: first.body.conversation_id })
+      .expect(200);
+    expect(llm.calls).toHaveLength(1);
+    expect(second.body.response.message).not.toBe('');
+    expect(await errorsOf('acme', 'mid', first.body.conversation_id)).toEqual([
+      {
+        code: 'llm_budget_exceeded',
+        message: expect.stringMatching(/1900 of its 8000 model tokens left; this call could spend up to \d+/),
+        capability: 'help',
+        phase: 'g',
+      },
+    ]);
+  });
+
+  it("charges concurrent calls against the tenant's day before they are made, so the day is never overrun", async () => {
+    llm.reset();
+    await put('burst', 'helper', helper()).expect(200);
+    llm.script(...Array.from({ length: 12 }, () => ({ text: 'ok', delayMs: 150, usage: { prompt: 50, completion: 450 } })));
+    const replies = await Promise.all(Array.from({ length: 12 }, () => say('burst', 'helper')));
+    const answered = replies.filter((r) => r.body.response.message === 'ok').length;
+    const row = await f.db.knex('llm_usage').where({ tenant_id: 'burst' }).first();
+    expect(Number(row.tokens)).toBeLessThanOrEqual(6_000);
+    expect(Number(row.tokens)).toBe(answered * 500);
+    expect(llm.calls.length).toBe(answered);
+    expect(answered).toBeGreaterThan(0);
+    expect(answered).toBeLessThan(12);
+  });
+
+  it("serves tenants in turn: one tenant's burst holds its own share of the model server, not another's call", async () => {
+    llm.reset();
+    await put('noisy', 'helper', helper()).expect(200);
+    await put('quiet', 'helper', helper()).expect(200);
+    llm.script(...Array.from({ length: 9 }, () => ({ text: 'noisy', delayMs: 200, usage: { prompt: 10, completion: 10 } })));
+    const burst = Array.from({ length: 8 }, () => say('noisy', 'helper', 'help me'));
+    await new Promise((r) => setTimeout(r, 50));
+    const quiet = await say('quiet', 'helper', 'i need help');
+    expect(quiet.body.response.message).toBe('noisy');
+    await Promise.all(burst);
+    // The quiet tenant's call was among the first made after it arrived, not behind the burst.
+    const order = llm.calls.map((c) => c.body.messages.at(-1).content as string);
+    expect(order.indexOf('i need help')).toBeLessThanOrEqual(2);
+    expect(llm.maxInFlight()).toBeLessThanOrEqual(3);
   });
 });

@@ -95,7 +95,15 @@ describe.each(databases)('generative phases on $name', (database) => {
   });
   const f = appFixture(database, {
     config: () => ({
-      llm: { url: llm.url, model: 'fake-model', timeoutMs: 1000, maxRetries: 0, maxTokensPerConversation: 2000, tenantDailyTokens: 0 },
+      llm: {
+        url: llm.url,
+        model: 'fake-model',
+        models: ['billing-model'],
+        timeoutMs: 1000,
+        maxRetries: 0,
+        maxTokensPerConversation: 2000,
+        tenantDailyTokens: 0,
+      },
       routerLlmTimeoutMs: 300,
       actionAllowedHosts: { acme: [`127.0.0.1:${billing.port}`] },
     }),
@@ -435,7 +443,15 @@ describe.each(databases)("a tenant's daily model tokens on $name", (database) =>
     // Two server processes on one database, as replicas run.
     second = openDatabase(created.url);
     const config = {
-      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 200 },
+      llm: {
+        url: llm.url,
+        model: 'fake-model',
+        models: ['billing-model'],
+        timeoutMs: 2000,
+        maxRetries: 0,
+        maxTokensPerConversation: 0,
+        tenantDailyTokens: 2000,
+      },
     };
     apps = [testApp(created.db, config), testApp(second, config)];
     replicas = apps.map(supertestDriver);
@@ -449,15 +465,17 @@ describe.each(databases)("a tenant's daily model tokens on $name", (database) =>
   });
 
   it('are counted across processes: a call is refused once the day is spent, for that tenant only', async () => {
-    llm.script({ text: 'one' }, { text: 'two' }, { text: 'for globex' });
-    // 120 tokens a call: the first process sees the second's spending.
+    const usage = { prompt: 900, completion: 100 };
+    llm.script({ text: 'one', usage }, { text: 'two', usage }, { text: 'for globex', usage });
+    // 1,000 tokens a call, and each reserves its estimate (under 1,000) before it is made: the
+    // first process sees the second's spending, and a third call no longer fits.
     expect((await replicas[0].converse('billing', { message: 'i was charged twice' })).body.response.message).toBe('one');
     expect((await replicas[1].converse('billing', { message: 'i was charged twice' })).body.response.message).toBe('two');
     const refused = await replicas[0].converse('billing', { message: 'i was charged twice' });
     expect(refused.body.response.message).toBe("Sorry, I can't answer that right now.");
     const error = ((await replicas[0].audit('billing', refused.body.conversation_id)).body.data as any[]).find((e) => e.type === 'error');
     expect(error.data).toMatchObject({ code: 'llm_budget_exceeded' });
-    expect(error.data.message).toMatch(/spent its 200 model tokens/);
+    expect(error.data.message).toMatch(/2000 model tokens for .* are spent or reserved/);
     expect(llm.calls).toHaveLength(2);
     // Another tenant has its own day.
     const other = await replicas[1].converse('billing', { message: 'i was charged twice' }, { 'tenant-id': 'globex' });
@@ -480,7 +498,7 @@ describe('tool results', () => {
   });
   const f = appFixture(databases[0], {
     config: () => ({
-      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
+      llm: { url: llm.url, model: 'fake-model', models: ['billing-model'], timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
       actionAllowedHosts: { acme: [`127.0.0.1:${big.port}`] },
     }),
     agents: () => ({ billing: billingAgent(big.url) }),

@@ -88,6 +88,11 @@ describe('LLM routing provider', () => {
       selected: { capability: 'card_lost' },
       llm: { model: 'fake-model', answer: 'card_lost' },
     });
+    // The routing call is metered like any model call: its tokens count in the tenant's day, and it asks for a few.
+    expect(sent.max_tokens).toBe(64);
+    const usage = await f.db.knex('llm_usage').where({ tenant_id: 't' }).first();
+    expect(Number(usage.calls)).toBeGreaterThan(0);
+    expect(Number(usage.tokens)).toBeGreaterThan(0);
   });
 
   it('does not ask about a message the embedded router places itself', async () => {

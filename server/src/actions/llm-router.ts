@@ -2,7 +2,11 @@
 // (llm/provider.ts). Optional: without a provider it is never asked, and any failure leaves the
 // embedded router's decision in place.
 import type { LlmRouteReply, LlmRouteRequest } from '../engine/run.js';
-import type { LlmProvider } from './llm-provider.js';
+import type { Completion, CompletionRequest, LlmProvider } from './llm-provider.js';
+
+/** Examples per capability, and characters per example, the prompt lists. */
+const PROMPT_EXAMPLES = 5;
+const EXAMPLE_CHARS = 200;
 
 const SYSTEM = [
   'You route a customer message to one capability of a conversational agent.',
@@ -20,7 +24,8 @@ export class LlmRouter {
     return this.provider.model;
   }
 
-  async route(req: LlmRouteRequest): Promise<LlmRouteReply> {
+  /** `complete`: how the call is made (the model gate, which meters it for the tenant); the provider itself by default. */
+  async route(req: LlmRouteRequest, complete: (r: CompletionRequest) => Promise<Completion> = (r) => this.provider.complete(r)): Promise<LlmRouteReply> {
     const started = performance.now();
     const done = (capability: string | null, error?: string): LlmRouteReply => ({
       capability,
@@ -31,14 +36,23 @@ export class LlmRouter {
     const catalogue = req.candidates
       .map(
         (c) =>
-          `- ${c.name}${c.description ? `: ${c.description}` : ''}${c.examples.length ? ` (e.g. ${c.examples.map((e) => JSON.stringify(e)).join(', ')})` : ''}`,
+          `- ${c.name}${c.description ? `: ${c.description}` : ''}${
+            c.examples.length
+              ? ` (e.g. ${c.examples
+                  .slice(0, PROMPT_EXAMPLES)
+                  .map((e) => JSON.stringify(e.slice(0, EXAMPLE_CHARS)))
+                  .join(', ')})`
+              : ''
+          }`,
       )
       .join('\n');
     try {
-      const reply = await this.provider.complete({
+      const reply = await complete({
         temperature: 0,
         timeoutMs: this.timeoutMs,
         maxRetries: 0,
+        // {"capability": "<name>"} is a few tokens: what is reserved against the tenant's budget.
+        maxTokens: 64,
         messages: [
           { role: 'system', content: `${SYSTEM}\n\nCapabilities:\n${catalogue}` },
           { role: 'user', content: req.message },

@@ -18,6 +18,8 @@ export interface AgentServiceOptions {
   trainer?: Trainer;
   /** Bytes of compiled versions kept in memory; the least recently used go first. */
   cacheBytes?: number;
+  /** The models a definition's `llm.model` may name (the server's model gate); any when absent (no model server). */
+  models?: readonly string[];
 }
 
 export class AgentService {
@@ -50,6 +52,10 @@ export class AgentService {
     opts: { activate?: boolean } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
     const problems = validateDefinition(definition);
+    const model = definition.llm?.model;
+    if (model && this.opts.models && !this.opts.models.includes(model)) {
+      problems.push({ path: 'llm.model', message: `"${model}" is not offered by this server (LLM_MODELS: ${this.opts.models.join(', ')})` });
+    }
     if (problems.length) throw new DefinitionError(problems);
     const warnings = [...routingWarnings(definition), ...slotWarnings(definition)];
     const digest = sha256(canonicalJson(definition));

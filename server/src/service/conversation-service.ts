@@ -28,8 +28,7 @@ import {
   type TurnResult,
 } from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
-import type { LlmProvider } from '../actions/llm-provider.js';
-import type { LlmUsageStore } from '../store/llm-usage-store.js';
+import { ModelRefusal, type ModelGate } from './model-gate.js';
 import type { Scored } from '../engine/router.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
@@ -67,13 +66,10 @@ export interface ConversationServiceOptions {
   maxReplyBytes: number;
   /** The routing fallback for messages the embedded router cannot place. */
   llm?: LlmRouter;
-  /** The model of generative phases; without one they take their on_error. */
-  provider?: LlmProvider;
-  /** Token budgets of model calls (0: no cap), the daily one kept in `usage`. */
-  llmBudget: { perConversation: number; tenantDaily: number };
-  usage: LlmUsageStore;
-  /** Told a tenant's model tokens of the day after each call (metrics). */
-  onTokens?: (tenantId: string, day: string, total: number) => void;
+  /** The way to the model of generative phases and the routing fallback; without one, generative phases take their on_error. */
+  gate?: ModelGate;
+  /** Tokens one conversation may spend on model calls (0: no cap). */
+  llmTokensPerConversation: number;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -359,8 +355,8 @@ export class ConversationService {
       score,
       llm: this.modelRouting,
       history: t.history,
-      llmTokenBudget: this.opts.llmBudget.perConversation,
-      llmConfigured: this.opts.provider !== undefined,
+      llmTokenBudget: this.opts.llmTokensPerConversation,
+      llmConfigured: this.opts.gate !== undefined,
     });
     let s = performance.now();
     let step = gen.next();
@@ -378,7 +374,7 @@ export class ConversationService {
         reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream));
         modelMs += ms(a);
       } else {
-        reply = await inSpan('switchboard.routing.llm', {}, () => this.opts.llm!.route(request));
+        reply = await inSpan('switchboard.routing.llm', {}, () => this.routeWithModel(request, t.tenantId));
         llmMs += ms(a);
       }
       s = performance.now();
@@ -402,30 +398,27 @@ export class ConversationService {
     return this.opts.llm !== undefined;
   }
 
-  /** The routing fallback's answer (replays ask it as live conversations do). */
-  routeWithModel(req: LlmRouteRequest): Promise<LlmRouteReply> {
-    return this.opts.llm ? this.opts.llm.route(req) : Promise.resolve({ capability: null, model: 'none', durationMs: 0, error: 'no provider' });
+  /** The routing fallback's answer, metered for the tenant (replays ask it as live conversations do). */
+  routeWithModel(req: LlmRouteRequest, tenantId: string): Promise<LlmRouteReply> {
+    const { llm, gate } = this.opts;
+    if (!llm || !gate) return Promise.resolve({ capability: null, model: 'none', durationMs: 0, error: 'no provider' });
+    return llm.route(req, (r) => gate.complete(tenantId, r));
   }
 
   /**
-   * One model call of a generative phase: refused when the tenant's daily tokens are spent,
-   * charged to them once answered (a failed call spends nothing that was reported). A streamed
+   * One model call of a generative phase, through the model gate (allowed models, input cap, the
+   * tenant's daily tokens reserved and settled, a fair share of the model server). A streamed
    * turn first sends what it said before the call, then the model's words as they come.
    */
   async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
     const started = performance.now();
-    const provider = this.opts.provider;
-    const model = req.model ?? provider?.model ?? 'none';
-    if (!provider) return { ok: false, code: 'llm_error', error: 'no language model is configured on this server (LLM_URL)', model, durationMs: 0 };
-    const day = iso(this.clock.now()).slice(0, 10);
-    const cap = this.opts.llmBudget.tenantDaily;
-    if (cap > 0 && (await this.opts.usage.spent(tenantId, day)) >= cap) {
-      return { ok: false, code: 'llm_budget_exceeded', error: `the tenant has spent its ${cap} model tokens for ${day}`, model, durationMs: 0 };
-    }
+    const gate = this.opts.gate;
+    const model = req.model ?? gate?.model ?? 'none';
+    if (!gate) return { ok: false, code: 'llm_error', error: 'no language model is configured on this server (LLM_URL)', model, durationMs: 0 };
     stream?.sync(req.said);
     stream?.begin();
     try {
-      const c = await provider.complete({
+      const c = await gate.complete(tenantId, {
         model: req.model ?? undefined,
         temperature: req.temperature,
         maxTokens: req.maxTokens,
@@ -434,8 +427,6 @@ export class ConversationService {
         onDelta: stream ? (text) => stream.delta(text) : undefined,
         maxTextBytes: this.opts.maxReplyBytes,
       });
-      const total = await this.opts.usage.add(tenantId, day, c.inputTokens + c.outputTokens);
-      this.opts.onTokens?.(tenantId, day, total);
       return {
         ok: true,
         ...c,
@@ -444,7 +435,8 @@ export class ConversationService {
         streamed: stream !== undefined,
       };
     } catch (e) {
-      return { ok: false, code: 'llm_error', error: (e as Error).message, model, durationMs: ms(started) };
+      const code = e instanceof ModelRefusal ? e.code : 'llm_error';
+      return { ok: false, code, error: (e as Error).message, model, durationMs: ms(started) };
     }
   }
 

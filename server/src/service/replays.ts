@@ -284,7 +284,7 @@ export class ReplayService {
           };
         }
         if (request.kind === 'llm_call') return conversations.callModel(request, tenantId);
-        return conversations.routeWithModel(request);
+        return conversations.routeWithModel(request, tenantId);
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);
       const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };

@@ -13,13 +13,30 @@ export class LlmUsageStore {
     return row ? Number(row.tokens) : 0;
   }
 
-  /** Adds one call's tokens (a single upsert: concurrent calls from any process all count); answers the day's total. */
-  async add(tenantId: string, day: string, tokens: number): Promise<number> {
+  /**
+   * Reserves a call's estimated tokens before it is made, in one conditional upsert, so calls
+   * under way in any process count against `cap` (0: no cap) before they are answered. Answers
+   * the day's total with the reservation, or null when it does not fit (nothing is written).
+   */
+  async reserve(tenantId: string, day: string, tokens: number, cap: number): Promise<number | null> {
+    if (cap > 0 && tokens > cap) return null;
+    const result: unknown = await this.knex.raw(
+      `insert into llm_usage (tenant_id, day, tokens, calls) values (?, ?, ?, 1)
+       on conflict (tenant_id, day) do update set tokens = llm_usage.tokens + excluded.tokens, calls = llm_usage.calls + 1
+       ${cap > 0 ? 'where llm_usage.tokens + excluded.tokens <= ?' : ''}
+       returning tokens`,
+      cap > 0 ? [tenantId, day, tokens, cap] : [tenantId, day, tokens],
+    );
+    const rows = (Array.isArray(result) ? result : (result as { rows: { tokens: number | string }[] }).rows) as { tokens: number | string }[];
+    return rows.length ? Number(rows[0].tokens) : null;
+  }
+
+  /** Replaces a reservation by what the call really spent (`delta` = spent − reserved; negative gives back); answers the day's total. */
+  async settle(tenantId: string, day: string, delta: number): Promise<number> {
     const rows: { tokens: number | string }[] = await this.knex('llm_usage')
-      .insert({ tenant_id: tenantId, day, tokens, calls: 1 })
-      .onConflict(['tenant_id', 'day'])
-      .merge({ tokens: this.knex.raw('llm_usage.tokens + excluded.tokens'), calls: this.knex.raw('llm_usage.calls + 1') })
+      .where({ tenant_id: tenantId, day })
+      .update({ tokens: this.knex.raw('tokens + ?', [delta]) })
       .returning('tokens');
-    return Number(rows.at(0)?.tokens ?? tokens);
+    return Number(rows.at(0)?.tokens ?? 0);
   }
 }

@@ -5,6 +5,7 @@
 // waits for the user. Failures take `on_error`, saying nothing of what the phase had written.
 import { parseSlot } from '../slots.js';
 import { RenderBudgetExceeded } from '../templates.js';
+import { estimateInputTokens } from '../tokens.js';
 import type { CompiledAction, CompiledGenerate, CompiledPhase } from '../compile.js';
 import { CONTINUE, type EngineReply, type EngineRequest, type LlmMessage, type LlmTool, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
@@ -185,8 +186,13 @@ function* converse(
 
   for (let step = 1; step <= g.maxSteps; step++) {
     const spent = t.flow.tokens ?? 0;
-    if (input.llmTokenBudget && spent >= input.llmTokenBudget) {
-      return fail('llm_budget_exceeded', `the conversation has spent its ${input.llmTokenBudget} model tokens`);
+    // Reserved before the call: what it sends and the most it may write must fit what is left.
+    const reserve = estimateInputTokens(messages, tools) + agent.llm.maxOutputTokens;
+    if (input.llmTokenBudget && spent + reserve > input.llmTokenBudget) {
+      return fail(
+        'llm_budget_exceeded',
+        `the conversation has ${Math.max(0, input.llmTokenBudget - spent)} of its ${input.llmTokenBudget} model tokens left; this call could spend up to ${reserve}`,
+      );
     }
     const reply = yield {
       kind: 'llm_call',
