@@ -36,7 +36,7 @@ const EnvSchema = z.object({
     .default(64 * 1024),
   TRAIN_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
-  TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(1),
+  TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   ROUTER_CACHE_MB: z.coerce.number().int().min(1).default(512),
   DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   CONVERSATION_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),

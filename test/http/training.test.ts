@@ -181,4 +181,23 @@ describe('the training pool', () => {
       await pool.close();
     }
   });
+
+  it('keeps a worker for small definitions: one tenant’s small agent never waits behind two large ones', async () => {
+    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const pool = new TrainingPool({ timeoutMs: 60_000, memoryMb: 512, workers: 2 });
+    const large = bigAgent().capabilities.map((c) => ({ name: c.name, examples: c.examples }));
+    const small = large.slice(0, 4).map((c) => ({ name: c.name, examples: c.examples.slice(0, 6) }));
+    const finished: string[] = [];
+    const job = (tenant: string, caps: typeof large) => pool.train(tenant, caps, null).then(() => finished.push(tenant));
+    try {
+      const jobs = [job('big-a', large), job('big-b', large)];
+      await new Promise((r) => setTimeout(r, 20));
+      jobs.push(job('small-c', small));
+      await Promise.all(jobs);
+      expect(finished[0]).toBe('small-c');
+      expect(finished.slice(1).sort()).toEqual(['big-a', 'big-b']);
+    } finally {
+      await pool.close();
+    }
+  });
 });

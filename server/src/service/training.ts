@@ -2,7 +2,8 @@
 // time limit (the worker is ended, and a fresh one started, when it runs over) and a memory
 // budget (refused before allocating; V8's heap limit as the backstop), and at most one training
 // per tenant at a time, so one tenant's large definitions queue behind each other, not in
-// front of everyone else's.
+// front of everyone else's. Large trainings (more than LARGE_EXAMPLES examples, seconds of work)
+// may hold all workers but one: a small definition never waits behind large ones.
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
@@ -35,6 +36,9 @@ export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope:
 
 const workerUrl = new URL('./training-boot.mjs', import.meta.url);
 
+/** A definition with more examples than this trains for seconds: it may not take the last free worker. */
+const LARGE_EXAMPLES = 2_000;
+
 interface Slot {
   worker: Worker;
   /** Resolves when the worker has loaded (its start-up does not count against a training's time). */
@@ -46,7 +50,9 @@ interface Slot {
 
 export class TrainingPool {
   private readonly slots: Slot[] = [];
-  private readonly waiting: ((slot: Slot) => void)[] = [];
+  /** Trainings waiting for a worker, small and large apart; each tenant has at most one waiting. */
+  private readonly waiting: { small: ((slot: Slot) => void)[]; large: ((slot: Slot) => void)[] } = { small: [], large: [] };
+  private largeBusy = 0;
   private readonly perTenant = new KeyedLock();
   private nextId = 1;
   private closed = false;
@@ -76,27 +82,40 @@ export class TrainingPool {
     return { worker, ready };
   }
 
-  private acquire(): Promise<Slot> {
-    const free = this.slots.find((s) => !s.busy);
-    if (free) {
-      clearTimeout(free.idle);
-      free.busy = true;
-      return Promise.resolve(free);
-    }
-    if (this.slots.length < this.budget.workers) {
-      const slot = { ...this.spawn(), busy: true };
-      this.slots.push(slot);
-      return Promise.resolve(slot);
-    }
-    return new Promise((resolve) => this.waiting.push(resolve));
+  /** Workers large trainings may hold at once: all but one (all, with a single worker). */
+  private get largeShare(): number {
+    return Math.max(1, this.budget.workers - 1);
   }
 
-  private release(slot: Slot, broken: boolean): void {
+  private acquire(large: boolean): Promise<Slot> {
+    const take = (slot: Slot): Slot => {
+      if (large) this.largeBusy++;
+      return slot;
+    };
+    if (!large || this.largeBusy < this.largeShare) {
+      const free = this.slots.find((s) => !s.busy);
+      if (free) {
+        clearTimeout(free.idle);
+        free.busy = true;
+        return Promise.resolve(take(free));
+      }
+      if (this.slots.length < this.budget.workers) {
+        const slot = { ...this.spawn(), busy: true };
+        this.slots.push(slot);
+        return Promise.resolve(take(slot));
+      }
+    }
+    return new Promise((resolve) => (large ? this.waiting.large : this.waiting.small).push((slot) => resolve(take(slot))));
+  }
+
+  private release(slot: Slot, broken: boolean, large: boolean): void {
+    if (large) this.largeBusy--;
     if (broken) {
       void slot.worker.terminate();
       Object.assign(slot, this.spawn());
     }
-    const next = this.waiting.shift();
+    // Small trainings first; a large one only while large ones hold less than their share.
+    const next = this.waiting.small.shift() ?? (this.largeBusy < this.largeShare ? this.waiting.large.shift() : undefined);
     if (next) {
       next(slot);
       return;
@@ -115,12 +134,13 @@ export class TrainingPool {
     return this.slots.length;
   }
 
-  /** Trains in a worker; one training per tenant at a time, FIFO. */
+  /** Trains in a worker; one training per tenant at a time, FIFO; small definitions ahead of large ones. */
   readonly train: Trainer = (tenantId, caps, outOfScope) =>
     this.perTenant.run(tenantId, async () => {
       if (this.closed) throw new Error('the training pool is closed');
       this.running.set(tenantId, (this.running.get(tenantId) ?? 0) + 1);
-      const slot = await this.acquire().catch((err: unknown) => {
+      const large = caps.reduce((n, c) => n + c.examples.length, 0) > LARGE_EXAMPLES;
+      const slot = await this.acquire(large).catch((err: unknown) => {
         this.done(tenantId);
         throw err;
       });
@@ -170,7 +190,7 @@ export class TrainingPool {
           w.postMessage(req);
         });
       } finally {
-        this.release(slot, broken);
+        this.release(slot, broken, large);
         this.done(tenantId);
       }
     });
