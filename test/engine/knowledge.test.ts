@@ -22,8 +22,8 @@ describe('knowledge passages', () => {
     expect(passages.map((p) => p.text).join(' ')).toContain('Sentence number 39 about delivery windows.');
   });
 
-  it('finds the passage that answers a question, by stems, with the title counted', () => {
-    const index = new KnowledgeIndex([
+  it('finds the passage that answers a question, by stems, with the title counted', async () => {
+    const index = await KnowledgeIndex.build([
       { id: 'returns', title: 'Returns', text: 'Items can be returned within 30 days of delivery.\n\n# Refunds\n\nRefunds are paid to the original card.' },
       { id: 'shipping', text: 'Standard shipping takes 3 to 5 working days.' },
     ]);
@@ -34,5 +34,58 @@ describe('knowledge passages', () => {
     expect(index.search('how long does shipping take')[0].passage.id).toBe('shipping#1');
     expect(index.search('the of and')).toEqual([]);
     expect(index.search('returning an item', 1)).toHaveLength(1);
+  });
+});
+
+describe('knowledge budgets', () => {
+  /** Text of a varied vocabulary (what makes an index large and a long query slow). */
+  function corpus(chars: number, seed: number): string {
+    let s = '';
+    let x = seed;
+    const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+    while (s.length < chars) {
+      s += `# Section ${s.length}\n\n`;
+      for (let w = 0; w < 120; w++)
+        s += `${Array.from({ length: 3 + Math.floor(next() * 6) }, () => String.fromCharCode(97 + Math.floor(next() ** 2 * 26))).join('')} `;
+      s += '.\n\n';
+    }
+    return s.slice(0, chars);
+  }
+
+  it('searches only the first 32 distinct terms of a long message, so the work does not grow with the message', async () => {
+    const text = corpus(200_000, 7);
+    const index = await KnowledgeIndex.build([{ id: 'big', text }]);
+    const searched: string[] = [];
+    const spy = index as unknown as { index: { search(q: string): unknown[] } };
+    const original = spy.index.search.bind(spy.index);
+    spy.index.search = (q: string) => {
+      searched.push(q);
+      return original(q);
+    };
+    index.search(text.slice(1000, 5000));
+    expect(searched[0].split(' ')).toHaveLength(32);
+  });
+
+  it('builds the index a few passages at a time, letting the event loop turn meanwhile', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    try {
+      const index = await KnowledgeIndex.build([{ id: 'big', text: corpus(400_000, 3) }]);
+      expect(index.size).toBeGreaterThan(400);
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticks).toBeGreaterThan(5);
+  });
+
+  it('charges the compiled-version cache for what the index really holds', async () => {
+    const text = corpus(1_000_000, 11);
+    const gc = global.gc!; // vitest.config.ts runs tests with --expose-gc
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const index = await KnowledgeIndex.build([{ id: 'big', text }]);
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    expect(index.bytes).toBeGreaterThanOrEqual(held);
   });
 });

@@ -247,3 +247,16 @@ describe.each(databases)('the shared model server on $name', (database) => {
     expect(llm.maxInFlight()).toBeLessThanOrEqual(3);
   });
 });
+
+describe('knowledge', () => {
+  const f = appFixture(databases[0]);
+  it('refuses knowledge over 2,000,000 characters at PUT, naming the limit', async () => {
+    const doc = (i: number) => ({ id: `doc-${i}`, text: `# Part ${i}\n\n${'Our returns policy covers many cases. '.repeat(5_000)}` });
+    const res = await request(f.app.app)
+      .put('/api/v1/agents/kb')
+      .set(T)
+      .send({ ...toolAgent({ type: 'object' }), knowledge: Array.from({ length: 11 }, (_, i) => doc(i)) });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'knowledge', message: expect.stringMatching(/more than 2000000/) }]);
+  });
+});

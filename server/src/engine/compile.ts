@@ -6,7 +6,7 @@ import { compileBounded, MAX_DEFINITION_PATTERN_COST, MAX_PATTERN_COST, patternC
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
-import { KnowledgeIndex } from './knowledge.js';
+import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
 import { Router, type RoutableCapability } from './router.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
@@ -242,6 +242,10 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     }
   }
   const docIds = new Set<string>();
+  const knowledgeChars = (def.knowledge ?? []).reduce((n, d) => n + d.text.length + (d.title?.length ?? 0), 0);
+  if (knowledgeChars > MAX_KNOWLEDGE_CHARS) {
+    add('knowledge', `the documents hold ${knowledgeChars} characters, more than ${MAX_KNOWLEDGE_CHARS}: keep what the agent needs to answer from`);
+  }
   def.knowledge?.forEach((d, i) => {
     if (docIds.has(d.id)) add(`knowledge[${i}].id`, `duplicate knowledge id "${d.id}"`);
     docIds.add(d.id);
@@ -508,7 +512,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
       validate: a.parameters ? schemaValidator(a.parameters) : null,
     });
   }
-  const knowledge = def.knowledge?.length ? new KnowledgeIndex(def.knowledge) : null;
+  const knowledge = def.knowledge?.length ? await KnowledgeIndex.build(def.knowledge) : null;
   const generative = def.capabilities.flatMap((c) => c.phases.flatMap((p) => (p.generate ? [p.generate] : [])));
   return {
     agentId,

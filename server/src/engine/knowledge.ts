@@ -1,6 +1,9 @@
 // An agent's knowledge (its `knowledge` documents) as passages indexed for BM25 search, built
 // once per compiled version. Search and scoring are MiniSearch's (BM25+); this splits documents
-// into passages and chooses the terms: lower case, stop words out, Porter stems.
+// into passages and chooses the terms: lower case, stop words out, Porter stems. What it may
+// cost is bounded: the documents' size (MAX_KNOWLEDGE_CHARS, at PUT), the index built a few
+// passages at a time between other work, and a query of at most QUERY_TERMS terms, since a
+// 4,000-character message of common words walks most of the index (3 s on 10 MB of text).
 import MiniSearch from 'minisearch';
 import { stemmer } from 'stemmer';
 import type { AgentDefinition } from '@switchboard/contract';
@@ -8,6 +11,17 @@ import { words } from './text-features.js';
 
 /** Passages are cut at headings and paragraphs, and long paragraphs at sentences, near this size. */
 const PASSAGE_CHARS = 800;
+/** Characters of knowledge one definition may bring (all documents' text and titles together). */
+export const MAX_KNOWLEDGE_CHARS = 2_000_000;
+/** Distinct terms of a query searched (the first ones of the message, then of the turn before). */
+const QUERY_TERMS = 32;
+/** Passages indexed between two turns of the event loop while an index is built. */
+const INDEX_CHUNK = 50;
+/**
+ * Bytes the index holds per character of text, measured with `bench/memory.ts`-style heap deltas
+ * (5.6–9.4 over varied corpora): the estimate the compiled-version cache is charged.
+ */
+const BYTES_PER_CHAR = 10;
 
 export interface Passage {
   /** `document-id#n`, n from 1 in document order. */
@@ -88,14 +102,21 @@ export function splitPassages(doc: { id: string; title?: string; text: string })
 
 export class KnowledgeIndex {
   private readonly byId: Map<string, Passage>;
-  private readonly index: MiniSearch<Passage>;
-  /** Approximate bytes held: the passages' text, and as much again for the index. */
+  /** Approximate bytes held: the passages' text and the index over them (BYTES_PER_CHAR). */
   readonly bytes: number;
 
-  constructor(docs: NonNullable<AgentDefinition['knowledge']>) {
-    const passages = docs.flatMap(splitPassages);
+  private constructor(
+    passages: Passage[],
+    private readonly index: MiniSearch<Passage>,
+  ) {
     this.byId = new Map(passages.map((p) => [p.id, p]));
-    this.index = new MiniSearch<Passage>({
+    this.bytes = BYTES_PER_CHAR * passages.reduce((n, p) => n + p.text.length + (p.title?.length ?? 0), 0);
+  }
+
+  /** Splits and indexes the documents, a few passages at a time so the event loop keeps turning. */
+  static async build(docs: NonNullable<AgentDefinition['knowledge']>): Promise<KnowledgeIndex> {
+    const passages = docs.flatMap(splitPassages);
+    const index = new MiniSearch<Passage>({
       fields: ['title', 'text'],
       idField: 'id',
       extractField: (p, field) => (field === 'title' ? (p.title ?? '') : field === 'id' ? p.id : p.text),
@@ -103,19 +124,28 @@ export class KnowledgeIndex {
       processTerm: (t) => t,
       searchOptions: { boost: { title: 2 }, combineWith: 'OR', tokenize: terms, processTerm: (t) => t },
     });
-    this.index.addAll(passages);
-    this.bytes = 4 * passages.reduce((n, p) => n + p.text.length + (p.title?.length ?? 0), 0);
+    await index.addAllAsync(passages, { chunkSize: INDEX_CHUNK });
+    return new KnowledgeIndex(passages, index);
   }
 
   get size(): number {
     return this.byId.size;
   }
 
-  /** The best `k` passages for a query, best first, with their BM25 scores. */
+  /** The best `k` passages for a query (its first QUERY_TERMS distinct terms), best first, with their BM25 scores. */
   search(query: string, k = 4): { passage: Passage; score: number }[] {
-    if (!query.trim() || this.byId.size === 0) return [];
+    const stems = new Set<string>();
+    const kept: string[] = [];
+    for (const w of words(query)) {
+      if (kept.length === QUERY_TERMS) break;
+      const stem = stemmer(w);
+      if (STOP.has(w) || stems.has(stem)) continue;
+      stems.add(stem);
+      kept.push(w);
+    }
+    if (kept.length === 0 || this.byId.size === 0) return [];
     return this.index
-      .search(query)
+      .search(kept.join(' '))
       .slice(0, k)
       .map((r) => ({ passage: this.byId.get(String(r.id))!, score: Math.round(r.score * 1000) / 1000 }));
   }

@@ -169,7 +169,9 @@ function* converse(
 
   const history = (input.history ?? []).slice(-g.history);
   const lastUser = history.findLast((h) => h.role === 'user')?.message ?? '';
-  const found = g.knowledge && agent.knowledge ? agent.knowledge.search(`${input.message} ${lastUser}`) : [];
+  const knowledge = g.knowledge ? agent.knowledge : null;
+  // Searching is work the tenant's knowledge causes: it draws on the turn's budget.
+  const found = knowledge ? t.budget.timed(() => knowledge.search(`${input.message} ${lastUser}`)) : [];
   const messages: LlmMessage[] = [
     {
       role: 'system',
