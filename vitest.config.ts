@@ -6,8 +6,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // Memory accounting tests compare estimates with heap deltas after a full collection.
-    execArgv: ['--expose-gc'],
     maxWorkers: 2,
   },
 });

@@ -5,6 +5,7 @@ import { HttpActionRunner } from './actions/http-action.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
+import { RenderBudgets } from './service/render-budgets.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
@@ -81,7 +82,13 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   });
   const training = new TrainingPool(config.training);
   const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
-  const agents = new AgentService(new AgentStore(deps.db), clock, { trainer: training.train, cacheBytes: config.routerCacheMb * 1048576, models });
+  const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);
+  const agents = new AgentService(new AgentStore(deps.db), clock, {
+    trainer: training.train,
+    cacheBytes: config.routerCacheMb * 1048576,
+    models,
+    renderBudgets,
+  });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;
   const usage = new LlmUsageStore(deps.db);
@@ -131,8 +138,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     maxContextBytes: config.maxContextBytes,
     maxStateBytes: config.maxStateBytes,
     secrets,
-    renderBudget: config.renderBudget,
-    tenantRenderMsPerSecond: config.tenantRenderMsPerSecond,
+    renderBudgets,
     maxReplyBytes: config.maxReplyBytes,
     llm: provider ? new LlmRouter(provider, config.routerLlmTimeoutMs) : undefined,
     gate,
@@ -148,7 +154,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
   const sweeper = new Sweeper(lifecycle, logger);
-  const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger });
+  const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
 
   return {
     agents,

@@ -1,4 +1,6 @@
 // Knowledge passages: how documents are cut, and what BM25 search finds.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { KnowledgeIndex, splitPassages } from '../../server/src/engine/knowledge.js';
 
@@ -80,7 +82,9 @@ describe('knowledge budgets', () => {
 
   it('charges the compiled-version cache for what the index really holds', async () => {
     const text = corpus(1_000_000, 11);
-    const gc = global.gc!; // vitest.config.ts runs tests with --expose-gc
+    // A full collection before each reading, as the training worker gets one (no command-line flag needed).
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
     gc();
     const before = process.memoryUsage().heapUsed;
     const index = await KnowledgeIndex.build([{ id: 'big', text }]);

@@ -260,3 +260,68 @@ describe('knowledge', () => {
     expect(res.body.errors).toEqual([{ path: 'knowledge', message: expect.stringMatching(/more than 2000000/) }]);
   });
 });
+
+describe.each(databases)('test conversations and replays on $name', (database) => {
+  const HEAVY = '{% for i in (1..9000000) %}{% endfor %}Hi.';
+  const greeter = (say: string) => ({
+    name: 'G',
+    capabilities: [{ name: 'hi', examples: ['hello', 'hi there', 'good morning', 'hey', 'greetings'], phases: [{ id: 'a', say }] }],
+  });
+  const f = appFixture(database, { agents: { g: greeter('Hi.') } });
+  const app = () => request(f.app.app);
+
+  it('runs tests within the tenant’s rendering share, yielding between steps, so the server answers meanwhile', async () => {
+    const draft = (await app().put('/api/v1/agents/g?activate=false').set(T).send(greeter(HEAVY)).expect(200)).body.stored_version;
+    const done: string[] = [];
+    const tests = Array.from({ length: 40 }, (_, i) => ({ name: `t${i}`, steps: [{ user: 'hello' }] }));
+    const run = app()
+      .post('/api/v1/agents/g/tests')
+      .set(T)
+      .send({ version: draft, tests })
+      .then((r) => (done.push('tests'), r));
+    await new Promise((r) => setTimeout(r, 30));
+    await app().get('/healthz').expect(200);
+    done.push('healthz');
+    const res = await run;
+    expect(res.status).toBe(200);
+    expect(done).toEqual(['healthz', 'tests']);
+    // Every turn that spent the budget says so; none renders an empty reply.
+    for (const r of res.body.results) {
+      expect(r.steps[0].actual.status).toBe('escalated');
+      expect(r.steps[0].actual.reply).not.toBe('');
+    }
+  });
+
+  it('refuses more than 1,000 test steps in one request', async () => {
+    const tests = Array.from({ length: 11 }, (_, i) => ({ name: `t${i}`, steps: Array.from({ length: 100 }, () => ({ user: 'hello' })) }));
+    const res = await app().post('/api/v1/agents/g/tests').set(T).send({ tests });
+    expect(res.status).toBe(400);
+    expect(res.body.errors).toEqual([{ path: 'tests', message: expect.stringMatching(/at most 1000 steps/) }]);
+  });
+
+  it('replays a long conversation turn by turn within the share, answering the server meanwhile', async () => {
+    // A tenant of its own: the tests above spent acme's rendering share.
+    const R = { 'tenant-id': 'replayer' };
+    await app().put('/api/v1/agents/g').set(R).send(greeter('Hi.')).expect(200);
+    const first = (await app().post('/api/v1/agents/g/converse').set(R).send({ message: 'hello' }).expect(200)).body.conversation_id;
+    for (let i = 0; i < 30; i++) await app().post('/api/v1/agents/g/converse').set(R).send({ message: 'hello', conversation_id: first }).expect(200);
+    // Each replayed turn renders for tens of milliseconds and says what was recorded: no difference stops the replay early.
+    const draft = (await app().put('/api/v1/agents/g?activate=false').set(R).send(greeter('{% for i in (1..1000000) %}{% endfor %}Hi.')).expect(200)).body
+      .stored_version;
+    const started = await app()
+      .post('/api/v1/agents/g/replays')
+      .set(R)
+      .send({ version: draft, conversations: [first] })
+      .expect(202);
+    await app().get('/healthz').expect(200);
+    const meanwhile = await app().get(`/api/v1/agents/g/replays/${started.body.id}`).set(R).expect(200);
+    expect(meanwhile.body.status).toBe('running');
+    let r = meanwhile.body;
+    for (let i = 0; i < 600 && r.status === 'running'; i++) {
+      await new Promise((res) => setTimeout(res, 50));
+      r = (await app().get(`/api/v1/agents/g/replays/${started.body.id}`).set(R)).body;
+    }
+    expect(r.status).toBe('done');
+    expect(r.summary.conversations).toBe(1);
+  });
+});

@@ -6,7 +6,8 @@ import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, typ
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
-import { DefinitionError, NotFoundError } from '../errors.js';
+import { DefinitionError, InputError, NotFoundError } from '../errors.js';
+import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, AgentStore } from '../store/agent-store.js';
@@ -20,7 +21,12 @@ export interface AgentServiceOptions {
   cacheBytes?: number;
   /** The models a definition's `llm.model` may name (the server's model gate); any when absent (no model server). */
   models?: readonly string[];
+  /** Render budgets of test conversations' turns: the tenant's share, as live turns. */
+  renderBudgets?: RenderBudgets;
 }
+
+/** Steps of test conversations one request may run, all its tests together. */
+const MAX_TEST_STEPS = 1_000;
 
 export class AgentService {
   /**
@@ -108,10 +114,17 @@ export class AgentService {
 
   /** Runs test conversations against a version (the current one by default) in memory. */
   async test(tenantId: string, slug: string, body: { version?: number; tests: TestCase[] }): Promise<TestResults> {
+    const steps = body.tests.reduce((n, t) => n + t.steps.length, 0);
+    if (steps > MAX_TEST_STEPS) {
+      throw new InputError(`The tests have ${steps} steps in all`, [
+        { path: 'tests', message: `at most ${MAX_TEST_STEPS} steps in one request: send them in several` },
+      ]);
+    }
     const row = await this.active(tenantId, slug);
     const version = body.version ?? row.currentVersion;
     const agent = await this.compiledVersion(tenantId, row.id, version);
-    return await runTests(agent, body.tests, { version, clock: () => this.clock.now() });
+    const budgets = this.opts.renderBudgets?.of(tenantId);
+    return await runTests(agent, body.tests, { version, clock: () => this.clock.now(), budgets });
   }
 
   /** Makes a stored version current: new conversations start on it, running ones keep theirs. */

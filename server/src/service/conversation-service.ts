@@ -37,8 +37,7 @@ import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 import type { SecretService } from './secrets.js';
-import { RenderBudget, type RenderBudgetOptions } from '../engine/templates.js';
-import { TimeBuckets } from '../lib/time-bucket.js';
+import type { RenderBudgets } from './render-budgets.js';
 import { inSpan, inSpanSync } from '../lib/tracer.js';
 
 export interface ConverseCall {
@@ -59,10 +58,8 @@ export interface ConversationServiceOptions {
   maxStateBytes: number;
   /** Resolves the secrets a tenant's actions may read. */
   secrets: SecretService;
-  /** What all template rendering of one turn may spend. */
-  renderBudget: RenderBudgetOptions;
-  /** Template time each tenant may spend per second in this process (a turn gets at most what is left). */
-  tenantRenderMsPerSecond: number;
+  /** What each turn's rendering may spend, and each tenant's share (shared with tests and replays). */
+  renderBudgets: RenderBudgets;
   maxReplyBytes: number;
   /** The routing fallback for messages the embedded router cannot place. */
   llm?: LlmRouter;
@@ -143,18 +140,13 @@ class ReplyStream {
 }
 
 export class ConversationService {
-  /** Each tenant's share of template time: one tenant's heavy templates cannot fill the event loop. */
-  private readonly renderTime: TimeBuckets;
-
   constructor(
     private readonly agents: AgentService,
     private readonly store: ConversationStore,
     private readonly actions: HttpActionRunner,
     private readonly clock: Clock,
     private readonly opts: ConversationServiceOptions,
-  ) {
-    this.renderTime = new TimeBuckets(opts.tenantRenderMsPerSecond, Math.max(opts.renderBudget.timeMs * 4, opts.tenantRenderMsPerSecond));
-  }
+  ) {}
 
   converse(call: ConverseCall): Promise<ConverseResponse> {
     return inSpan('switchboard.converse', { 'switchboard.tenant': call.tenantId, 'switchboard.agent': call.slug }, async (span) => {
@@ -329,10 +321,7 @@ export class ConversationService {
       scoringMs += ms(s);
       return out;
     };
-    const budget = new RenderBudget({
-      ...this.opts.renderBudget,
-      timeMs: Math.min(this.opts.renderBudget.timeMs, this.renderTime.available(t.tenantId)),
-    });
+    const budget = this.opts.renderBudgets.forTurn(t.tenantId);
     const gen = runTurn({
       agent,
       prior: prior && {
@@ -381,7 +370,7 @@ export class ConversationService {
       step = gen.next(reply);
       stepsMs += ms(s);
     }
-    this.renderTime.charge(t.tenantId, budget.spentMs);
+    this.opts.renderBudgets.charge(t.tenantId, budget);
     stream?.sync(step.value.reply);
     const round = (x: number) => Math.round(x * 100) / 100;
     return {

@@ -1,11 +1,21 @@
 // A conversation kept in memory and driven turn by turn through the engine, with every call the
 // engine asks for (actions, the model) answered by the caller: what test conversations and
-// replays run. Nothing is stored; no action's secret is needed, since none goes out.
+// replays run. Nothing is stored; no action's secret is needed, since none goes out. Each turn
+// renders within the same budgets as a live one (the tenant's share when a server runs it), and
+// the event loop turns between turns, so a long test or replay never holds the server.
 import type { ContextEnvelope } from '@switchboard/contract';
 import { SECRET_MASK, type CompiledAgent } from '../engine/compile.js';
+import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
 import { runTurn, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../engine/run.js';
+import type { RenderBudget } from '../engine/templates.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
+
+/** Where a turn's render budget comes from and what it spent goes: the tenant's share (RenderBudgets). */
+export interface TurnBudgets {
+  forTurn(): RenderBudget;
+  charge(budget: RenderBudget): void;
+}
 
 export class OfflineConversation {
   private prior: TurnInput['prior'] = null;
@@ -14,7 +24,7 @@ export class OfflineConversation {
 
   constructor(
     private readonly agent: CompiledAgent,
-    private readonly base: { conversationId: string; userId: string | null; llm?: boolean },
+    private readonly base: { conversationId: string; userId: string | null; llm?: boolean; budgets?: TurnBudgets },
   ) {
     this.secrets = Object.fromEntries(agent.secretNames.map((n) => [n, SECRET_MASK]));
   }
@@ -28,6 +38,8 @@ export class OfflineConversation {
   async turn(message: string, o: { now: string; context: ContextEnvelope | null; turnIndex?: number }, answer: Answer): Promise<TurnResult> {
     const { agent } = this;
     const turnIndex = o.turnIndex ?? this.nextTurnIndex;
+    await turnOfTheLoop();
+    const budget = this.base.budgets?.forTurn();
     const gen = runTurn({
       agent,
       prior: this.prior,
@@ -42,9 +54,15 @@ export class OfflineConversation {
       llm: this.base.llm ?? false,
       history: this.history.slice(-agent.historyTurns),
       llmConfigured: true,
+      budget,
     });
-    let step = gen.next();
-    while (!step.done) step = gen.next(await answer(step.value));
+    let step;
+    try {
+      step = gen.next();
+      while (!step.done) step = gen.next(await answer(step.value));
+    } finally {
+      if (budget) this.base.budgets!.charge(budget);
+    }
     const r = step.value;
     this.history.push({ role: 'user', message }, { role: 'agent', message: r.reply });
     this.prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow: r.flow, turnCount: turnIndex + 2 };

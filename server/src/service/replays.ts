@@ -17,6 +17,7 @@ import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
 import { ERASURE } from './erasure.js';
 import { OfflineConversation } from './offline-conversation.js';
+import type { RenderBudgets } from './render-budgets.js';
 
 const KEEP_MS = 7 * 24 * 3600 * 1000;
 /** A running replay whose row has not moved for this long belonged to a process that stopped. */
@@ -110,6 +111,8 @@ export class ReplayService {
       conversations: ConversationService;
       clock: Clock;
       log: { warn(o: object, m: string): void };
+      /** Render budgets of replayed turns: the tenant's share, as live turns (absent: a fresh turn budget each). */
+      renderBudgets?: RenderBudgets;
     },
   ) {}
 
@@ -212,10 +215,14 @@ export class ReplayService {
     try {
       const agent = await agents.compiledVersion(tenantId, agentId, version);
       const until = Date.now() + MAX_RUN_MS;
-      for (const conversationId of ids) {
+      // Checked before every turn, not only between conversations: one long conversation cannot outlast it.
+      const check = () => {
         if (job.stop) throw new Error('the server stopped before the replay finished');
         if (Date.now() > until) throw new Error(`the replay ran for ${MAX_RUN_MS / 60_000} minutes: replay fewer conversations at a time`);
-        results.push(await this.replayOne(tenantId, agentId, agent, conversationId));
+      };
+      for (const conversationId of ids) {
+        check();
+        results.push(await this.replayOne(tenantId, agentId, agent, conversationId, check));
         await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()) });
       }
       await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()), status: 'done' });
@@ -242,7 +249,7 @@ export class ReplayService {
     return results;
   }
 
-  private async replayOne(tenantId: string, agentId: string, agent: CompiledAgent, conversationId: string): Promise<ReplayResult> {
+  private async replayOne(tenantId: string, agentId: string, agent: CompiledAgent, conversationId: string, check: () => void): Promise<ReplayResult> {
     const { store, conversations } = this.deps;
     const c = await store.get(tenantId, agentId, conversationId);
     if (!c) return { conversation_id: conversationId, verdict: 'error', first_difference: null, error: 'no such conversation of this agent' };
@@ -264,8 +271,10 @@ export class ReplayService {
       const last = contexts.filter((a) => a.turnIndex !== null && a.turnIndex <= idx).at(-1);
       return last ? ((last.data as { context: Conversation['context'] }).context ?? null) : null;
     };
-    const conversation = new OfflineConversation(agent, { conversationId: c.id, userId: c.userId, llm: conversations.modelRouting });
+    const budgets = this.deps.renderBudgets?.of(tenantId);
+    const conversation = new OfflineConversation(agent, { conversationId: c.id, userId: c.userId, llm: conversations.modelRouting, budgets });
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
+      check();
       const missing: { call: string | null } = { call: null };
       const answer = async (request: EngineRequest): Promise<EngineReply> => {
         if (request.kind === 'action') {

@@ -8,7 +8,7 @@ import type { TestCase, TestResults } from '@switchboard/contract';
 import type { AuditDraft } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { EngineReply, EngineRequest } from '../engine/run.js';
-import { OfflineConversation } from './offline-conversation.js';
+import { OfflineConversation, type TurnBudgets } from './offline-conversation.js';
 
 type StepResult = TestResults['results'][number]['steps'][number];
 
@@ -92,9 +92,9 @@ function userIdOf(context: TestCase['context']): string | null {
 }
 
 /** Runs one test: its steps in order, as one conversation. */
-async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): Promise<TestResults['results'][number]> {
+async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date, budgets?: TurnBudgets): Promise<TestResults['results'][number]> {
   const llmQueue = [...(test.llm ?? [])];
-  const conversation = new OfflineConversation(agent, { conversationId: CONVERSATION_ID, userId: userIdOf(test.context) });
+  const conversation = new OfflineConversation(agent, { conversationId: CONVERSATION_ID, userId: userIdOf(test.context), budgets });
   const context = test.context ? { version: 'v1' as const, context: test.context } : null;
   const steps: StepResult[] = [];
   for (const step of test.steps) {
@@ -132,11 +132,11 @@ async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date): 
 export async function runTests(
   agent: CompiledAgent,
   tests: TestCase[],
-  opts: { version: number | null; clock?: () => Date } = { version: null },
+  opts: { version: number | null; clock?: () => Date; budgets?: TurnBudgets } = { version: null },
 ): Promise<TestResults> {
   const clock = opts.clock ?? (() => new Date());
   const results: TestResults['results'] = [];
-  for (const t of tests) results.push(await runOne(agent, t, clock));
+  for (const t of tests) results.push(await runOne(agent, t, clock, opts.budgets));
   const passed = results.filter((r) => r.passed).length;
   return { version: opts.version, passed, failed: results.length - passed, results };
 }
