@@ -4,8 +4,12 @@
 // back and checked against what its client sent and received: nothing lost, nothing duplicated,
 // nothing out of order.
 // The noisy-neighbour run: well-behaved tenants talk at a steady pace (with think time), once
-// alone and once beside a noisy tenant (slow actions, heavy templates, hundreds of open event
-// streams, as fast as it can); their p99 beside it must stay within 1.5x of their p99 alone.
+// alone and once beside a hostile tenant (slow actions, heavy templates, hundreds of open event
+// streams, test conversations and replays of heavy drafts, generative phases with tools and 2 MB
+// of knowledge against a model server that takes a second, as fast as it can); their p99 beside
+// it must stay within 1.5x of their p99 alone, and their replies must be exactly as alone. The
+// model server here is a scripted loopback stand-in that answers every call alike after a delay:
+// it measures what waiting on a model costs the server, not what a model says.
 // Prints the figures; exits 1 on any mismatch, error or a p99 over that bound.
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -70,6 +74,65 @@ const heavyAgent = {
     },
   ],
 };
+
+/** 1.9 million characters of help pages of a varied vocabulary: an index near the knowledge cap. */
+function bigKnowledge(): { id: string; text: string }[] {
+  let x = 42;
+  const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const word = () => Array.from({ length: 3 + Math.floor(next() * 6) }, () => String.fromCharCode(97 + Math.floor(next() ** 2 * 26))).join('');
+  return Array.from({ length: 19 }, (_, d) => {
+    let text = '';
+    while (text.length < 99_000) text += `# Topic ${text.length}\n\n${Array.from({ length: 120 }, word).join(' ')}.\n\n`;
+    return { id: `page-${d}`, text: text.slice(0, 99_000) };
+  });
+}
+
+/** Nested definitions fanning out just under the schema-cost cap: the costliest tool schema a PUT accepts. */
+function wideSchema(): Record<string, unknown> {
+  const $defs: Record<string, unknown> = { l6: { type: 'string', pattern: '^[a-z]{1,8}-[0-9]{1,6}$' } };
+  for (let i = 5; i >= 0; i--) $defs[`l${i}`] = { anyOf: [{ $ref: `#/$defs/l${i + 1}` }, { $ref: `#/$defs/l${i + 1}` }, { type: 'null' }] };
+  return { type: 'object', $defs, properties: { q: { $ref: '#/$defs/l0' } } };
+}
+
+const modelAgent = (backend: string) => ({
+  name: 'Noisy model',
+  knowledge: bigKnowledge(),
+  capabilities: [
+    {
+      name: 'ask',
+      examples: ['start talking'],
+      phases: [{ id: 'g', generate: { instructions: 'Answer from the help pages.', knowledge: true, tools: ['lookup'], max_steps: 3 } }],
+    },
+  ],
+  actions: { lookup: { type: 'http', method: 'GET', url: `${backend}/slow?q={{ args.q }}`, timeout_ms: 10_000, parameters: wideSchema() } },
+});
+
+/** A scripted OpenAI-compatible server on loopback: every call answers a tool call or text after `delayMs`. */
+function scriptedModelServer(delayMs: number) {
+  let calls = 0;
+  return httpServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      const wantsTool = ++calls % 2 === 1 && body.includes('"lookup"');
+      const message = wantsTool
+        ? { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'lookup', arguments: '{"q":"abc-123"}' } }] }
+        : { role: 'assistant', content: 'Here is what the help pages say.' };
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'soak',
+            object: 'chat.completion',
+            created: 1,
+            model: 'soak-model',
+            choices: [{ index: 0, message, finish_reason: wantsTool ? 'tool_calls' : 'stop' }],
+            usage: { prompt_tokens: 500, completion_tokens: 20, total_tokens: 520 },
+          }),
+        );
+      }, delayMs);
+    });
+  });
+}
 
 async function post(url: string, body: unknown, tenant: string): Promise<{ status: number; body: any }> {
   const r = await fetch(url, { method: 'POST', headers: headers(tenant), body: JSON.stringify(body) });
@@ -157,13 +220,27 @@ async function soak(label: string, bases: string[], opts: { tenants?: string[]; 
  * The noisy tenant, until `stop` resolves: conversations waiting on slow actions, conversations
  * burning their template budget as fast as they can, and hundreds of open event streams.
  */
-async function noisyTenant(base: string, backend: string, stop: Promise<void>): Promise<{ requests: number; refused: number; streams: number }> {
+async function noisyTenant(base: string, backend: string, stop: Promise<void>): Promise<{ requests: number; refused: number; streams: number; byStatus: string }> {
   const tenant = 'noisy';
   await putAgent(base, tenant, 'slow', slowAgent(backend));
   await putAgent(base, tenant, 'heavy', heavyAgent);
+  await putAgent(base, tenant, 'model', modelAgent(backend));
+  const heavyDraft = await fetch(`${base}/api/v1/agents/heavy?activate=false`, {
+    method: 'PUT',
+    headers: headers(tenant),
+    body: JSON.stringify({ ...heavyAgent, name: 'Noisy heavy draft' }),
+  }).then(async (r) => ((await r.json()) as { stored_version: number }).stored_version);
+  const longMessage = bigKnowledge()[0].text.slice(10_000, 13_990);
   let requests = 0;
   let refused = 0;
   let stopped = false;
+  /** Answers by surface and status: what the hostile load really did, beyond the rate limit's 429s. */
+  const served = new Map<string, Map<number, number>>();
+  const tally = (surface: string, status: number) => {
+    const m = served.get(surface) ?? new Map<number, number>();
+    m.set(status, (m.get(status) ?? 0) + 1);
+    served.set(surface, m);
+  };
   void stop.then(() => (stopped = true));
   const talk = async (slug: string) => {
     let id: string | null = null;
@@ -171,6 +248,7 @@ async function noisyTenant(base: string, backend: string, stop: Promise<void>): 
       try {
         const r = await post(`${base}/api/v1/agents/${slug}/converse`, id ? { message: 'more', conversation_id: id } : { message: 'start talking' }, tenant);
         requests++;
+        tally(slug, r.status);
         if (r.status === 200) id = r.body.conversation_id;
         else {
           refused++;
@@ -200,9 +278,43 @@ async function noisyTenant(base: string, backend: string, stop: Promise<void>): 
       } else void res?.body?.cancel();
     }
   }
-  await Promise.all([...Array.from({ length: 40 }, () => talk('slow')), ...Array.from({ length: 10 }, () => talk('heavy'))]);
+  // Test conversations (1,000 heavy steps a request) and replays of the heavy conversations on a draft, back to back.
+  const tests = Array.from({ length: 10 }, (_, i) => ({ name: `t${i}`, steps: Array.from({ length: 100 }, () => ({ user: 'start talking' })) }));
+  const hammer = async (path: string, body: unknown) => {
+    while (!stopped) {
+      const r = await post(`${base}/api/v1/agents/heavy/${path}`, body, tenant).catch(() => ({ status: 0, body: null }));
+      requests++;
+      tally(path, r.status);
+      if (r.status !== 200 && r.status !== 202) {
+        refused++;
+        await new Promise((w) => setTimeout(w, 100));
+      }
+    }
+  };
+  const ask = async () => {
+    let id: string | null = null;
+    while (!stopped) {
+      const body = id ? { message: longMessage, conversation_id: id } : { message: 'start talking' };
+      const r: { status: number; body: any } = await post(`${base}/api/v1/agents/model/converse`, body, tenant).catch(() => ({ status: 0, body: null }));
+      requests++;
+      tally('model calls', r.status);
+      if (r.status === 200) id = r.body.conversation_id;
+      else {
+        refused++;
+        await new Promise((w) => setTimeout(w, 50));
+      }
+    }
+  };
+  await Promise.all([
+    ...Array.from({ length: 40 }, () => talk('slow')),
+    ...Array.from({ length: 10 }, () => talk('heavy')),
+    ...Array.from({ length: 20 }, ask),
+    ...Array.from({ length: 2 }, () => hammer('tests', { tests })),
+    hammer('replays', { version: heavyDraft, limit: 50 }),
+  ]);
   for (const c of controllers) c.abort();
-  return { requests, refused, streams };
+  const byStatus = [...served].map(([surface, m]) => `${surface} ${[...m].map(([st, n]) => `${n}×${st}`).join(' ')}`).join('; ');
+  return { requests, refused, streams, byStatus };
 }
 
 /** Quiet tenants alone, then beside the noisy tenant, on one SQLite server; their p99 must stay within the bound. */
@@ -210,6 +322,8 @@ async function noisyNeighbour(dir: string, procs: ChildProcess[]): Promise<boole
   const slow = httpServer((_q, res) => setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}'), 2000));
   await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r));
   const backend = `http://127.0.0.1:${(slow.address() as { port: number }).port}`;
+  const model = scriptedModelServer(1000);
+  await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
   try {
     // A production-like server: per-tenant rate limits on, the slow backend granted to the noisy tenant only.
     const server = await startServer(`sqlite://${join(dir, 'noisy.db')}`, {
@@ -217,6 +331,9 @@ async function noisyNeighbour(dir: string, procs: ChildProcess[]): Promise<boole
       RATE_LIMIT_RPS: '100',
       RATE_LIMIT_BURST: '200',
       ACTION_ALLOWED_HOSTS: `noisy=${backend.replace('http://', '')}`,
+      LLM_URL: `http://127.0.0.1:${(model.address() as { port: number }).port}/v1`,
+      LLM_MODEL: 'soak-model',
+      LLM_MAX_RETRIES: '0',
     });
     procs.push(server.proc);
     const quietTenants = Array.from({ length: QUIET_TENANTS }, (_, i) => `quiet-${i}`);
@@ -233,13 +350,16 @@ async function noisyNeighbour(dir: string, procs: ChildProcess[]): Promise<boole
     const p99Beside = pct(beside.latencies, 0.99);
     const ratio = p99Beside / Math.max(p99Alone, 0.001);
     console.log(
-      `noisy tenant: ${n.requests} requests (${n.refused} refused), ${n.streams} open event streams, slow actions and heavy templates; ` +
+      `noisy tenant: ${n.requests} requests (${n.refused} refused), ${n.streams} open event streams, slow actions, heavy templates, ` +
+        `test runs, replays, tools and knowledge with a 1 s model (${n.byStatus}); ` +
         `quiet tenants' p99 ${p99Alone.toFixed(1)} ms alone, ${p99Beside.toFixed(1)} ms beside it: ${ratio.toFixed(2)}x (bound ${NOISY_BOUND}x)`,
     );
     return alone.ok && beside.ok && ratio <= NOISY_BOUND;
   } finally {
-    slow.closeAllConnections();
-    await new Promise((r) => slow.close(r));
+    for (const srv of [slow, model]) {
+      srv.closeAllConnections();
+      await new Promise((r) => srv.close(r));
+    }
   }
 }
 
