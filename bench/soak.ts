@@ -220,7 +220,11 @@ async function soak(label: string, bases: string[], opts: { tenants?: string[]; 
  * The noisy tenant, until `stop` resolves: conversations waiting on slow actions, conversations
  * burning their template budget as fast as they can, and hundreds of open event streams.
  */
-async function noisyTenant(base: string, backend: string, stop: Promise<void>): Promise<{ requests: number; refused: number; streams: number; byStatus: string }> {
+async function noisyTenant(
+  base: string,
+  backend: string,
+  stop: Promise<void>,
+): Promise<{ requests: number; refused: number; streams: number; byStatus: string }> {
   const tenant = 'noisy';
   await putAgent(base, tenant, 'slow', slowAgent(backend));
   await putAgent(base, tenant, 'heavy', heavyAgent);
