@@ -304,9 +304,10 @@ describe.each(databases)('test conversations and replays on $name', (database) =
     const R = { 'tenant-id': 'replayer' };
     await app().put('/api/v1/agents/g').set(R).send(greeter('Hi.')).expect(200);
     const first = (await app().post('/api/v1/agents/g/converse').set(R).send({ message: 'hello' }).expect(200)).body.conversation_id;
-    for (let i = 0; i < 30; i++) await app().post('/api/v1/agents/g/converse').set(R).send({ message: 'hello', conversation_id: first }).expect(200);
-    // Each replayed turn renders for tens of milliseconds and says what was recorded: no difference stops the replay early.
-    const draft = (await app().put('/api/v1/agents/g?activate=false').set(R).send(greeter('{% for i in (1..1000000) %}{% endfor %}Hi.')).expect(200)).body
+    for (let i = 0; i < 120; i++) await app().post('/api/v1/agents/g/converse').set(R).send({ message: 'hello', conversation_id: first }).expect(200);
+    // Each replayed turn renders for milliseconds, well within a turn's budget even on a busy machine, and says what was
+    // recorded: no difference stops the replay early, so it runs for over a hundred turns.
+    const draft = (await app().put('/api/v1/agents/g?activate=false').set(R).send(greeter('{% for i in (1..100000) %}{% endfor %}Hi.')).expect(200)).body
       .stored_version;
     const started = await app()
       .post('/api/v1/agents/g/replays')
