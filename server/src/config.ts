@@ -97,6 +97,7 @@ const EnvSchema = z.object({
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(0).default(24),
   TENANT_RETENTION_DAYS: z
     .string()
     .regex(
@@ -174,7 +175,7 @@ export interface Config {
   webhookIntervalMs: number;
   sseHeartbeatMs: number;
   /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
-  retention: { days: number; tenants: Readonly<Record<string, number>> };
+  retention: { days: number; tenants: Readonly<Record<string, number>>; idempotencyHours: number };
   /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
   /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
   llm?: LlmConfig;
@@ -338,6 +339,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     retention: {
       days: e.RETENTION_DAYS,
+      idempotencyHours: e.IDEMPOTENCY_TTL_HOURS,
       tenants: Object.fromEntries(
         e.TENANT_RETENTION_DAYS.split(',')
           .map((p) => p.trim())

@@ -65,7 +65,7 @@ describe.each(databases)('lifecycle on $name', (database) => {
       actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] },
       secrets: { HOOKS: { value: SECRET, tenants: ['*'] } },
       sseHeartbeatMs: 200,
-      retention: { days: 30, tenants: { shortlived: 1 } },
+      retention: { days: 30, tenants: { shortlived: 1 }, idempotencyHours: 24 },
     }),
     agents: () => ({ life: agent(`${hooks.url}/hooks`) }),
     clock,
@@ -396,6 +396,26 @@ describe.each(databases)('lifecycle on $name', (database) => {
       clock.advance(30 * 86_400_000);
       await app.lifecycle.sweep();
       expect((await read(b, T)).erased_at).toEqual(expect.any(String));
+    });
+
+    it('keeps idempotency records for IDEMPOTENCY_TTL_HOURS, then the sweep deletes them', async () => {
+      const keyed = (key: string) =>
+        request(app.app)
+          .post('/api/v1/agents/life/converse')
+          .set({ ...T, 'idempotency-key': key })
+          .send({ message: 'hello' });
+      const first = (await keyed('ttl-key').expect(200)).body;
+      const count = async () => Number((await f.db.knex('idempotency_keys').where({ tenant_id: 'acme' }).count({ n: '*' }))[0].n);
+      const before = await count();
+      clock.advance(23 * 3_600_000);
+      await app.lifecycle.sweep();
+      expect(await count()).toBe(before);
+      expect((await keyed('ttl-key').expect(200)).body).toEqual(first);
+      clock.advance(2 * 3_600_000);
+      expect((await app.lifecycle.sweep()).expiredKeys).toBeGreaterThanOrEqual(1);
+      expect(await count()).toBe(0);
+      // The key is free again: a new conversation.
+      expect((await keyed('ttl-key').expect(200)).body.conversation_id).not.toBe(first.conversation_id);
     });
   });
 });

@@ -188,6 +188,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '009_replays',
         '010_lease_index',
         '011_agent_stats',
+        '012_idempotency_expiry',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -185,6 +185,8 @@ export interface RetentionPolicy {
   days: number;
   /** Per-tenant overrides. */
   tenants: Readonly<Record<string, number>>;
+  /** Hours an idempotency record is kept before the sweeper deletes it (0: kept forever). */
+  idempotencyHours: number;
 }
 
 /** One conversation of an agent, as an operator call names it. */
@@ -308,8 +310,13 @@ export class LifecycleService {
    * again there, so with several processes each is swept exactly once (on PostgreSQL a row
    * another process holds is skipped, not waited for).
    */
-  async sweep(limit = 200): Promise<{ abandoned: number; erased: number }> {
+  async sweep(limit = 200): Promise<{ abandoned: number; erased: number; expiredKeys: number }> {
     const now = iso(this.clock.now());
+    // Idempotency records outlive their keep time by at most one sweep interval per batch.
+    const expiredKeys =
+      this.retention.idempotencyHours > 0
+        ? await this.store.deleteIdempotencyBefore(iso(new Date(this.clock.now().getTime() - this.retention.idempotencyHours * 3_600_000)), limit * 5)
+        : 0;
     let abandoned = 0;
     for (const due of await this.store.dueForAbandonment(now, limit)) {
       const done = await this.store.exclusive(
@@ -345,6 +352,6 @@ export class LifecycleService {
     const overridden = Object.keys(this.retention.tenants);
     for (const [tenant, days] of Object.entries(this.retention.tenants)) await eraseAll(days, tenant);
     await eraseAll(this.retention.days, undefined, overridden);
-    return { abandoned, erased };
+    return { abandoned, erased, expiredKeys };
   }
 }

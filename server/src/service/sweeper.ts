@@ -18,7 +18,7 @@ export class Sweeper {
       if (this.running) return;
       this.running = this.lifecycle
         .sweep()
-        .then((r) => (r.abandoned || r.erased) && this.log.info(r, 'sweep'))
+        .then((r) => (r.abandoned || r.erased || r.expiredKeys) && this.log.info(r, 'sweep'))
         .catch((err: unknown) => this.log.warn({ err }, 'sweep failed'))
         .finally(() => (this.running = null));
     }, intervalMs);

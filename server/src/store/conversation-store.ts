@@ -208,6 +208,12 @@ export class ConversationStore {
     return row ? rowToConversation(row) : null;
   }
 
+  /** Deletes up to `limit` idempotency records created before `before`, oldest first; answers how many. */
+  async deleteIdempotencyBefore(before: string, limit: number): Promise<number> {
+    const oldest = this.knex('idempotency_keys').where('created_at', '<', before).orderBy('created_at').limit(limit).select('tenant_id', 'agent_id', 'key');
+    return this.knex('idempotency_keys').whereIn(['tenant_id', 'agent_id', 'key'], oldest).delete();
+  }
+
   /** Which of these conversations of the tenant have been erased. */
   async erasedAmong(tenantId: string, ids: string[]): Promise<Set<string>> {
     if (ids.length === 0) return new Set();

@@ -13,6 +13,7 @@ import * as m008 from './migrations/008_llm_usage.js';
 import * as m009 from './migrations/009_replays.js';
 import * as m010 from './migrations/010_lease_index.js';
 import * as m011 from './migrations/011_agent_stats.js';
+import * as m012 from './migrations/012_idempotency_expiry.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -42,6 +43,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '009_replays': m009,
   '010_lease_index': m010,
   '011_agent_stats': m011,
+  '012_idempotency_expiry': m012,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
