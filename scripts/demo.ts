@@ -3,7 +3,7 @@
 import type { Server } from 'node:http';
 import { startOrdersBackend } from '../examples/orders-backend.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
-import { start, type Running } from '../server/src/main.js';
+import { start, stopOnSignals, type Running } from '../server/src/main.js';
 import { describeStartupError } from '../server/src/startup-errors.js';
 
 const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
@@ -38,10 +38,4 @@ console.log(`Console: ${running.url}/console (sign in as the tenant "demo")`);
 console.log(
   `Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`,
 );
-for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(sig, async () => {
-    await running.stop();
-    backend?.close();
-    process.exit(0);
-  });
-}
+stopOnSignals(running, config.shutdown, () => backend?.close());

@@ -97,6 +97,8 @@ const EnvSchema = z.object({
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
+  SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(0).default(24),
   TENANT_RETENTION_DAYS: z
     .string()
@@ -176,6 +178,11 @@ export interface Config {
   sseHeartbeatMs: number;
   /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
   retention: { days: number; tenants: Readonly<Record<string, number>>; idempotencyHours: number };
+  /**
+   * On SIGTERM: how long to keep accepting while /readyz answers 503 (for a load balancer to
+   * notice), and the most the whole drain may take before the process exits anyway.
+   */
+  shutdown: { delayMs: number; timeoutMs: number };
   /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
   /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
   llm?: LlmConfig;
@@ -350,6 +357,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
           }),
       ),
     },
+    shutdown: { delayMs: e.SHUTDOWN_DELAY_MS, timeoutMs: e.SHUTDOWN_TIMEOUT_MS },
     llm: llmConfig(e),
     routerLlmTimeoutMs: e.ROUTER_LLM_TIMEOUT_MS,
     ...overrides,

@@ -11,6 +11,7 @@ import { describeStartupError } from './startup-errors.js';
 export interface Running {
   server: Server;
   url: string;
+  logger: Logger;
   stop(): Promise<void>;
 }
 
@@ -82,6 +83,12 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
   let stopping: Promise<void> | null = null;
   const stop = () =>
     (stopping ??= (async () => {
+      built.drain.draining = true;
+      if (config.shutdown.delayMs > 0) {
+        // Still accepting: the load balancer sees /readyz answer 503 and stops sending here first.
+        logger.info({ delay_ms: config.shutdown.delayMs }, 'draining: not ready, still answering while the load balancer notices');
+        await new Promise((r) => setTimeout(r, config.shutdown.delayMs));
+      }
       logger.info('draining in-flight requests');
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -91,7 +98,40 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
       await db.close();
       logger.info('stopped');
     })());
-  return { server, url, stop };
+  return { server, url, logger, stop };
+}
+
+/**
+ * Drains and exits on SIGTERM or SIGINT. A process manager (systemd, a terminal's Ctrl-C, npm
+ * forwarding) may deliver the same signal twice: the second is logged and ignored, the third, or
+ * SHUTDOWN_TIMEOUT_MS, ends the process at once. `after` runs once the drain is done.
+ */
+export function stopOnSignals(running: Running, shutdown: Config['shutdown'], after?: () => void): void {
+  const log = running.logger;
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals) => {
+    signals++;
+    if (signals === 1) {
+      const force = setTimeout(() => {
+        log.error({ timeout_ms: shutdown.timeoutMs }, 'drain took longer than SHUTDOWN_TIMEOUT_MS: exiting now');
+        process.exit(1);
+      }, shutdown.timeoutMs);
+      force.unref();
+      running.stop().then(
+        () => {
+          after?.();
+          process.exit(0);
+        },
+        () => process.exit(1),
+      );
+    } else if (signals === 2) {
+      log.warn({ signal: sig }, 'already draining: requests in flight are being answered (signal once more to exit at once)');
+    } else {
+      log.error({ signal: sig }, 'third signal: exiting without finishing the drain');
+      process.exit(1);
+    }
+  };
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, onSignal);
 }
 
 async function main() {
@@ -104,14 +144,7 @@ async function main() {
   }
   try {
     const running = await start(config);
-    for (const sig of ['SIGTERM', 'SIGINT'] as const) {
-      process.once(sig, () => {
-        running.stop().then(
-          () => process.exit(0),
-          () => process.exit(1),
-        );
-      });
-    }
+    stopOnSignals(running, config.shutdown);
   } catch (err) {
     const line = err instanceof ConfigError ? err.message : describeStartupError(err, { databaseUrl: config.databaseUrl });
     console.error(line ?? err);

@@ -64,6 +64,8 @@ export interface Services {
   logger: Logger;
   /** Resolves when the database answers (readiness). */
   ping: () => Promise<void>;
+  /** Set when the process starts draining: readiness answers 503 from then on. */
+  drain: { draining: boolean };
   /** Starts the sweeper, the webhook dispatcher and (on PostgreSQL) the event listener. */
   startBackground(): Promise<void>;
   /** Waits (up to `graceMs`) for conversation calls under way, then stops the jobs and closes clients. */
@@ -172,6 +174,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     store,
     logger,
     ping: () => store.ping(),
+    drain: { draining: false },
     startBackground: async () => {
       await store.eventLog.listen(logger);
       webhooks.start(config.webhookIntervalMs);

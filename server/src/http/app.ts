@@ -33,6 +33,12 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   app.set('query parser', 'simple');
 
   app.use(requestId());
+  // While draining, every answer asks its client to reconnect, so keep-alive connections move to
+  // another replica instead of sending more requests to this one.
+  app.use((_req, res, next) => {
+    if (services.drain.draining) res.setHeader('connection', 'close');
+    next();
+  });
   app.use(requestMetrics(services.metrics));
   app.use(requestLog({ logger: services.logger }));
   app.use(mediaType);

@@ -20,7 +20,7 @@ function carriesToken(header: string | undefined, token: string): boolean {
 }
 
 export function createRouter(
-  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, logger }: Services,
+  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, drain, logger }: Services,
   opts: { metricsToken: string | null },
 ) {
   return s.router(contract, {
@@ -149,6 +149,8 @@ export function createRouter(
         return { status: 200, body: await metrics.scrape() };
       },
       readyz: async () => {
+        // A replica that is closing tells its load balancer at once, while it still answers.
+        if (drain.draining) throw new UnavailableError('The server is shutting down: send new requests to another replica');
         try {
           await ping();
         } catch {

@@ -28,6 +28,8 @@ export interface Database {
   adapter: DialectAdapter;
   /** The converse path's reads and its write, as this database runs them fastest. */
   writer: TurnWriter;
+  /** The URL it was opened with (maintenance work opens connections of its own). */
+  url: string;
   close(): Promise<void>;
 }
 
@@ -122,7 +124,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
         },
       },
     });
-    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), close: () => knex.destroy() };
+    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), url, close: () => knex.destroy() };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;
@@ -150,7 +152,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
       },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
-    return { knex, dialect: 'postgres', adapter: postgresDialect, writer: new PostgresWriter(knex), close: () => knex.destroy() };
+    return { knex, dialect: 'postgres', adapter: postgresDialect, writer: new PostgresWriter(knex), url, close: () => knex.destroy() };
   }
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }
@@ -191,9 +193,30 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   }
 }
 
+/** Any 64-bit number every Switchboard process agrees on: the advisory lock its migrations run under. */
+const MIGRATION_LOCK = 0x5357_4244_4d49_47n; // "SWBDMIG"
+
+/**
+ * Runs the migrations not yet applied. On PostgreSQL, under an advisory lock held by a connection
+ * of its own with no statement time-out: replicas that start together wait for the one that
+ * migrates and then find nothing left to do (without it, two can race to create knex's own
+ * tables and one crashes). Holding the lock, no other process can be migrating, so a knex
+ * migration lock left behind by a process killed mid-migration is freed first.
+ */
 export async function migrate(db: Database): Promise<string[]> {
-  const [, applied] = (await db.knex.migrate.latest({ migrationSource })) as [number, string[]];
-  return applied;
+  const latest = async () => ((await db.knex.migrate.latest({ migrationSource })) as [number, string[]])[1];
+  if (db.dialect !== 'postgres') return latest();
+  const locker = knexFactory({ client: 'pg', connection: { connectionString: db.url, connectionTimeoutMillis: 10_000 }, pool: { min: 0, max: 1 } });
+  try {
+    return await locker.transaction(async (trx) => {
+      await trx.raw('select pg_advisory_xact_lock(?)', [MIGRATION_LOCK.toString()]);
+      const tables = await db.knex.schema.hasTable('knex_migrations_lock');
+      if (tables) await db.knex.migrate.forceFreeMigrationsLock({ migrationSource });
+      return latest();
+    });
+  } finally {
+    await locker.destroy();
+  }
 }
 
 export async function rollbackAll(db: Database): Promise<void> {
