@@ -1,4 +1,4 @@
-// Traces: the server started as `npm run serve` starts it, with OTEL_EXPORTER_OTLP_ENDPOINT
+// Traces: the built server started as `npm run serve` starts it (node dist/…), with OTEL_EXPORTER_OTLP_ENDPOINT
 // pointing at a loopback collector that keeps what the OTLP/HTTP exporter sends; one converse
 // call must give one trace: the HTTP server span, Express's, switchboard.converse, its routing
 // and action spans, and the action's outgoing undici span; the request's log line carries the
@@ -22,7 +22,7 @@ interface OtlpSpan {
 
 async function startServer(env: Record<string, string>): Promise<{ base: string; child: ChildProcess; lines: string[]; stop(): Promise<void> }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', './server/src/tracing-preload.ts', 'server/src/main.ts'], {
+  const child = spawn(process.execPath, ['--import', './dist/server/src/tracing-preload.js', 'dist/server/src/main.js'], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

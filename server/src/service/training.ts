@@ -34,7 +34,8 @@ class TrainingBudgetError extends AppError {
 
 export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
 
-const workerUrl = new URL('./training-boot.mjs', import.meta.url);
+// From TypeScript sources the worker registers tsx itself (training-boot.mjs); built, it is plain JavaScript.
+const workerUrl = import.meta.url.endsWith('.ts') ? new URL('./training-boot.mjs', import.meta.url) : new URL('./training-worker.js', import.meta.url);
 
 /** A definition with more examples than this trains for seconds: it may not take the last free worker. */
 const LARGE_EXAMPLES = 2_000;
