@@ -10,24 +10,13 @@ import { join } from 'node:path';
 import knexFactory from 'knex';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PG_URL } from './helpers/databases.js';
-import { freePort, json, startBackend } from './helpers/servers.js';
+import { answersOk, freePort, json, startBackend } from './helpers/servers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-deploy-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 async function waitReady(base: string, child: ChildProcess): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`the server exited with ${child.exitCode}`);
-    if (
-      await fetch(`${base}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the server did not become ready');
+  if (!(await answersOk(`${base}/readyz`, { child }))) throw new Error(`the server did not become ready (exit code ${child.exitCode})`);
 }
 
 const exited = (child: ChildProcess) =>

@@ -89,3 +89,19 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** Polls `url` until it answers 2xx (every 100 ms, at most `tries` times); false if it never did or `child` exited. */
+export async function answersOk(url: string, opts: { tries?: number; child?: { exitCode: number | null } } = {}): Promise<boolean> {
+  for (let i = 0; i < (opts.tries ?? 300); i++) {
+    if (opts.child && opts.child.exitCode !== null) return false;
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}

@@ -12,7 +12,7 @@ import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
-import { json, startBackend, testApp } from '../helpers/servers.js';
+import { json, startBackend, testApp, answersOk } from '../helpers/servers.js';
 import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
 
 const T = { 'tenant-id': 'acme' };
@@ -211,16 +211,7 @@ describe('SIGTERM', () => {
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     try {
       const base = `http://127.0.0.1:${port}`;
-      for (let i = 0; i < 100; i++) {
-        if (
-          await fetch(`${base}/healthz`).then(
-            (r) => r.ok,
-            () => false,
-          )
-        )
-          break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await answersOk(`${base}/healthz`, { tries: 100 });
       const agent = {
         name: 'Slow',
         capabilities: [
