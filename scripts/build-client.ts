@@ -1,6 +1,7 @@
 // `npm run build:client`: compiles the typed client and the contract it is built on into a
-// standalone package (build/client-package) that a plain Node.js app can install and import:
-// JavaScript and declarations, the contract inlined, @ts-rest/core, eventsource-parser and zod as dependencies.
+// standalone package (build/client-package) that a plain Node.js app can install and import or
+// require: ES modules and CommonJS (cjs/), each with declarations, the contract inlined,
+// @ts-rest/core, eventsource-parser and zod as dependencies.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -15,15 +16,21 @@ function files(dir: string): string[] {
 
 export function buildClient(): string {
   rmSync(CLIENT_PACKAGE, { recursive: true, force: true });
-  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.client.json')], { stdio: 'inherit' });
+  execFileSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.client.cjs.json')], { stdio: 'inherit' });
   // The client imports the contract by its workspace name; inside the package it is a sibling folder.
-  const contractEntry = join(CLIENT_PACKAGE, 'contract/src/index.js');
-  for (const f of files(join(CLIENT_PACKAGE, 'client'))) {
-    if (!f.endsWith('.js') && !f.endsWith('.d.ts')) continue;
-    let rel = relative(join(f, '..'), contractEntry).replace(/\\/g, '/');
-    if (!rel.startsWith('.')) rel = `./${rel}`;
-    writeFileSync(f, readFileSync(f, 'utf8').replace(/(['"])@switchboard\/contract\1/g, `'${rel}'`));
+  for (const base of [CLIENT_PACKAGE, join(CLIENT_PACKAGE, 'cjs')]) {
+    const contractEntry = join(base, 'contract/src/index.js');
+    for (const f of files(join(base, 'client'))) {
+      if (!f.endsWith('.js') && !f.endsWith('.d.ts')) continue;
+      let rel = relative(join(f, '..'), contractEntry).replace(/\\/g, '/');
+      if (!rel.startsWith('.')) rel = `./${rel}`;
+      writeFileSync(f, readFileSync(f, 'utf8').replace(/(['"])@switchboard\/contract\1/g, `'${rel}'`));
+    }
   }
+  // The package is "type": "module"; the CommonJS build says what it is for its own folder.
+  writeFileSync(join(CLIENT_PACKAGE, 'cjs/package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);
   const client = JSON.parse(readFileSync(join(root, 'client/package.json'), 'utf8'));
   const contract = JSON.parse(readFileSync(join(root, 'contract/package.json'), 'utf8'));
   const pkg = {
@@ -31,9 +38,15 @@ export function buildClient(): string {
     version: client.version,
     description: 'Typed client for the Switchboard API',
     type: 'module',
-    main: './client/src/index.js',
+    main: './cjs/client/src/index.js',
+    module: './client/src/index.js',
     types: './client/src/index.d.ts',
-    exports: { '.': { types: './client/src/index.d.ts', import: './client/src/index.js' } },
+    exports: {
+      '.': {
+        import: { types: './client/src/index.d.ts', default: './client/src/index.js' },
+        require: { types: './cjs/client/src/index.d.ts', default: './cjs/client/src/index.js' },
+      },
+    },
     license: client.license,
     dependencies: {
       '@ts-rest/core': client.dependencies['@ts-rest/core'],

@@ -1,11 +1,13 @@
 // The built client package (npm run build:client), used by a plain Node.js app: no TypeScript,
-// no workspace, only the package and its two dependencies.
+// no workspace, only the package and its dependencies; and packed, installed into fresh
+// CommonJS and ES module projects, type-checked strictly and run, as another team would.
 import { execFile } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildClient } from '../../scripts/build-client.js';
 import type { App } from '../../server/src/app.js';
@@ -53,4 +55,77 @@ console.log(JSON.stringify({ put: put.status, reply: second.body.response.messag
     const { stdout } = await promisify(execFile)(process.execPath, [join(consumer, 'app.mjs'), base, JSON.stringify(echoAgent)]);
     expect(JSON.parse(stdout)).toEqual({ put: 200, reply: 'You said: from plain node', turns: 4, schema: false });
   });
+
+  it('installs from its npm pack tarball into a fresh CommonJS app and a fresh ES module app, type-checks strictly and talks', async () => {
+    const run = promisify(execFile);
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const packed = join(consumer, 'packed');
+    mkdirSync(packed, { recursive: true });
+    const { stdout: tarball } = await run('npm', ['pack', pkg, '--pack-destination', packed, '--silent']);
+    const tgz = join(packed, tarball.trim().split('\n').at(-1)!);
+    const tsc = join(process.cwd(), 'node_modules/typescript/bin/tsc');
+    const apps = {
+      cjs: {
+        type: 'commonjs',
+        source: `import { createSwitchboardClient, type AuditEntry } from '@switchboard/client';
+declare const process: { argv: string[] };
+async function main(): Promise<void> {
+  const sb = createSwitchboardClient({ baseUrl: process.argv[2], tenantId: 'acme' });
+  const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
+  if (first.status !== 200) throw new Error(String(first.status));
+  const audit = await sb.api.getAuditLogs({ params: { slug: 'echo', id: first.body.conversation_id }, query: {} });
+  if (audit.status !== 200) throw new Error(String(audit.status));
+  const changes = audit.body.data.filter((e: AuditEntry) => e.type === 'status_change').length;
+  console.log(JSON.stringify({ reply: first.body.response.message, changes }));
+}
+void main();
+`,
+        module: 'node16',
+        resolution: 'node16',
+      },
+      esm: {
+        type: 'module',
+        source: `import { createSwitchboardClient } from '@switchboard/client';
+declare const process: { argv: string[] };
+const sb = createSwitchboardClient({ baseUrl: process.argv[2], tenantId: 'acme' });
+const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
+if (first.status !== 200) throw new Error(String(first.status));
+const audit = await sb.api.getAuditLogs({ params: { slug: 'echo', id: first.body.conversation_id }, query: {} });
+if (audit.status !== 200) throw new Error(String(audit.status));
+console.log(JSON.stringify({ reply: first.body.response.message, changes: audit.body.data.filter((e) => e.type === 'status_change').length }));
+`,
+        module: 'nodenext',
+        resolution: 'nodenext',
+      },
+    };
+    await request(app.app).put('/api/v1/agents/echo').set('tenant-id', 'acme').send(echoAgent).expect(200);
+    for (const [kind, a] of Object.entries(apps)) {
+      const dir = join(consumer, kind);
+      mkdirSync(dir, { recursive: true });
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `consumer-${kind}`, version: '1.0.0', private: true, type: a.type }));
+      writeFileSync(join(dir, 'app.ts'), a.source);
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({
+          compilerOptions: {
+            target: 'ES2022',
+            module: a.module,
+            moduleResolution: a.resolution,
+            strict: true,
+            skipLibCheck: false,
+            lib: ['ES2023', 'DOM'],
+            types: [],
+            outDir: 'out',
+          },
+          files: ['app.ts'],
+        }),
+      );
+      await run('npm', ['install', tgz, '--prefer-offline', '--no-audit', '--no-fund', '--silent'], { cwd: dir, timeout: 120_000 });
+      await run(process.execPath, [tsc, '-p', dir], { cwd: dir }).catch((e: { stdout: string }) => {
+        throw new Error(`${kind}: ${e.stdout}`);
+      });
+      const { stdout } = await run(process.execPath, [join(dir, 'out/app.js'), base], { cwd: dir });
+      expect(JSON.parse(stdout), kind).toEqual({ reply: 'Say something.', changes: 1 });
+    }
+  }, 240_000);
 });
