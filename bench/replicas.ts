@@ -1,0 +1,187 @@
+// `npm run replicas`: three replicas (the built server, node dist/…) on one PostgreSQL database
+// behind Debian's HAProxy, under load from clients that retry with idempotency keys, while one
+// replica is killed -9 and another is restarted with SIGTERM. Then every conversation's history
+// is read back: each message the client sent once, each answer as the client finally received
+// it, nothing lost or doubled. Prints the figures; exits 1 on any mismatch or failed request.
+// Needs `haproxy` on the PATH and SOAK_DATABASE_URL or TEST_DATABASE_URL.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freshPostgres } from './server.js';
+
+const PG = process.env.SOAK_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
+const SECONDS = Number(process.env.REPLICAS_SECONDS ?? 20);
+const CLIENTS = Number(process.env.REPLICAS_CLIENTS ?? 60);
+const PORTS = [3311, 3312, 3313];
+const LB_PORT = 3310;
+const headers = { 'tenant-id': 'acme', 'content-type': 'application/json' };
+
+const agent = {
+  name: 'Replica echo',
+  capabilities: [
+    {
+      name: 'echo',
+      examples: ['start talking'],
+      phases: [
+        { id: 'listen', say: 'Go on.', collect: { slot: 'said' } },
+        { id: 'repeat', say: 'Heard: {{ slots.said }}' },
+        { id: 'again', collect: { slot: 'said' }, next: 'repeat' },
+      ],
+    },
+  ],
+};
+
+function startReplica(url: string, port: number): ChildProcess {
+  return spawn(process.execPath, ['dist/server/src/main.js'], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: url,
+      LOG_LEVEL: 'error',
+      AGENTS_DIR: '',
+      RATE_LIMIT_RPS: '0',
+      SHUTDOWN_DELAY_MS: '2500',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+}
+
+async function ready(port: number): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    if (
+      await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`replica on ${port} did not become ready`);
+}
+
+/** One message, retried with the same idempotency key until some replica answers 200 (at most 30 s). */
+async function send(body: unknown, key: string): Promise<{ body: any; attempts: number }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${LB_PORT}/api/v1/agents/echo/converse`, {
+        method: 'POST',
+        headers: { ...headers, 'idempotency-key': key },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(10_000),
+      });
+      if (r.status === 200) return { body: await r.json(), attempts: attempt };
+      await r.body?.cancel();
+    } catch {
+      // a reset connection: the replica died; try again
+    }
+    if (attempt >= 60) throw new Error(`no answer for ${key} after ${attempt} attempts`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+async function main(): Promise<void> {
+  if (!PG) {
+    console.log('replicas: skipped (set SOAK_DATABASE_URL or TEST_DATABASE_URL)');
+    return;
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-replicas-'));
+  const db = await freshPostgres(PG, 'replicas');
+  const replicas = new Map<number, ChildProcess>();
+  let lb: ChildProcess | null = null;
+  try {
+    // All three start together on the empty database: one migrates, the others wait for it.
+    for (const p of PORTS) replicas.set(p, startReplica(db.url, p));
+    await Promise.all(PORTS.map(ready));
+    const cfg = join(dir, 'haproxy.cfg');
+    writeFileSync(
+      cfg,
+      [
+        'defaults',
+        '  mode http',
+        '  timeout connect 2s',
+        '  timeout client 30s',
+        '  timeout server 30s',
+        '  retries 2',
+        '  option redispatch',
+        'frontend fe',
+        `  bind 127.0.0.1:${LB_PORT}`,
+        '  default_backend replicas',
+        'backend replicas',
+        '  balance roundrobin',
+        '  option httpchk GET /readyz',
+        '  default-server inter 500ms fall 2 rise 2',
+        ...PORTS.map((p, i) => `  server r${i} 127.0.0.1:${p} check`),
+        '',
+      ].join('\n'),
+    );
+    lb = spawn('haproxy', ['-f', cfg, '-db'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    await new Promise((r) => setTimeout(r, 1500));
+    const put = await fetch(`http://127.0.0.1:${LB_PORT}/api/v1/agents/echo`, { method: 'PUT', headers, body: JSON.stringify(agent) });
+    if (!put.ok) throw new Error(`PUT: ${put.status}`);
+
+    const deadline = Date.now() + SECONDS * 1000;
+    let retried = 0;
+    const chaos = (async () => {
+      await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 3));
+      replicas.get(PORTS[0])!.kill('SIGKILL');
+      console.log(`replicas: killed -9 the replica on ${PORTS[0]}`);
+      await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 3));
+      const old = replicas.get(PORTS[1])!;
+      old.kill('SIGTERM');
+      await new Promise((r) => old.once('exit', r));
+      replicas.set(PORTS[1], startReplica(db.url, PORTS[1]));
+      await ready(PORTS[1]);
+      console.log(`replicas: restarted the replica on ${PORTS[1]} (SIGTERM, drained, started again)`);
+    })();
+    const sessions = await Promise.all(
+      Array.from({ length: CLIENTS }, async (_, c) => {
+        const sent: string[] = [];
+        const heard: string[] = [];
+        let id: string | null = null;
+        for (let k = 0; Date.now() < deadline; k++) {
+          const message = id ? `c${c}-m${k}` : 'start talking';
+          const r = await send(id ? { message, conversation_id: id } : { message }, randomUUID());
+          if (r.attempts > 1) retried++;
+          id = r.body.conversation_id;
+          sent.push(message);
+          heard.push(r.body.response.message);
+        }
+        return { id, sent, heard };
+      }),
+    );
+    await chaos;
+    let mismatched = 0;
+    let messages = 0;
+    for (const s of sessions) {
+      messages += s.sent.length;
+      const r = await fetch(`http://127.0.0.1:${LB_PORT}/api/v1/agents/echo/conversations/${s.id}/history`, { headers });
+      const turns = ((await r.json()) as { turns: { role: string; message: string }[] }).turns;
+      const expected = s.sent.flatMap((m, i) => [
+        { role: 'user', message: m },
+        { role: 'agent', message: s.heard[i] },
+      ]);
+      const exact = turns.length === expected.length && turns.every((t, i) => t.role === expected[i].role && t.message === expected[i].message);
+      if (!exact) mismatched++;
+    }
+    console.log(
+      `replicas: ${CLIENTS} clients for ${SECONDS} s through HAProxy over 3 replicas: ${messages} messages, ${retried} answered after a retry, ` +
+        `${mismatched} conversation${mismatched === 1 ? '' : 's'} not exactly as sent and received`,
+    );
+    if (mismatched > 0) process.exitCode = 1;
+  } finally {
+    lb?.kill('SIGTERM');
+    for (const p of replicas.values()) if (p.exitCode === null) p.kill('SIGTERM');
+    await Promise.all([...replicas.values()].map((p) => (p.exitCode !== null ? null : new Promise((r) => p.once('exit', r)))));
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
