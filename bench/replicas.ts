@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freshPostgres } from './server.js';
+import { echoAgent as agent, freshPostgres } from './server.js';
 
 const PG = process.env.SOAK_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 const SECONDS = Number(process.env.REPLICAS_SECONDS ?? 20);
@@ -17,21 +17,6 @@ const CLIENTS = Number(process.env.REPLICAS_CLIENTS ?? 60);
 const PORTS = [3311, 3312, 3313];
 const LB_PORT = 3310;
 const headers = { 'tenant-id': 'acme', 'content-type': 'application/json' };
-
-const agent = {
-  name: 'Replica echo',
-  capabilities: [
-    {
-      name: 'echo',
-      examples: ['start talking'],
-      phases: [
-        { id: 'listen', say: 'Go on.', collect: { slot: 'said' } },
-        { id: 'repeat', say: 'Heard: {{ slots.said }}' },
-        { id: 'again', collect: { slot: 'said' }, next: 'repeat' },
-      ],
-    },
-  ],
-};
 
 function startReplica(url: string, port: number): ChildProcess {
   return spawn(process.execPath, ['dist/server/src/main.js'], {

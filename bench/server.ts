@@ -93,3 +93,19 @@ export async function onEachDatabase(
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** The agent the soak and replica runs talk to: each message after the first comes back as "Heard: …", so every answer can be checked. */
+export const echoAgent = {
+  name: 'Soak echo',
+  capabilities: [
+    {
+      name: 'echo',
+      examples: ['start talking'],
+      phases: [
+        { id: 'listen', say: 'Go on.', collect: { slot: 'said' } },
+        { id: 'repeat', say: 'Heard: {{ slots.said }}' },
+        { id: 'again', collect: { slot: 'said' }, next: 'repeat' },
+      ],
+    },
+  ],
+};

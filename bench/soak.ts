@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as httpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freshPostgres, startServer } from './server.js';
+import { echoAgent as agent, freshPostgres, startServer } from './server.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 15);
 const CONVERSATIONS = Number(process.env.SOAK_CONVERSATIONS ?? 300);
@@ -28,21 +28,6 @@ const QUIET_CONVERSATIONS = 20;
 const THINK_MS = 200;
 const NOISY_BOUND = 1.5;
 const headers = (tenant: string) => ({ 'tenant-id': tenant, 'content-type': 'application/json' });
-
-const agent = {
-  name: 'Soak echo',
-  capabilities: [
-    {
-      name: 'echo',
-      examples: ['start talking'],
-      phases: [
-        { id: 'listen', say: 'Go on.', collect: { slot: 'said' } },
-        { id: 'repeat', say: 'Heard: {{ slots.said }}' },
-        { id: 'again', collect: { slot: 'said' }, next: 'repeat' },
-      ],
-    },
-  ],
-};
 
 /** The noisy tenant's agents: every turn calls a slow action, or burns its whole template budget. */
 const slowAgent = (backend: string) => ({
