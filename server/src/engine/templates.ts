@@ -144,7 +144,7 @@ export class RenderBudget {
    * What a failed render means: a RenderBudgetExceeded when the budget is spent (liquidjs wraps
    * the error), else the error as it is.
    */
-  explain(e: unknown): unknown {
+  private explain(e: unknown): unknown {
     const exceeded = this.exceeded;
     return exceeded && !(e instanceof RenderBudgetExceeded) ? new RenderBudgetExceeded(exceeded) : e;
   }

@@ -5,6 +5,7 @@
 import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
+import { cutUtf8 } from '../lib/utf8.js';
 import { prefillSlots } from './prefill.js';
 import type { Scored } from './router.js';
 import { RenderBudget, RenderBudgetExceeded, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
@@ -249,10 +250,7 @@ export class TurnState {
     }
     this.replyCut = true;
     const room = Math.max(0, this.maxReply - this.replyBytes - (this.said.length ? 1 : 0));
-    const cut = Buffer.from(text)
-      .subarray(0, room)
-      .toString('utf8')
-      .replace(/\uFFFD$/, '');
+    const cut = cutUtf8(text, room);
     if (cut) this.said.push(cut);
     this.note('error', { code: 'reply_limit', message: `the reply was cut at ${this.maxReply} bytes` });
   }

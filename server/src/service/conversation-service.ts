@@ -39,6 +39,7 @@ import type { AgentService } from './agent-service.js';
 import type { SecretService } from './secrets.js';
 import type { RenderBudgets } from './render-budgets.js';
 import { inSpan, inSpanSync } from '../lib/tracer.js';
+import { cutUtf8 } from '../lib/utf8.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -106,15 +107,9 @@ class ReplyStream {
   private emit(text: string): void {
     const room = this.maxBytes - this.bytes;
     if (room <= 0) return;
-    const b = Buffer.from(text);
-    const piece =
-      b.length <= room
-        ? text
-        : b
-            .subarray(0, room)
-            .toString('utf8')
-            .replace(/\uFFFD$/, '');
-    this.bytes += Math.min(b.length, room);
+    const bytes = Buffer.byteLength(text);
+    const piece = bytes <= room ? text : cutUtf8(text, room);
+    this.bytes += Math.min(bytes, room);
     if (piece) this.out(piece);
   }
 

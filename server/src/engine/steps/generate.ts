@@ -3,6 +3,7 @@
 // the model's tool calls run actions (arguments checked against their JSON Schema first) or the
 // built-ins `finish`, `escalate` and `fill`; its text is the agent's turn, and the phase then
 // waits for the user. Failures take `on_error`, saying nothing of what the phase had written.
+import { cutUtf8 } from '../../lib/utf8.js';
 import { parseSlot } from '../slots.js';
 import { RenderBudgetExceeded } from '../templates.js';
 import { estimateInputTokens } from '../tokens.js';
@@ -52,11 +53,7 @@ function actionTool(a: CompiledAction): LlmTool {
 /** A JSON text of at most `max` bytes (cut at a character boundary, and said so). */
 function capped(text: string, max: number): string {
   if (Buffer.byteLength(text) <= max) return text;
-  const cut = Buffer.from(text)
-    .subarray(0, max)
-    .toString('utf8')
-    .replace(/\uFFFD$/, '');
-  return `${cut}…[cut at ${max} bytes]`;
+  return `${cutUtf8(text, max)}…[cut at ${max} bytes]`;
 }
 
 function parseArguments(raw: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: string } {
