@@ -5,7 +5,7 @@
 // of the compiled sources, dist/package.json carries the version the OpenAPI document shows, and
 // the built console is copied beside it. Prints what it wrote.
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -45,11 +45,22 @@ writeFileSync(
   `${JSON.stringify({ name: `${pkg.name}-dist`, version: pkg.version, license: pkg.license, type: 'module', private: true }, null, 2)}\n`,
 );
 
+// npm keeps a workspace's own version of a dependency in <workspace>/node_modules when the root holds
+// another (ajv 8.20 for the server beside a tool's older one). The compiled workspace resolves its
+// packages through the same folder, so dist/<workspace>/node_modules links to it.
+const linked: string[] = [];
+for (const ws of ['contract', 'client', 'server']) {
+  if (!existsSync(join(root, ws, 'node_modules'))) continue;
+  symlinkSync(join('..', '..', ws, 'node_modules'), join(DIST, ws, 'node_modules'), 'dir');
+  linked.push(ws);
+}
+
 const consoleBuilt = existsSync(join(root, 'console/dist/index.html'));
 if (consoleBuilt) cpSync(join(root, 'console/dist'), join(DIST, 'console/dist'), { recursive: true });
 
 console.log(
   `build: ${js.length} JavaScript files in dist/ (${rewritten} with workspace imports made relative), ` +
+    (linked.length ? `dist/{${linked.join(',')}}/node_modules linked to the workspaces' own, ` : '') +
     `${consoleBuilt ? 'console copied to dist/console/dist' : 'no console build found (npm run build:console first)'}, ` +
     `in ${((performance.now() - started) / 1000).toFixed(1)} s; run it with: node dist/server/src/main.js`,
 );

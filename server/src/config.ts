@@ -247,6 +247,9 @@ function parseSecrets(env: NodeJS.ProcessEnv): Record<string, OperatorSecret> {
   return secrets;
 }
 
+/** Every variable the server reads by name (SWITCHBOARD_VAR_* besides: agents' variables). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.shape);
+
 function parseKey(raw: string | undefined, name = 'SECRETS_KEY'): Buffer | undefined {
   if (!raw) return undefined;
   const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, raw.includes('-') || raw.includes('_') ? 'base64url' : 'base64');
@@ -293,14 +296,19 @@ function llmConfig(e: z.infer<typeof EnvSchema>): LlmConfig | undefined {
   };
 }
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
+/**
+ * Reads and checks the environment. `purpose: 'tool'` is for the command-line tools (keys, agents),
+ * which share the server's settings but serve nothing, so the checks that guard what the server
+ * exposes (an open /metrics) are the server's alone.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}, purpose: 'serve' | 'tool' = 'serve'): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
-  if (e.AUTH_MODE === 'api_key' && !e.METRICS_TOKEN && !e.METRICS_PUBLIC) {
+  if (purpose === 'serve' && e.AUTH_MODE === 'api_key' && !e.METRICS_TOKEN && !e.METRICS_PUBLIC) {
     throw new ConfigError(
       'invalid configuration:\n  METRICS_TOKEN: required with AUTH_MODE=api_key, or /metrics names every tenant, agent, capability and action to anyone who asks (openssl rand -hex 24); METRICS_PUBLIC=true serves it open on purpose',
     );

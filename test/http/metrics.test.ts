@@ -229,5 +229,7 @@ describe('metrics configuration', () => {
     expect(loadConfig({ AUTH_MODE: 'api_key', METRICS_TOKEN: 'scrape-token-0123456789' }).metricsToken).toBe('scrape-token-0123456789');
     expect(loadConfig({ AUTH_MODE: 'api_key', METRICS_PUBLIC: 'true' }).metricsToken).toBeNull();
     expect(loadConfig({}).authMode).toBe('header');
+    // The command-line tools serve nothing: `npm run keys` works where the server's settings say api_key.
+    expect(loadConfig({ AUTH_MODE: 'api_key' }, {}, 'tool').authMode).toBe('api_key');
   });
 });

@@ -67,7 +67,7 @@ cli
     if (opts.url) return applyRemote(files, { url: opts.url, tenant: opts.tenant, key: opts.key }, opts.activate);
     if (!opts.tenant) this.error("error: required option '--tenant <tenant>' not specified (the database's agents belong to a tenant)");
     const tenant = opts.tenant;
-    const config = loadConfig();
+    const config = loadConfig(process.env, {}, 'tool');
     const db = openDatabase(config.databaseUrl);
     let failed = 0;
     try {

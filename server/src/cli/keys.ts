@@ -9,7 +9,7 @@ import { migrate, openDatabase, type Database } from '../store/db.js';
 import { program, run } from './program.js';
 
 async function withKeys<T>(fn: (keys: KeyService) => Promise<T>): Promise<T> {
-  const config = loadConfig();
+  const config = loadConfig(process.env, {}, 'tool');
   const db: Database = openDatabase(config.databaseUrl);
   try {
     await migrate(db);
