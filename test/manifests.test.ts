@@ -1,0 +1,158 @@
+// The deployment files an operator applies as they are: deploy/kubernetes against Kubernetes'
+// own schemas (kubernetes-models) and against each other, compose.yaml and its HAProxy
+// configuration, the Dockerfile. Every setting they name must be one the server reads, with a
+// value it accepts. `npm run test:image` runs the image and plays the manifests with podman.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { parse, parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES, loadConfig } from '../server/src/config.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const kubeDir = join(root, 'deploy/kubernetes');
+const read = (p: string) => readFileSync(join(root, p), 'utf8');
+
+type Doc = Record<string, any>;
+const docs: Doc[] = readdirSync(kubeDir)
+  .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+  .flatMap((f) => parseAllDocuments(readFileSync(join(kubeDir, f), 'utf8')).map((d) => ({ ...(d.toJS() as Doc), __file: f })));
+const one = (kind: string): Doc => {
+  const found = docs.filter((d) => d.kind === kind);
+  expect(found, kind).toHaveLength(1);
+  return found[0];
+};
+const models: Record<string, new (data: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget };
+
+/** Real values of the right shape for what the Secret leaves to the operator. */
+const filledSecret = {
+  DATABASE_URL: 'postgres://switchboard:pw@db:5432/switchboard',
+  SECRETS_KEY: 'a'.repeat(64),
+  AUDIT_CHAIN_KEY: 'b'.repeat(64),
+  METRICS_TOKEN: 'c'.repeat(32),
+};
+
+const known = (name: string) => CONFIG_VARIABLES.includes(name) || name.startsWith('SWITCHBOARD_VAR_') || name === 'NODE_ENV';
+
+describe('deploy/kubernetes', () => {
+  it('every resource is valid against the Kubernetes schemas, and kustomization.yaml lists every file', () => {
+    for (const d of docs) {
+      const { __file, ...resource } = d;
+      const Model = models[resource.kind];
+      expect(Model, `${__file}: ${resource.kind} has no schema here`).toBeDefined();
+      expect(() => new Model(resource).validate(), __file).not.toThrow();
+    }
+    const kustomization = parse(readFileSync(join(kubeDir, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+    expect([...kustomization.resources].sort()).toEqual([...new Set(docs.map((d) => d.__file))].sort());
+  });
+
+  it('a schema error is caught (the check can fail)', () => {
+    const broken = structuredClone(one('Deployment'));
+    delete broken.__file;
+    broken.spec.replicas = 'three';
+    expect(() => new Deployment(broken).validate()).toThrow();
+  });
+
+  it('the Deployment: three replicas, probes on /readyz and /healthz, a grace period longer than preStop and the drain', () => {
+    const deployment = one('Deployment');
+    const config = one('ConfigMap').data as Record<string, string>;
+    const pod = deployment.spec.template.spec;
+    const [container] = pod.containers;
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.strategy.rollingUpdate.maxUnavailable).toBe(0);
+    expect(container.readinessProbe.httpGet.path).toBe('/readyz');
+    expect(container.livenessProbe.httpGet.path).toBe('/healthz');
+    expect(container.ports.map((p: Doc) => p.containerPort)).toContain(Number(config.PORT));
+    const preStop = container.lifecycle.preStop.exec.command as string[];
+    expect(preStop[0]).toBe('sleep');
+    const drainSeconds = (Number(config.SHUTDOWN_DELAY_MS ?? 0) + Number(config.SHUTDOWN_TIMEOUT_MS)) / 1000;
+    expect(pod.terminationGracePeriodSeconds).toBeGreaterThan(Number(preStop[1]) + drainSeconds);
+    expect(pod.securityContext.runAsNonRoot).toBe(true);
+    expect(container.securityContext.readOnlyRootFilesystem).toBe(true);
+    // The image's user (Dockerfile USER node) is uid 1000 in the official Node.js image.
+    expect(pod.securityContext.runAsUser).toBe(1000);
+    expect(container.envFrom.map((e: Doc) => e.configMapRef?.name ?? e.secretRef?.name).sort()).toEqual(
+      [one('ConfigMap').metadata.name, one('Secret').metadata.name].sort(),
+    );
+  });
+
+  it('the Service and the disruption budget select the Deployment’s pods, on the named port', () => {
+    const labels = one('Deployment').spec.template.metadata.labels as Record<string, string>;
+    const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
+    const service = one('Service');
+    expect(matches(service.spec.selector)).toBe(true);
+    expect(matches(one('PodDisruptionBudget').spec.selector.matchLabels)).toBe(true);
+    expect(one('Deployment').spec.template.spec.containers[0].ports.map((p: Doc) => p.name)).toContain(service.spec.ports[0].targetPort);
+  });
+
+  it('configuration: every name is a setting the server reads; secrets live in the Secret; the placeholders are refused', () => {
+    const config = one('ConfigMap').data as Record<string, string>;
+    const secret = one('Secret').stringData as Record<string, string>;
+    for (const name of [...Object.keys(config), ...Object.keys(secret)]) expect(known(name), name).toBe(true);
+    for (const name of ['DATABASE_URL', 'SECRETS_KEY', 'AUDIT_CHAIN_KEY', 'METRICS_TOKEN']) {
+      expect(Object.keys(secret), name).toContain(name);
+      expect(Object.keys(config), name).not.toContain(name);
+    }
+    // What the pod's environment becomes, filled in: a configuration the server starts with.
+    const loaded = loadConfig({ ...config, ...filledSecret });
+    expect(loaded.authMode).toBe('api_key');
+    expect(loaded.host).toBe('0.0.0.0');
+    // As shipped, the placeholders stop the server instead of running it half-configured.
+    expect(() => loadConfig({ ...config, ...secret })).toThrow(/invalid configuration/);
+  });
+});
+
+describe('compose.yaml', () => {
+  const compose = parse(read('compose.yaml'), { merge: true }) as Doc;
+  const replicas = Object.keys(compose.services).filter((s) => s.startsWith('switchboard-'));
+
+  it('two replicas of the built image on PostgreSQL, started once it is healthy, with a configuration the server accepts', () => {
+    expect(replicas).toEqual(['switchboard-1', 'switchboard-2']);
+    for (const name of replicas) {
+      const service = compose.services[name];
+      expect(service.build).toBe('.');
+      expect(service.depends_on.postgres.condition).toBe('service_healthy');
+      expect(compose.services.postgres.healthcheck.test).toContain('pg_isready');
+      for (const key of Object.keys(service.environment)) expect(known(key), key).toBe(true);
+      const config = loadConfig({ ...service.environment, HOST: '0.0.0.0' });
+      expect(config.databaseUrl).toMatch(/@postgres:5432\//);
+      const grace = Number(String(service.stop_grace_period).replace(/s$/, ''));
+      expect(grace).toBeGreaterThan((config.shutdown.delayMs + config.shutdown.timeoutMs) / 1000);
+    }
+    // Published on loopback only: /metrics is open in this file.
+    expect(compose.services.proxy.ports).toEqual(['127.0.0.1:3000:3000']);
+  });
+
+  it('the proxy balances over exactly those replicas, checking /readyz', () => {
+    const cfg = read('deploy/compose/haproxy.cfg');
+    expect([...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+)/gm)].map((m) => [m[1], m[2]])).toEqual(replicas.map((r) => [r, r]));
+    expect(cfg).toMatch(/option httpchk GET \/readyz/);
+    const haproxy = spawnSync('haproxy', ['-c', '-q', '-f', join(root, 'deploy/compose/haproxy.cfg')], { encoding: 'utf8' });
+    if (haproxy.error) console.warn('haproxy is not installed: its own configuration check was SKIPPED');
+    else expect(haproxy.status, haproxy.stderr).toBe(0);
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = read('Dockerfile');
+  it('based on the official Node.js image of the major version the project runs on, as a non-root user, with a health check', () => {
+    const base = dockerfile.match(/^ARG NODE_IMAGE=(\S+)$/m)?.[1];
+    expect(base).toMatch(/^node:\d+-bookworm-slim$/);
+    const major = Number(base!.split(':')[1].split('-')[0]);
+    const engines = JSON.parse(read('package.json')).engines.node as string;
+    expect(engines).toMatch(new RegExp(`^>=${major}\\.`));
+    expect(read('deploy/image/base.sh')).toMatch(new RegExp(`NODE_VERSION:-${major}\\.`));
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(finalStage).toMatch(/^USER node$/m);
+    expect(finalStage).toMatch(/^HEALTHCHECK [^]*?\/healthz/m);
+    // Exec form: node is PID 1 and receives SIGTERM itself.
+    expect(finalStage).toMatch(/^ENTRYPOINT \["node", /m);
+    for (const line of finalStage.match(/^ENV .*$/gm) ?? []) for (const [, name] of line.matchAll(/(\w+)=/g)) expect(known(name), name).toBe(true);
+    const ignored = read('.dockerignore').split('\n');
+    for (const p of ['**/node_modules', '.env', 'data', '.git']) expect(ignored).toContain(p);
+  });
+});
