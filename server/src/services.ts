@@ -23,6 +23,7 @@ import { TrainingPool } from './service/training.js';
 import { WebhookLog } from './service/webhook-log.js';
 import { ReplayService } from './service/replays.js';
 import { WebhookDispatcher } from './service/webhooks.js';
+import { RouterStore } from './store/router-store.js';
 import { AgentStore } from './store/agent-store.js';
 import { AnalyticsStore } from './store/analytics-store.js';
 import { ConversationStore } from './store/conversation-store.js';
@@ -87,6 +88,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);
   const agents = new AgentService(new AgentStore(deps.db), clock, {
     trainer: training.train,
+    routers: new RouterStore(deps.db),
+    log: logger,
     cacheBytes: config.routerCacheMb * 1048576,
     models,
     renderBudgets,
@@ -115,6 +118,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       }),
       outboxPending: () => webhookStore.pending(),
       openStreams: () => streams.size,
+      routers: () => agents.routerCounts,
+      compiledBytes: () => agents.cachedBytes,
     },
   );
   store.onCommit((write) => {

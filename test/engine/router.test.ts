@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
 import { MessageChannel } from 'node:worker_threads';
-import { Router, stateBuffers, type RouterState } from '../../server/src/engine/router.js';
+import { loadRouter, Router, stateBuffers, storeRouter, type RouterState } from '../../server/src/engine/router.js';
 import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';
 
@@ -241,5 +241,35 @@ describe('mid-flow switching', () => {
     const agent = await agentOf(flowDef());
     const waiting = run(agent, null, 'where is my order');
     expect(run(agent, after(waiting), '123456').phase).toBe('done');
+  });
+});
+
+describe('stored routers', () => {
+  const caps = [
+    { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
+    { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
+    { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
+  ];
+  const messages = ['my invoice has a mistake', 'the parcel never came', 'sing me a song', ''];
+
+  it('load what was stored and score every message exactly as the router that was trained', async () => {
+    const trained = await Router.train(caps, { outOfScope: 'fallback' });
+    const bytes = storeRouter(trained);
+    const loaded = loadRouter(bytes);
+    for (const m of messages) expect(loaded.score(m)).toEqual(trained.score(m));
+    expect(loaded.calibration).toEqual(trained.calibration);
+    // Stored again, a loaded router gives the same bytes.
+    expect(storeRouter(loaded).equals(bytes)).toBe(true);
+    // Bytes that do not start on an 8-byte boundary (a slice of a larger buffer) are read too.
+    const shifted = Buffer.alloc(bytes.length + 3);
+    bytes.copy(shifted, 3);
+    const moved = loadRouter(shifted.subarray(3));
+    for (const m of messages) expect(moved.score(m)).toEqual(trained.score(m));
+  });
+
+  it('refuses bytes that are not a whole stored router', async () => {
+    const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
+    expect(() => loadRouter(Buffer.from('not a router'))).toThrow(/not a stored router/);
+    expect(() => loadRouter(bytes.subarray(0, bytes.length - 16))).toThrow(/cut short/);
   });
 });

@@ -44,7 +44,11 @@ export interface Calibration {
   method: 'held_out' | 'default';
 }
 
-const ROUTER_MODEL = 'tfidf-logreg-v3';
+/**
+ * The training method. A change that alters what training produces renames it: stored routers of
+ * an older model still answer (their layout is the same) while they are trained again.
+ */
+export const ROUTER_MODEL = 'tfidf-logreg-v3';
 
 /**
  * A background example whose cosine similarity to one of the agent's own examples reaches this
@@ -471,6 +475,121 @@ export class Router {
     for (const list of this.examples) for (const e of list) n += e.idx.byteLength + e.val.byteLength + 64;
     return n;
   }
+}
+
+/**
+ * Layout of a stored router (storeRouter/loadRouter). A new layout bumps it; a stored router of
+ * another layout is not read, and is trained again.
+ *
+ * Written by hand rather than with v8.serialize: a router is a few typed arrays (a 150-capability
+ * router is 26 MB, nearly all of it weights and example vectors), and this layout lets a loaded
+ * router's arrays be views on the very bytes read from the database. Deserialising copied them
+ * once more, and the copies of routers loaded at once piled up as garbage until V8 collected it.
+ *
+ *   "SBR1" · u32 length of the header · header (JSON: names, calibration, outOfScope,
+ *   background, examples per class, and each section's type, offset and length) · sections,
+ *   each at an offset that is a multiple of 8: w, b, tfidf keys/cols/idf, example lengths,
+ *   example indexes, example values.
+ */
+export const ROUTER_STATE_FORMAT = 1;
+const MAGIC = 0x31524253; // "SBR1", little-endian
+
+type Section = { type: 'f32' | 'f64' | 'i32'; offset: number; length: number };
+const ARRAYS = { f32: Float32Array, f64: Float64Array, i32: Int32Array } as const;
+
+/** A trained router as bytes, to store and load in another process. */
+export function storeRouter(router: Router): Buffer {
+  const s = router.toState();
+  const flat = s.examples.flat();
+  const lengths = Int32Array.from(flat, (e) => e.idx.length);
+  const idx = flat.length ? new Int32Array(flat[0].idx.buffer, 0, lengths.reduce((a, b) => a + b, 0)) : new Int32Array(0);
+  const val = flat.length ? new Float32Array(flat[0].val.buffer, 0, idx.length) : new Float32Array(0);
+  const arrays: Record<string, Float32Array | Float64Array | Int32Array> = {
+    w: s.w,
+    b: s.b,
+    keys: s.tfidf.keys,
+    cols: s.tfidf.cols,
+    idf: s.tfidf.idf,
+    lengths,
+    idx,
+    val,
+  };
+  const typeOf = (a: Float32Array | Float64Array | Int32Array): Section['type'] => (a instanceof Float64Array ? 'f64' : a instanceof Int32Array ? 'i32' : 'f32');
+  const sections: Record<string, Section> = {};
+  let offset = 0;
+  for (const [name, a] of Object.entries(arrays)) {
+    sections[name] = { type: typeOf(a), offset, length: a.length };
+    offset += Math.ceil(a.byteLength / 8) * 8;
+  }
+  const header = Buffer.from(
+    JSON.stringify({
+      names: s.names,
+      calibration: s.calibration,
+      outOfScope: s.outOfScope,
+      background: s.background,
+      perClass: s.examples.map((l) => l.length),
+      sections,
+    }),
+  );
+  const start = Math.ceil((8 + header.length) / 8) * 8;
+  const out = Buffer.alloc(start + offset);
+  out.writeUInt32LE(MAGIC, 0);
+  out.writeUInt32LE(header.length, 4);
+  header.copy(out, 8);
+  for (const [name, a] of Object.entries(arrays)) out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), start + sections[name].offset);
+  return out;
+}
+
+/**
+ * A router from storeRouter's bytes. Its arrays are views on `bytes` (copied first only when
+ * `bytes` does not start at a multiple of 8, as a small pooled Buffer may not). Throws on bytes
+ * that are not a stored router.
+ */
+export function loadRouter(bytes: Buffer): Router {
+  if (bytes.length < 8 || bytes.readUInt32LE(0) !== MAGIC) throw new Error('not a stored router');
+  const data = bytes.byteOffset % 8 === 0 ? bytes : Buffer.from(bytes);
+  const headerLength = data.readUInt32LE(4);
+  const h = JSON.parse(data.toString('utf8', 8, 8 + headerLength)) as {
+    names: string[];
+    calibration: Calibration;
+    outOfScope: string | null;
+    background: number;
+    perClass: number[];
+    sections: Record<string, Section>;
+  };
+  const start = Math.ceil((8 + headerLength) / 8) * 8;
+  const view = <T extends keyof typeof ARRAYS>(name: string, type: T): InstanceType<(typeof ARRAYS)[T]> => {
+    const sec = h.sections[name];
+    if (!sec || sec.type !== type) throw new Error(`stored router: no ${type} section ${name}`);
+    const Ctor = ARRAYS[type];
+    const at = data.byteOffset + start + sec.offset;
+    if (start + sec.offset + sec.length * Ctor.BYTES_PER_ELEMENT > data.length) throw new Error(`stored router: section ${name} is cut short`);
+    return new Ctor(data.buffer as ArrayBuffer, at, sec.length) as InstanceType<(typeof ARRAYS)[T]>;
+  };
+  const lengths = view('lengths', 'i32');
+  const idx = view('idx', 'i32');
+  const val = view('val', 'f32');
+  let at = 0;
+  let e = 0;
+  const examples = h.perClass.map((n) =>
+    Array.from({ length: n }, () => {
+      const len = lengths[e++];
+      const v = { idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) };
+      at += len;
+      return v;
+    }),
+  );
+  if (e !== lengths.length || at !== idx.length) throw new Error('stored router: examples do not add up');
+  return Router.fromState({
+    names: h.names,
+    tfidf: { keys: view('keys', 'f64'), cols: view('cols', 'i32'), idf: view('idf', 'f32') },
+    w: view('w', 'f32'),
+    b: view('b', 'f32'),
+    examples,
+    calibration: h.calibration,
+    outOfScope: h.outOfScope,
+    background: h.background,
+  });
 }
 
 /** The buffers a router's state holds, to transfer between threads instead of copying. */

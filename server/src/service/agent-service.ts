@@ -3,6 +3,7 @@
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
+import { loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, storeRouter } from '../engine/router.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -11,6 +12,8 @@ import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, AgentStore } from '../store/agent-store.js';
+import type { RouterStore } from '../store/router-store.js';
+import type { Logger } from 'pino';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -23,6 +26,19 @@ export interface AgentServiceOptions {
   models?: readonly string[];
   /** Render budgets of test conversations' turns: the tenant's share, as live turns. */
   renderBudgets?: RenderBudgets;
+  /** Where trained routers are stored and loaded; every process trains its own when absent. */
+  routers?: RouterStore;
+  log?: Pick<Logger, 'warn' | 'info'>;
+}
+
+/** How this process came by the routers it compiled with (switchboard_routers_total). */
+export interface RouterCounts {
+  /** Trained here: a new definition, or one with no usable stored router. */
+  trained: number;
+  /** Loaded from storage. */
+  stored: number;
+  /** Stored by an older model: answered with, and trained again in the background. */
+  retrained: number;
 }
 
 /** Steps of test conversations one request may run, all its tests together. */
@@ -39,6 +55,9 @@ export class AgentService {
   private readonly slugs = new LRUCache<string, string>({ max: 10_000 });
   /** Compilations under way, so concurrent first messages share one. */
   private readonly compiling = new Map<string, Promise<CompiledAgent>>();
+  /** Background trainings of routers stored by an older model, by tenant and digest. */
+  private readonly retraining = new Map<string, Promise<void>>();
+  readonly routerCounts: RouterCounts = { trained: 0, stored: 0, retrained: 0 };
 
   constructor(
     private readonly store: AgentStore,
@@ -72,7 +91,7 @@ export class AgentService {
     // so the trained router is reused through the cache when the ids agree.
     let trained: CompiledAgent | null = null;
     if (!current || current.digest !== digest) {
-      trained = await compileAgent(existing?.id ?? NIL_UUID, 0, definition, this.trainFor(tenantId));
+      trained = await compileAgent(existing?.id ?? NIL_UUID, 0, definition, this.routerFor(tenantId, digest));
     }
     const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
     const key = `${tenantId}:${agent.id}:${version}`;
@@ -138,9 +157,58 @@ export class AgentService {
     return this.get(tenantId, slug);
   }
 
-  private trainFor(tenantId: string): TrainRouter | undefined {
+  private trainFor(tenantId: string): TrainRouter {
     const t = this.opts.trainer;
-    return t ? (caps, outOfScope) => t(tenantId, caps, outOfScope) : undefined;
+    return t ? (caps, outOfScope) => t(tenantId, caps, outOfScope) : (caps, outOfScope) => Router.train(caps, { outOfScope });
+  }
+
+  /**
+   * The router of the definition with this digest: loaded when it is stored in a layout this
+   * process reads, else trained and stored, so that no other process trains it again. One stored
+   * by an older model answers at once while it is trained again in the background; `onRetrained`
+   * receives the new one. A store that cannot be read or written costs a training, never an answer.
+   */
+  private routerFor(tenantId: string, digest: string, onRetrained?: (router: Router) => void): TrainRouter {
+    const routers = this.opts.routers;
+    const train = this.trainFor(tenantId);
+    const trainAndStore: TrainRouter = async (caps, outOfScope) => {
+      const router = await train(caps, outOfScope);
+      this.routerCounts.trained++;
+      if (routers) {
+        await routers
+          .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
+          .catch((err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'));
+      }
+      return router;
+    };
+    if (!routers) return trainAndStore;
+    return async (caps, outOfScope) => {
+      const stored = await routers.load(tenantId, digest).catch((err: unknown) => {
+        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not read a stored router: training it');
+        return null;
+      });
+      if (!stored || stored.format !== ROUTER_STATE_FORMAT) return trainAndStore(caps, outOfScope);
+      let router: Router;
+      try {
+        router = loadRouter(stored.state);
+      } catch (err) {
+        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router could not be read: training it');
+        return trainAndStore(caps, outOfScope);
+      }
+      this.routerCounts.stored++;
+      if (stored.model !== ROUTER_MODEL && onRetrained && !this.retraining.has(`${tenantId}:${digest}`)) {
+        const key = `${tenantId}:${digest}`;
+        this.routerCounts.retrained++;
+        this.opts.log?.info({ tenant: tenantId, digest, stored: stored.model, model: ROUTER_MODEL }, 'router stored by an older model: training it again');
+        this.retraining.set(
+          key,
+          trainAndStore(caps, outOfScope)
+            .then(onRetrained, (err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'))
+            .finally(() => this.retraining.delete(key)),
+        );
+      }
+      return router;
+    };
   }
 
   async get(tenantId: string, slug: string): Promise<Agent> {
@@ -204,7 +272,14 @@ export class AgentService {
             const slug = this.slugs.get(`${tenantId}:${agentId}`);
             throw new NotFoundError('version_not_found', `Agent ${slug ? `"${slug}"` : agentId} has no version ${version}`);
           }
-          return compileAgent(agentId, version, AgentDefinition.parse(v.definition), this.trainFor(tenantId));
+          const definition = AgentDefinition.parse(v.definition);
+          // Retrained in the background (a router of an older model): the version is compiled
+          // again around the new router, and replaces this one in the cache.
+          const swap = (router: Router) =>
+            void compileAgent(agentId, version, definition, () => Promise.resolve(router)).then((c) => {
+              if (this.compiled.has(key)) this.compiled.set(key, c);
+            });
+          return compileAgent(agentId, version, definition, this.routerFor(tenantId, v.digest, swap));
         })
         .then((compiled) => {
           this.compiled.set(key, compiled);

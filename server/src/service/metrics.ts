@@ -52,6 +52,10 @@ export interface MetricsSources {
   pool(): { used: number; free: number; pendingAcquires: number; pendingCreates: number };
   outboxPending(): Promise<number>;
   openStreams(): number;
+  /** Routers this process trained, loaded from storage, and is training again (agent-service.ts). */
+  routers?(): { trained: number; stored: number; retrained: number };
+  /** Bytes of compiled agent versions held (ROUTER_CACHE_MB bounds it). */
+  compiledBytes?(): number;
 }
 
 let processRegistry: Registry | null = null;
@@ -174,6 +178,31 @@ export class Metrics {
         this.set(await outbox().catch(() => Number.NaN));
       },
     });
+    if (sources.routers) {
+      const routers = sources.routers;
+      // A counter read from the service's own tallies at scrape time.
+      new Counter({
+        name: 'switchboard_routers_total',
+        help: 'Routers this process obtained: trained here, loaded as stored by another process or an earlier run, or loaded and trained again (older model)',
+        labelNames: ['source'],
+        registers,
+        collect() {
+          this.reset();
+          for (const [source, n] of Object.entries(routers())) this.inc({ source }, n);
+        },
+      });
+    }
+    if (sources.compiledBytes) {
+      const compiledBytes = sources.compiledBytes;
+      new Gauge({
+        name: 'switchboard_compiled_agents_bytes',
+        help: 'Bytes of compiled agent versions (routers, knowledge indexes, definitions) held in memory; bounded by ROUTER_CACHE_MB',
+        registers,
+        collect() {
+          this.set(compiledBytes());
+        },
+      });
+    }
     new Gauge({
       name: 'switchboard_event_streams_open',
       help: 'Open conversation event streams (SSE) in this process',

@@ -14,6 +14,7 @@ import * as m009 from './migrations/009_replays.js';
 import * as m010 from './migrations/010_lease_index.js';
 import * as m011 from './migrations/011_agent_stats.js';
 import * as m012 from './migrations/012_idempotency_expiry.js';
+import * as m013 from './migrations/013_stored_routers.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -46,6 +47,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '010_lease_index': m010,
   '011_agent_stats': m011,
   '012_idempotency_expiry': m012,
+  '013_stored_routers': m013,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
