@@ -60,7 +60,7 @@ function definition(k: number): AgentDefinition {
 /** A deterministic generator, so that every run seeds the same agents in the same order. */
 function random(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 const rand = random(42);
 const pickSize = () => {
@@ -172,13 +172,22 @@ async function main(): Promise<void> {
       const routers = Object.fromEntries([...metrics.matchAll(/switchboard_routers_total\{source="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]));
       const cacheMb = Number(/switchboard_compiled_agents_bytes (\d+)/.exec(metrics)?.[1] ?? 0) / 1048576;
       const ms = (xs: { ms: number }[]) => xs.map((x) => x.ms);
-      console.log(`\nfirst messages (${firstPass.length} agents, ${firstSeconds.toFixed(0)} s): p50 ${pct(ms(firstPass), 50).toFixed(1)} ms, p99 ${pct(ms(firstPass), 99).toFixed(1)} ms, max ${Math.max(...ms(firstPass)).toFixed(0)} ms, ${failed} failed`);
+      console.log(
+        `\nfirst messages (${firstPass.length} agents, ${firstSeconds.toFixed(0)} s): p50 ${pct(ms(firstPass), 50).toFixed(1)} ms, p99 ${pct(ms(firstPass), 99).toFixed(1)} ms, max ${Math.max(...ms(firstPass)).toFixed(0)} ms, ${failed} failed`,
+      );
       for (const [k] of SIZES) {
         const of = ms(firstPass.filter((x) => x.size === k));
-        if (of.length) console.log(`  ${String(k).padStart(3)} capabilities: ${String(of.length).padStart(5)} agents, p50 ${pct(of, 50).toFixed(1)} ms, p99 ${pct(of, 99).toFixed(1)} ms`);
+        if (of.length)
+          console.log(
+            `  ${String(k).padStart(3)} capabilities: ${String(of.length).padStart(5)} agents, p50 ${pct(of, 50).toFixed(1)} ms, p99 ${pct(of, 99).toFixed(1)} ms`,
+          );
       }
-      console.log(`again (${againPass.length}, ${againSeconds.toFixed(0)} s): p50 ${pct(ms(againPass), 50).toFixed(1)} ms, p99 ${pct(ms(againPass), 99).toFixed(1)} ms`);
-      console.log(`routers: ${routers.trained ?? 0} trained, ${routers.stored ?? 0} loaded from storage (${(routers.stored ?? 0) - firstPass.length} of them reloads after eviction)`);
+      console.log(
+        `again (${againPass.length}, ${againSeconds.toFixed(0)} s): p50 ${pct(ms(againPass), 50).toFixed(1)} ms, p99 ${pct(ms(againPass), 99).toFixed(1)} ms`,
+      );
+      console.log(
+        `routers: ${routers.trained ?? 0} trained, ${routers.stored ?? 0} loaded from storage (${(routers.stored ?? 0) - firstPass.length} of them reloads after eviction)`,
+      );
       console.log(
         `memory: ${baseRss.toFixed(0)} MiB at start, peak ${Math.max(...samples).toFixed(0)} MiB, end ${samples.at(-1)?.toFixed(0)} MiB; compiled versions held ${cacheMb.toFixed(0)} MiB of ROUTER_CACHE_MB=${CACHE_MB}; stored routers ${storedMb.toFixed(0)} MB in the database`,
       );

@@ -115,11 +115,17 @@ for (const database of databases) {
     it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {
       const digest = (await request(restart().app).get('/api/v1/agents/small/versions/1').set(T)).body.digest as string;
       const expected = await firstRouting(restart(), 'small', 'update my billing');
-      await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).update({ state: Buffer.from('not a router') });
+      await db
+        .knex('stored_routers')
+        .where({ tenant_id: 'acme', digest })
+        .update({ state: Buffer.from('not a router') });
       const corrupt = restart();
       expect(await firstRouting(corrupt, 'small', 'update my billing')).toEqual(expected);
       expect(corrupt.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
-      await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).update({ format: ROUTER_STATE_FORMAT + 1 });
+      await db
+        .knex('stored_routers')
+        .where({ tenant_id: 'acme', digest })
+        .update({ format: ROUTER_STATE_FORMAT + 1 });
       const other = restart();
       expect(await firstRouting(other, 'small', 'update my billing')).toEqual(expected);
       expect(other.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
@@ -175,7 +181,11 @@ for (const target of [{ name: 'sqlite', url: `sqlite://${join(dir, 'restart.db')
         ['six', 6],
         ['sixty', 60],
       ] as const) {
-        const r = await fetch(`${first.base}/api/v1/agents/${slug}`, { method: 'PUT', headers: { ...T, 'content-type': 'application/json' }, body: JSON.stringify(agentOf(n)) });
+        const r = await fetch(`${first.base}/api/v1/agents/${slug}`, {
+          method: 'PUT',
+          headers: { ...T, 'content-type': 'application/json' },
+          body: JSON.stringify(agentOf(n)),
+        });
         expect(r.status).toBe(200);
       }
       const converse = (base: string, slug: string) =>

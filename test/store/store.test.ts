@@ -189,6 +189,7 @@ describe.each(databases)('migrations on $name', (database) => {
         '010_lease_index',
         '011_agent_stats',
         '012_idempotency_expiry',
+        '013_stored_routers',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -502,7 +502,13 @@ export function storeRouter(router: Router): Buffer {
   const s = router.toState();
   const flat = s.examples.flat();
   const lengths = Int32Array.from(flat, (e) => e.idx.length);
-  const idx = flat.length ? new Int32Array(flat[0].idx.buffer, 0, lengths.reduce((a, b) => a + b, 0)) : new Int32Array(0);
+  const idx = flat.length
+    ? new Int32Array(
+        flat[0].idx.buffer,
+        0,
+        lengths.reduce((a, b) => a + b, 0),
+      )
+    : new Int32Array(0);
   const val = flat.length ? new Float32Array(flat[0].val.buffer, 0, idx.length) : new Float32Array(0);
   const arrays: Record<string, Float32Array | Float64Array | Int32Array> = {
     w: s.w,
@@ -514,7 +520,8 @@ export function storeRouter(router: Router): Buffer {
     idx,
     val,
   };
-  const typeOf = (a: Float32Array | Float64Array | Int32Array): Section['type'] => (a instanceof Float64Array ? 'f64' : a instanceof Int32Array ? 'i32' : 'f32');
+  const typeOf = (a: Float32Array | Float64Array | Int32Array): Section['type'] =>
+    a instanceof Float64Array ? 'f64' : a instanceof Int32Array ? 'i32' : 'f32';
   const sections: Record<string, Section> = {};
   let offset = 0;
   for (const [name, a] of Object.entries(arrays)) {
@@ -555,7 +562,7 @@ export function loadRouter(bytes: Buffer): Router {
     outOfScope: string | null;
     background: number;
     perClass: number[];
-    sections: Record<string, Section>;
+    sections: Partial<Record<string, Section>>;
   };
   const start = Math.ceil((8 + headerLength) / 8) * 8;
   const view = <T extends keyof typeof ARRAYS>(name: string, type: T): InstanceType<(typeof ARRAYS)[T]> => {

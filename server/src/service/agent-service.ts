@@ -177,7 +177,9 @@ export class AgentService {
       if (routers) {
         await routers
           .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
-          .catch((err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'));
+          .catch((err: unknown) =>
+            this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'),
+          );
       }
       return router;
     };
@@ -203,7 +205,9 @@ export class AgentService {
         this.retraining.set(
           key,
           trainAndStore(caps, outOfScope)
-            .then(onRetrained, (err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'))
+            .then(onRetrained, (err: unknown) =>
+              this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'),
+            )
             .finally(() => this.retraining.delete(key)),
         );
       }

@@ -179,7 +179,7 @@ export class Metrics {
       },
     });
     if (sources.routers) {
-      const routers = sources.routers;
+      const routers = () => sources.routers!();
       // A counter read from the service's own tallies at scrape time.
       new Counter({
         name: 'switchboard_routers_total',
@@ -193,7 +193,7 @@ export class Metrics {
       });
     }
     if (sources.compiledBytes) {
-      const compiledBytes = sources.compiledBytes;
+      const compiledBytes = () => sources.compiledBytes!();
       new Gauge({
         name: 'switchboard_compiled_agents_bytes',
         help: 'Bytes of compiled agent versions (routers, knowledge indexes, definitions) held in memory; bounded by ROUTER_CACHE_MB',
