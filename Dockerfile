@@ -23,15 +23,18 @@ ENV npm_config_nodedir=/usr/local npm_config_update_notifier=false npm_config_fu
 # Behind a TLS-inspecting proxy, pass its CA bundle as a build secret (never stored in a layer):
 #   --secret id=ca_certs,src=/etc/ssl/certs/ca-certificates.crt
 
-# Production dependencies of the server (and the workspaces it imports), nothing else. Install
-# scripts are skipped but for the one addon that needs its own (no telemetry, no root `prepare`).
-FROM toolchain AS deps
-WORKDIR /app
+# The workspaces' manifests and the lockfile: what both installs below start from.
+FROM toolchain AS manifests
+WORKDIR /src
 COPY package.json package-lock.json ./
 COPY contract/package.json contract/
 COPY client/package.json client/
 COPY server/package.json server/
 COPY console/package.json console/
+
+# Production dependencies of the server (and the workspaces it imports), nothing else. Install
+# scripts are skipped but for the one addon that needs its own (no telemetry, no root `prepare`).
+FROM manifests AS deps
 RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
     npm ci --omit=dev --workspace=server --include-workspace-root --ignore-scripts \
     && npm rebuild better-sqlite3 \
@@ -41,13 +44,7 @@ RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
 
 # The build: every dependency, then the console and the compiled server, contract and client. It
 # runs no server, so the native addon is not compiled here.
-FROM toolchain AS build
-WORKDIR /src
-COPY package.json package-lock.json ./
-COPY contract/package.json contract/
-COPY client/package.json client/
-COPY server/package.json server/
-COPY console/package.json console/
+FROM manifests AS build
 RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
     npm ci --ignore-scripts && npm rebuild esbuild
 COPY tsconfig.json tsconfig.build.json ./
@@ -61,9 +58,9 @@ RUN npm run build:console && npm run build
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AUTH_MODE=api_key DATABASE_URL=sqlite:///app/data/switchboard.db
 WORKDIR /app
-COPY --from=deps /app/node_modules node_modules
+COPY --from=deps /src/node_modules node_modules
 # The server's own versions of some packages (dist/server/node_modules links here).
-COPY --from=deps /app/server/node_modules server/node_modules
+COPY --from=deps /src/server/node_modules server/node_modules
 COPY --from=build /src/dist dist
 # The example agents, for AGENTS_DIR=/app/agents (not loaded unless asked for).
 COPY agents agents
