@@ -36,7 +36,8 @@ const filledSecret = {
   METRICS_TOKEN: 'c'.repeat(32),
 };
 
-const known = (name: string) => CONFIG_VARIABLES.includes(name) || name.startsWith('SWITCHBOARD_VAR_') || name === 'NODE_ENV';
+const known = (name: string) =>
+  CONFIG_VARIABLES.includes(name) || name.startsWith('SWITCHBOARD_VAR_') || name === 'NODE_ENV' || name === 'MALLOC_MMAP_THRESHOLD_';
 
 describe('deploy/kubernetes', () => {
   it('every resource is valid against the Kubernetes schemas, and kustomization.yaml lists every file', () => {

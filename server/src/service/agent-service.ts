@@ -91,7 +91,14 @@ export class AgentService {
     // so the trained router is reused through the cache when the ids agree.
     let trained: CompiledAgent | null = null;
     if (!current || current.digest !== digest) {
-      trained = await compileAgent(existing?.id ?? NIL_UUID, 0, definition, this.routerFor(tenantId, digest));
+      // A router stored by an older model is trained again and stored for the other processes;
+      // this one keeps the stored one until the version leaves its cache.
+      trained = await compileAgent(
+        existing?.id ?? NIL_UUID,
+        0,
+        definition,
+        this.routerFor(tenantId, digest, () => undefined),
+      );
     }
     const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
     const key = `${tenantId}:${agent.id}:${version}`;
