@@ -287,9 +287,16 @@ export class AgentService {
           // Retrained in the background (a router of an older model): the version is compiled
           // again around the new router, and replaces this one in the cache.
           const swap = (router: Router) =>
-            void compileAgent(agentId, version, definition, () => Promise.resolve(router)).then((c) => {
-              if (this.compiled.has(key)) this.compiled.set(key, c);
-            });
+            void compileAgent(agentId, version, definition, () => Promise.resolve(router)).then(
+              (c) => {
+                if (this.compiled.has(key)) this.compiled.set(key, c);
+              },
+              (err: unknown) =>
+                this.opts.log?.warn(
+                  { err, tenant: tenantId, agent: agentId, version },
+                  'compiling around a retrained router failed: the stored one goes on answering',
+                ),
+            );
           return compileAgent(agentId, version, definition, this.routerFor(tenantId, v.digest, swap));
         })
         .then((compiled) => {
