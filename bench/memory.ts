@@ -7,7 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from './server.js';
+import { rssMb, startServer } from './server.js';
 
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 40);
 const CACHE_MB = Number(process.env.ROUTER_CACHE_MB ?? 512);
@@ -32,12 +32,6 @@ function definition(n: number) {
       { name: 'fallback', examples: oos.map(([u]) => u), phases: [{ id: 'f', say: 'Sorry?' }] },
     ],
   };
-}
-
-/** Resident memory of a process, in MiB (Linux). */
-function rssMb(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : 0;
 }
 
 async function main() {

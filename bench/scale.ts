@@ -15,7 +15,7 @@ import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
 import { insertBatch, type Tables } from './bulk.js';
-import { onEachDatabase, startServer } from './server.js';
+import { onEachDatabase, pct, startServer } from './server.js';
 
 const CONVERSATIONS = Number(process.env.BENCH_SCALE_CONVERSATIONS ?? 1_000_000);
 const TENANTS = 100;
@@ -165,10 +165,6 @@ async function grow(store: ConversationStore, tenantId: string, agentId: string,
   });
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
 
 async function timed(fn: () => Promise<Response>): Promise<number> {

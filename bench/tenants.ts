@@ -19,7 +19,7 @@ import { canonicalJson, sha256 } from '../server/src/lib/canonical.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { migrate, openDatabase } from '../server/src/store/db.js';
 import { RouterStore } from '../server/src/store/router-store.js';
-import { freshPostgres, startServer } from './server.js';
+import { freshPostgres, pct, rssMb, startServer } from './server.js';
 
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1000);
 const PER_TENANT = Number(process.env.BENCH_AGENTS_PER_TENANT ?? 10);
@@ -67,15 +67,6 @@ const pickSize = () => {
   let x = rand();
   for (const [k, p] of SIZES) if ((x -= p) < 0) return k;
   return SIZES[0][0];
-};
-
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? 0;
-};
-const rssMb = (pid: number) => {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : 0;
 };
 
 async function seed(url: string): Promise<{ agents: { tenant: string; slug: string; size: number }[]; storedMb: number }> {

@@ -286,7 +286,7 @@ async function bridgeToPostgres(pg: string, subnet: string): Promise<{ url: (db:
  * with this run's database and keys) and the Deployment, whose three replicas start together on
  * an empty database, each in its own pod on podman's bridge network. Each pod must become ready
  * and healthy and refuse a call without a key. The Service, the disruption budget and the probes'
- * timings are a cluster's to honour; test/deploy.test.ts checks them against Kubernetes' schemas.
+ * timings are a cluster's to honour; test/manifests.test.ts checks them against Kubernetes' schemas.
  */
 async function runKube(pg: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-kube-'));

@@ -149,12 +149,7 @@ for (const target of [{ name: 'sqlite', url: `sqlite://${join(dir, 'restart.db')
       if (target.name === 'postgres') {
         const created = await databases.find((d) => d.name === 'postgres')!.create();
         url = created.url;
-        await created.db.close();
-        dropPg = async () => {
-          const d = openDatabase(url);
-          await d.close();
-          await created.drop().catch(() => undefined);
-        };
+        dropPg = created.drop;
       }
     });
     afterAll(async () => dropPg?.());
