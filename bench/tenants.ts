@@ -120,7 +120,8 @@ async function main(): Promise<void> {
     const server = await startServer(url, { ROUTER_CACHE_MB: String(CACHE_MB) });
     const baseRss = rssMb(server.proc.pid!);
     const samples: number[] = [];
-    const sampler = setInterval(() => samples.push(rssMb(server.proc.pid!)), 500);
+    const sample = () => samples.push(rssMb(server.proc.pid!));
+    const sampler = setInterval(sample, 500);
     try {
       const order = [...agents].sort(() => rand() - 0.5);
       const second = order.filter(() => rand() < 0.2);
@@ -159,6 +160,8 @@ async function main(): Promise<void> {
       const firstPass = latencies.splice(0);
       const againSeconds = await run(second, 'first messages again (a fifth of the agents, in new conversations)');
       const againPass = latencies.splice(0);
+      // A short run may end before the first interval: the memory figures need one sample at least.
+      sample();
       const metrics = await fetch(`${server.base}/metrics`).then((r) => r.text());
       const routers = Object.fromEntries([...metrics.matchAll(/switchboard_routers_total\{source="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]));
       const cacheMb = Number(/switchboard_compiled_agents_bytes (\d+)/.exec(metrics)?.[1] ?? 0) / 1048576;
