@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
+import { readFileSync } from 'node:fs';
 import { MessageChannel } from 'node:worker_threads';
-import { loadRouter, Router, stateBuffers, storeRouter, type RouterState } from '../../server/src/engine/router.js';
+import { loadRouter, Router, ROUTER_STATE_FORMAT, storedFormat, storeRouter } from '../../server/src/engine/router.js';
 import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';
 
@@ -21,22 +22,20 @@ async function agentOf(def: AgentDefinitionInput) {
 }
 
 describe('the router', () => {
-  it('crosses threads as packed state, transferred not copied, and scores exactly as before', async () => {
+  it('crosses threads as its stored layout, transferred not copied, and scores exactly as before', async () => {
     const router = await Router.train(small);
     const messages = ['where is my parcel', 'refund my money', 'speak to an agent', 'what is the weather'];
     const expected = messages.map((m) => router.score(m));
     const bytes = router.bytes;
-    const state = router.toState();
-    const buffers = stateBuffers(state);
-    // w, b, and one buffer each for every example's indexes and values.
-    expect(buffers).toHaveLength(4);
+    const state = Buffer.from(storeRouter(router));
     const { port1, port2 } = new MessageChannel();
-    const received = new Promise<RouterState>((r) => port2.once('message', r));
-    port1.postMessage(state, buffers);
-    const copy = Router.fromState(await received);
+    const received = new Promise<Uint8Array>((r) => port2.once('message', r));
+    port1.postMessage(state, [state.buffer as ArrayBuffer]);
+    const got = await received;
+    const copy = loadRouter(Buffer.from(got.buffer, got.byteOffset, got.byteLength));
     port1.close();
-    // Transferred: the sender's buffers are detached.
-    expect(buffers.every((b) => b.byteLength === 0)).toBe(true);
+    // Transferred: the sender's buffer is detached.
+    expect(state.buffer.byteLength).toBe(0);
     expect(messages.map((m) => copy.score(m))).toEqual(expected);
     expect(copy.bytes).toBe(bytes);
   });
@@ -271,5 +270,36 @@ describe('stored routers', () => {
     const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
     expect(() => loadRouter(Buffer.from('not a router'))).toThrow(/not a stored router/);
     expect(() => loadRouter(bytes.subarray(0, bytes.length - 16))).toThrow(/cut short/);
+    expect(storedFormat(Buffer.from('not a router'))).toBe(0);
+  });
+
+  it('read a router stored in format 1 (full precision), routing its messages as it did', () => {
+    // test/fixtures/router-format-1.bin: these capabilities, trained and stored by format 1.
+    const v1 = readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url));
+    expect(storedFormat(v1)).toBe(1);
+    const loaded = loadRouter(v1);
+    expect(storedFormat(storeRouter(loaded))).toBe(ROUTER_STATE_FORMAT);
+    // What format 1 answered for these messages.
+    const before = [
+      { best: 'billing', score: 0.7405, similarity: 0.4814 },
+      { best: 'shipping', score: 0.5434, similarity: 0.4732 },
+      { best: 'fallback', score: 0.6899, similarity: 0.403 },
+      { best: 'billing', score: 0.4682, similarity: 0 },
+    ];
+    messages.forEach((m, i) => {
+      const s = loaded.score(m);
+      expect(s.scores[0].name, m).toBe(before[i].best);
+      expect(Math.abs(s.scores[0].score - before[i].score), m).toBeLessThan(0.01);
+      expect(Math.abs(s.similarity - before[i].similarity), m).toBeLessThan(0.01);
+    });
+  });
+
+  it('hold weights and example values at one byte each: smaller than format 1, and the same router', async () => {
+    const trained = await Router.train(caps, { outOfScope: 'fallback' });
+    const v1 = readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url));
+    // Vocabulary keys (8 bytes each) dominate a router this small; weights are most of a large one.
+    expect(storeRouter(trained).length).toBeLessThan(v1.length * 0.75);
+    // The same training stored by either format: converting format 1 gives the current bytes.
+    expect(storeRouter(loadRouter(v1)).equals(storeRouter(trained))).toBe(true);
   });
 });

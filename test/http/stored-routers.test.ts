@@ -2,7 +2,7 @@
 // that meets the agent: after a restart, on another replica, after a cache eviction. A router of
 // an older model answers while it is trained again; one that cannot be read is trained again.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -75,7 +75,7 @@ for (const database of databases) {
       const again = restart();
       const small = await firstRouting(again, 'small', 'cancel my returns please');
       const after = await firstRouting(again, 'large', 'I have a problem with my shipping');
-      expect(again.agents.routerCounts).toEqual({ trained: 0, stored: 2, retrained: 0 });
+      expect(again.agents.routerCounts).toEqual({ trained: 0, stored: 2, retrained: 0, converted: 0 });
       expect(small.capability).toBe('cap_2');
       // The same definition and the same stored router: the same scores, to the last digit.
       expect(after).toEqual(before);
@@ -110,6 +110,36 @@ for (const database of databases) {
       }
       expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(ROUTER_MODEL);
       expect(app.agents.routerCounts.trained).toBe(1);
+    });
+
+    it('a router stored in format 1 answers at once, and is stored again in the current layout without training', async () => {
+      // test/fixtures/router-format-1.bin is these capabilities' router as format 1 stored it.
+      const def: AgentDefinitionInput = {
+        name: 'Format 1',
+        routing: { fallback: 'fallback' },
+        capabilities: [
+          { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
+          { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
+          { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
+        ].map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
+      };
+      const put = await request(restart().app).put('/api/v1/agents/format-one').set(T).send(def);
+      expect(put.status).toBe(200);
+      const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
+      const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
+      const current = (await row()).state as Buffer;
+      await db
+        .knex('stored_routers')
+        .where({ tenant_id: 'acme', digest })
+        .update({ format: 1, state: readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url)) });
+      const app = restart();
+      expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
+      expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
+      for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
+      const stored = await row();
+      expect(Number(stored.format)).toBe(ROUTER_STATE_FORMAT);
+      // Converted, it is the very router this version's training stores.
+      expect(Buffer.compare(stored.state as Buffer, current)).toBe(0);
     });
 
     it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {
@@ -207,7 +237,7 @@ for (const target of [{ name: 'sqlite', url: `sqlite://${join(dir, 'restart.db')
         }
         expect(after).toEqual(before);
         console.log(`first messages after a restart (${target.name}): ${times.join(', ')}`);
-        expect(await routersTotal(second.base)).toEqual({ trained: 0, stored: 2, retrained: 0 });
+        expect(await routersTotal(second.base)).toEqual({ trained: 0, stored: 2, retrained: 0, converted: 0 });
       } finally {
         await stop(second.child);
       }

@@ -159,6 +159,28 @@ describe('the training pool', () => {
     }
   });
 
+  it('trains in a process started with flags a worker refuses (--expose-gc)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const file = `${mkdtempSync(`${tmpdir()}/training-flags-`)}/train.mts`;
+    const script = [
+      `const { TrainingPool } = await import(${JSON.stringify(new URL('../../server/src/service/training.ts', import.meta.url).href)});`,
+      'const pool = new TrainingPool({ timeoutMs: 30000, memoryMb: 256, workers: 1 });',
+      "const caps = [{ name: 'a', examples: ['track my parcel', 'where is my order'] }, { name: 'b', examples: ['refund my money', 'I was charged twice'] }];",
+      "const r = await pool.train('t', caps, null);",
+      "console.log(r.score('where is my parcel').scores[0].name);",
+      'await pool.close();',
+    ].join('\n');
+    writeFileSync(file, script);
+    const out = execFileSync(process.execPath, ['--expose-gc', '--import', 'tsx', file], {
+      cwd: new URL('../..', import.meta.url),
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(out.trim()).toBe('a');
+  });
+
   it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
     const { TrainingPool } = await import('../../server/src/service/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });

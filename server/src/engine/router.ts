@@ -77,19 +77,6 @@ const MAX_SIMILARITY_EXAMPLES = 400;
 /** Thrown when training would need more memory than its budget allows. */
 export class TrainingTooLargeError extends Error {}
 
-/** Plain data of a trained router, for a structured clone between threads. */
-export interface RouterState {
-  names: string[];
-  tfidf: ReturnType<TfIdf['toState']>;
-  w: Float32Array;
-  b: Float32Array;
-  examples: { idx: Int32Array; val: Float32Array }[][];
-  calibration: Calibration;
-  outOfScope: string | null;
-  /** Weight of the implicit background class, the model's last (0: none). */
-  background: number;
-}
-
 function spread<T>(items: T[], max: number): T[] {
   if (items.length <= max) return items;
   const stride = items.length / max;
@@ -275,20 +262,50 @@ function quantile(values: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 }
 
+/** An example kept for the similarity check: columns ascending, values quantised to 0..255. */
+interface Example {
+  idx: Uint16Array | Int32Array;
+  val: Uint8Array;
+}
+
+/** Cosine of a message's vector and an example's (both L2-normalised). */
+function similarity(x: SparseVector, e: Example): number {
+  let i = 0;
+  let j = 0;
+  let s = 0;
+  const a = x.idx;
+  const b = e.idx;
+  while (i < a.length && j < b.length) {
+    const p = a[i];
+    const q = b[j];
+    if (p === q) s += x.val[i++] * e.val[j++];
+    else if (p < q) i++;
+    else j++;
+  }
+  return s / 255;
+}
+
 export class Router {
   readonly model = ROUTER_MODEL;
 
   private constructor(
     private readonly names: string[],
     private readonly tfidf: TfIdf,
-    private readonly softmax: Softmax,
+    /** Classes of the model: the capabilities, and the background class last when there is one. */
+    private readonly classes: number,
+    /** Weights, features × classes, row-major by feature, as int8 scaled per feature row. */
+    private readonly w: Int8Array,
+    private readonly scale: Float32Array,
+    private readonly b: Float32Array,
     /** Example vectors per capability, for the similarity check. */
-    private readonly examples: SparseVector[][],
+    private readonly examples: Example[][],
     readonly calibration: Calibration,
     /** Name of the capability whose examples are out-of-scope messages, if any. */
     readonly outOfScope: string | null,
-    /** Weight of the background class, the softmax's last (0: none; see Scored.background). */
+    /** Weight of the background class, the model's last (0: none; see Scored.background). */
     private readonly background: number,
+    /** The stored layout this router's arrays are views on (storeRouter). */
+    readonly stored: Buffer,
   ) {}
 
   /**
@@ -353,15 +370,19 @@ export class Router {
     xs.forEach((x, i) => {
       if (ys[i] < caps.length) all[ys[i]].push(x);
     });
-    const examples = all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES));
-    return new Router(
-      caps.map((c) => c.name),
-      tfidf,
-      softmax,
-      examples,
-      calibration,
-      outOfScope,
-      weight,
+    // The router that answers is the stored layout's: a trained router and one loaded in another
+    // process are the same bytes, and score every message alike.
+    return loadRouter(
+      encode({
+        names: caps.map((c) => c.name),
+        tfidf: tfidf.toState(),
+        w: softmax.w,
+        b: softmax.b,
+        examples: all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES)),
+        calibration,
+        outOfScope,
+        background: weight,
+      }),
     );
   }
 
@@ -421,189 +442,249 @@ export class Router {
   /** Scores a message: probabilities of every capability, best first (ties by name). */
   score(message: string): Scored {
     const x = this.tfidf.vector(featureCounts(message));
-    const C = this.names.length;
-    const p = this.softmax.classes > 1 ? this.softmax.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
+    const p = this.classes > 1 ? this.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
     const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
-    let similarity = 0;
-    if (scores.length) for (const e of this.examples[scores[0].i]) similarity = Math.max(similarity, dot(x, e));
-    const out: Scored = { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(similarity) };
-    if (this.background > 0) out.background = round4(p[C] * this.background);
+    let best = 0;
+    if (scores.length) for (const e of this.examples[scores[0].i]) best = Math.max(best, similarity(x, e));
+    const out: Scored = { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(best) };
+    if (this.background > 0) out.background = round4(p[this.names.length] * this.background);
     return out;
   }
 
-  /**
-   * The router as plain data. The examples' vectors become views over two buffers: two
-   * allocations instead of two per example (tens of thousands of small ones fragment the heap of
-   * the thread that frees them), and two buffers to transfer (stateBuffers) rather than to copy.
-   */
-  toState(): RouterState {
-    let total = 0;
-    for (const list of this.examples) for (const e of list) total += e.idx.length;
-    const idx = new Int32Array(total);
-    const val = new Float32Array(total);
-    let at = 0;
-    const examples = this.examples.map((list) =>
-      list.map((e) => {
-        idx.set(e.idx, at);
-        val.set(e.val, at);
-        const view = { idx: idx.subarray(at, at + e.idx.length), val: val.subarray(at, at + e.val.length) };
-        at += e.idx.length;
-        return view;
-      }),
-    );
-    return {
-      names: this.names,
-      tfidf: this.tfidf.toState(),
-      w: this.softmax.w,
-      b: this.softmax.b,
-      examples,
-      calibration: this.calibration,
-      outOfScope: this.outOfScope,
-      background: this.background,
-    };
+  /** Class probabilities of x under the int8 weights. */
+  private probs(x: SparseVector): Float64Array {
+    const C = this.classes;
+    const z = new Float64Array(C);
+    const w = this.w;
+    for (let c = 0; c < C; c++) z[c] = this.b[c];
+    for (let k = 0; k < x.idx.length; k++) {
+      const col = x.idx[k];
+      const v = x.val[k] * this.scale[col];
+      if (v === 0) continue;
+      const base = col * C;
+      for (let c = 0; c < C; c++) z[c] += v * w[base + c];
+    }
+    let max = -Infinity;
+    for (let c = 0; c < C; c++) if (z[c] > max) max = z[c];
+    let sum = 0;
+    for (let c = 0; c < C; c++) sum += z[c] = Math.exp(z[c] - max);
+    for (let c = 0; c < C; c++) z[c] /= sum;
+    return z;
   }
 
-  static fromState(s: RouterState): Router {
-    const tfidf = TfIdf.fromState(s.tfidf);
-    const softmax = new Softmax(tfidf.size, s.names.length + (s.background > 0 ? 1 : 0), s.w, s.b);
-    return new Router(s.names, tfidf, softmax, s.examples, s.calibration, s.outOfScope, s.background);
-  }
-
-  /** Approximate bytes held by the trained model. */
+  /** Approximate bytes held: the stored layout its arrays are views on, and the vocabulary's map. */
   get bytes(): number {
-    let n = this.softmax.bytes + this.tfidf.size * 40;
-    for (const list of this.examples) for (const e of list) n += e.idx.byteLength + e.val.byteLength + 64;
-    return n;
+    return this.stored.length + this.tfidf.size * 40;
+  }
+
+  /** A router from bytes of the current layout (loadRouter reads older ones too). */
+  static fromLayout(bytes: Buffer): Router {
+    const l = readLayout(bytes, MAGIC);
+    const lengths = l.view('lengths', 'i32');
+    const idx = l.view('idx', l.h.sections.idx?.type === 'u16' ? 'u16' : 'i32');
+    const val = l.view('val', 'u8');
+    if (idx.length !== val.length) throw new Error('stored router: examples do not add up');
+    const examples = l.examples(lengths, (at, len) => ({ idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) }), idx.length);
+    const tfidf = TfIdf.fromState({ keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') });
+    const b = l.view('b', 'f32');
+    const w = l.view('w', 'i8');
+    const scale = l.view('scale', 'f32');
+    if (w.length !== tfidf.size * b.length || scale.length !== tfidf.size || b.length !== l.h.names.length + (l.h.background > 0 ? 1 : 0)) {
+      throw new Error('stored router: weights do not match its vocabulary and classes');
+    }
+    return new Router(l.h.names, tfidf, b.length, w, scale, b, examples, l.h.calibration, l.h.outOfScope, l.h.background, l.data);
   }
 }
 
 /**
- * Layout of a stored router (storeRouter/loadRouter). A new layout bumps it; a stored router of
- * another layout is not read, and is trained again.
+ * Layout of a stored router (storeRouter/loadRouter). A new layout bumps it; loadRouter reads the
+ * layouts before it too (converting them), and the service stores such a router again in the
+ * current one.
  *
- * Written by hand rather than with v8.serialize: a router is a few typed arrays (a 150-capability
- * router is 26 MB, nearly all of it weights and example vectors), and this layout lets a loaded
- * router's arrays be views on the very bytes read from the database. Deserialising copied them
- * once more, and the copies of routers loaded at once piled up as garbage until V8 collected it.
+ * Written by hand rather than with v8.serialize: a router is a few typed arrays, and this layout
+ * lets a router's arrays be views on the very bytes read from the database. Deserialising copied
+ * them once more, and the copies of routers loaded at once piled up as garbage until V8 collected
+ * them.
  *
- *   "SBR1" · u32 length of the header · header (JSON: names, calibration, outOfScope,
- *   background, examples per class, and each section's type, offset and length) · sections,
- *   each at an offset that is a multiple of 8: w, b, tfidf keys/cols/idf, example lengths,
- *   example indexes, example values.
+ *   magic · u32 length of the header · header (JSON: names, calibration, outOfScope, background,
+ *   examples per class, and each section's type, offset and length) · sections, each at an
+ *   offset that is a multiple of 8.
+ *
+ * Format 2 ("SBR2"): w (int8, features × classes), scale (f32 per feature row), b, tfidf
+ * keys/cols/idf, example lengths, example indexes (u16 when the vocabulary fits, else i32),
+ * example values (u8, the value × 255). A 150-capability router (CLINC150) is 7.7 MB instead of
+ * the 26.2 MB of format 1 ("SBR1": f32 weights, i32 indexes, f32 values), and routes the same
+ * (docs/routing.md, "Stored once, loaded everywhere").
  */
-export const ROUTER_STATE_FORMAT = 1;
-const MAGIC = 0x31524253; // "SBR1", little-endian
+export const ROUTER_STATE_FORMAT = 2;
+const MAGIC = 0x32524253; // "SBR2", little-endian
+const MAGIC_V1 = 0x31524253; // "SBR1"
 
-type Section = { type: 'f32' | 'f64' | 'i32'; offset: number; length: number };
-const ARRAYS = { f32: Float32Array, f64: Float64Array, i32: Int32Array } as const;
+type SectionType = 'f32' | 'f64' | 'i32' | 'u16' | 'u8' | 'i8';
+type Section = { type: SectionType; offset: number; length: number };
+const ARRAYS = { f32: Float32Array, f64: Float64Array, i32: Int32Array, u16: Uint16Array, u8: Uint8Array, i8: Int8Array } as const;
+type AnyArray = Float32Array | Float64Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
 
-/** A trained router as bytes, to store and load in another process. */
-export function storeRouter(router: Router): Buffer {
-  const s = router.toState();
-  const flat = s.examples.flat();
+interface Header {
+  names: string[];
+  calibration: Calibration;
+  outOfScope: string | null;
+  background: number;
+  perClass: number[];
+  sections: Partial<Record<string, Section>>;
+}
+
+/** What training produces, at full precision. */
+interface Trained {
+  names: string[];
+  tfidf: ReturnType<TfIdf['toState']>;
+  w: Float32Array;
+  b: Float32Array;
+  examples: SparseVector[][];
+  calibration: Calibration;
+  outOfScope: string | null;
+  background: number;
+}
+
+/** A trained router in the current layout: weights as int8 per feature row, example values as u8. */
+function encode(t: Trained): Buffer {
+  const C = t.b.length;
+  const F = t.tfidf.idf.length;
+  const w = new Int8Array(F * C);
+  const scale = new Float32Array(F);
+  for (let f = 0; f < F; f++) {
+    const base = f * C;
+    let max = 0;
+    for (let c = 0; c < C; c++) max = Math.max(max, Math.abs(t.w[base + c]));
+    if (max === 0) continue;
+    scale[f] = max / 127;
+    const inv = 127 / max;
+    for (let c = 0; c < C; c++) w[base + c] = Math.round(t.w[base + c] * inv);
+  }
+  const flat = t.examples.flat();
   const lengths = Int32Array.from(flat, (e) => e.idx.length);
-  const idx = flat.length
-    ? new Int32Array(
-        flat[0].idx.buffer,
-        0,
-        lengths.reduce((a, b) => a + b, 0),
-      )
-    : new Int32Array(0);
-  const val = flat.length ? new Float32Array(flat[0].val.buffer, 0, idx.length) : new Float32Array(0);
-  const arrays: Record<string, Float32Array | Float64Array | Int32Array> = {
-    w: s.w,
-    b: s.b,
-    keys: s.tfidf.keys,
-    cols: s.tfidf.cols,
-    idf: s.tfidf.idf,
-    lengths,
-    idx,
-    val,
-  };
-  const typeOf = (a: Float32Array | Float64Array | Int32Array): Section['type'] =>
-    a instanceof Float64Array ? 'f64' : a instanceof Int32Array ? 'i32' : 'f32';
+  const total = lengths.reduce((a, n) => a + n, 0);
+  const idx = F <= 65536 ? new Uint16Array(total) : new Int32Array(total);
+  const val = new Uint8Array(total);
+  let at = 0;
+  for (const e of flat) {
+    idx.set(e.idx, at);
+    for (let k = 0; k < e.val.length; k++) val[at + k] = Math.round(Math.min(1, e.val[k]) * 255);
+    at += e.idx.length;
+  }
+  return writeLayout(MAGIC, t, { w, scale, b: t.b, keys: t.tfidf.keys, cols: t.tfidf.cols, idf: t.tfidf.idf, lengths, idx, val });
+}
+
+function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b'>, arrays: Record<string, AnyArray>): Buffer {
+  const typeOf = (a: AnyArray): SectionType =>
+    a instanceof Float64Array
+      ? 'f64'
+      : a instanceof Int32Array
+        ? 'i32'
+        : a instanceof Uint16Array
+          ? 'u16'
+          : a instanceof Int8Array
+            ? 'i8'
+            : a instanceof Uint8Array
+              ? 'u8'
+              : 'f32';
   const sections: Record<string, Section> = {};
   let offset = 0;
   for (const [name, a] of Object.entries(arrays)) {
     sections[name] = { type: typeOf(a), offset, length: a.length };
     offset += Math.ceil(a.byteLength / 8) * 8;
   }
-  const header = Buffer.from(
-    JSON.stringify({
-      names: s.names,
-      calibration: s.calibration,
-      outOfScope: s.outOfScope,
-      background: s.background,
-      perClass: s.examples.map((l) => l.length),
-      sections,
-    }),
-  );
-  const start = Math.ceil((8 + header.length) / 8) * 8;
+  const header: Header = {
+    names: t.names,
+    calibration: t.calibration,
+    outOfScope: t.outOfScope,
+    background: t.background,
+    perClass: t.examples.map((l) => l.length),
+    sections,
+  };
+  const json = Buffer.from(JSON.stringify(header));
+  const start = Math.ceil((8 + json.length) / 8) * 8;
   const out = Buffer.alloc(start + offset);
-  out.writeUInt32LE(MAGIC, 0);
-  out.writeUInt32LE(header.length, 4);
-  header.copy(out, 8);
+  out.writeUInt32LE(magic, 0);
+  out.writeUInt32LE(json.length, 4);
+  json.copy(out, 8);
   for (const [name, a] of Object.entries(arrays)) out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), start + sections[name].offset);
   return out;
 }
 
-/**
- * A router from storeRouter's bytes. Its arrays are views on `bytes` (copied first only when
- * `bytes` does not start at a multiple of 8, as a small pooled Buffer may not). Throws on bytes
- * that are not a stored router.
- */
-export function loadRouter(bytes: Buffer): Router {
-  if (bytes.length < 8 || bytes.readUInt32LE(0) !== MAGIC) throw new Error('not a stored router');
+/** The header of a stored router and typed views on its sections. */
+function readLayout(bytes: Buffer, magic: number) {
+  if (bytes.length < 8 || bytes.readUInt32LE(0) !== magic) throw new Error('not a stored router');
+  // Views need an offset that is a multiple of their element size: copy a buffer that does not
+  // start on an 8-byte boundary (a small pooled Buffer may not).
   const data = bytes.byteOffset % 8 === 0 ? bytes : Buffer.from(bytes);
   const headerLength = data.readUInt32LE(4);
-  const h = JSON.parse(data.toString('utf8', 8, 8 + headerLength)) as {
-    names: string[];
-    calibration: Calibration;
-    outOfScope: string | null;
-    background: number;
-    perClass: number[];
-    sections: Partial<Record<string, Section>>;
-  };
+  if (8 + headerLength > data.length) throw new Error('stored router: header is cut short');
+  const h = JSON.parse(data.toString('utf8', 8, 8 + headerLength)) as Header;
   const start = Math.ceil((8 + headerLength) / 8) * 8;
-  const view = <T extends keyof typeof ARRAYS>(name: string, type: T): InstanceType<(typeof ARRAYS)[T]> => {
+  const view = <T extends SectionType>(name: string, type: T): InstanceType<(typeof ARRAYS)[T]> => {
     const sec = h.sections[name];
     if (!sec || sec.type !== type) throw new Error(`stored router: no ${type} section ${name}`);
     const Ctor = ARRAYS[type];
-    const at = data.byteOffset + start + sec.offset;
     if (start + sec.offset + sec.length * Ctor.BYTES_PER_ELEMENT > data.length) throw new Error(`stored router: section ${name} is cut short`);
-    return new Ctor(data.buffer as ArrayBuffer, at, sec.length) as InstanceType<(typeof ARRAYS)[T]>;
+    return new Ctor(data.buffer as ArrayBuffer, data.byteOffset + start + sec.offset, sec.length) as InstanceType<(typeof ARRAYS)[T]>;
   };
-  const lengths = view('lengths', 'i32');
-  const idx = view('idx', 'i32');
-  const val = view('val', 'f32');
-  let at = 0;
-  let e = 0;
-  const examples = h.perClass.map((n) =>
-    Array.from({ length: n }, () => {
-      const len = lengths[e++];
-      const v = { idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) };
-      at += len;
-      return v;
-    }),
-  );
-  if (e !== lengths.length || at !== idx.length) throw new Error('stored router: examples do not add up');
-  return Router.fromState({
-    names: h.names,
-    tfidf: { keys: view('keys', 'f64'), cols: view('cols', 'i32'), idf: view('idf', 'f32') },
-    w: view('w', 'f32'),
-    b: view('b', 'f32'),
-    examples,
-    calibration: h.calibration,
-    outOfScope: h.outOfScope,
-    background: h.background,
-  });
+  /** The examples per class, each made by `slice` from its offset and length. */
+  const examples = <E>(lengths: Int32Array, slice: (at: number, len: number) => E, total: number): E[][] => {
+    let at = 0;
+    let e = 0;
+    const out = h.perClass.map((n) =>
+      Array.from({ length: n }, () => {
+        const len = lengths[e++];
+        const v = slice(at, len);
+        at += len;
+        return v;
+      }),
+    );
+    if (e !== lengths.length || at !== total) throw new Error('stored router: examples do not add up');
+    return out;
+  };
+  return { h, data, view, examples };
 }
 
-/** The buffers a router's state holds, to transfer between threads instead of copying. */
-export function stateBuffers(s: RouterState): ArrayBuffer[] {
-  const buffers = new Set<ArrayBufferLike>([s.w.buffer, s.b.buffer]);
-  for (const list of s.examples) for (const e of list) buffers.add(e.idx.buffer).add(e.val.buffer);
-  return [...buffers] as ArrayBuffer[];
+/** A trained router as bytes, to store and load in another process. */
+export function storeRouter(router: Router): Buffer {
+  return router.stored;
+}
+
+/**
+ * A router from storeRouter's bytes, of this format or format 1. Its arrays are views on
+ * `bytes` (on a converted copy for format 1). Throws on bytes that are not a stored router.
+ */
+export function loadRouter(bytes: Buffer): Router {
+  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)));
+  return Router.fromLayout(bytes);
+}
+
+/** The format of stored bytes (0: none this process reads). */
+export function storedFormat(bytes: Buffer): number {
+  if (bytes.length < 8) return 0;
+  const magic = bytes.readUInt32LE(0);
+  return magic === MAGIC ? ROUTER_STATE_FORMAT : magic === MAGIC_V1 ? 1 : 0;
+}
+
+/** Format 1: full-precision weights and example vectors. */
+function readV1(bytes: Buffer): Trained {
+  const l = readLayout(bytes, MAGIC_V1);
+  const lengths = l.view('lengths', 'i32');
+  const idx = l.view('idx', 'i32');
+  const val = l.view('val', 'f32');
+  if (idx.length !== val.length) throw new Error('stored router: examples do not add up');
+  return {
+    names: l.h.names,
+    tfidf: { keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') },
+    w: l.view('w', 'f32'),
+    b: l.view('b', 'f32'),
+    examples: l.examples(lengths, (at, len) => ({ idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) }), idx.length),
+    calibration: l.h.calibration,
+    outOfScope: l.h.outOfScope,
+    background: l.h.background,
+  };
 }
 
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;

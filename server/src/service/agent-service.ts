@@ -4,6 +4,9 @@ import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
 import { loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, storeRouter } from '../engine/router.js';
+
+/** Stored router layouts this process reads (router.ts converts the older ones on load). */
+const READABLE_FORMATS = new Set([1, ROUTER_STATE_FORMAT]);
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -39,6 +42,8 @@ export interface RouterCounts {
   stored: number;
   /** Stored by an older model: answered with, and trained again in the background. */
   retrained: number;
+  /** Stored in an older layout by the same model: converted on load and stored again as converted. */
+  converted: number;
 }
 
 /** Steps of test conversations one request may run, all its tests together. */
@@ -57,7 +62,7 @@ export class AgentService {
   private readonly compiling = new Map<string, Promise<CompiledAgent>>();
   /** Background trainings of routers stored by an older model, by tenant and digest. */
   private readonly retraining = new Map<string, Promise<void>>();
-  readonly routerCounts: RouterCounts = { trained: 0, stored: 0, retrained: 0 };
+  readonly routerCounts: RouterCounts = { trained: 0, stored: 0, retrained: 0, converted: 0 };
 
   constructor(
     private readonly store: AgentStore,
@@ -172,6 +177,7 @@ export class AgentService {
   /**
    * The router of the definition with this digest: loaded when it is stored in a layout this
    * process reads, else trained and stored, so that no other process trains it again. One stored
+   * in an older layout is converted and stored again in the current one. One stored
    * by an older model answers at once while it is trained again in the background; `onRetrained`
    * receives the new one. A store that cannot be read or written costs a training, never an answer.
    */
@@ -196,7 +202,7 @@ export class AgentService {
         this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not read a stored router: training it');
         return null;
       });
-      if (!stored || stored.format !== ROUTER_STATE_FORMAT) return trainAndStore(caps, outOfScope);
+      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(caps, outOfScope);
       let router: Router;
       try {
         router = loadRouter(stored.state);
@@ -205,6 +211,16 @@ export class AgentService {
         return trainAndStore(caps, outOfScope);
       }
       this.routerCounts.stored++;
+      if (stored.format !== ROUTER_STATE_FORMAT && stored.model === ROUTER_MODEL) {
+        // The same training in an older layout: the converted bytes are what training would
+        // store now, so they are stored in its place without training.
+        this.routerCounts.converted++;
+        void routers
+          .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
+          .catch((err: unknown) =>
+            this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a converted router: it is converted again on its next load'),
+          );
+      }
       if (stored.model !== ROUTER_MODEL && onRetrained && !this.retraining.has(`${tenantId}:${digest}`)) {
         const key = `${tenantId}:${digest}`;
         this.routerCounts.retrained++;

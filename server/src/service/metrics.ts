@@ -53,7 +53,7 @@ export interface MetricsSources {
   outboxPending(): Promise<number>;
   openStreams(): number;
   /** Routers this process trained, loaded from storage, and is training again (agent-service.ts). */
-  routers?(): { trained: number; stored: number; retrained: number };
+  routers?(): { trained: number; stored: number; retrained: number; converted: number };
   /** Bytes of compiled agent versions held (ROUTER_CACHE_MB bounds it). */
   compiledBytes?(): number;
 }
@@ -183,7 +183,7 @@ export class Metrics {
       // A counter read from the service's own tallies at scrape time.
       new Counter({
         name: 'switchboard_routers_total',
-        help: 'Routers this process obtained: trained here, loaded as stored by another process or an earlier run, or loaded and trained again (older model)',
+        help: 'Routers this process obtained: trained here, loaded as stored by another process or an earlier run, loaded and trained again (older model), or loaded and stored again in the current layout (converted)',
         labelNames: ['source'],
         registers,
         collect() {

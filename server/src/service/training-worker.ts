@@ -1,10 +1,10 @@
 // A worker thread that trains routers, so that training a large definition never stalls the
-// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } or
+// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } (the router's stored layout) or
 // { id, error, tooLarge }.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
-import { Router, stateBuffers, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
+import { Router, storeRouter, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
 
 export interface TrainRequest {
   id: number;
@@ -27,8 +27,9 @@ parentPort?.on('message', (msg: TrainRequest) => {
   // Nothing else runs on this thread: training need not yield.
   Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: () => Promise.resolve() }).then(
     (router) => {
-      const state = router.toState();
-      parentPort!.postMessage({ id: msg.id, state }, stateBuffers(state));
+      // The stored layout, one buffer of its own (Buffer.alloc), transferred rather than copied.
+      const state = storeRouter(router);
+      parentPort!.postMessage({ id: msg.id, state }, [state.buffer as ArrayBuffer]);
       setImmediate(collect);
     },
     (err: unknown) =>

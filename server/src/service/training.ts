@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import { Router, type RoutableCapability } from '../engine/router.js';
+import { loadRouter, Router, type RoutableCapability } from '../engine/router.js';
 import type { TrainRequest } from './training-worker.js';
 
 export interface TrainingBudget {
@@ -62,12 +62,20 @@ export class TrainingPool {
   constructor(private readonly budget: TrainingBudget) {}
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
-    const worker = new Worker(workerUrl, {
-      // The worker registers tsx itself (training-boot.mjs); the main process's --import flags
-      // (tsx, tracing) are not for it.
-      execArgv: withoutImports(process.execArgv),
-      resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
-    });
+    const make = (execArgv: string[]) =>
+      new Worker(workerUrl, { execArgv, resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 } });
+    let worker: Worker;
+    try {
+      worker = make(workerArgv);
+    } catch (err) {
+      // Flags of the whole process (`--expose-gc`, other V8 options) are refused in a worker's
+      // execArgv, and Node names them only in this error: drop them, for this and later workers.
+      const named = (err as { code?: string }).code === 'ERR_WORKER_INVALID_EXEC_ARGV' && /flags: (.*)$/.exec((err as Error).message);
+      if (!named) throw err;
+      const refused = new Set(named[1].split(',').map((f) => f.trim()));
+      workerArgv = workerArgv.filter((a) => !refused.has(a) && !refused.has(a.split('=')[0]));
+      worker = make(workerArgv);
+    }
     worker.unref();
     const ready = new Promise<void>((resolve, reject) => {
       const onMessage = (m: { ready?: boolean } | null) => {
@@ -167,10 +175,10 @@ export class TrainingPool {
             broken = true;
             reject(new TrainingBudgetError(`training this router took longer than ${this.budget.timeoutMs} ms; use fewer examples or capabilities`));
           }, this.budget.timeoutMs);
-          const onMessage = (m: { id: number; state?: Parameters<typeof Router.fromState>[0]; error?: string; tooLarge?: boolean }) => {
+          const onMessage = (m: { id: number; state?: Uint8Array; error?: string; tooLarge?: boolean }) => {
             if (m.id !== id) return;
             done();
-            if (m.state) resolve(Router.fromState(m.state));
+            if (m.state) resolve(loadRouter(Buffer.from(m.state.buffer, m.state.byteOffset, m.state.byteLength)));
             else if (m.tooLarge) reject(new TrainingBudgetError(m.error!));
             else reject(new Error(m.error));
           };
@@ -216,6 +224,12 @@ export class TrainingPool {
 }
 
 /** Node flags without `--import <module>` (and `--import=<module>`) pairs. */
+/**
+ * The worker's execArgv: the main process's, but for its --import flags (tsx, tracing), which are
+ * not for it (the worker registers tsx itself, training-boot.mjs), and the flags a worker refuses.
+ */
+let workerArgv = withoutImports(process.execArgv);
+
 function withoutImports(argv: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
