@@ -262,23 +262,31 @@ function quantile(values: number[], q: number): number {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 }
 
-/** An example kept for the similarity check: columns ascending, values quantised to 0..255. */
-interface Example {
+/**
+ * The examples kept for the similarity check, as flat arrays: example e's columns (ascending) and
+ * values (quantised to 0..255) are idx/val[offsets[e] .. offsets[e + 1]), and capability c's
+ * examples are classStart[c] .. classStart[c + 1]. Flat rather than one pair of views per example:
+ * a view is an object of about a hundred bytes, and a large router keeps tens of thousands.
+ */
+interface Examples {
   idx: Uint16Array | Int32Array;
   val: Uint8Array;
+  offsets: Int32Array;
+  classStart: Int32Array;
 }
 
-/** Cosine of a message's vector and an example's (both L2-normalised). */
-function similarity(x: SparseVector, e: Example): number {
+/** Cosine of a message's vector and example e (both L2-normalised). */
+function similarity(x: SparseVector, ex: Examples, e: number): number {
   let i = 0;
-  let j = 0;
+  let j = ex.offsets[e];
+  const end = ex.offsets[e + 1];
   let s = 0;
   const a = x.idx;
-  const b = e.idx;
-  while (i < a.length && j < b.length) {
+  const b = ex.idx;
+  while (i < a.length && j < end) {
     const p = a[i];
     const q = b[j];
-    if (p === q) s += x.val[i++] * e.val[j++];
+    if (p === q) s += x.val[i++] * ex.val[j++];
     else if (p < q) i++;
     else j++;
   }
@@ -298,7 +306,7 @@ export class Router {
     private readonly scale: Float32Array,
     private readonly b: Float32Array,
     /** Example vectors per capability, for the similarity check. */
-    private readonly examples: Example[][],
+    private readonly examples: Examples,
     readonly calibration: Calibration,
     /** Name of the capability whose examples are out-of-scope messages, if any. */
     readonly outOfScope: string | null,
@@ -445,7 +453,10 @@ export class Router {
     const p = this.classes > 1 ? this.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
     const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
     let best = 0;
-    if (scores.length) for (const e of this.examples[scores[0].i]) best = Math.max(best, similarity(x, e));
+    if (scores.length) {
+      const c = scores[0].i;
+      for (let e = this.examples.classStart[c]; e < this.examples.classStart[c + 1]; e++) best = Math.max(best, similarity(x, this.examples, e));
+    }
     const out: Scored = { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(best) };
     if (this.background > 0) out.background = round4(p[this.names.length] * this.background);
     return out;
@@ -472,9 +483,9 @@ export class Router {
     return z;
   }
 
-  /** Approximate bytes held: the stored layout its arrays are views on, and the vocabulary's map. */
+  /** Bytes held: the stored layout its arrays are views on, and the examples' offsets. */
   get bytes(): number {
-    return this.stored.length + this.tfidf.size * 40;
+    return this.stored.length + this.examples.offsets.byteLength + this.examples.classStart.byteLength + 1024;
   }
 
   /** A router from bytes of the current layout (loadRouter reads older ones too). */
@@ -484,7 +495,14 @@ export class Router {
     const idx = l.view('idx', l.h.sections.idx?.type === 'u16' ? 'u16' : 'i32');
     const val = l.view('val', 'u8');
     if (idx.length !== val.length) throw new Error('stored router: examples do not add up');
-    const examples = l.examples(lengths, (at, len) => ({ idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) }), idx.length);
+    const offsets = new Int32Array(lengths.length + 1);
+    for (let e = 0; e < lengths.length; e++) offsets[e + 1] = offsets[e] + lengths[e];
+    const classStart = new Int32Array(l.h.perClass.length + 1);
+    l.h.perClass.forEach((n, c) => (classStart[c + 1] = classStart[c] + n));
+    if (offsets[lengths.length] !== idx.length || classStart[l.h.perClass.length] !== lengths.length || l.h.perClass.length !== l.h.names.length) {
+      throw new Error('stored router: examples do not add up');
+    }
+    const examples: Examples = { idx, val, offsets, classStart };
     const tfidf = TfIdf.fromState({ keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') });
     const b = l.view('b', 'f32');
     const w = l.view('w', 'i8');
@@ -572,7 +590,11 @@ function encode(t: Trained): Buffer {
     for (let k = 0; k < e.val.length; k++) val[at + k] = Math.round(Math.min(1, e.val[k]) * 255);
     at += e.idx.length;
   }
-  return writeLayout(MAGIC, t, { w, scale, b: t.b, keys: t.tfidf.keys, cols: t.tfidf.cols, idf: t.tfidf.idf, lengths, idx, val });
+  // Vocabulary keys ascending (TfIdf.fromState searches them); format 1 kept them unordered.
+  const order = Array.from(t.tfidf.keys.keys()).sort((a, b) => t.tfidf.keys[a] - t.tfidf.keys[b]);
+  const keys = Float64Array.from(order, (i) => t.tfidf.keys[i]);
+  const cols = Int32Array.from(order, (i) => t.tfidf.cols[i]);
+  return writeLayout(MAGIC, t, { w, scale, b: t.b, keys, cols, idf: t.tfidf.idf, lengths, idx, val });
 }
 
 function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b'>, arrays: Record<string, AnyArray>): Buffer {

@@ -92,8 +92,10 @@ export interface SparseVector {
 /** A vocabulary with inverse document frequencies, fitted on a list of feature counts. */
 export class TfIdf {
   private constructor(
-    private readonly vocab: Map<number, number>,
+    /** Feature hash → column: a map while fitting, a search over sorted keys once stored. */
+    private readonly column: (feature: number) => number | undefined,
     private readonly idf: Float32Array,
+    private readonly vocab: Map<number, number> | null,
   ) {}
 
   /** Keeps features seen in at least `minDf` documents. */
@@ -108,29 +110,42 @@ export class TfIdf {
       vocab.set(f, idf.length);
       idf.push(Math.log((n + 1) / (c + 1)) + 1);
     }
-    return new TfIdf(vocab, Float32Array.from(idf));
+    return new TfIdf((f) => vocab.get(f), Float32Array.from(idf), vocab);
   }
 
   get size(): number {
     return this.idf.length;
   }
 
-  /** Plain data for a structured clone (a worker thread's answer). */
+  /** Plain data: the feature hashes ascending, each with its column. */
   toState(): { keys: Float64Array; cols: Int32Array; idf: Float32Array } {
-    const keys = new Float64Array(this.vocab.size);
-    const cols = new Int32Array(this.vocab.size);
-    let i = 0;
-    for (const [k, c] of this.vocab) {
-      keys[i] = k;
-      cols[i++] = c;
-    }
+    if (!this.vocab) throw new Error('a stored vocabulary is its state already');
+    const keys = Float64Array.from(this.vocab.keys()).sort();
+    const cols = Int32Array.from(keys, (k) => this.vocab!.get(k)!);
     return { keys, cols, idf: this.idf };
   }
 
+  /**
+   * A vocabulary over stored arrays (views, not copies): `keys` ascending, found by binary
+   * search. A map of tens of thousands of entries cost more memory than the arrays themselves
+   * and milliseconds to build on every load.
+   */
   static fromState(s: { keys: Float64Array; cols: Int32Array; idf: Float32Array }): TfIdf {
-    const vocab = new Map<number, number>();
-    for (let i = 0; i < s.keys.length; i++) vocab.set(s.keys[i], s.cols[i]);
-    return new TfIdf(vocab, s.idf);
+    const { keys, cols } = s;
+    for (let i = 1; i < keys.length; i++) if (!(keys[i - 1] < keys[i])) throw new Error('vocabulary keys are not ascending');
+    const column = (f: number): number | undefined => {
+      let lo = 0;
+      let hi = keys.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1;
+        const k = keys[mid];
+        if (k === f) return cols[mid];
+        if (k < f) lo = mid + 1;
+        else hi = mid - 1;
+      }
+      return undefined;
+    };
+    return new TfIdf(column, s.idf, null);
   }
 
   /** Sublinear TF × IDF, L2-normalised; unknown features are dropped. */
@@ -140,7 +155,7 @@ export class TfIdf {
     const packed = new Float64Array(doc.keys.length);
     let m = 0;
     for (let k = 0; k < doc.keys.length; k++) {
-      const i = this.vocab.get(doc.keys[k]);
+      const i = this.column(doc.keys[k]);
       if (i !== undefined) packed[m++] = i * 4096 + Math.min(doc.counts[k], 4095);
     }
     const sorted = packed.subarray(0, m).sort();
