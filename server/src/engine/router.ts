@@ -529,10 +529,10 @@ export class Router {
  *   offset that is a multiple of 8.
  *
  * Format 2 ("SBR2"): w (int8, features × classes), scale (f32 per feature row), b, tfidf
- * keys/cols/idf, example lengths, example indexes (u16 when the vocabulary fits, else i32),
- * example values (u8, the value × 255). A 150-capability router (CLINC150) is 7.7 MB instead of
- * the 26.2 MB of format 1 ("SBR1": f32 weights, i32 indexes, f32 values), and routes the same
- * (docs/routing.md, "Stored once, loaded everywhere").
+ * keys (ascending)/cols/idf, example lengths, example indexes (u16 when the vocabulary fits, else
+ * i32), example values (u8, the value × 255). A 150-capability router (CLINC150) is 8.5 MiB
+ * instead of the 26.2 MiB of format 1 ("SBR1": f32 weights, i32 indexes, f32 values, keys in no
+ * order), and routes the same (docs/routing.md, "Stored once, loaded everywhere").
  */
 export const ROUTER_STATE_FORMAT = 2;
 const MAGIC = 0x32524253; // "SBR2", little-endian
