@@ -4,9 +4,6 @@ import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
 import { loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, storeRouter } from '../engine/router.js';
-
-/** Stored router layouts this process reads (router.ts converts the older ones on load). */
-const READABLE_FORMATS = new Set([1, ROUTER_STATE_FORMAT]);
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -33,6 +30,9 @@ export interface AgentServiceOptions {
   routers?: RouterStore;
   log?: Pick<Logger, 'warn' | 'info'>;
 }
+
+/** Stored router layouts this process reads (router.ts converts the older ones on load). */
+const READABLE_FORMATS = new Set([1, ROUTER_STATE_FORMAT]);
 
 /** How this process came by the routers it compiled with (switchboard_routers_total). */
 export interface RouterCounts {
