@@ -137,15 +137,7 @@ class Softmax {
       }
       for (; c < C; c++) z[c] += v * w[base + c];
     }
-    let max = -Infinity;
-    for (let c = 0; c < C; c++) if (z[c] > max) max = z[c];
-    let sum = 0;
-    for (let c = 0; c < C; c++) {
-      z[c] = Math.exp(z[c] - max);
-      sum += z[c];
-    }
-    for (let c = 0; c < C; c++) z[c] /= sum;
-    return z;
+    return softmax(z);
   }
 
   /**
@@ -222,10 +214,16 @@ class Softmax {
     for (let q = 0; q < w.length; q++) w[q] = sumW[q] / epochs;
     for (let c = 0; c < C; c++) b[c] = sumB[c] / epochs;
   }
+}
 
-  get bytes(): number {
-    return this.w.byteLength + this.b.byteLength;
-  }
+/** Turns scores into probabilities in place (z is returned). */
+function softmax(z: Float64Array): Float64Array {
+  let max = -Infinity;
+  for (let c = 0; c < z.length; c++) if (z[c] > max) max = z[c];
+  let sum = 0;
+  for (let c = 0; c < z.length; c++) sum += z[c] = Math.exp(z[c] - max);
+  for (let c = 0; c < z.length; c++) z[c] /= sum;
+  return z;
 }
 
 /** Writes the K most probable classes of p into out[at..], the true class always among them. */
@@ -475,12 +473,7 @@ export class Router {
       const base = col * C;
       for (let c = 0; c < C; c++) z[c] += v * w[base + c];
     }
-    let max = -Infinity;
-    for (let c = 0; c < C; c++) if (z[c] > max) max = z[c];
-    let sum = 0;
-    for (let c = 0; c < C; c++) sum += z[c] = Math.exp(z[c] - max);
-    for (let c = 0; c < C; c++) z[c] /= sum;
-    return z;
+    return softmax(z);
   }
 
   /** Bytes held: the stored layout its arrays are views on, and the examples' offsets. */
