@@ -293,6 +293,8 @@ function similarity(x: SparseVector, ex: Examples, e: number): number {
 
 export class Router {
   readonly model = ROUTER_MODEL;
+  /** Scratch for probs(): scoring allocates no array of its own. */
+  private readonly z: Float64Array;
 
   private constructor(
     private readonly names: string[],
@@ -312,7 +314,9 @@ export class Router {
     private readonly background: number,
     /** The stored layout this router's arrays are views on (storeRouter). */
     readonly stored: Buffer,
-  ) {}
+  ) {
+    this.z = new Float64Array(classes);
+  }
 
   /**
    * Trains on the capabilities' examples. `outOfScope` names the capability (the agent's
@@ -460,10 +464,10 @@ export class Router {
     return out;
   }
 
-  /** Class probabilities of x under the int8 weights. */
+  /** Class probabilities of x under the int8 weights (the returned array is reused by the next call). */
   private probs(x: SparseVector): Float64Array {
     const C = this.classes;
-    const z = new Float64Array(C);
+    const z = this.z;
     const w = this.w;
     for (let c = 0; c < C; c++) z[c] = this.b[c];
     for (let k = 0; k < x.idx.length; k++) {
