@@ -142,6 +142,55 @@ describe.each(databases)('store on $name', (database) => {
     expect((await store.get('tenant-a', agentA, c.id))!.auditSeq).toBe(1);
   });
 
+  it('commits writes that arrive together each on its own: one that is refused leaves the others written', async () => {
+    const fresh = [conversation('tenant-a', agentA), conversation('tenant-a', agentA), conversation('tenant-a', agentA)];
+    const taken = conversation('tenant-a', agentA);
+    const idem = { agentId: agentA, key: 'k-together', requestHash: 'h', response: { ok: 1 } };
+    await store.exclusive(taken.id, null, (u) => u.commit(write(taken, { idempotency: idem })));
+    const stale = write(
+      { ...taken, turnCount: 4, auditSeq: 2 },
+      { isNew: false, expectedAuditSeq: 0, turns: [{ idx: 2, role: 'user', message: 'late', timestamp: T0 }] },
+    );
+    const duplicate = conversation('tenant-a', agentA);
+    // Started in one turn of the event loop: on SQLite they share one transaction.
+    const outcomes = await Promise.allSettled([
+      store.exclusive(fresh[0].id, null, (u) => u.commit(write(fresh[0]))),
+      store.exclusive(taken.id, { tenantId: 'tenant-a', id: taken.id }, (u) => u.commit(stale)),
+      store.exclusive(fresh[1].id, null, (u) => u.commit(write(fresh[1]))),
+      store.exclusive(duplicate.id, null, (u) => u.commit(write(duplicate, { idempotency: idem }))),
+      store.exclusive(fresh[2].id, null, (u) => u.commit(write(fresh[2]))),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ConcurrentUpdateError);
+    expect((outcomes[3] as PromiseRejectedResult).reason).toBeInstanceOf(DuplicateIdempotencyKeyError);
+    for (const c of fresh) expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
+    expect(await store.turns('tenant-a', taken.id)).toHaveLength(2);
+    expect(await store.get('tenant-a', agentA, duplicate.id)).toBeNull();
+  });
+
+  it.runIf(database.name === 'sqlite')('fails every write of a transaction that SQLite rolls back as a whole, and stores none of them', async () => {
+    // RAISE(ROLLBACK) ends the whole transaction, as a full disk or an I/O error does.
+    await db.knex.raw(
+      "create trigger turn_rollback before insert on turns when new.message = 'roll everything back' begin select raise(rollback, 'rolled back'); end",
+    );
+    try {
+      const cs = [conversation('tenant-a', agentA), conversation('tenant-a', agentA), conversation('tenant-a', agentA)];
+      const outcomes = await Promise.allSettled([
+        store.exclusive(cs[0].id, null, (u) => u.commit(write(cs[0]))),
+        store.exclusive(cs[1].id, null, (u) => u.commit(write(cs[1], { turns: [{ idx: 0, role: 'user', message: 'roll everything back', timestamp: T0 }] }))),
+        store.exclusive(cs[2].id, null, (u) => u.commit(write(cs[2]))),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const c of cs) expect(await store.get('tenant-a', agentA, c.id)).toBeNull();
+      // The connection is usable afterwards.
+      const after = conversation('tenant-a', agentA);
+      await store.exclusive(after.id, null, (u) => u.commit(write(after)));
+      expect(await store.turns('tenant-a', after.id)).toHaveLength(2);
+    } finally {
+      await db.knex.raw('drop trigger turn_rollback');
+    }
+  });
+
   it('lists newest first by creation time, then id, and pages from a position', async () => {
     const agent = (await agents.put('tenant-c', 'lister', { name: 'l' }, 'd', T0)).agent.id;
     const made: Conversation[] = [];

@@ -2,6 +2,13 @@
 // connection (taken from Knex's pool, so never inside another Knex transaction). Knex builds and
 // prepares every statement anew; on a converse call that was about half of the server's CPU time
 // (docs/performance.md), so the few statements of that path are kept prepared here.
+//
+// Turn writes are group-committed: the writes that arrive within one turn of the event loop are
+// run in one transaction, each inside its own savepoint, so one write that fails (a conversation
+// changed underneath it, a duplicate idempotency key) rolls back alone and the others commit.
+// Every caller is answered only after the transaction that holds its write has committed. The
+// commit (writing the WAL frames of every page the turn touched, and now and then a checkpoint)
+// was the largest single cost of a converse call; a batch shares the pages its writes touch.
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
@@ -16,9 +23,12 @@ interface Statement {
   get(params?: Params): unknown;
 }
 
+type Transaction<A extends unknown[], R> = ((...args: A) => R) & { immediate(...args: A): R };
+
 interface Connection {
+  readonly inTransaction: boolean;
   prepare(sql: string): Statement;
-  transaction<A extends unknown[], R>(fn: (...args: A) => R): (...args: A) => R;
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): Transaction<A, R>;
 }
 
 const insertSql = (table: string, columns: readonly string[]) =>
@@ -26,7 +36,7 @@ const insertSql = (table: string, columns: readonly string[]) =>
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
 
-function prepareAll(conn: Connection) {
+function prepareStatements(conn: Connection) {
   return {
     agentBySlug: conn.prepare('select * from agents where tenant_id = @tenant_id and slug = @slug'),
     conversation: conn.prepare('select * from conversations where id = @id and tenant_id = @tenant_id and agent_id = @agent_id'),
@@ -44,22 +54,58 @@ function prepareAll(conn: Connection) {
   };
 }
 
-type Statements = ReturnType<typeof prepareAll>;
+type Statements = ReturnType<typeof prepareStatements>;
+
+interface Prepared extends Statements {
+  writeOne: Transaction<[WriteRows], void>;
+  writeMany: Transaction<[Pending[]], unknown[]>;
+}
+
+function prepareAll(conn: Connection): Prepared {
+  const statements = prepareStatements(conn);
+  // Called inside another transaction function, a transaction function runs as a savepoint.
+  const writeOne = conn.transaction((rows: WriteRows) => write(statements, rows));
+  const writeMany = conn.transaction((batch: Pending[]) =>
+    batch.map((p) => {
+      try {
+        writeOne(p.rows);
+        return undefined;
+      } catch (err) {
+        // An error SQLite answers by rolling back the whole transaction (a full disk, say) ends
+        // the batch: nothing of it is written, and every caller in it is told so.
+        if (!conn.inTransaction) throw err;
+        return err;
+      }
+    }),
+  );
+  return { ...statements, writeOne, writeMany };
+}
+
+/** Writes per group commit at most: bounds the time one transaction holds the connection. */
+const MAX_BATCH = 64;
+
+interface Pending {
+  rows: WriteRows;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
 
 export class SqliteWriter implements TurnWriter {
-  private readonly prepared = new WeakMap<Connection, Statements>();
+  private readonly prepared = new WeakMap<Connection, Prepared>();
+  private queue: Pending[] = [];
+  private scheduled = false;
 
   constructor(private readonly knex: Knex) {}
 
   /** Runs `fn` synchronously on a pooled connection with its prepared statements. */
-  private run<T>(fn: (s: Statements, conn: Connection) => T): Promise<T> {
+  private run<T>(fn: (s: Prepared) => T): Promise<T> {
     return withPooledConnection(this.knex, (conn: Connection) => {
       let s = this.prepared.get(conn);
       if (!s) {
         s = prepareAll(conn);
         this.prepared.set(conn, s);
       }
-      return fn(s, conn);
+      return fn(s);
     });
   }
 
@@ -84,9 +130,39 @@ export class SqliteWriter implements TurnWriter {
   }
 
   /** SQLite has one writer at a time; `lease` is for databases several processes share, and unused here. */
-  commit(w: WriteRows, _lease: { id: string } | null): Promise<void> {
-    return this.run((s, conn) => conn.transaction(() => write(s, w))());
+  commit(rows: WriteRows, _lease: { id: string } | null): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ rows, resolve, reject });
+      this.schedule();
+    });
   }
+
+  private schedule(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const batch = this.queue.splice(0, MAX_BATCH);
+      this.schedule();
+      this.run((s) => writeBatch(s, batch)).then(
+        (outcomes) => outcomes.forEach((err, i) => (err === undefined ? batch[i].resolve() : batch[i].reject(err))),
+        (err: unknown) => batch.forEach((p) => p.reject(err)),
+      );
+    });
+  }
+}
+
+/**
+ * Runs each write in its own savepoint inside one transaction (BEGIN IMMEDIATE: the write lock is
+ * taken once, up front); answers, per write, undefined when it was written or the error that
+ * rolled it back. A batch of one is a plain transaction.
+ */
+function writeBatch(s: Prepared, batch: Pending[]): unknown[] {
+  if (batch.length === 1) {
+    s.writeOne.immediate(batch[0].rows);
+    return [undefined];
+  }
+  return s.writeMany.immediate(batch);
 }
 
 function write(s: Statements, w: WriteRows): void {
