@@ -15,6 +15,7 @@ import * as m010 from './migrations/010_lease_index.js';
 import * as m011 from './migrations/011_agent_stats.js';
 import * as m012 from './migrations/012_idempotency_expiry.js';
 import * as m013 from './migrations/013_stored_routers.js';
+import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -102,6 +103,7 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
   const file = sqliteFileFromUrl(url);
   if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
+    let checkpointer: Checkpointer | null = null;
     const knex = knexFactory({
       client: 'better-sqlite3',
       connection: { filename: file },
@@ -119,6 +121,11 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
             conn.pragma('busy_timeout = 5000');
             conn.pragma('cache_size = -65536'); // 64 MiB of page cache
             conn.pragma('temp_store = MEMORY');
+            if (file !== ':memory:') {
+              // Checkpoints run on a thread of their own (sqlite-checkpointer.ts); this is the backstop.
+              conn.pragma(`wal_autocheckpoint = ${BACKSTOP_AUTOCHECKPOINT_PAGES}`);
+              checkpointer ??= startCheckpointer(file, (message) => (opts.log ?? console).warn({ source: 'sqlite-checkpointer' }, message));
+            }
             done(null, conn);
           } catch (err) {
             done(err as Error, conn);
@@ -126,7 +133,11 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
         },
       },
     });
-    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), url, close: () => knex.destroy() };
+    const close = async () => {
+      await knex.destroy();
+      await checkpointer?.close();
+    };
+    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), url, close };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;
