@@ -131,7 +131,10 @@ async function main(): Promise<void> {
       const rss = rssMb(server.proc.pid!);
       if (rss > Math.max(0, ...samples))
         atPeak = Object.fromEntries(
-          ['nodejs_heap_size_used_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'switchboard_compiled_agents_bytes'].map((n) => [n, gauge(text, n)]),
+          ['nodejs_heap_size_used_bytes', 'nodejs_heap_size_total_bytes', 'nodejs_external_memory_bytes', 'switchboard_compiled_agents_bytes'].map((n) => [
+            n,
+            gauge(text, n),
+          ]),
         );
       samples.push(rss);
     };
