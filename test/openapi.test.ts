@@ -66,12 +66,34 @@ describe('openapi.json', () => {
     }
   });
 
+  it('maps every discriminator and lists null in every enum that allows it', () => {
+    const doc = JSON.parse(renderOpenApi());
+    const found: string[] = [];
+    const walk = (n: unknown, at: string): void => {
+      if (Array.isArray(n)) {
+        n.forEach((x, i) => walk(x, `${at}/${i}`));
+        return;
+      }
+      if (!n || typeof n !== 'object') return;
+      const s = n as { discriminator?: { mapping?: object }; enum?: unknown[]; type?: unknown; oneOf?: unknown[] };
+      if (s.discriminator) {
+        found.push(at);
+        expect(Object.keys(s.discriminator.mapping ?? {}), at).toHaveLength(s.oneOf?.length ?? -1);
+      }
+      if (s.enum && Array.isArray(s.type) && s.type.includes('null')) expect(s.enum, at).toContain(null);
+      for (const [k, v] of Object.entries(n)) walk(v, `${at}/${k}`);
+    };
+    walk(doc, '#');
+    expect(found).toContain('#/components/schemas/AuditEntry');
+    expect(doc.components.schemas.StatusChangeEntry.properties.data.properties.from.enum).toContain(null);
+  });
+
   it('passes Redocly recommended and Spectral spectral:oas with no error and no warning', async () => {
     const findings = await lintOpenApi(renderOpenApi());
     expect(findings.map((f) => `${f.tool} ${f.severity} ${f.rule}: ${f.message} (${f.where})`)).toEqual([]);
   }, 60_000);
 
-  it('generates openapi-typescript types with a Conversation a program can use', async () => {
+  it('generates openapi-typescript types with a Conversation a program can use and audit entries that narrow by type', async () => {
     const types = astToString(await openapiTS(JSON.parse(renderOpenApi())));
     const dir = mkdtempSync(join(tmpdir(), 'switchboard-openapi-ts-'));
     try {
@@ -85,7 +107,17 @@ const c: Conversation = { id: 'x', agent_id: 'a', capability_id: 'c', user_id: n
 const r: Reply = { conversation_id: c.id, response: { message: 'hello', phase: 'p', awaiting_input: true, options: [] }, state: { status: c.status, capability: 'x' } };
 // @ts-expect-error a status the API does not have
 const wrong: Conversation['status'] = 'lost';
-export { c, r, wrong };
+type AuditPage = paths['/api/v1/agents/{slug}/conversations/{id}/audit-logs']['get']['responses']['200']['content']['application/json'];
+/** Audit entries narrow by their type, as the discriminator's mapping says. */
+function read(page: AuditPage): string[] {
+  const out: string[] = [];
+  for (const e of page.data) {
+    if (e.type === 'routing_decision') out.push(e.data.candidates.map((x) => x.capability).join());
+    else if (e.type === 'status_change') out.push(e.data.to, e.data.from ?? 'new');
+  }
+  return out;
+}
+export { c, r, wrong, read };
 `,
       );
       writeFileSync(

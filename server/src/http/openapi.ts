@@ -107,6 +107,8 @@ function to31(node: unknown): unknown {
   for (const [k, v] of Object.entries(node)) out[k] = to31(v);
   if (out.nullable === true) {
     delete out.nullable;
+    // An enum lists every allowed value: a nullable one must list null too.
+    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...(out.enum as unknown[]), null];
     if (typeof out.type === 'string') out.type = [out.type, 'null'];
     else if (Array.isArray(out.type)) out.type = [...new Set([...(out.type as unknown[]), 'null'])];
     else {
@@ -310,6 +312,38 @@ function shareResponses(doc: Json): Json {
   return { ...doc, components: { ...obj(doc.components), responses } };
 }
 
+/**
+ * A discriminator without a mapping names its branches by schema name (OpenAPI 3.1, 4.8.25), so
+ * generators type `type` as "RoutingDecisionEntry". Every discriminated union gets the mapping from
+ * each branch's own single value of the property.
+ */
+function mapDiscriminators(doc: Json): Json {
+  const schemas = obj(obj(doc.components).schemas);
+  const valueOf = (ref: string, property: string): string => {
+    const branch = obj(schemas[ref.split('/').pop()!]);
+    const values = arr(obj(obj(branch.properties)[property]).enum);
+    if (values.length !== 1 || typeof values[0] !== 'string') throw new Error(`${ref}: the discriminator ${property} must have one string value`);
+    return values[0];
+  };
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
+    if (!isObj(node)) return;
+    const discriminator = node.discriminator;
+    if (isObj(discriminator) && !discriminator.mapping) {
+      const property = str(discriminator.propertyName) ?? '';
+      const refs = arr(node.oneOf ?? node.anyOf).map((b) => str(obj(b).$ref));
+      if (refs.some((r) => !r)) throw new Error(`a discriminated union on ${property} has a branch that is not a named schema`);
+      discriminator.mapping = Object.fromEntries(refs.map((r) => [valueOf(r!, property), r!]));
+    }
+    Object.values(node).forEach(visit);
+  };
+  visit(doc);
+  return doc;
+}
+
 export function getOpenApi(): Record<string, unknown> {
   const generated = generateOpenApi(
     c.contract,
@@ -325,7 +359,7 @@ export function getOpenApi(): Record<string, unknown> {
     },
     { setOperationId: true, operationMapper: (op, route) => mapOperation(op, route) as typeof op },
   ) as Json;
-  const doc = shareResponses(nameSchemas(to31(generated) as Json));
+  const doc = mapDiscriminators(shareResponses(nameSchemas(to31(generated) as Json)));
   return {
     openapi: '3.1.0',
     info: doc.info,
