@@ -70,6 +70,26 @@ describe('architecture', () => {
     expect(broken).toEqual([]);
   });
 
+  it.each(['console/src', 'server/src', 'client/src', 'contract/src'])('%s has no import circle (it reads top-down)', (dir) => {
+    const all = files(join(root, dir));
+    const known = new Map(all.map((f) => [relative(root, f).replace(/\.(ts|tsx|mjs)$/, ''), relative(root, f)]));
+    const edges = new Map(all.map((f) => [relative(root, f), imports(f).flatMap((i) => known.get(i.replace(/\.(js|ts|tsx|mjs)$/, '')) ?? [])]));
+    const circles: string[] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const visit = (f: string, path: string[]): void => {
+      if (state.get(f) === 'done') return;
+      if (state.get(f) === 'open') {
+        circles.push([...path.slice(path.indexOf(f)), f].join(' → '));
+        return;
+      }
+      state.set(f, 'open');
+      for (const next of edges.get(f) ?? []) visit(next, [...path, f]);
+      state.set(f, 'done');
+    };
+    for (const f of edges.keys()) visit(f, []);
+    expect(circles).toEqual([]);
+  });
+
   it('finds the imports it checks (the rules are not vacuous)', () => {
     expect(imports(join(root, 'server/src/http/routes.ts'))).toContain('server/src/services.js');
     expect(imports(join(root, 'server/src/engine/run.ts'))).toContain('server/src/engine/routing.js');

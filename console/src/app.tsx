@@ -1,29 +1,12 @@
 // The console's shell: sign-in, the header with the signed-in tenant, and the pages by path
 // (/console/agents/:slug/…), each a bookmarkable address.
-import { createContext } from 'preact';
-import { useContext, useMemo, useState } from 'preact/hooks';
+import { useMemo, useState } from 'preact/hooks';
 import { Link, Route, Router, Switch, useLocation } from 'wouter-preact';
-import type { SwitchboardClient } from '@switchboard/client';
-import { clientFor, loadCredentials, saveCredentials, type Credentials } from './session';
+import { clientFor, loadCredentials, saveCredentials, SessionContext, type Credentials, type Session } from './session';
 import { SignIn } from './pages/sign-in';
 import { AgentsPage } from './pages/agents';
 import { AgentPage } from './pages/agent';
 import { Empty } from './components/ui';
-
-interface Session {
-  credentials: Credentials;
-  client: SwitchboardClient;
-  signOut: () => void;
-}
-
-const SessionContext = createContext<Session | null>(null);
-
-/** The signed-in session; pages render only inside one. */
-export function useSession(): Session {
-  const s = useContext(SessionContext);
-  if (!s) throw new Error('useSession outside a signed-in page');
-  return s;
-}
 
 export function App() {
   const [credentials, setCredentials] = useState<Credentials | null>(loadCredentials);

@@ -1,5 +1,7 @@
 // Who the console signs in as: a tenant id (AUTH_MODE=header) or an API key (AUTH_MODE=api_key),
 // kept in this tab's sessionStorage only: closing the tab forgets it, and no other tab sees it.
+import { createContext } from 'preact';
+import { useContext } from 'preact/hooks';
 import { createSwitchboardClient, type SwitchboardClient } from '@switchboard/client';
 
 export type Credentials = { mode: 'tenant'; tenantId: string } | { mode: 'key'; apiKey: string };
@@ -29,4 +31,20 @@ export function clientFor(c: Credentials): SwitchboardClient {
     baseUrl: location.origin,
     ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : { apiKey: c.apiKey }),
   });
+}
+
+export interface Session {
+  credentials: Credentials;
+  client: SwitchboardClient;
+  signOut: () => void;
+}
+
+/** Provided by the shell (app.tsx) around the signed-in pages. */
+export const SessionContext = createContext<Session | null>(null);
+
+/** The signed-in session; pages render only inside one. */
+export function useSession(): Session {
+  const s = useContext(SessionContext);
+  if (!s) throw new Error('useSession outside a signed-in page');
+  return s;
 }

@@ -2,7 +2,7 @@
 // that marks the current version and the drafts.
 import type { Agent, SwitchboardClient } from '@switchboard/client';
 import { allPages, ok, useLoad, type Loaded } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 
 type Summary = Extract<Awaited<ReturnType<SwitchboardClient['api']['listVersions']>>, { status: 200 }>['body']['data'][number];
 

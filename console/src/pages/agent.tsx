@@ -2,7 +2,7 @@
 // its own address under /console/agents/:slug.
 import { Link, Route, Switch, useLocation } from 'wouter-preact';
 import { ok, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { Empty, ErrorBox, Loading } from '../components/ui';
 import { Overview } from './overview';
 import { Conversations } from './conversations';

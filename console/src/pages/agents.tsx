@@ -1,7 +1,7 @@
 // The tenant's agents.
 import { Link } from 'wouter-preact';
 import { ok, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { Empty, ErrorBox, Loading, TableWrap, Time, Head } from '../components/ui';
 
 export function AgentsPage() {

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Agent, AuditEntry, ConversationDetail, SwitchboardClient } from '@switchboard/client';
 import { allPages, ok, useAction, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { Timeline } from '../components/audit';
 import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
 

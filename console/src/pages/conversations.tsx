@@ -4,7 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Agent, ConversationStatus, ConversationSummary } from '@switchboard/client';
 import { asApiError, ok, useInterval, type ApiError } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { AnySelect, Empty, ErrorBox, Field, Head, StatusBadge, TableWrap, Time } from '../components/ui';
 
 export const STATUSES: readonly ConversationStatus[] = ['active', 'paused', 'escalated', 'completed', 'abandoned'];

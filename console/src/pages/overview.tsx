@@ -3,7 +3,7 @@
 import { useMemo, useState } from 'preact/hooks';
 import type { Agent, AgentAnalytics } from '@switchboard/client';
 import { ok, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { ChartBox, COLORS } from '../components/chart';
 import { Empty, ErrorBox, Loading, TableWrap, percent, Head } from '../components/ui';
 

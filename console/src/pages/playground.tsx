@@ -7,7 +7,7 @@ import { Link } from 'wouter-preact';
 import { stringify } from 'yaml';
 import type { Agent, AuditEntry, ConverseResponse, Option } from '@switchboard/client';
 import { asApiError, ok, type ApiError } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { ErrorBox, StatusBadge } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
 import { auditOf } from './conversation';

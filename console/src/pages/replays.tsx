@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { Link, useLocation } from 'wouter-preact';
 import type { Agent, ConversationStatus, Replay } from '@switchboard/client';
 import { ok, useAction, useInterval, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { AnySelect, Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
 import { STATUSES } from './conversations';

@@ -4,7 +4,7 @@ import { useState } from 'preact/hooks';
 import { parse } from 'yaml';
 import type { Agent, TestResults } from '@switchboard/client';
 import { ApiError, ok, useAction } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { ErrorBox } from '../components/ui';
 import { useVersions, VersionSelect } from '../components/versions';
 

@@ -5,7 +5,7 @@ import { diffLines } from 'diff';
 import { stringify } from 'yaml';
 import type { Agent } from '@switchboard/client';
 import { ok, useAction, useLoad } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../session';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect, versionKind } from '../components/versions';
 
