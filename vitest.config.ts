@@ -7,5 +7,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     pool: 'forks',
     maxWorkers: 2,
+    // Every response is checked against openapi.json; the counts are printed at the end.
+    setupFiles: ['test/setup/openapi-check.ts'],
+    globalSetup: ['test/helpers/openapi-coverage.ts'],
   },
 });

@@ -70,6 +70,9 @@ export const AuditType = z.enum([
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
+/** Erasure (docs/security.md) reduces an entry's data to a skeleton and marks it. */
+const erased = z.literal(true).optional().describe('Present when erasure reduced this entry to its skeleton');
+
 export const RoutingDecisionData = z.object({
   strategy: z.enum(['classifier', 'sticky', 'fallback', 'llm']),
   selected: z.object({ capability: z.string(), capability_id: z.string().uuid(), score: z.number() }),
@@ -99,15 +102,16 @@ export const ActionCallData = z.object({
   action: z.string(),
   request: z.object({
     method: z.string(),
-    url: z.string(),
-    headers: z.record(z.string()),
+    url: z.string().optional().describe('Absent once erased'),
+    headers: z.record(z.string()).optional().describe('Absent once erased'),
     body: z.unknown().optional(),
   }),
-  response: z.object({ status: z.number().int(), body: z.unknown() }).nullable(),
+  response: z.object({ status: z.number().int(), body: z.unknown().optional().describe('Absent once erased') }).nullable(),
   outcome: z.enum(['ok', 'http_error', 'timeout', 'network_error', 'blocked']),
   attempts: z.number().int(),
   error: z.string().optional(),
   via: z.literal('tool').optional().describe("Present when a generative phase's model called the action as a tool"),
+  erased,
 });
 
 export const LlmCallData = z.object({
@@ -123,6 +127,7 @@ export const LlmCallData = z.object({
   tool_calls: z.array(z.object({ name: z.string(), arguments: z.unknown() })).describe('Arguments are emptied by erasure'),
   passages: z.array(z.object({ id: z.string(), score: z.number() })).describe('Knowledge passages put in the prompt'),
   streamed: z.boolean().optional(),
+  erased,
 });
 
 export const PhaseTransitionData = z.object({
@@ -151,11 +156,13 @@ export const TurnTimingData = z.object({
   llm_ms: z.number().optional().describe('Time spent waiting on the language model (generative phases)'),
   storage_ms: z.number(),
   turns: TurnHashes.optional(),
+  erased,
 });
 
 export const OperatorMessageData = z.object({
   author: z.string(),
   turns: TurnHashes,
+  erased,
 });
 
 export const SlotFilledData = z.object({
@@ -163,10 +170,12 @@ export const SlotFilledData = z.object({
   phase: z.string().describe('The collect phase that was skipped because the message already held its value'),
   capability: z.string(),
   source: z.string().describe('The words of the message the value was read from (emptied by erasure)'),
+  erased,
 });
 
 export const ContextChangedData = z.object({
   context: z.unknown().describe("The conversation's context envelope from this turn on, as merged (emptied by erasure)"),
+  erased,
 });
 
 export const ErasureData = z.object({
@@ -174,7 +183,7 @@ export const ErasureData = z.object({
   through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
 });
 
-export const ErrorData = z.object({ code: z.string(), message: z.string() }).passthrough();
+export const ErrorData = z.object({ code: z.string(), message: z.string(), erased }).passthrough();
 
 const entry = <T extends string, D extends z.ZodTypeAny>(type: T, data: D) =>
   z.object({

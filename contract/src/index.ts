@@ -188,7 +188,10 @@ export const agentsContract = c.router({
     headers: TenantHeaders,
     query: PutAgentQuery,
     body: AgentDefinition,
-    responses: { 200: PutAgentResult },
+    responses: {
+      200: PutAgentResult,
+      422: Problem.describe('Training its router would exceed the memory or time budget (`training_budget_exceeded`)'),
+    },
     summary: 'Create or update an agent; a changed definition makes a new version (current unless activate=false)',
   },
   listVersions: {

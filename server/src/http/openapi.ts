@@ -258,6 +258,14 @@ function mapOperation(op: Json, route: AppRoute): Json {
     content['application/yaml'] = { schema: obj(json).schema };
   }
   if (name === 'converse' && json) {
+    // One status, two content types: ts-rest has one body per status, so the stream is added here.
+    obj(obj(responses['200']).content)['text/event-stream'] = {
+      schema: {
+        type: 'string',
+        description:
+          'With `accept: text/event-stream`: server-sent events, `delta` (`{"text": "…"}`) as the reply is written, then `done` with the ConverseResponse, or `error` with a problem document',
+      },
+    };
     body.description = 'A message; without conversation_id it starts a conversation';
     obj(json).examples = {
       start: {
