@@ -37,6 +37,7 @@ export * from './secrets.js';
 export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
+export { EXAMPLES, OPERATION_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
 const c = initContract();
 

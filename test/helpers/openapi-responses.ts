@@ -28,8 +28,10 @@ const ajv = new Ajv2020({ strict: false, allErrors: true, logger: false });
 addFormats.default(ajv);
 ajv.addSchema(closed({ ...doc, $id: DOC_ID }) as Json);
 
-interface Operation {
+export interface Operation {
   key: string;
+  /** The contract's name of the route. */
+  id: string;
   method: string;
   pattern: RegExp;
   responses: Json;
@@ -40,6 +42,7 @@ const pointer = (parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').repl
 export const OPERATIONS: Operation[] = Object.entries(doc.paths as Json).flatMap(([path, item]) =>
   Object.entries(item as Json).map(([method, op]) => ({
     key: `${method.toUpperCase()} ${path}`,
+    id: (op as { operationId: string }).operationId,
     method: method.toUpperCase(),
     pattern: new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
     responses: (op as { responses: Json }).responses,
@@ -71,6 +74,12 @@ function ofTheBranch(errors: ErrorObject[]): ErrorObject[] {
     .map((e) => ({ at: e.instancePath.slice(0, -'/type'.length), schema: e.schemaPath.slice(0, -'/properties/type/enum'.length) }));
   const kept = errors.filter((e) => e.keyword !== 'oneOf' && !otherBranches.some((b) => e.instancePath.startsWith(b.at) && e.schemaPath.startsWith(b.schema)));
   return kept.length ? kept : errors;
+}
+
+/** Whether a request body is what the operation's `media` type says (closed objects); the errors when not. */
+export function checkRequestBody(op: Operation, media: string, body: unknown): string[] {
+  const validate = validator(`/paths/${pointer([op.key.split(' ')[1], op.method.toLowerCase(), 'requestBody', 'content', media, 'schema'])}`);
+  return validate(body) ? [] : ofTheBranch(validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
 }
 
 export interface Received {

@@ -267,16 +267,6 @@ function mapOperation(op: Json, route: AppRoute): Json {
       },
     };
     body.description = 'A message; without conversation_id it starts a conversation';
-    obj(json).examples = {
-      start: {
-        summary: 'Start a conversation',
-        value: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } },
-      },
-      continue: {
-        summary: 'Continue one (use the conversation_id an answer gave)',
-        value: { message: '100001', conversation_id: '00000000-0000-4000-8000-000000000000' },
-      },
-    };
   }
   return op;
 }
@@ -352,6 +342,41 @@ function mapDiscriminators(doc: Json): Json {
   return doc;
 }
 
+const exampleRefs = (names: string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/examples/${n}` }]));
+
+/**
+ * Examples (contract/src/examples.ts) for each operation's request body, success response and
+ * usual problems, as references to components/examples. A problem's examples go on the shared
+ * response component when the operation uses one, so operations keep sharing it.
+ */
+function addExamples(doc: Json): Json {
+  const used = new Set<string>();
+  const responses = obj(obj(doc.components).responses);
+  const media = (r: Json): Json[] => Object.values(obj(r.content)).map(obj);
+  const add = (content: Json, names: string[]) => {
+    if (!names.length) return;
+    content.examples = { ...obj(content.examples), ...exampleRefs(names) };
+    names.forEach((n) => used.add(n));
+  };
+  for (const op of operations(doc)) {
+    const spec = c.OPERATION_EXAMPLES[str(op.operationId) ?? ''] as (typeof c.OPERATION_EXAMPLES)[string] | undefined;
+    if (!spec) throw new Error(`contract/src/examples.ts has no examples for the operation ${String(op.operationId)}`);
+    const body = obj(obj(obj(op.requestBody).content)['application/json']);
+    if (spec.request) add(body, spec.request);
+    const opResponses = obj(op.responses);
+    const success = Object.keys(opResponses).find((k) => k.startsWith('2'));
+    const successMedia = success ? media(obj(opResponses[success])) : [];
+    if (successMedia.length) add(successMedia[0], spec.response);
+    for (const [status, names] of Object.entries(spec.problems ?? {})) {
+      const r = obj(opResponses[status]);
+      const ref = str(r.$ref);
+      for (const m of media(ref ? obj(responses[ref.split('/').pop()!]) : r)) add(m, names);
+    }
+  }
+  const examples = Object.fromEntries([...used].sort().map((n) => [n, c.EXAMPLES[n as c.ExampleName]]));
+  return { ...doc, components: { ...obj(doc.components), examples } };
+}
+
 export function getOpenApi(): Record<string, unknown> {
   const generated = generateOpenApi(
     c.contract,
@@ -367,7 +392,7 @@ export function getOpenApi(): Record<string, unknown> {
     },
     { setOperationId: true, operationMapper: (op, route) => mapOperation(op, route) as typeof op },
   ) as Json;
-  const doc = mapDiscriminators(shareResponses(nameSchemas(to31(generated) as Json)));
+  const doc = mapDiscriminators(addExamples(shareResponses(nameSchemas(to31(generated) as Json))));
   return {
     openapi: '3.1.0',
     info: doc.info,
@@ -377,6 +402,7 @@ export function getOpenApi(): Record<string, unknown> {
     components: {
       schemas: obj(doc.components).schemas,
       responses: obj(doc.components).responses,
+      examples: obj(doc.components).examples,
       securitySchemes: {
         tenantHeader: { type: 'apiKey', in: 'header', name: 'tenant-id', description: 'AUTH_MODE=header: the tenant, trusted from a gateway in front' },
         apiKey: {

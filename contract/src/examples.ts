@@ -1,0 +1,436 @@
+// Examples of every operation's request body and success response, and of the problems callers
+// meet most, for the OpenAPI document (server/src/http/openapi.ts puts them under
+// components/examples and refers to them from each operation). They are the README's
+// conversation with the example agent (agents/acme-support.yaml), as the server answers it;
+// test/openapi-examples.test.ts checks each one against its schema.
+
+const CONVERSATION = '6f1c2c49-5f0e-4f4b-9a39-7b8f0f2d6a10';
+const HANDED_OVER = 'de6c3a05-d82a-4a45-90e1-1c4a400d6dd5';
+const AGENT = 'db3fe97f-e448-4b7b-9d8b-5a9233798cfc';
+const ORDER_STATUS = '722050f4-8da3-5c52-9bf9-083a4c1c884b';
+const HUMAN = 'ef4139d4-d1f1-5b05-937a-58e3f07bc454';
+const REQUEST = '451438ac-91a0-4e0c-b453-5c1e6bb576e9';
+const REPLAY = '9bb9a43a-f02f-492e-b3d2-51a0db89c937';
+const KEY = 'af5f3a1d-e68a-4bcd-8f31-2357c91b5513';
+const T0 = '2026-11-24T10:05:19.828Z';
+const T1 = '2026-11-24T10:05:42.033Z';
+const ASK = 'What is your order number? It has six digits (try 100001, 100002 or 999999).';
+const SHIPPED = 'Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.';
+const context = { version: 'v1', context: { identity: { user_id: 'u-42' } } };
+
+const turns = [
+  { role: 'user', message: 'where is my order?', timestamp: T0 },
+  { role: 'agent', message: ASK, timestamp: T0, phase: 'ask_order', options: [] },
+  { role: 'user', message: '100001', timestamp: T1 },
+  { role: 'agent', message: SHIPPED, timestamp: T1, phase: 'shipped', options: [] },
+];
+const record = {
+  id: CONVERSATION,
+  agent_id: AGENT,
+  capability_id: ORDER_STATUS,
+  user_id: 'u-42',
+  status: 'completed',
+  outcome: 'resolved',
+  turns,
+  created_at: T0,
+  updated_at: T1,
+  completed_at: T1,
+};
+const { turns: _turns, ...summary } = record;
+
+const definition = {
+  name: 'Acme Support',
+  description: "Orders and billing help for Acme's shop",
+  default_language: 'en',
+  capabilities: [
+    {
+      name: 'order_status',
+      description: 'Where is my order, track a package or delivery',
+      examples: ['where is my order', 'track my package', 'has my order shipped', 'my delivery is late'],
+      phases: [
+        { id: 'ask_order', say: ASK, collect: { slot: 'order_id', type: 'text', pattern: '^[0-9]{6}$' }, next: 'lookup' },
+        { id: 'lookup', call: 'get_order', on_error: 'sorry', next: 'shipped' },
+        {
+          id: 'shipped',
+          say: 'Order {{ slots.order_id }} shipped on {{ actions.get_order.body.shipped_at }} and should arrive by {{ slots.eta }}.',
+          end: 'completed',
+        },
+        { id: 'sorry', say: "I couldn't reach our order system just now.", end: 'escalated' },
+      ],
+    },
+    {
+      name: 'human',
+      description: 'Talk to a human agent',
+      examples: ['talk to a human', 'real person please', 'I want to speak to someone'],
+      phases: [{ id: 'handoff', say: "I'm handing you over to a colleague.", end: 'escalated' }],
+    },
+  ],
+  actions: {
+    get_order: {
+      type: 'http',
+      method: 'GET',
+      url: 'https://orders.example.com/orders/{{ slots.order_id }}',
+      headers: { accept: 'application/json' },
+      timeout_ms: 3000,
+      save: { eta: 'body.eta' },
+    },
+  },
+};
+
+const agent = {
+  id: AGENT,
+  slug: 'acme-support',
+  name: 'Acme Support',
+  description: "Orders and billing help for Acme's shop",
+  version: 2,
+  capabilities: [
+    { id: ORDER_STATUS, name: 'order_status', description: 'Where is my order, track a package or delivery' },
+    { id: HUMAN, name: 'human', description: 'Talk to a human agent' },
+  ],
+  definition,
+  created_at: '2026-11-20T08:00:00.000Z',
+  updated_at: '2026-11-24T09:00:00.000Z',
+};
+
+const entry = (sequence: number, turnIndex: number, type: string, data: unknown, durationMs: number | null = null) => ({
+  id: `0b7a8a43-32a5-4d8e-8f5e-2f5a1c0f8e${String(sequence).padStart(2, '0')}`,
+  conversation_id: CONVERSATION,
+  sequence,
+  turn_index: turnIndex,
+  type,
+  request_id: REQUEST,
+  timestamp: turnIndex === 0 ? T0 : T1,
+  duration_ms: durationMs,
+  data,
+  hash: `${String(sequence).padStart(2, '0')}5252ae2c7aa5e83274299a3322947ab5fdd213023799f02ae9239355010e32`,
+});
+
+const problem = (status: number, title: string, code: string, detail: string, errors?: { path: string; message: string }[]) => ({
+  type: `https://switchboard.dev/problems/${code.replace(/_/g, '-')}`,
+  title,
+  status,
+  detail,
+  code,
+  request_id: '5146d25a-1668-4995-97a6-f64cfa42e4b3',
+  ...(errors ? { errors } : {}),
+});
+
+const replay = {
+  id: REPLAY,
+  version: 2,
+  status: 'done',
+  progress: { done: 2, total: 2 },
+  summary: { conversations: 2, identical: 1, changed: 1, errors: 0 },
+  error: null,
+  created_at: T1,
+  updated_at: '2026-11-24T10:05:44.902Z',
+  expires_at: '2026-12-01T10:05:42.033Z',
+};
+
+export interface OpenApiExample {
+  summary: string;
+  value: unknown;
+}
+
+/** Every example by its name in components/examples. */
+export const EXAMPLES = {
+  ConverseStart: { summary: 'Start a conversation', value: { message: 'where is my order?', context } },
+  ConverseContinue: { summary: 'Continue one (with the conversation_id an answer gave)', value: { message: '100001', conversation_id: CONVERSATION } },
+  ConverseAsked: {
+    summary: 'The agent asks for what it needs',
+    value: {
+      conversation_id: CONVERSATION,
+      response: { message: ASK, phase: 'ask_order', awaiting_input: true, options: [] },
+      state: { status: 'active', capability: 'order_status' },
+    },
+  },
+  ConverseDone: {
+    summary: 'The agent called the orders API and answered',
+    value: {
+      conversation_id: CONVERSATION,
+      response: { message: SHIPPED, phase: 'shipped', awaiting_input: false, options: [] },
+      state: { status: 'completed', capability: 'order_status' },
+    },
+  },
+  ConversationPage: {
+    summary: 'One page of conversations',
+    value: { data: [{ ...summary, capability: 'order_status', turn_count: 4 }], next_cursor: null },
+  },
+  Conversation: {
+    summary: 'A conversation with its state',
+    value: {
+      ...record,
+      capability: 'order_status',
+      phase: 'shipped',
+      awaiting_input: false,
+      agent_version: 2,
+      slots: { order_id: '100001', eta: '2026-11-24' },
+      context,
+      erased_at: null,
+    },
+  },
+  History: { summary: 'A conversation with its turns, oldest first', value: record },
+  AuditPage: {
+    summary: 'The routing decision, an action call and a status change of the conversation',
+    value: {
+      conversation_id: CONVERSATION,
+      data: [
+        entry(2, 0, 'status_change', { from: null, to: 'active', reason: 'created', outcome: null }),
+        entry(3, 0, 'routing_decision', {
+          strategy: 'classifier',
+          selected: { capability: 'order_status', capability_id: ORDER_STATUS, score: 0.9942 },
+          candidates: [
+            { capability: 'order_status', score: 0.9942, eligible: true },
+            { capability: 'human', score: 0.0001, eligible: true },
+          ],
+          threshold: 0.0007,
+          similarity: 0.9999,
+          min_similarity: 0.15,
+          calibration: 'held_out',
+          reason: 'best_match',
+          model: 'tfidf-logreg-v3',
+        }),
+        entry(
+          7,
+          2,
+          'action_call',
+          {
+            action: 'get_order',
+            request: {
+              method: 'GET',
+              url: 'https://orders.example.com/orders/100001',
+              headers: { 'user-agent': 'switchboard-actions/1', accept: 'application/json' },
+            },
+            response: { status: 200, body: { id: '100001', status: 'shipped', shipped_at: '2026-11-18', eta: '2026-11-24' } },
+            outcome: 'ok',
+            attempts: 1,
+          },
+          30.62,
+        ),
+        entry(9, 2, 'status_change', { from: 'active', to: 'completed', reason: 'flow_end', outcome: 'resolved' }),
+      ],
+      next_cursor: null,
+    },
+  },
+  AuditVerified: {
+    summary: 'Every entry chains to the one before it',
+    value: { conversation_id: CONVERSATION, entries: 10, keyed_entries: 10, valid: true, first_broken: null },
+  },
+  OperatorMessageRequest: { summary: 'A person answers', value: { message: 'Hi, this is Dana from support. Let me look into it.', author: 'dana' } },
+  OperatorMessageResult: {
+    summary: 'The turn it became',
+    value: {
+      conversation_id: HANDED_OVER,
+      turn_index: 2,
+      turn: { role: 'agent', message: 'Hi, this is Dana from support. Let me look into it.', timestamp: T1, phase: 'handoff', options: [], author: 'dana' },
+    },
+  },
+  SetStatusRequest: { summary: 'Close a handed-over conversation', value: { status: 'completed', outcome: 'resolved_by_agent' } },
+  Erased: { summary: "The user's conversations were erased", value: { erased: 3 } },
+  WebhookDeliveryPage: {
+    summary: 'A delivered event',
+    value: {
+      data: [
+        {
+          id: '3c0e2a7b-7b4d-4c3e-9d55-0a6f1f3f9b21',
+          conversation_id: CONVERSATION,
+          event: 'conversation.completed',
+          url: 'https://hooks.example.com/switchboard',
+          status: 'delivered',
+          attempts: 1,
+          next_attempt_at: null,
+          created_at: T1,
+          delivered_at: '2026-11-24T10:05:42.310Z',
+          last_status: 200,
+          last_error: null,
+          history: [{ attempt: 1, at: '2026-11-24T10:05:42.310Z', status: 200, error: null, duration_ms: 41 }],
+        },
+      ],
+      next_cursor: null,
+    },
+  },
+  Definition: { summary: 'An agent that tracks orders and hands over to a person', value: definition },
+  Agent: { summary: 'An agent and its current version', value: agent },
+  AgentStored: { summary: 'Stored as version 2, now current, with nothing to warn about', value: { ...agent, stored_version: 2, warnings: [] } },
+  AgentList: { summary: "The tenant's agents", value: { data: [agent] } },
+  VersionPage: {
+    summary: 'Versions, newest first',
+    value: {
+      data: [
+        { version: 2, created_at: '2026-11-24T09:00:00.000Z', current: true, capabilities: ['order_status', 'human'] },
+        { version: 1, created_at: '2026-11-20T08:00:00.000Z', current: false, capabilities: ['order_status'] },
+      ],
+      next_cursor: null,
+    },
+  },
+  Version: {
+    summary: 'A version with its definition',
+    value: {
+      version: 2,
+      created_at: '2026-11-24T09:00:00.000Z',
+      current: true,
+      capabilities: ['order_status', 'human'],
+      digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
+      definition,
+    },
+  },
+  Analytics: {
+    summary: 'A week of conversations',
+    value: {
+      from: '2026-11-18T00:00:00.000Z',
+      to: '2026-11-25T00:00:00.000Z',
+      interval: 'day',
+      conversations: { started: 120, completed: 96, escalated: 18, abandoned: 6, active: 0 },
+      rates: { containment: 0.8, escalation: 0.15, abandonment: 0.05, fallback: 0.04 },
+      turns_per_conversation_p50: 4,
+      duration_seconds_p50: 38,
+      capabilities: [
+        { name: 'order_status', conversations: 92, completed: 84, escalated: 4, abandoned: 4 },
+        { name: 'human', conversations: 28, completed: 12, escalated: 14, abandoned: 2 },
+      ],
+      outcomes: [
+        { outcome: 'resolved', count: 84 },
+        { outcome: 'escalated', count: 18 },
+      ],
+      series: [
+        { start: '2026-11-23T00:00:00.000Z', started: 17, completed: 14, escalated: 2, abandoned: 1 },
+        { start: '2026-11-24T00:00:00.000Z', started: 21, completed: 17, escalated: 3, abandoned: 1 },
+      ],
+    },
+  },
+  ReplayRequest: { summary: 'Replay the last completed conversations on version 2', value: { version: 2, status: 'completed', limit: 50 } },
+  ReplayStarted: { summary: 'The replay runs in the background', value: { id: REPLAY, status: 'running' } },
+  ReplayPage: { summary: 'Replays, newest first', value: { data: [replay], next_cursor: null } },
+  Replay: {
+    summary: 'A finished replay: one conversation answers differently',
+    value: {
+      ...replay,
+      results: [
+        { conversation_id: CONVERSATION, verdict: 'identical', first_difference: null },
+        {
+          conversation_id: HANDED_OVER,
+          verdict: 'changed',
+          first_difference: {
+            turn_index: 1,
+            field: 'reply',
+            recorded: "I'm handing you over to a colleague.",
+            replayed: 'A colleague will take over here shortly.',
+          },
+        },
+      ],
+    },
+  },
+  TestsRequest: {
+    summary: 'One test conversation',
+    value: { tests: [{ name: 'order status', steps: [{ user: 'where is my order?', expect: { capability: 'order_status', phase: 'ask_order' } }] }] },
+  },
+  TestsResult: {
+    summary: 'It passed',
+    value: {
+      version: 2,
+      passed: 1,
+      failed: 0,
+      results: [
+        {
+          name: 'order status',
+          passed: true,
+          steps: [
+            {
+              user: 'where is my order?',
+              passed: true,
+              expected: { capability: 'order_status', phase: 'ask_order' },
+              actual: { reply: ASK, capability: 'order_status', phase: 'ask_order', awaiting_input: true, status: 'active', outcome: null, slots: {} },
+              failures: [],
+            },
+          ],
+        },
+      ],
+    },
+  },
+  KeyRequest: { summary: 'A read-only key for dashboards', value: { name: 'dashboards', scopes: ['read'] } },
+  CreatedKey: {
+    summary: 'The key, shown this once',
+    value: {
+      id: KEY,
+      name: 'dashboards',
+      prefix: 'sbk_af5f3a1d',
+      scopes: ['read'],
+      created_at: T0,
+      revoked_at: null,
+      key: 'sbk_af5f3a1de68a4bcd8f312357c91b5513_HfSPe4im0a48ikW_37D0K9QCLZCkbF54MwbZ6teaesA',
+    },
+  },
+  KeyList: {
+    summary: "The tenant's keys (never the key itself)",
+    value: { data: [{ id: KEY, name: 'dashboards', prefix: 'sbk_af5f3a1d', scopes: ['read'], created_at: T0, revoked_at: null }] },
+  },
+  SecretRequest: { summary: 'A token for the orders API', value: { value: 'orders-api-token-5f2a9c' } },
+  SecretList: { summary: 'Names and dates only', value: { data: [{ name: 'ORDERS_TOKEN', created_at: T0, updated_at: T0 }] } },
+  Healthy: { summary: 'Up', value: { status: 'ok' } },
+  ConversationEvents: {
+    summary: 'Two turns and a phase change, then a keep-alive comment',
+    value:
+      'id: 412-0\nevent: turn.created\ndata: {"index":2,"role":"user","message":"100001","timestamp":"2026-11-24T10:05:42.033Z"}\n\n' +
+      'id: 412-1\nevent: turn.created\ndata: {"index":3,"role":"agent","message":"Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.","timestamp":"2026-11-24T10:05:42.033Z","phase":"shipped","options":[]}\n\n' +
+      'id: 412-2\nevent: phase.changed\ndata: {"capability":"order_status","from":"lookup","to":"shipped"}\n\n: ping\n\n',
+  },
+  Metrics: {
+    summary: 'Prometheus text',
+    value:
+      '# HELP switchboard_turns_total User messages answered\n# TYPE switchboard_turns_total counter\nswitchboard_turns_total{tenant="demo",agent="acme-support",capability="order_status",status="completed"} 96\n',
+  },
+  ValidationError: {
+    summary: 'A body the contract refuses',
+    value: problem(400, 'Bad Request', 'validation_error', 'The request is not valid', [{ path: 'message', message: 'Required' }]),
+  },
+  TenantRequired: {
+    summary: 'No tenant-id header',
+    value: problem(400, 'Bad Request', 'tenant_required', 'The tenant-id header is required', [{ path: 'header.tenant-id', message: 'required' }]),
+  },
+  Unauthorized: { summary: 'No key, or a wrong one (AUTH_MODE=api_key)', value: problem(401, 'Unauthorized', 'unauthorized', 'A valid API key is required') },
+  AgentNotFound: { summary: 'No such agent for this tenant', value: problem(404, 'Not Found', 'agent_not_found', 'No agent "acme-suport"') },
+  ConversationClosed: { summary: 'The conversation has ended', value: problem(409, 'Conflict', 'conversation_closed', 'The conversation is completed') },
+} satisfies Record<string, OpenApiExample>;
+
+export type ExampleName = keyof typeof EXAMPLES;
+
+/** Per operation: its request body's examples, its success response's, and its usual problems' by status. */
+export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; response: ExampleName[]; problems?: Record<number, ExampleName[]> }> = {
+  converse: {
+    request: ['ConverseStart', 'ConverseContinue'],
+    response: ['ConverseAsked', 'ConverseDone'],
+    problems: { 400: ['ValidationError', 'TenantRequired'], 401: ['Unauthorized'], 404: ['AgentNotFound'], 409: ['ConversationClosed'] },
+  },
+  listConversations: { response: ['ConversationPage'], problems: { 404: ['AgentNotFound'] } },
+  getConversation: { response: ['Conversation'] },
+  eraseConversation: { response: [] },
+  getHistory: { response: ['History'] },
+  getAuditLogs: { response: ['AuditPage'] },
+  verifyAuditLogs: { response: ['AuditVerified'] },
+  streamEvents: { response: ['ConversationEvents'] },
+  postOperatorMessage: { request: ['OperatorMessageRequest'], response: ['OperatorMessageResult'] },
+  setStatus: { request: ['SetStatusRequest'], response: ['Conversation'] },
+  eraseUserConversations: { response: ['Erased'] },
+  listWebhookDeliveries: { response: ['WebhookDeliveryPage'] },
+  putAgent: { request: ['Definition'], response: ['AgentStored'], problems: { 400: ['ValidationError'] } },
+  getAgent: { response: ['Agent'], problems: { 404: ['AgentNotFound'] } },
+  deleteAgent: { response: [] },
+  listVersions: { response: ['VersionPage'] },
+  getVersion: { response: ['Version'] },
+  getAnalytics: { response: ['Analytics'] },
+  startReplay: { request: ['ReplayRequest'], response: ['ReplayStarted'] },
+  listReplays: { response: ['ReplayPage'] },
+  getReplay: { response: ['Replay'] },
+  runTests: { request: ['TestsRequest'], response: ['TestsResult'] },
+  activateVersion: { response: ['Agent'] },
+  listAgents: { response: ['AgentList'] },
+  createKey: { request: ['KeyRequest'], response: ['CreatedKey'] },
+  listKeys: { response: ['KeyList'] },
+  revokeKey: { response: [] },
+  putSecret: { request: ['SecretRequest'], response: [] },
+  deleteSecret: { response: [] },
+  listSecrets: { response: ['SecretList'] },
+  healthz: { response: ['Healthy'] },
+  readyz: { response: ['Healthy'] },
+  metrics: { response: ['Metrics'] },
+};
