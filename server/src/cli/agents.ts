@@ -10,6 +10,7 @@ import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
+import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
 import { runTestFiles } from './testing.js';
 import { program, run } from './program.js';
@@ -184,6 +185,20 @@ remoteOptions(
 ).action(async (slug: string, opts: RemoteOptions & { user?: string }) => {
   await chat(slug, { ...opts, tenant: opts.tenant ?? (opts.key ? undefined : 'demo') });
 });
+
+cli
+  .command('conformance')
+  .description(
+    "run the contract's checks against a live Switchboard (a scratch agent, a conversation, history, audit, the usual errors), every response checked against the deployment's /openapi.json and this release's; leaves nothing behind",
+  )
+  .addOption(new Option('--url <url>', "the deployment's base URL").env('SWITCHBOARD_URL').makeOptionMandatory())
+  .addOption(new Option('--tenant <tenant>', 'tenant id (header auth mode)').env('SWITCHBOARD_TENANT'))
+  .addOption(new Option('--api-key <key>', 'an API key with the admin scope (api_key auth mode)').env('SWITCHBOARD_KEY'))
+  .action(async (opts: { url: string; tenant?: string; apiKey?: string }) => {
+    if (!opts.tenant && !opts.apiKey) throw new Error('say whose agents: --tenant T (header auth) or --api-key K (api_key auth)');
+    const report = await runConformance({ url: opts.url, tenant: opts.tenant, key: opts.apiKey });
+    if (report.failed) process.exitCode = 1;
+  });
 
 cli
   .command('eval')

@@ -1,0 +1,186 @@
+// `npm run conformance` (server/src/cli/conformance.ts) against live servers: the service as
+// `npm start` runs it behind Stoplight Prism's validating proxy, each database with header auth
+// and with an API key, something that is not Switchboard, and a deployment whose answers break
+// the document.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runConformance } from '../server/src/cli/conformance.js';
+import { databases } from './helpers/databases.js';
+import { listen, startBackend, testApp } from './helpers/servers.js';
+
+const root = process.cwd();
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+
+/** Starts a process and resolves once `ready` appears in its output (or rejects with the output when it exits). */
+function startProcess(args: string[], env: Record<string, string>, ready: RegExp): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const seen = (c: Buffer) => {
+      out += c.toString();
+      if (ready.test(out)) resolve(child);
+    };
+    child.stdout!.on('data', seen);
+    child.stderr!.on('data', seen);
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited (${code}):\n${out}`)));
+  });
+}
+
+/** The command line, as a user runs it: its output and exit code. */
+async function cli(...args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', 'conformance', ...args], {
+      cwd: root,
+    });
+    return { code: 0, out: stdout + stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, out: e.stdout + e.stderr };
+  }
+}
+
+describe('conformance against npm start behind the Prism validating proxy', () => {
+  const children: ChildProcess[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-conformance-'));
+  let proxy = '';
+
+  beforeAll(async () => {
+    const [port, backendPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
+    // What `npm start` runs: the example agents and the example orders API.
+    children.push(
+      await startProcess(
+        ['--import', 'tsx', 'scripts/demo.ts'],
+        {
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          EXAMPLE_BACKEND_PORT: String(backendPort),
+          DATABASE_URL: `sqlite://${join(dir, 'demo.db')}`,
+          LOG_LEVEL: 'info',
+        },
+        /switchboard listening/,
+      ),
+    );
+    children.push(
+      await startProcess(
+        [
+          join(root, 'node_modules/@stoplight/prism-cli/dist/index.js'),
+          'proxy',
+          'openapi.json',
+          `http://127.0.0.1:${port}`,
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(proxyPort),
+        ],
+        {},
+        /Prism is listening/,
+      ),
+    );
+    proxy = `http://127.0.0.1:${proxyPort}`;
+  }, 120_000);
+  afterAll(() => {
+    for (const c of children) c.kill();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('passes every check with zero violations, and says so', async () => {
+    const { code, out } = await cli('--url', proxy, '--tenant', 'demo');
+    expect(out).toMatch(/^passed: 14 checks passed, 0 failed, 1 skipped; 15 responses valid/m);
+    expect(out).toContain('ok');
+    expect(out).not.toContain('FAIL');
+    expect(code).toBe(0);
+  }, 120_000);
+
+  it('fails, exit code 1, when the answers break the document', async () => {
+    // A gateway that adds a field to the health answer.
+    const target = proxy;
+    const gateway = await startBackend((req, res, body) => {
+      void fetch(`${target}${req.url}`, {
+        method: req.method,
+        headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => !['host', 'content-length', 'connection'].includes(k))) as Record<
+          string,
+          string
+        >,
+        body: body || undefined,
+      }).then(async (r) => {
+        let text = await r.text();
+        if (req.url === '/healthz') text = JSON.stringify({ ...(JSON.parse(text) as object), uptime: 12 });
+        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/plain' });
+        res.end(text);
+      });
+    });
+    try {
+      const { code, out } = await cli('--url', gateway.url, '--tenant', 'demo');
+      expect(out).toMatch(/FAIL .*GET \/healthz answers ok: the deployment’s \/openapi.json: the GET \/healthz → 200 body breaks the document/);
+      expect(out).toMatch(/unevaluated properties.*uptime/);
+      expect(out).toMatch(/^FAILED: 13 checks passed, 1 failed/m);
+      expect(code).toBe(1);
+    } finally {
+      await gateway.close();
+    }
+  }, 120_000);
+
+  it('fails at once, exit code 1, against something that is not Switchboard', async () => {
+    const other = await startBackend((_req, res) => {
+      res.writeHead(404, { 'content-type': 'text/html' });
+      res.end('<h1>Not here</h1>');
+    });
+    try {
+      const { code, out } = await cli('--url', other.url, '--tenant', 'demo');
+      expect(out).toContain('answered 404 text/html: this is not a Switchboard server');
+      expect(out).toMatch(/^FAILED: 0 checks passed, 1 failed/m);
+      expect(code).toBe(1);
+      // It stopped there: nothing was sent but the document's request.
+      expect(other.requests.map((r) => r.url)).toEqual(['/openapi.json']);
+    } finally {
+      await other.close();
+    }
+    const closed = await freePort();
+    const { code, out } = await cli('--url', `http://127.0.0.1:${closed}`, '--tenant', 'demo');
+    expect(out).toContain(`cannot reach http://127.0.0.1:${closed}/openapi.json (ECONNREFUSED): is it running there? (--url)`);
+    expect(code).toBe(1);
+  }, 120_000);
+});
+
+describe.each(databases)('conformance on $name', (database) => {
+  it('passes with header auth and with an API key, and leaves no agent behind', async () => {
+    for (const authMode of ['header', 'api_key'] as const) {
+      const { db, drop } = await database.create();
+      const app = testApp(db, { authMode });
+      const server = await listen(app);
+      try {
+        const key = authMode === 'api_key' ? (await app.keys.create('t-conf', ['admin', 'read', 'converse'])).key : undefined;
+        const lines: string[] = [];
+        const report = await runConformance({ url: server.url, tenant: key ? undefined : 't-conf', key, print: (l) => lines.push(l) });
+        expect(
+          lines.filter((l) => l.includes('FAIL')),
+          authMode,
+        ).toEqual([]);
+        expect(report, authMode).toEqual({
+          passed: authMode === 'api_key' ? 15 : 14,
+          failed: 0,
+          skipped: authMode === 'api_key' ? 0 : 1,
+          responses: authMode === 'api_key' ? 16 : 15,
+        });
+        const left = await db.knex('agents').where({ tenant_id: 't-conf' }).whereNull('archived_at');
+        expect(left).toEqual([]);
+      } finally {
+        await server.close();
+        await app.close();
+        await drop();
+      }
+    }
+  }, 120_000);
+});
