@@ -1,43 +1,31 @@
 // The shipped example agents and the agents command line, as a new user meets them.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOrdersBackend } from '../examples/orders-backend.js';
 import { expandVariables, readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
 import { databases } from './helpers/databases.js';
 import { listen, testApp } from './helpers/servers.js';
+import { EXAMPLE_AGENT, exampleAgentApp } from './helpers/example-agent.js';
 
 const run = promisify(execFile);
-const EXAMPLE = 'agents/acme-support.yaml';
+const EXAMPLE = EXAMPLE_AGENT;
 
 describe('the example agent', () => {
   let app: App;
-  let backend: Server;
-  let drop: () => Promise<void>;
+  let close: () => Promise<void>;
 
   beforeAll(async () => {
-    backend = await startOrdersBackend(0);
-    const port = (backend.address() as AddressInfo).port;
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db, { actionAllowedHosts: { demo: [`127.0.0.1:${port}`] } });
-    // The file reads the backend's address from SWITCHBOARD_VAR_ORDERS_URL, as npm start sets it.
-    const { definition } = await readAgentFile(EXAMPLE, { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${port}` });
-    await app.agents.put('demo', 'acme-support', definition);
+    ({ app, close } = await exampleAgentApp());
   });
   afterAll(async () => {
-    await app.close();
-    backend.close();
-    await drop();
+    await close();
   });
 
   const say = (message: string, conversation_id?: string, context?: unknown) =>

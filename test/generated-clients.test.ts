@@ -6,19 +6,15 @@
 // and reads a routing decision's candidates and a status change's `to`; then it runs.
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@hey-api/openapi-ts';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOrdersBackend } from '../examples/orders-backend.js';
-import { readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
-import { databases } from './helpers/databases.js';
-import { listen, testApp } from './helpers/servers.js';
+import { exampleAgentApp } from './helpers/example-agent.js';
+import { listen } from './helpers/servers.js';
 
 const run = promisify(execFile);
 const root = process.cwd();
@@ -88,20 +84,13 @@ console.log(JSON.stringify({ reply: second.data.response.message, status, turns:
 
 describe('clients generated from openapi.json', () => {
   let app: App;
-  let backend: Server;
+  let closeApp: () => Promise<void>;
   let server: { url: string; close(): Promise<void> };
-  let drop: () => Promise<void>;
   let baseUrl: string;
   let dir: string;
 
   beforeAll(async () => {
-    backend = await startOrdersBackend(0);
-    const port = (backend.address() as AddressInfo).port;
-    const created = await databases[0].create();
-    drop = created.drop;
-    app = testApp(created.db, { actionAllowedHosts: { demo: [`127.0.0.1:${port}`] } });
-    const { definition } = await readAgentFile('agents/acme-support.yaml', { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${port}` });
-    await app.agents.put('demo', 'acme-support', definition);
+    ({ app, close: closeApp } = await exampleAgentApp());
     server = await listen(app);
     baseUrl = server.url;
     dir = mkdtempSync(join(tmpdir(), 'switchboard-generated-'));
@@ -111,9 +100,7 @@ describe('clients generated from openapi.json', () => {
   });
   afterAll(async () => {
     await server.close();
-    await app.close();
-    backend.close();
-    await drop();
+    await closeApp();
     rmSync(dir, { recursive: true, force: true });
   });
 

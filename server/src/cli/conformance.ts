@@ -104,7 +104,11 @@ export async function runConformance(o: ConformanceOptions): Promise<Conformance
       const counted = violations.filter((v) => !init.invalidRequest || v.location?.[0] !== 'request');
       if (counted.length) throw new Failure(`the validating proxy reports violations on ${method} ${path}: ${JSON.stringify(counted).slice(0, 600)}`);
     }
-    const received = { method, url, status: res.status, headers: Object.fromEntries(res.headers.entries()), body, hasBody: text.length > 0 };
+    const headers: Record<string, string> = {};
+    res.headers.forEach((value, name) => {
+      headers[name] = value;
+    });
+    const received = { method, url, status: res.status, headers, body, hasBody: text.length > 0 };
     for (const checker of [deployed, release]) {
       if (!checker) continue;
       try {
