@@ -68,20 +68,35 @@ describe('the examples of openapi.json', () => {
       ),
     );
     const names = new Set([...problems, ...own]);
-    expect([...names].sort()).toEqual(['AgentNotFound', 'ConversationClosed', 'TenantRequired', 'Unauthorized', 'ValidationError']);
-    const converse = OPERATIONS.find((o) => o.id === 'converse')!;
-    for (const name of names) {
-      const value = EXAMPLES[name].value as { status: number };
-      checkResponse({
-        method: 'POST',
-        url: '/api/v1/agents/acme-support/converse',
-        status: value.status,
-        headers: { 'content-type': 'application/problem+json' },
-        body: value,
-        hasBody: true,
-      });
-      expect(converse.responses[String(value.status)], name).toBeDefined();
+    expect([...names].sort()).toEqual([
+      'AgentNotFound',
+      'ConversationClosed',
+      'LimitExceeded',
+      'TenantRequired',
+      'TrainingBudgetExceeded',
+      'Unauthorized',
+      'ValidationError',
+    ]);
+    // Each is a valid answer, at its own status, of every operation that shows it.
+    let shown = 0;
+    for (const op of OPERATIONS) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        for (const name of refs(resolve(response as Json).content?.['application/problem+json'])) {
+          const value = EXAMPLES[name].value as { status: number };
+          expect(value.status, `${op.key} ${status} ${name}`).toBe(Number(status));
+          checkResponse({
+            method: op.method,
+            url: urlOf(op.path),
+            status: value.status,
+            headers: { 'content-type': 'application/problem+json' },
+            body: value,
+            hasBody: true,
+          });
+          shown++;
+        }
+      }
     }
+    expect(shown).toBeGreaterThan(names.size);
   });
 
   it('keeps every example once, in components/examples, and uses each', () => {

@@ -389,6 +389,22 @@ export const EXAMPLES = {
   },
   Unauthorized: { summary: 'No key, or a wrong one (AUTH_MODE=api_key)', value: problem(401, 'Unauthorized', 'unauthorized', 'A valid API key is required') },
   AgentNotFound: { summary: 'No such agent for this tenant', value: problem(404, 'Not Found', 'agent_not_found', 'No agent "acme-suport"') },
+  LimitExceeded: {
+    summary: 'The conversation reached its turn limit',
+    value: problem(422, 'Unprocessable Content', 'limit_exceeded', 'The conversation has reached its limit of 200 turns', [
+      { path: 'conversation_id', message: 'The conversation has reached its limit of 200 turns' },
+    ]),
+  },
+  TrainingBudgetExceeded: {
+    summary: 'The router would need more than the training budget',
+    value: problem(
+      422,
+      'Unprocessable Content',
+      'training_budget_exceeded',
+      'training this router took longer than 30000 ms; use fewer examples or capabilities',
+      [{ path: 'capabilities', message: 'training this router took longer than 30000 ms; use fewer examples or capabilities' }],
+    ),
+  },
   ConversationClosed: { summary: 'The conversation has ended', value: problem(409, 'Conflict', 'conversation_closed', 'The conversation is completed') },
 } satisfies Record<string, OpenApiExample>;
 
@@ -399,7 +415,13 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   converse: {
     request: ['ConverseStart', 'ConverseContinue'],
     response: ['ConverseAsked', 'ConverseDone'],
-    problems: { 400: ['ValidationError', 'TenantRequired'], 401: ['Unauthorized'], 404: ['AgentNotFound'], 409: ['ConversationClosed'] },
+    problems: {
+      400: ['ValidationError', 'TenantRequired'],
+      401: ['Unauthorized'],
+      404: ['AgentNotFound'],
+      409: ['ConversationClosed'],
+      422: ['LimitExceeded'],
+    },
   },
   listConversations: { response: ['ConversationPage'], problems: { 404: ['AgentNotFound'] } },
   getConversation: { response: ['Conversation'] },
@@ -412,7 +434,7 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   setStatus: { request: ['SetStatusRequest'], response: ['Conversation'] },
   eraseUserConversations: { response: ['Erased'] },
   listWebhookDeliveries: { response: ['WebhookDeliveryPage'] },
-  putAgent: { request: ['Definition'], response: ['AgentStored'], problems: { 400: ['ValidationError'] } },
+  putAgent: { request: ['Definition'], response: ['AgentStored'], problems: { 400: ['ValidationError'], 422: ['TrainingBudgetExceeded'] } },
   getAgent: { response: ['Agent'], problems: { 404: ['AgentNotFound'] } },
   deleteAgent: { response: [] },
   listVersions: { response: ['VersionPage'] },
