@@ -193,12 +193,18 @@ export interface SmallAgentResult {
   domain: string;
   inScope: number;
   oosRecall: number;
+  /** In-scope messages whose right capability the router scored best, before any out-of-scope rule. */
+  topScored: number;
 }
 
 type Pairs = [string, string][];
 
 /** Runs the benchmark; `train`/`val`/`oosVal` are CLINC150's files. */
-export async function smallAgents(train: Pairs, val: Pairs, oosVal: Pairs): Promise<{ rows: SmallAgentResult[]; inScope: number; oosRecall: number }> {
+export async function smallAgents(
+  train: Pairs,
+  val: Pairs,
+  oosVal: Pairs,
+): Promise<{ rows: SmallAgentResult[]; inScope: number; oosRecall: number; topScored: number }> {
   const all = Object.values(DOMAINS).flat();
   if (all.length !== 150 || new Set(all).size !== 150) throw new Error('the domain list does not hold 150 distinct intents');
   const byIntent = new Map<string, string[]>();
@@ -208,6 +214,7 @@ export async function smallAgents(train: Pairs, val: Pairs, oosVal: Pairs): Prom
   let inTotal = 0;
   let oosRight = 0;
   let oosTotal = 0;
+  let topRight = 0;
   for (const domain of AGENT_DOMAINS) {
     const intents = DOMAINS[domain].slice(0, INTENTS);
     const definition = AgentDefinition.parse({
@@ -227,11 +234,13 @@ export async function smallAgents(train: Pairs, val: Pairs, oosVal: Pairs): Prom
     const outOfScope = [...oosVal, ...others];
     const a = inScope.filter(([u, i]) => routeOf(u) === i).length;
     const o = outOfScope.filter(([u]) => routeOf(u) === 'fallback').length;
-    rows.push({ domain, inScope: a / inScope.length, oosRecall: o / outOfScope.length });
+    const top = inScope.filter(([u, i]) => agent.router.score(u).scores[0]?.name === i).length;
+    topRight += top;
+    rows.push({ domain, inScope: a / inScope.length, oosRecall: o / outOfScope.length, topScored: top / inScope.length });
     inRight += a;
     inTotal += inScope.length;
     oosRight += o;
     oosTotal += outOfScope.length;
   }
-  return { rows, inScope: inRight / inTotal, oosRecall: oosRight / oosTotal };
+  return { rows, inScope: inRight / inTotal, oosRecall: oosRight / oosTotal, topScored: topRight / inTotal };
 }

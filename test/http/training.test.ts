@@ -144,14 +144,14 @@ describe('the training pool', () => {
       .capabilities.slice(0, 5)
       .map((c) => ({ name: c.name, examples: c.examples }));
     try {
-      await pool.train('a', caps, null);
+      await pool.train('a', caps, null, false);
       expect(pool.workers).toBe(1);
       // A training within the idle time reuses the worker.
-      await pool.train('a', caps, null);
+      await pool.train('a', caps, null, false);
       expect(pool.workers).toBe(1);
       await new Promise((r) => setTimeout(r, 400));
       expect(pool.workers).toBe(0);
-      const again = await pool.train('b', caps, null);
+      const again = await pool.train('b', caps, null, false);
       expect(again.score('loan flight request number 3 variant 3').scores[0].name).toBe('cap_3');
       expect(pool.workers).toBe(1);
     } finally {
@@ -188,7 +188,7 @@ describe('the training pool', () => {
       .capabilities.slice(0, 30)
       .map((c) => ({ name: c.name, examples: c.examples }));
     try {
-      const jobs = [pool.train('a', caps, null), pool.train('a', caps, null), pool.train('b', caps, null)];
+      const jobs = [pool.train('a', caps, null, false), pool.train('a', caps, null, false), pool.train('b', caps, null, false)];
       let sawBoth = false;
       let settled = false;
       void Promise.allSettled(jobs).then(() => (settled = true));
@@ -210,7 +210,7 @@ describe('the training pool', () => {
     const large = bigAgent().capabilities.map((c) => ({ name: c.name, examples: c.examples }));
     const small = large.slice(0, 4).map((c) => ({ name: c.name, examples: c.examples.slice(0, 6) }));
     const finished: string[] = [];
-    const job = (tenant: string, caps: typeof large) => pool.train(tenant, caps, null).then(() => finished.push(tenant));
+    const job = (tenant: string, caps: typeof large) => pool.train(tenant, caps, null, false).then(() => finished.push(tenant));
     try {
       const jobs = [job('big-a', large), job('big-b', large)];
       await new Promise((r) => setTimeout(r, 20));

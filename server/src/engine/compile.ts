@@ -7,7 +7,8 @@ import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
-import { Router, type RoutableCapability } from './router.js';
+import { Router, ROUTER_MODEL, type RoutableCapability } from './router.js';
+import { processVectors, vectorsStatus, type LexicalReason } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
 
@@ -99,6 +100,8 @@ export interface CompiledAgent {
   actions: Map<string, CompiledAction>;
   messages: Record<keyof typeof DEFAULT_MESSAGES, CompiledText>;
   router: Router;
+  /** Why the router is lexical alone where word vectors could have been used (null: it uses them). */
+  lexical: LexicalReason | null;
   /** Secrets any of its actions read (fetched for the tenant only when there are some). */
   secretNames: string[];
   /** Approximate bytes this compiled version holds in memory (the cache is bounded by them). */
@@ -460,9 +463,17 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
   };
 }
 
-/** Trains a router; by default here, yielding as it goes (the server passes a worker pool's). */
-export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
-const trainHere: TrainRouter = (caps, outOfScope) => Router.train(caps, { outOfScope });
+/**
+ * Trains a router; by default here, yielding as it goes (the server passes a worker pool's).
+ * `vectors`: whether the definition's language lets the process's word vectors (English) be used.
+ */
+export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null, vectors: boolean) => Promise<Router>;
+const trainHere: TrainRouter = (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: vectors ? processVectors() : null });
+
+/** The word vectors are English: an agent in another language routes lexically. */
+function english(def: AgentDefinition): boolean {
+  return /^en(?:$|[-_])/i.test(def.default_language);
+}
 
 /** Compiles a definition that passed validateDefinition and trains its router. */
 export async function compileAgent(agentId: string, version: number, def: AgentDefinition, train: TrainRouter = trainHere): Promise<CompiledAgent> {
@@ -485,6 +496,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
   const router = await train(
     routableDefs.map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
     def.routing?.fallback ?? null,
+    english(def),
   );
   const actions = new Map<string, CompiledAction>();
   for (const [name, a] of Object.entries(def.actions ?? {})) {
@@ -529,6 +541,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     actions,
     messages,
     router,
+    lexical: router.model !== ROUTER_MODEL ? null : !english(def) ? 'language' : (vectorsStatus().reason ?? 'stored'),
     secretNames: [...new Set([...actions.values()].flatMap((a) => a.secrets))],
     // The definition is kept too (as parsed JSON: roughly twice its text).
     bytes: router.bytes + 2 * JSON.stringify(def).length + (knowledge?.bytes ?? 0),

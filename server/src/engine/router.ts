@@ -11,6 +11,7 @@
 // scope too. docs/routing.md has the measurements behind each choice.
 import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
+import { processVectors, type WordVectors } from './word-vectors.js';
 
 export interface RoutableCapability {
   name: string;
@@ -49,6 +50,25 @@ export interface Calibration {
  * an older model still answer (their layout is the same) while they are trained again.
  */
 export const ROUTER_MODEL = 'tfidf-logreg-v3';
+
+/**
+ * The model of a router trained with these vectors (null: the lexical model alone). The name
+ * carries the vectors' identity: a router is only ever scored with the vectors it was trained on.
+ */
+export function routerModel(vectors: WordVectors | null): string {
+  return vectors ? `${ROUTER_MODEL}+${vectors.id}` : ROUTER_MODEL;
+}
+
+/**
+ * Weight of a message's word-vector features against its lexical ones: the two parts of a
+ * feature vector have norms 1/√(1+α²) and α/√(1+α²), so that the whole has norm 1 and the
+ * similarity of two messages is the weighted sum of their lexical and semantic cosines.
+ * Chosen on CLINC150 and the small-agent benchmark (docs/routing.md, "Word vectors").
+ */
+const VECTOR_WEIGHT = 0.5;
+
+/** Thrown when a stored router needs word vectors this process does not have. */
+export class RouterVectorsError extends Error {}
 
 /**
  * A background example whose cosine similarity to one of the agent's own examples reaches this
@@ -271,6 +291,34 @@ interface Examples {
   val: Uint8Array;
   offsets: Int32Array;
   classStart: Int32Array;
+  /** With word vectors: example e's message vector is dense[e·dims .. (e+1)·dims), × 127. */
+  dense: Int8Array | null;
+}
+
+/** How a router's features combine lexical and word-vector parts (absent: lexical only). */
+interface VectorPart {
+  /** The vectors' id (WordVectors.id). */
+  id: string;
+  dims: number;
+  /** Norm of the lexical part of a feature vector, and of the word-vector part. */
+  lexical: number;
+  dense: number;
+}
+
+/** A message's features: its TF-IDF vector with its word-vector dimensions appended as columns F… */
+function combine(x: SparseVector, e: Float32Array, F: number, part: VectorPart): SparseVector {
+  const n = x.idx.length;
+  const idx = new Int32Array(n + part.dims);
+  const val = new Float32Array(n + part.dims);
+  for (let k = 0; k < n; k++) {
+    idx[k] = x.idx[k];
+    val[k] = x.val[k] * part.lexical;
+  }
+  for (let d = 0; d < part.dims; d++) {
+    idx[n + d] = F + d;
+    val[n + d] = e[d] * part.dense;
+  }
+  return { idx, val };
 }
 
 /** Cosine of a message's vector and example e (both L2-normalised). */
@@ -292,7 +340,6 @@ function similarity(x: SparseVector, ex: Examples, e: number): number {
 }
 
 export class Router {
-  readonly model = ROUTER_MODEL;
   /** Scratch for probs(): scoring allocates no array of its own. */
   private readonly z: Float64Array;
 
@@ -314,53 +361,84 @@ export class Router {
     private readonly background: number,
     /** The stored layout this router's arrays are views on (storeRouter). */
     readonly stored: Buffer,
+    /** The word-vector part of its features, and the vectors (the process's) that embed a message. */
+    private readonly part: VectorPart | null,
+    private readonly vectors: WordVectors | null,
   ) {
     this.z = new Float64Array(classes);
+    this.e = new Float32Array(part?.dims ?? 0);
+    this.model = routerModel(vectors);
   }
+
+  /** lexical, or lexical + word vectors (with their id). */
+  readonly model: string;
+  /** Scratch for a message's word vector. */
+  private readonly e: Float32Array;
 
   /**
    * Trains on the capabilities' examples. `outOfScope` names the capability (the agent's
    * fallback) whose examples stand for messages no other capability handles; its held-out
    * examples are not used to calibrate. Yields to the event loop while it works.
    */
-  static async train(caps: RoutableCapability[], opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number } = {}): Promise<Router> {
+  static async train(
+    caps: RoutableCapability[],
+    opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number; vectors?: WordVectors | null } = {},
+  ): Promise<Router> {
     const pause = opts.pause ?? nextTick;
+    const vectors = opts.vectors === undefined ? processVectors() : opts.vectors;
 
     const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
     // No out-of-scope examples of the agent's own: the background class stands in for them.
     const background = outOfScope === null && caps.length > 0;
     const counts: FeatureCounts[] = [];
+    const texts: string[] = [];
     const labels: number[] = [];
     caps.forEach((c, ci) => {
       for (const e of c.examples) {
         counts.push(featureCounts(e));
+        texts.push(e);
         labels.push(ci);
       }
     });
     const own = counts.length;
-    if (background) for (const e of BACKGROUND) counts.push(featureCounts(e));
+    if (background) {
+      for (const e of BACKGROUND) {
+        counts.push(featureCounts(e));
+        texts.push(e);
+      }
+    }
     // On a large agent, n-grams seen once are mostly noise and cost memory; a small one needs them all.
     const tfidf = TfIdf.fit(counts, own >= 2000 ? 2 : 1);
     const classes = caps.length + (background ? 1 : 0);
+    const part: VectorPart | null = vectors
+      ? { id: vectors.id, dims: vectors.dims, lexical: 1 / Math.hypot(1, VECTOR_WEIGHT), dense: VECTOR_WEIGHT / Math.hypot(1, VECTOR_WEIGHT) }
+      : null;
+    const features = tfidf.size + (part?.dims ?? 0);
     // Weights are features × classes, held twice while training (model and running average) and
     // once more for the calibration model: refuse before allocating rather than after.
-    const weightBytes = tfidf.size * classes * 4 * 4;
+    const weightBytes = features * classes * 4 * 4;
     if (opts.maxBytes !== undefined && weightBytes > opts.maxBytes) {
       throw new TrainingTooLargeError(
         `training this router needs about ${Math.ceil(weightBytes / 1048576)} MiB (${tfidf.size} features × ${caps.length} capabilities), over the budget of ${Math.floor(opts.maxBytes / 1048576)} MiB`,
       );
     }
-    const xs = counts.slice(0, own).map((d) => tfidf.vector(d));
+    const lex = counts.slice(0, own).map((d) => tfidf.vector(d));
+    /** Which text each feature vector is of (the background's are filtered). */
+    const sources: number[] = [...lex.keys()];
     if (background) {
-      for (const d of counts.slice(own)) {
-        const x = tfidf.vector(d);
+      // The overlap is lexical: word vectors find most everyday messages somewhat like any topic.
+      for (let b = own; b < counts.length; b++) {
+        const x = tfidf.vector(counts[b]);
         let near = 0;
-        for (let i = 0; i < own && near < BACKGROUND_OVERLAP; i++) near = Math.max(near, dot(x, xs[i]));
+        for (let i = 0; i < own && near < BACKGROUND_OVERLAP; i++) near = Math.max(near, dot(x, lex[i]));
         if (near >= BACKGROUND_OVERLAP) continue;
-        xs.push(x);
+        lex.push(x);
+        sources.push(b);
         labels.push(caps.length);
       }
     }
+    const dense = part ? sources.map((t) => embedInto(vectors!, texts[t])) : null;
+    const xs = part ? lex.map((x, i) => combine(x, dense![i], tfidf.size, part)) : lex;
     const ys = Int32Array.from(labels);
     const kept = xs.length - own;
     const weight = background ? own / caps.length / Math.max(1, kept) : 0;
@@ -369,17 +447,19 @@ export class Router {
       classes,
       xs,
       ys,
-      tfidf.size,
+      features,
       outOfScope ? caps.findIndex((c) => c.name === outOfScope) : background ? caps.length : -1,
       background ? BACKGROUND_MIN_SIMILARITY : DEFAULT_MIN_SIMILARITY,
       pause,
     );
-    const softmax = new Softmax(tfidf.size, classes);
+    const softmax = new Softmax(features, classes);
     if (classes > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
-    const all: SparseVector[][] = caps.map(() => []);
-    xs.forEach((x, i) => {
-      if (ys[i] < caps.length) all[ys[i]].push(x);
+    // The examples kept for the similarity check, lexical and word-vector parts apart.
+    const all: number[][] = caps.map(() => []);
+    ys.forEach((y, i) => {
+      if (y < caps.length) all[y].push(i);
     });
+    const keptExamples = all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES));
     // The router that answers is the stored layout's: a trained router and one loaded in another
     // process are the same bytes, and score every message alike.
     return loadRouter(
@@ -388,11 +468,14 @@ export class Router {
         tfidf: tfidf.toState(),
         w: softmax.w,
         b: softmax.b,
-        examples: all.map((list) => spread(list, MAX_SIMILARITY_EXAMPLES)),
+        examples: keptExamples.map((list) => list.map((i) => lex[i])),
+        dense: dense && keptExamples.map((list) => list.map((i) => dense[i])),
+        part,
         calibration,
         outOfScope,
         background: weight,
       }),
+      vectors,
     );
   }
 
@@ -452,12 +535,25 @@ export class Router {
   /** Scores a message: probabilities of every capability, best first (ties by name). */
   score(message: string): Scored {
     const x = this.tfidf.vector(featureCounts(message));
-    const p = this.classes > 1 ? this.probs(x) : Float64Array.of(x.idx.length ? 1 : 0);
+    const part = this.part;
+    const known = part ? this.vectors!.embed(message, this.e) : 0;
+    const p = this.classes > 1 ? this.probs(x) : Float64Array.of(x.idx.length || known ? 1 : 0);
     const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
     let best = 0;
     if (scores.length) {
       const c = scores[0].i;
-      for (let e = this.examples.classStart[c]; e < this.examples.classStart[c + 1]; e++) best = Math.max(best, similarity(x, this.examples, e));
+      const ex = this.examples;
+      for (let e = ex.classStart[c]; e < ex.classStart[c + 1]; e++) {
+        let sim = similarity(x, ex, e);
+        if (part) {
+          // Both parts' cosines, weighed as the features are (see combine()).
+          let d = 0;
+          const base = e * part.dims;
+          for (let k = 0; k < part.dims; k++) d += this.e[k] * ex.dense![base + k];
+          sim = sim * part.lexical * part.lexical + (d / 127) * part.dense * part.dense;
+        }
+        if (sim > best) best = sim;
+      }
     }
     const out: Scored = { scores: scores.map(({ name, score }) => ({ name, score })), similarity: round4(best) };
     if (this.background > 0) out.background = round4(p[this.names.length] * this.background);
@@ -469,13 +565,24 @@ export class Router {
     const C = this.classes;
     const z = this.z;
     const w = this.w;
+    const lexical = this.part?.lexical ?? 1;
     for (let c = 0; c < C; c++) z[c] = this.b[c];
     for (let k = 0; k < x.idx.length; k++) {
       const col = x.idx[k];
-      const v = x.val[k] * this.scale[col];
+      const v = x.val[k] * lexical * this.scale[col];
       if (v === 0) continue;
       const base = col * C;
       for (let c = 0; c < C; c++) z[c] += v * w[base + c];
+    }
+    if (this.part) {
+      const F = this.tfidf.size;
+      for (let d = 0; d < this.part.dims; d++) {
+        const col = F + d;
+        const v = this.e[d] * this.part.dense * this.scale[col];
+        if (v === 0) continue;
+        const base = col * C;
+        for (let c = 0; c < C; c++) z[c] += v * w[base + c];
+      }
     }
     return softmax(z);
   }
@@ -485,9 +592,16 @@ export class Router {
     return this.stored.length + this.examples.offsets.byteLength + this.examples.classStart.byteLength + 1024;
   }
 
-  /** A router from bytes of the current layout (loadRouter reads older ones too). */
-  static fromLayout(bytes: Buffer): Router {
-    const l = readLayout(bytes, MAGIC);
+  /**
+   * A router from bytes of the current layout or format 2 (loadRouter reads format 1 too), scored
+   * with `vectors` when it was trained with word vectors (RouterVectorsError: not these vectors).
+   */
+  static fromLayout(bytes: Buffer, vectors: WordVectors | null): Router {
+    const l = readLayout(bytes, bytes.length >= 4 && bytes.readUInt32LE(0) === MAGIC_V2 ? MAGIC_V2 : MAGIC);
+    const part = l.h.vectors ?? null;
+    if (part && part.id !== vectors?.id) {
+      throw new RouterVectorsError(`this router was trained with the word vectors ${part.id}; this process has ${vectors ? vectors.id : 'none'}`);
+    }
     const lengths = l.view('lengths', 'i32');
     const idx = l.view('idx', l.h.sections.idx?.type === 'u16' ? 'u16' : 'i32');
     const val = l.view('val', 'u8');
@@ -499,15 +613,18 @@ export class Router {
     if (offsets[lengths.length] !== idx.length || classStart[l.h.perClass.length] !== lengths.length || l.h.perClass.length !== l.h.names.length) {
       throw new Error('stored router: examples do not add up');
     }
-    const examples: Examples = { idx, val, offsets, classStart };
+    const dense = part ? l.view('dense', 'i8') : null;
+    if (dense && dense.length !== lengths.length * part!.dims) throw new Error('stored router: example vectors do not add up');
+    const examples: Examples = { idx, val, offsets, classStart, dense };
     const tfidf = TfIdf.fromState({ keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') });
     const b = l.view('b', 'f32');
     const w = l.view('w', 'i8');
     const scale = l.view('scale', 'f32');
-    if (w.length !== tfidf.size * b.length || scale.length !== tfidf.size || b.length !== l.h.names.length + (l.h.background > 0 ? 1 : 0)) {
+    const rows = tfidf.size + (part?.dims ?? 0);
+    if (w.length !== rows * b.length || scale.length !== rows || b.length !== l.h.names.length + (l.h.background > 0 ? 1 : 0)) {
       throw new Error('stored router: weights do not match its vocabulary and classes');
     }
-    return new Router(l.h.names, tfidf, b.length, w, scale, b, examples, l.h.calibration, l.h.outOfScope, l.h.background, l.data);
+    return new Router(l.h.names, tfidf, b.length, w, scale, b, examples, l.h.calibration, l.h.outOfScope, l.h.background, l.data, part, part ? vectors : null);
   }
 }
 
@@ -530,9 +647,15 @@ export class Router {
  * i32), example values (u8, the value × 255). A 150-capability router (CLINC150) is 8.5 MiB
  * instead of the 26.2 MiB of format 1 ("SBR1": f32 weights, i32 indexes, f32 values, keys in no
  * order), and routes the same (docs/routing.md, "Stored once, loaded everywhere").
+ *
+ * Format 3 ("SBR3"): format 2, and for a router trained with word vectors, the header's `vectors`
+ * (their id, dimensions and the two parts' norms), weight rows for the vector dimensions after
+ * the vocabulary's, and `dense` (int8, examples × dimensions, the example's unit vector × 127).
+ * Format 2 bytes are read as a lexical router of format 3.
  */
-export const ROUTER_STATE_FORMAT = 2;
-const MAGIC = 0x32524253; // "SBR2", little-endian
+export const ROUTER_STATE_FORMAT = 3;
+const MAGIC = 0x33524253; // "SBR3", little-endian
+const MAGIC_V2 = 0x32524253; // "SBR2"
 const MAGIC_V1 = 0x31524253; // "SBR1"
 
 type SectionType = 'f32' | 'f64' | 'i32' | 'u16' | 'u8' | 'i8';
@@ -547,6 +670,7 @@ interface Header {
   background: number;
   perClass: number[];
   sections: Partial<Record<string, Section>>;
+  vectors?: VectorPart | null;
 }
 
 /** What training produces, at full precision. */
@@ -556,6 +680,9 @@ interface Trained {
   w: Float32Array;
   b: Float32Array;
   examples: SparseVector[][];
+  /** With word vectors: each kept example's unit vector, as `examples`. */
+  dense: Float32Array[][] | null;
+  part: VectorPart | null;
   calibration: Calibration;
   outOfScope: string | null;
   background: number;
@@ -565,9 +692,10 @@ interface Trained {
 function encode(t: Trained): Buffer {
   const C = t.b.length;
   const F = t.tfidf.idf.length;
-  const w = new Int8Array(F * C);
-  const scale = new Float32Array(F);
-  for (let f = 0; f < F; f++) {
+  const rows = F + (t.part?.dims ?? 0);
+  const w = new Int8Array(rows * C);
+  const scale = new Float32Array(rows);
+  for (let f = 0; f < rows; f++) {
     const base = f * C;
     let max = 0;
     for (let c = 0; c < C; c++) max = Math.max(max, Math.abs(t.w[base + c]));
@@ -591,10 +719,20 @@ function encode(t: Trained): Buffer {
   const order = Array.from(t.tfidf.keys.keys()).sort((a, b) => t.tfidf.keys[a] - t.tfidf.keys[b]);
   const keys = Float64Array.from(order, (i) => t.tfidf.keys[i]);
   const cols = Int32Array.from(order, (i) => t.tfidf.cols[i]);
-  return writeLayout(MAGIC, t, { w, scale, b: t.b, keys, cols, idf: t.tfidf.idf, lengths, idx, val });
+  const arrays: Record<string, AnyArray> = { w, scale, b: t.b, keys, cols, idf: t.tfidf.idf, lengths, idx, val };
+  if (t.part && t.dense) {
+    const dims = t.part.dims;
+    const flatDense = t.dense.flat();
+    const dense = new Int8Array(flatDense.length * dims);
+    flatDense.forEach((e, i) => {
+      for (let d = 0; d < dims; d++) dense[i * dims + d] = Math.round(e[d] * 127);
+    });
+    arrays.dense = dense;
+  }
+  return writeLayout(MAGIC, t, arrays);
 }
 
-function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b'>, arrays: Record<string, AnyArray>): Buffer {
+function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b' | 'dense'>, arrays: Record<string, AnyArray>): Buffer {
   const typeOf = (a: AnyArray): SectionType =>
     a instanceof Float64Array
       ? 'f64'
@@ -620,6 +758,7 @@ function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b'>, array
     background: t.background,
     perClass: t.examples.map((l) => l.length),
     sections,
+    ...(t.part ? { vectors: t.part } : {}),
   };
   const json = Buffer.from(JSON.stringify(header));
   const start = Math.ceil((8 + json.length) / 8) * 8;
@@ -675,16 +814,16 @@ export function storeRouter(router: Router): Buffer {
  * A router from storeRouter's bytes, of this format or format 1. Its arrays are views on
  * `bytes` (on a converted copy for format 1). Throws on bytes that are not a stored router.
  */
-export function loadRouter(bytes: Buffer): Router {
-  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)));
-  return Router.fromLayout(bytes);
+export function loadRouter(bytes: Buffer, vectors: WordVectors | null = processVectors()): Router {
+  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors);
+  return Router.fromLayout(bytes, vectors);
 }
 
 /** The format of stored bytes (0: none this process reads). */
 export function storedFormat(bytes: Buffer): number {
   if (bytes.length < 8) return 0;
   const magic = bytes.readUInt32LE(0);
-  return magic === MAGIC ? ROUTER_STATE_FORMAT : magic === MAGIC_V1 ? 1 : 0;
+  return magic === MAGIC ? ROUTER_STATE_FORMAT : magic === MAGIC_V2 ? 2 : magic === MAGIC_V1 ? 1 : 0;
 }
 
 /** Format 1: full-precision weights and example vectors. */
@@ -700,6 +839,8 @@ function readV1(bytes: Buffer): Trained {
     w: l.view('w', 'f32'),
     b: l.view('b', 'f32'),
     examples: l.examples(lengths, (at, len) => ({ idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) }), idx.length),
+    dense: null,
+    part: null,
     calibration: l.h.calibration,
     outOfScope: l.h.outOfScope,
     background: l.h.background,
@@ -707,3 +848,10 @@ function readV1(bytes: Buffer): Trained {
 }
 
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
+
+/** A text's unit word vector (zeros when none of its words is known). */
+function embedInto(vectors: WordVectors, text: string): Float32Array {
+  const e = new Float32Array(vectors.dims);
+  vectors.embed(text, e);
+  return e;
+}

@@ -52,6 +52,7 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
       calibration: agent.router.calibration.method,
       reason,
       model: agent.router.model,
+      ...(agent.lexical ? { lexical: agent.lexical } : {}),
       ...(scored.background !== undefined ? { background: scored.background } : {}),
     },
   });

@@ -28,6 +28,11 @@ const WORD = fnv(FNV_OFFSET, 'w', 0, 1);
 const BIGRAM = fnv(FNV_OFFSET, 'b', 0, 1);
 const CHARS = fnv(FNV_OFFSET, 'c', 0, 1);
 
+/** A word's hash: the key of its vector in word-vectors.ts (the same as its unigram feature). */
+export function wordHash(word: string): number {
+  return fnv(WORD, word, 0, word.length);
+}
+
 /** The distinct features of a text (ascending hashes) and how often each occurs. */
 export interface FeatureCounts {
   keys: Uint32Array;

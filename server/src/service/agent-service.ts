@@ -3,7 +3,8 @@
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, storeRouter } from '../engine/router.js';
+import { loadRouter, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter } from '../engine/router.js';
+import { processVectors } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -171,7 +172,9 @@ export class AgentService {
 
   private trainFor(tenantId: string): TrainRouter {
     const t = this.opts.trainer;
-    return t ? (caps, outOfScope) => t(tenantId, caps, outOfScope) : (caps, outOfScope) => Router.train(caps, { outOfScope });
+    return t
+      ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors)
+      : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: vectors ? processVectors() : null });
   }
 
   /**
@@ -184,8 +187,8 @@ export class AgentService {
   private routerFor(tenantId: string, digest: string, onRetrained?: (router: Router) => void): TrainRouter {
     const routers = this.opts.routers;
     const train = this.trainFor(tenantId);
-    const trainAndStore: TrainRouter = async (caps, outOfScope) => {
-      const router = await train(caps, outOfScope);
+    const trainAndStore: TrainRouter = async (caps, outOfScope, vectors) => {
+      const router = await train(caps, outOfScope, vectors);
       this.routerCounts.trained++;
       if (routers) {
         await routers
@@ -197,21 +200,26 @@ export class AgentService {
       return router;
     };
     if (!routers) return trainAndStore;
-    return async (caps, outOfScope) => {
+    return async (caps, outOfScope, vectors) => {
       const stored = await routers.load(tenantId, digest).catch((err: unknown) => {
         this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not read a stored router: training it');
         return null;
       });
-      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(caps, outOfScope);
+      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(caps, outOfScope, vectors);
+      // The model this process trains for this definition: with its word vectors, when it has
+      // them and the definition is English.
+      const model = routerModel(vectors ? processVectors() : null);
       let router: Router;
       try {
         router = loadRouter(stored.state);
       } catch (err) {
-        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router could not be read: training it');
-        return trainAndStore(caps, outOfScope);
+        // Bytes that cannot be read, or a router of word vectors this process does not have
+        // (they were turned off or changed): it cannot answer here, so it is trained now.
+        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router could not be used here: training it');
+        return trainAndStore(caps, outOfScope, vectors);
       }
       this.routerCounts.stored++;
-      if (stored.format !== ROUTER_STATE_FORMAT && stored.model === ROUTER_MODEL) {
+      if (stored.format !== ROUTER_STATE_FORMAT && stored.model === model) {
         // The same training in an older layout: the converted bytes are what training would
         // store now, so they are stored in its place without training.
         this.routerCounts.converted++;
@@ -221,13 +229,13 @@ export class AgentService {
             this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a converted router: it is converted again on its next load'),
           );
       }
-      if (stored.model !== ROUTER_MODEL && onRetrained && !this.retraining.has(`${tenantId}:${digest}`)) {
+      if (stored.model !== model && onRetrained && !this.retraining.has(`${tenantId}:${digest}`)) {
         const key = `${tenantId}:${digest}`;
         this.routerCounts.retrained++;
-        this.opts.log?.info({ tenant: tenantId, digest, stored: stored.model, model: ROUTER_MODEL }, 'router stored by an older model: training it again');
+        this.opts.log?.info({ tenant: tenantId, digest, stored: stored.model, model }, 'router stored by another model: training it again');
         this.retraining.set(
           key,
-          trainAndStore(caps, outOfScope)
+          trainAndStore(caps, outOfScope, vectors)
             .then(onRetrained, (err: unknown) =>
               this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'),
             )

@@ -1,17 +1,23 @@
 // A worker thread that trains routers, so that training a large definition never stalls the
-// server's event loop. Receives { id, caps, outOfScope, maxBytes }; answers { id, state } (the router's stored layout) or
-// { id, error, tooLarge }.
+// server's event loop. Receives { id, caps, outOfScope, vectors, maxBytes }; answers { id, state } (the router's stored
+// layout) or { id, error, tooLarge }. The main thread's word vectors arrive as workerData, shared.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { Router, storeRouter, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
+import { processVectors, setProcessVectors, WordVectors } from '../engine/word-vectors.js';
 
 export interface TrainRequest {
   id: number;
   caps: RoutableCapability[];
   outOfScope: string | null;
+  /** Whether to train with the word vectors (the definition is English and the process has them). */
+  vectors: boolean;
   maxBytes: number;
 }
+
+const shared = (workerData as { vectors?: Parameters<typeof WordVectors.fromShared>[0] | null } | null)?.vectors;
+setProcessVectors(shared ? WordVectors.fromShared(shared) : null);
 
 // A full collection after each training lets V8 give back the pages of the training's peak (often
 // several times the router it produced) instead of keeping them until a collection it may never
@@ -25,7 +31,12 @@ parentPort?.postMessage({ ready: true });
 
 parentPort?.on('message', (msg: TrainRequest) => {
   // Nothing else runs on this thread: training need not yield.
-  Router.train(msg.caps, { outOfScope: msg.outOfScope, maxBytes: msg.maxBytes, pause: () => Promise.resolve() }).then(
+  Router.train(msg.caps, {
+    outOfScope: msg.outOfScope,
+    maxBytes: msg.maxBytes,
+    vectors: msg.vectors ? processVectors() : null,
+    pause: () => Promise.resolve(),
+  }).then(
     (router) => {
       // The stored layout, one buffer of its own (Buffer.alloc), transferred rather than copied.
       const state = storeRouter(router);

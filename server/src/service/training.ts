@@ -8,6 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { loadRouter, Router, type RoutableCapability } from '../engine/router.js';
+import { processVectors } from '../engine/word-vectors.js';
 import type { TrainRequest } from './training-worker.js';
 
 export interface TrainingBudget {
@@ -32,7 +33,7 @@ class TrainingBudgetError extends AppError {
   }
 }
 
-export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null) => Promise<Router>;
+export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null, vectors: boolean) => Promise<Router>;
 
 // From TypeScript sources the worker registers tsx itself (training-boot.mjs); built, it is plain JavaScript.
 const workerUrl = import.meta.url.endsWith('.ts') ? new URL('./training-boot.mjs', import.meta.url) : new URL('./training-worker.js', import.meta.url);
@@ -63,7 +64,12 @@ export class TrainingPool {
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
     const make = (execArgv: string[]) =>
-      new Worker(workerUrl, { execArgv, resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 } });
+      new Worker(workerUrl, {
+        execArgv,
+        resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 64 },
+        // The process's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
+        workerData: { vectors: processVectors()?.share() ?? null },
+      });
     let worker: Worker;
     try {
       worker = make(workerArgv);
@@ -144,7 +150,7 @@ export class TrainingPool {
   }
 
   /** Trains in a worker; one training per tenant at a time, FIFO; small definitions ahead of large ones. */
-  readonly train: Trainer = (tenantId, caps, outOfScope) =>
+  readonly train: Trainer = (tenantId, caps, outOfScope, vectors) =>
     this.perTenant.run(tenantId, async () => {
       if (this.closed) throw new Error('the training pool is closed');
       this.running.set(tenantId, (this.running.get(tenantId) ?? 0) + 1);
@@ -195,7 +201,7 @@ export class TrainingPool {
           w.on('message', onMessage);
           w.once('error', onError);
           w.once('exit', onExit);
-          const req: TrainRequest = { id, caps, outOfScope, maxBytes: this.budget.memoryMb * 1048576 };
+          const req: TrainRequest = { id, caps, outOfScope, vectors, maxBytes: this.budget.memoryMb * 1048576 };
           w.postMessage(req);
         });
       } finally {

