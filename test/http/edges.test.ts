@@ -73,6 +73,25 @@ describe('HTTP edges', () => {
     expect(res.status).toBe(200);
   });
 
+  it('streams a converse answer only to a caller that prefers text/event-stream, quality values included', async () => {
+    const typeFor = async (accept: string | null) => {
+      const req = request(app.app).post('/api/v1/agents/echo/converse').set(t);
+      if (accept !== null) req.set('accept', accept);
+      const res = await req.send({ message: 'hello' });
+      expect(res.status).toBe(200);
+      return String(res.headers['content-type']).split(';')[0];
+    };
+    expect(await typeFor(null)).toBe('application/json');
+    expect(await typeFor('*/*')).toBe('application/json');
+    expect(await typeFor('application/json')).toBe('application/json');
+    expect(await typeFor('text/event-stream')).toBe('text/event-stream');
+    expect(await typeFor('application/json;q=0.5, text/event-stream')).toBe('text/event-stream');
+    expect(await typeFor('TEXT/EVENT-STREAM')).toBe('text/event-stream');
+    // Refused by a zero quality, or less preferred than JSON: a plain JSON answer.
+    expect(await typeFor('text/event-stream;q=0, application/json')).toBe('application/json');
+    expect(await typeFor('text/event-stream;q=0.2, application/json')).toBe('application/json');
+  });
+
   it('answers unknown routes and methods with a 404 problem', async () => {
     problem(404, 'not_found')(await request(app.app).get('/nope'));
     problem(404, 'not_found')(await request(app.app).patch('/api/v1/agents/echo').set(t).send({}));

@@ -3,13 +3,17 @@
 // the problem document when the call fails. The headers go out at once, so a failure after the
 // request was accepted (unknown agent, closed conversation, limits) is an `error` event too.
 import { PassThrough } from 'node:stream';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import type { ConverseResponse } from '@switchboard/contract';
 import { streamedProblem } from './problem.js';
 
-/** Whether the caller asked for the stream: `text/event-stream` among its accepted types. */
-export function wantsStream(accept: string | undefined): boolean {
-  return accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
+/**
+ * Whether the caller prefers the stream: Express's negotiation of its `accept` header between
+ * JSON (listed first: no header, or `*\/*`, gets JSON) and `text/event-stream`, quality values
+ * included (`text/event-stream;q=0` refuses the stream).
+ */
+export function wantsStream(req: Request): boolean {
+  return req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream';
 }
 
 export function streamConverse(

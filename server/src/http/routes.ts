@@ -37,7 +37,7 @@ export function createRouter(
           requestId: requestId(res),
           idempotencyKey: headers['idempotency-key'],
         };
-        if (!wantsStream(req.headers.accept)) return { status: 200, body: await conversations.converse(call) };
+        if (!wantsStream(req)) return { status: 200, body: await conversations.converse(call) };
         const stream = streamConverse(res, (onDelta) => conversations.converse({ ...call, onDelta }), logger);
         return { status: 200, body: stream as unknown as ConverseResponse };
       },
