@@ -206,6 +206,16 @@ describe('blocked address ranges', () => {
     ['2002:7f00:1::1', true], // 6to4 around 127.0.0.1
     ['2001:0:4136:e378:8000:63bf:3fff:fdd2', true], // Teredo
     ['64:ff9b:1::a00:1', true],
+    // Special-purpose ranges a hand-kept list had missed: 6to4 relay anycast, AS112, AMT,
+    // ORCHIDv2, SRv6 SIDs, AS112 over IPv6.
+    ['192.88.99.1', true],
+    ['192.175.48.1', true],
+    ['192.52.193.1', true],
+    ['2001:20::1', true],
+    ['5f00::1', true],
+    ['2620:4f:8000::1', true],
+    ['::ffff:192.88.99.1', true],
+    ['not an address', true],
     ['8.8.8.8', false],
     ['93.184.216.34', false],
     ['2606:4700:4700::1111', false],

@@ -1,59 +1,30 @@
-// Which addresses an HTTP action may reach. Loopback, private, link-local, shared, multicast,
-// reserved and cloud-metadata ranges are refused unless the operator allow-lists the host.
+// Which addresses an HTTP action may reach: public unicast addresses only. Loopback, private,
+// link-local (cloud metadata), shared, multicast, reserved, documentation and translation ranges
+// are refused unless the operator allow-lists the host. Ranges are classified by ipaddr.js (its
+// IANA special-purpose registry), so a newly listed special range is refused too.
 import { lookup } from 'node:dns/promises';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector, interceptors, type Dispatcher } from 'undici';
-
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-] as const) {
-  blocked.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 96], // unspecified, loopback and the deprecated IPv4-compatible addresses (::a.b.c.d)
-  ['64:ff9b::', 96],
-  ['64:ff9b:1::', 48],
-  ['2001::', 32], // Teredo: tunnels to an IPv4 address
-  ['2002::', 16], // 6to4: embeds an IPv4 address
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  blocked.addSubnet(net, bits, 'ipv6');
-}
 
 /** True for an address no action may reach without an allow-list entry. */
 export function isBlockedAddress(ip: string): boolean {
-  const family = isIP(ip);
-  if (family === 4) return blocked.check(ip, 'ipv4');
-  if (family === 6) {
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-    if (mapped) return blocked.check(mapped[1], 'ipv4');
-    const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip);
-    if (hex) {
-      const hi = parseInt(hex[1], 16);
-      const lo = parseInt(hex[2], 16);
-      return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
-    }
-    return blocked.check(ip, 'ipv6');
+  if (!isIP(ip)) return true;
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.parse(ip);
+  } catch {
+    return true;
   }
-  return true;
+  if (addr.kind() === 'ipv6') {
+    const v6 = addr as ipaddr.IPv6;
+    // An IPv4 address inside an IPv6 one (::ffff:a.b.c.d, and the deprecated IPv4-compatible
+    // ::a.b.c.d that ipaddr.js counts as unicast) is judged as that IPv4 address.
+    if (v6.isIPv4MappedAddress()) return isBlockedAddress(v6.toIPv4Address().toString());
+    const parts = v6.parts;
+    if (parts.slice(0, 6).every((p) => p === 0)) return true;
+  }
+  return addr.range() !== 'unicast';
 }
 
 /**
