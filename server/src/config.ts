@@ -8,6 +8,12 @@ const Bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default('127.0.0.1'),
+  PUBLIC_URL: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'an http or https URL')
+    .transform((u) => u.replace(/\/+$/, ''))
+    .optional(),
   DATABASE_URL: z.string().min(1).default('sqlite://./data/switchboard.db'),
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
   TRUST_TENANT_HEADER: Bool.default('false'),
@@ -115,6 +121,8 @@ const EnvSchema = z.object({
 export interface Config {
   port: number;
   host: string;
+  /** The URL clients reach this server at (behind a proxy); else /openapi.json names the request's own origin. */
+  publicUrl: string | undefined;
   databaseUrl: string;
   authMode: 'header' | 'api_key';
   trustTenantHeader: boolean;
@@ -321,6 +329,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   const config: Config = {
     port: e.PORT,
     host: e.HOST,
+    publicUrl: e.PUBLIC_URL,
     databaseUrl: e.DATABASE_URL,
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,

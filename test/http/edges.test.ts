@@ -114,6 +114,19 @@ describe('HTTP edges', () => {
     expect(docs.text).toContain('swagger-ui');
   });
 
+  it('serves the OpenAPI document and the docs page naming the server they came from, or PUBLIC_URL', async () => {
+    const doc = await request(app.app).get('/openapi.json').set('host', 'switchboard.example:8443');
+    expect(doc.body.servers).toEqual([{ url: 'http://switchboard.example:8443', description: 'This server' }]);
+    const init = await request(app.app).get('/docs/swagger-ui-init.js').set('host', 'switchboard.example:8443');
+    expect(init.text).toContain('"url": "http://switchboard.example:8443"');
+    // A host header that is not a host keeps the document's default.
+    const odd = await request(app.app).get('/openapi.json').set('host', 'evil"</script>');
+    expect(odd.body.servers).toEqual([{ url: 'http://127.0.0.1:3000', description: expect.any(String) }]);
+    const behind = testApp(f.db, { publicUrl: 'https://api.example.com/switchboard' });
+    expect((await request(behind.app).get('/openapi.json')).body.servers).toEqual([{ url: 'https://api.example.com/switchboard', description: 'This server' }]);
+    await behind.close();
+  });
+
   it('refuses a __proto__ key with 400 naming where it is, and keeps constructor keys inert', async () => {
     const send = (body: string) => request(app.app).post('/api/v1/agents/echo/converse').set(t).set('content-type', 'application/json').send(body);
     const res = await send('{"message":"echo this","context":{"version":"v1","context":{"customAttributes":{"plan":"gold","__proto__":{"polluted":1}}}}}');

@@ -64,10 +64,27 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   });
 
   const openapi = getOpenApi();
-  app.get('/openapi.json', (_req, res) => {
-    res.json(openapi);
+  // The document as served names the server it came from (PUBLIC_URL, else the request's origin),
+  // so that the docs page's try-it-out reaches this server whatever its port, host or proxy; the
+  // committed openapi.json keeps the local default.
+  const served = (req: Request) => {
+    const host = req.get('host');
+    const origin = config.publicUrl ?? (host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? `${req.protocol}://${host}` : null);
+    return origin ? { ...openapi, servers: [{ url: origin, description: 'This server' }] } : openapi;
+  };
+  app.get('/openapi.json', (req, res) => {
+    res.json(served(req));
   });
-  app.use('/docs', swaggerUi.serve, swaggerUi.setup(openapi, { customSiteTitle: 'Switchboard API' }));
+  const docsOptions = { customSiteTitle: 'Switchboard API' };
+  app.use(
+    '/docs',
+    (req: Request & { swaggerDoc?: unknown }, _res: Response, next: NextFunction) => {
+      req.swaggerDoc = served(req);
+      next();
+    },
+    swaggerUi.serveFiles(openapi, docsOptions),
+    swaggerUi.setup(openapi, docsOptions),
+  );
   app.use('/console', consoleRouter());
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`)));
