@@ -87,6 +87,53 @@ describe('npm run agents -- chat', () => {
     }
   });
 
+  /** The chat command with its input piped in whole (a script), and what it printed. */
+  async function piped(args: string[], input: string) {
+    const child = spawn('node', ['--import', 'tsx', 'server/src/cli/agents.ts', 'chat', ...args], { env: { ...process.env, FORCE_COLOR: '0' } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // All of it at once, before the first reply: the lines must wait their turn, none dropped.
+    child.stdin.end(input);
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    return { code, stdout, stderr };
+  }
+
+  it('answers piped input line by line, in order, to its end', async () => {
+    const r = await piped(['acme-support', '--url', header.url, '--tenant', 'acme'], 'billing question\n2\n\n/history\ntalk to a human\n');
+    expect(r.code).toBe(0);
+    const order = [
+      'Which billing topic is it?',
+      '[billing · topic · confidence',
+      'Which email address',
+      '[billing · refund_email',
+      'user     refund',
+      '[human · handoff',
+    ];
+    let at = 0;
+    for (const text of order) {
+      const found = r.stdout.indexOf(text, at);
+      expect(found, `${text} after position ${at} in:\n${r.stdout}`).toBeGreaterThanOrEqual(0);
+      at = found;
+    }
+  });
+
+  it('prints one JSON object per turn with --json, and nothing else on standard output', async () => {
+    const r = await piped(['acme-support', '--url', header.url, '--tenant', 'acme', '--json'], 'billing question\n2\nwhere is my order?\n');
+    expect(r.code).toBe(0);
+    const turns = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(turns).toHaveLength(3);
+    expect(turns[0]).toMatchObject({ message: 'billing question', capability: 'billing', phase: 'topic', status: 'active', confidence: expect.any(Number) });
+    expect((turns[0].options as { label: string }[]).map((o) => o.label)).toEqual(['Invoice copy', 'Refund', 'Payment method']);
+    expect(turns[1]).toMatchObject({ message: 'refund', phase: 'refund_email', confidence: null, conversation_id: turns[0].conversation_id });
+    expect(turns[2].message).toBe('where is my order?');
+    expect(r.stderr).toMatch(/Acme Support \(acme-support, version 1\)/);
+  });
+
   it('works with an API key, and says in one line when the key is refused', async () => {
     const t = terminal(['acme-support', '--url', keyed.url, '--key', key]);
     try {

@@ -181,8 +181,9 @@ remoteOptions(
     .command('chat')
     .description('talk to an agent on a running server at the prompt: options by number, a status line per turn, /new /history /audit /quit')
     .argument('<slug>', 'the agent')
-    .option('--user <user>', 'the end-user id to send as user-id'),
-).action(async (slug: string, opts: RemoteOptions & { user?: string }) => {
+    .option('--user <user>', 'the end-user id to send as user-id')
+    .option('--json', 'one JSON object per turn on standard output (for scripts: pipe the messages in, one a line)'),
+).action(async (slug: string, opts: RemoteOptions & { user?: string; json?: boolean }) => {
   await chat(slug, { ...opts, tenant: opts.tenant ?? (opts.key ? undefined : 'demo') });
 });
 
