@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expandVariables, readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
+import { useVectors } from '../server/src/service/vectors.js';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
 import { databases } from './helpers/databases.js';
 import { listen, testApp } from './helpers/servers.js';
@@ -42,6 +43,23 @@ describe('the example agent', () => {
     expect(definition.actions!.get_order.url).toBe('http://127.0.0.1:3001/orders/{{ slots.order_id }}');
     const moved = await readAgentFile(EXAMPLE, { SWITCHBOARD_VAR_ORDERS_URL: 'http://127.0.0.1:4555' });
     expect(moved.definition.actions!.get_order.url).toBe('http://127.0.0.1:4555/orders/{{ slots.order_id }}');
+  });
+
+  it('is a model to copy: its PUT raises no routing warning, with word vectors or without', async () => {
+    const { definition } = await readAgentFile(EXAMPLE);
+    const put = await request(app.app).put('/api/v1/agents/acme-support-copy').set('tenant-id', 'demo').send(definition);
+    expect(put.status).toBe(200);
+    expect(put.body.warnings ?? []).toEqual([]);
+    // Word vectors are the process's: the lexical app turns them off until the finally below.
+    const created = await databases[0].create();
+    const lexical = testApp(created.db, { routerVectors: { mode: 'off' } });
+    try {
+      expect((await lexical.agents.put('demo', 'acme-support', definition)).warnings).toEqual([]);
+    } finally {
+      useVectors({ mode: 'auto' });
+      await lexical.close();
+      await created.drop();
+    }
   });
 
   it('tracks an order through the example backend', async () => {
