@@ -58,6 +58,7 @@ export const ProblemCode = z.enum([
   'replay_not_found',
   'conversation_not_found',
   'not_found',
+  'method_not_allowed',
   'conversation_closed',
   'invalid_transition',
   'payload_too_large',

@@ -41,6 +41,13 @@ export class NotFoundError extends AppError {
   }
 }
 
+/** A path the API serves, asked with a method it does not: 405, with the methods it takes in `allow`. */
+export class MethodNotAllowedError extends AppError {
+  constructor(method: string, path: string, allowed: string[]) {
+    super(405, 'method_not_allowed', `${path} does not take ${method}; it takes ${allowed.join(', ')}`, undefined, { allow: allowed.join(', ') });
+  }
+}
+
 export class ConflictError extends AppError {
   constructor(code: 'conversation_closed' | 'invalid_transition', message: string) {
     super(409, code, message);

@@ -92,9 +92,16 @@ describe('HTTP edges', () => {
     expect(await typeFor('text/event-stream;q=0.2, application/json')).toBe('application/json');
   });
 
-  it('answers unknown routes and methods with a 404 problem', async () => {
+  it('answers an unknown route with a 404 problem, and a known one asked with another method with 405 and allow', async () => {
     problem(404, 'not_found')(await request(app.app).get('/nope'));
-    problem(404, 'not_found')(await request(app.app).patch('/api/v1/agents/echo').set(t).send({}));
+    problem(404, 'not_found')(await request(app.app).get('/api/v1/agents/echo/nothing-here').set(t));
+    const patch = await request(app.app).patch('/api/v1/agents/echo').set(t).send({});
+    problem(405, 'method_not_allowed')(patch);
+    expect(patch.headers.allow).toBe('DELETE, GET, HEAD, PUT');
+    const post = await request(app.app).post('/api/v1/agents/echo/conversations').set(t).send({});
+    problem(405, 'method_not_allowed')(post);
+    expect(post.headers.allow).toBe('GET, HEAD');
+    expect((await request(app.app).delete('/healthz')).headers.allow).toBe('GET, HEAD');
   });
 
   it('echoes a sane x-request-id and replaces an unusable one', async () => {

@@ -1,11 +1,12 @@
 // The Express application over the services: middleware in order, the contract's routes, the
 // OpenAPI document and its viewer, the web console, and the one error handler. It never listens itself.
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
+import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
 import swaggerUi from 'swagger-ui-express';
 import { contract } from '@switchboard/contract';
 import type { Config } from '../config.js';
-import { NotFoundError } from '../errors.js';
+import { MethodNotAllowedError, NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
 import { apiKeyAuth } from './auth.js';
 import { consoleRouter } from './console.js';
@@ -87,7 +88,22 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   );
   app.use('/console', consoleRouter());
 
-  app.use((req: Request, _res: Response, next: NextFunction) => next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`)));
+  // A path of the contract asked with another method is 405 with the methods it takes; any other is 404.
+  const routes = contractRoutes(contract).map((r) => ({
+    method: r.method,
+    pattern: new RegExp(`^${r.path.replace(/[.]/g, '\\.').replace(/:[A-Za-z_]+/g, '[^/]+')}/?$`),
+  }));
+  app.use((req: Request, _res: Response, next: NextFunction) => {
+    const methods = new Set<string>(routes.filter((r) => r.pattern.test(req.path)).map((r) => r.method));
+    if (methods.has('GET')) methods.add('HEAD');
+    if (methods.size) { next(new MethodNotAllowedError(req.method, req.path, [...methods].sort())); return; }
+    next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`));
+  });
   app.use(errorHandler(services.logger));
   return { app, rateLimit };
+}
+
+/** Every route of a ts-rest contract, nested routers walked. */
+function contractRoutes(router: AppRouter): AppRoute[] {
+  return Object.values(router).flatMap((r) => (isAppRoute(r) ? [r] : contractRoutes(r)));
 }
