@@ -8,7 +8,9 @@
 // closest example of the best capability, is below a threshold calibrated on held-out examples of
 // the agent's own is out of scope. An agent without out-of-scope examples gets an implicit
 // background class of everyday messages (background.ts) instead: a message it wins is out of
-// scope too. docs/routing.md has the measurements behind each choice.
+// scope too. For English agents, when the process has word vectors (word-vectors.ts), each
+// message's word vector is a hundred more features beside the n-grams, in the same softmax and the
+// same similarity check. docs/routing.md has the measurements behind each choice.
 import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
 import { processVectors, type WordVectors } from './word-vectors.js';
