@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
-import { migrate, openDatabase, type Database } from '../../server/src/store/db.js';
+import { ensureDatabase, migrate, openDatabase, type Database } from '../../server/src/store/db.js';
 
 export const PG_URL = process.env.TEST_DATABASE_URL;
 const PG_REQUIRED = process.env.REQUIRE_POSTGRES === '1' || process.env.REQUIRE_POSTGRES === 'true';
@@ -37,9 +37,13 @@ const sqlite: TestDatabase = {
   },
 };
 
+/** TEST_DATABASE_URL's own database, created once per test file when it does not exist yet. */
+let ensured: Promise<boolean> | null = null;
+
 const postgres: TestDatabase = {
   name: 'postgres',
   async create() {
+    await (ensured ??= ensureDatabase(PG_URL!));
     const admin = knexFactory({ client: 'pg', connection: PG_URL!, pool: { min: 0, max: 1 } });
     const name = `sb_test_${randomBytes(6).toString('hex')}`;
     await admin.raw(`create database ${name}`);

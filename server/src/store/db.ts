@@ -71,6 +71,9 @@ export interface DbLog {
   warn(obj: object, msg: string): void;
 }
 
+/** For the short-lived connections that probe and create: their errors are thrown to the caller, not printed. */
+const QUIET = { warn: () => undefined, error: () => undefined, deprecate: () => undefined, debug: () => undefined };
+
 function knexLog(log?: DbLog) {
   if (!log) return undefined;
   const say = (m: unknown) => log.warn({ source: 'knex' }, String(m instanceof Error ? m.message : m));
@@ -179,7 +182,7 @@ export async function ensureDatabase(url: string): Promise<boolean> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.slice(1));
   if (!name) return false;
-  const probe = knexFactory({ client: 'pg', connection: { connectionString: url, connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 } });
+  const probe = knexFactory({ client: 'pg', connection: { connectionString: url, connectionTimeoutMillis: 5000 }, pool: { min: 0, max: 1 }, log: QUIET });
   try {
     await probe.raw('select 1');
     return false;
@@ -194,11 +197,16 @@ export async function ensureDatabase(url: string): Promise<boolean> {
     client: 'pg',
     connection: { connectionString: maintenance.toString(), connectionTimeoutMillis: 5000 },
     pool: { min: 0, max: 1 },
+    log: QUIET,
   });
   try {
     await admin.raw('create database ??', [name]);
     return true;
   } catch (err) {
+    // Created meanwhile by a process that started at the same time (replicas starting together):
+    // PostgreSQL answers duplicate_database, or a unique violation on pg_database in the race.
+    const code = (err as { code?: string }).code;
+    if (code === '42P04' || code === '23505') return false;
     // No right to create it: report the database as missing.
     throw Object.assign(new Error(`database "${name}" does not exist`), { code: '3D000', cause: err });
   } finally {
