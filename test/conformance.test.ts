@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance } from '../server/src/cli/conformance.js';
-import { databases } from './helpers/databases.js';
+import { eachDatabase } from './helpers/databases.js';
 import { listen, startBackend, testApp } from './helpers/servers.js';
 
 const root = process.cwd();
@@ -154,7 +154,7 @@ describe('conformance against npm start behind the Prism validating proxy', () =
   }, 120_000);
 });
 
-describe.each(databases)('conformance on $name', (database) => {
+eachDatabase('conformance on $name', (database) => {
   it('passes with header auth and with an API key, and leaves no agent behind', async () => {
     for (const authMode of ['header', 'api_key'] as const) {
       const { db, drop } = await database.create();

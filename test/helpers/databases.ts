@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
+import { describe } from 'vitest';
 import { ensureDatabase, migrate, openDatabase, type Database } from '../../server/src/store/db.js';
 
 export const PG_URL = process.env.TEST_DATABASE_URL;
@@ -72,5 +73,19 @@ export function warnIfPostgresSkipped(): void {
   if (!PG_URL && !warned) {
     warned = true;
     console.warn('PostgreSQL suites SKIPPED: set TEST_DATABASE_URL=postgres://… to run them (CI always does).');
+  }
+}
+
+/**
+ * A suite on every database: `title` with `$name` replaced by the database's name. Without
+ * TEST_DATABASE_URL the PostgreSQL variant is registered as skipped, its title saying why, so it
+ * counts among the run's skipped tests instead of vanishing.
+ */
+export function eachDatabase(title: string, suite: (database: TestDatabase) => void): void {
+  for (const database of [sqlite, postgres]) {
+    const available = database === sqlite || PG_URL !== undefined;
+    const name = title.replace('$name', database.name);
+    if (available) describe(name, () => suite(database));
+    else describe.skip(`${name} (SKIPPED: set TEST_DATABASE_URL=postgres://… to run it; CI always does)`, () => suite(database));
   }
 }

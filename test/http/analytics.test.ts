@@ -3,11 +3,11 @@
 // against a recount of the stored conversations and audit entries, on every database, through
 // supertest and the typed client.
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { secondsBucket } from '../../server/src/lib/seconds-bucket.js';
 import { up as migrateStats } from '../../server/src/store/migrations/011_agent_stats.js';
 import { FakeClock } from '../helpers/clock.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 
 warnIfPostgresSkipped();
@@ -34,7 +34,7 @@ const agent = {
 
 const HOUR = 3_600_000;
 
-describe.each(databases)('analytics on $name', (database) => {
+eachDatabase('analytics on $name', (database) => {
   const clock = new FakeClock('2026-11-20T09:15:00.000Z');
   const f = appFixture(database, { agents: { shop: agent }, clock });
   const client = clientFixture(f);

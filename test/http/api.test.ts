@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { echoAgent, slowEchoAgent, supportAgent } from '../helpers/agents.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { clientDriver, supertestDriver, type Driver } from '../helpers/drivers.js';
 import { appFixture } from '../helpers/fixture.js';
 import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js';
@@ -18,7 +18,7 @@ const drivers = [
   { name: 'typed client', make: clientDriver },
 ];
 
-describe.each(databases)('API on $name', (database) => {
+eachDatabase('API on $name', (database) => {
   describe.each(drivers)('through $name', (driverKind) => {
     let api: Driver;
     let orders: Backend;

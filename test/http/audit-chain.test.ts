@@ -1,13 +1,13 @@
 // The tamper-evident audit log: a hash chain per conversation, recomputed by the verify endpoint.
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { echoAgent, supportAgent } from '../helpers/agents.js';
-import { databases } from '../helpers/databases.js';
+import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
 const T = { 'tenant-id': 'acme' };
 
-describe.each(databases)('audit chain on $name', (database) => {
+eachDatabase('audit chain on $name', (database) => {
   const f = appFixture(database, { agents: { echo: echoAgent } });
 
   async function conversation(turns = 3): Promise<string> {
@@ -124,7 +124,7 @@ describe.each(databases)('audit chain on $name', (database) => {
   });
 });
 
-describe.each(databases)('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
+eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
   const KEY = Buffer.alloc(32, 7);
   const f = appFixture(database, { agents: { echo: echoAgent }, config: { auditChainKey: KEY } });
   const say = async (message: string, conversation_id?: string) =>

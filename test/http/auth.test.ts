@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Database } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
-import { databases } from '../helpers/databases.js';
+import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
-describe.each(databases)('API keys on $name', (database) => {
+eachDatabase('API keys on $name', (database) => {
   const f = appFixture(database, { config: { authMode: 'api_key' } });
   let app: App;
   let db: Database;

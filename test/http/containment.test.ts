@@ -4,7 +4,7 @@
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { databases } from '../helpers/databases.js';
+import { databases, eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
 const T = { 'tenant-id': 'acme' };
@@ -144,7 +144,7 @@ describe('patterns', () => {
   });
 });
 
-describe.each(databases)('the shared model server on $name', (database) => {
+eachDatabase('the shared model server on $name', (database) => {
   let llm: FakeLlm;
   beforeAll(async () => {
     llm = await startFakeLlm();
@@ -261,7 +261,7 @@ describe('knowledge', () => {
   });
 });
 
-describe.each(databases)('test conversations and replays on $name', (database) => {
+eachDatabase('test conversations and replays on $name', (database) => {
   const HEAVY = '{% for i in (1..9000000) %}{% endfor %}Hi.';
   const greeter = (say: string) => ({
     name: 'G',

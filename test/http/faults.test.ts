@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
-import { databases, PG_URL } from '../helpers/databases.js';
+import { databases, eachDatabase, PG_URL } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { json, startBackend, testApp, answersOk } from '../helpers/servers.js';
 import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
@@ -159,7 +159,7 @@ describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' :
   });
 });
 
-describe.each(databases)('a failure between two writes on $name', (database) => {
+eachDatabase('a failure between two writes on $name', (database) => {
   const f = appFixture(database, { agents: { echo: echoAgent } });
 
   it('never leaves a user turn without its agent turn', async () => {

@@ -1,13 +1,13 @@
 // What new users tripped over: each defect with the test that would have caught it.
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { supportAgent } from '../helpers/agents.js';
-import { databases } from '../helpers/databases.js';
+import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
 const T = { 'tenant-id': 'acme' };
 
-describe.each(databases)('first-run defects on $name', (database) => {
+eachDatabase('first-run defects on $name', (database) => {
   const f = appFixture(database, { agents: { support: supportAgent('http://127.0.0.1:9') } });
   const say = (message: string, id?: string) =>
     request(f.app.app)
@@ -39,7 +39,7 @@ describe.each(databases)('first-run defects on $name', (database) => {
   });
 });
 
-describe.each(databases)('agent definitions as YAML on $name', (database) => {
+eachDatabase('agent definitions as YAML on $name', (database) => {
   const f = appFixture(database);
   const putYaml = (slug: string, text: string, type = 'application/yaml') =>
     request(f.app.app)
@@ -97,7 +97,7 @@ describe.each(databases)('agent definitions as YAML on $name', (database) => {
   });
 });
 
-describe.each(databases)('API keys name their tenant on $name', (database) => {
+eachDatabase('API keys name their tenant on $name', (database) => {
   it('takes the tenant from the key when tenant-id is left out, and still refuses another tenant', async () => {
     const { db, drop } = await database.create();
     const { testApp } = await import('../helpers/servers.js');
@@ -129,7 +129,7 @@ describe.each(databases)('API keys name their tenant on $name', (database) => {
   });
 });
 
-describe.each(databases)('the typed client event stream on $name', (database) => {
+eachDatabase('the typed client event stream on $name', (database) => {
   it("iterates a conversation's events, resumes after Last-Event-ID, and throws the problem of a refused stream", async () => {
     const { db, drop } = await database.create();
     const { testApp } = await import('../helpers/servers.js');

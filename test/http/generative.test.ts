@@ -5,7 +5,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput, ConverseResponse } from '@switchboard/contract';
 import { SwitchboardError, type ConverseStreamEvent } from '../../client/src/index.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { supertestDriver, type Driver } from '../helpers/drivers.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
@@ -81,7 +81,7 @@ function invoices(backend: () => Backend) {
   };
 }
 
-describe.each(databases)('generative phases on $name', (database) => {
+eachDatabase('generative phases on $name', (database) => {
   let llm: FakeLlm;
   let billing: Backend;
   let api: Driver;
@@ -431,7 +431,7 @@ describe('generative phases without a provider', () => {
   });
 });
 
-describe.each(databases)("a tenant's daily model tokens on $name", (database) => {
+eachDatabase("a tenant's daily model tokens on $name", (database) => {
   let llm: FakeLlm;
   let created: Awaited<ReturnType<typeof database.create>>;
   let second: Database;

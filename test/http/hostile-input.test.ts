@@ -4,11 +4,11 @@
 import fc from 'fast-check';
 import { stringify as stringifyYaml } from 'yaml';
 import request from 'supertest';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Database } from '../../server/src/store/db.js';
 import { echoAgent, supportAgent } from '../helpers/agents.js';
-import { databases } from '../helpers/databases.js';
+import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
@@ -75,7 +75,7 @@ function pathSegment(v: unknown): string {
   }
 }
 
-describe.each(databases)('hostile input on $name', (database) => {
+eachDatabase('hostile input on $name', (database) => {
   const f = appFixture(database, { agents: { echo: echoAgent, support: supportAgent('http://127.0.0.1:9') } });
   let app: App;
   let db: Database;

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { App } from '../../server/src/app.js';
 import { FakeClock } from '../helpers/clock.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
 import { openSse } from '../helpers/sse.js';
@@ -39,7 +39,7 @@ function agent(hookUrl: string): AgentDefinitionInput {
   };
 }
 
-describe.each(databases)('lifecycle on $name', (database) => {
+eachDatabase('lifecycle on $name', (database) => {
   let app: App;
   const clock = new FakeClock();
   let hooks: Backend;

@@ -9,6 +9,7 @@ import { testApp } from '../helpers/servers.js';
 import { appFixture } from '../helpers/fixture.js';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
+if (/^(1|true)$/.test(process.env.REQUIRE_REDIS ?? '') && !REDIS_URL) throw new Error('REQUIRE_REDIS is set but TEST_REDIS_URL is not');
 const sqlite = databases[0];
 
 describe('rate limits', () => {

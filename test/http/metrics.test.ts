@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import request from 'supertest';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { orderLookupAgent } from '../helpers/agents.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
@@ -45,7 +45,7 @@ const shop = (base: string) =>
     },
   ]);
 
-describe.each(databases)('metrics on $name', (database) => {
+eachDatabase('metrics on $name', (database) => {
   let backend: Backend;
   let llm: FakeLlm;
   beforeAll(async () => {

@@ -2,8 +2,8 @@
 // from their recordings; finds a changed reply, a changed capability and an unrecorded action,
 // and nothing when the version is the same; stores and sends nothing.
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js';
 
@@ -29,7 +29,7 @@ function shop(base: string, o: { greeting?: string; greetingName?: string; path?
   };
 }
 
-describe.each(databases)('replays on $name', (database) => {
+eachDatabase('replays on $name', (database) => {
   let orders: Backend;
   beforeAll(async () => {
     orders = await startBackend(ordersHandler);

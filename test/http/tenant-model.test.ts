@@ -6,7 +6,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { echoAgent } from '../helpers/agents.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
 
@@ -42,7 +42,7 @@ beforeAll(async () => {
 });
 afterAll(async () => echo?.close());
 
-describe.each(databases)('the tenant model on $name', (database) => {
+eachDatabase('the tenant model on $name', (database) => {
   const f = appFixture(database, {
     agents: { echo: echoAgent },
     config: {

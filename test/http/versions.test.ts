@@ -1,8 +1,8 @@
 // Versions: drafts (PUT ?activate=false), listing, reading, activation and rollback, with running
 // conversations staying on their version; on every database, through supertest and the typed client.
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { expect, it } from 'vitest';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 
 warnIfPostgresSkipped();
@@ -21,7 +21,7 @@ const agent = (greeting: string) => ({
   ],
 });
 
-describe.each(databases)('agent versions on $name', (database) => {
+eachDatabase('agent versions on $name', (database) => {
   const f = appFixture(database, { agents: { shop: agent('v1:') } });
   const client = clientFixture(f);
   const api = () => request(f.app.app);
@@ -101,7 +101,7 @@ describe.each(databases)('agent versions on $name', (database) => {
   });
 });
 
-describe.each(databases)('test conversations on the server, on $name', (database) => {
+eachDatabase('test conversations on the server, on $name', (database) => {
   const f = appFixture(database, { agents: { shop: agent('v1:') } });
   const post = (body: object, slug = 'shop', tenant = 'acme') => request(f.app.app).post(`/api/v1/agents/${slug}/tests`).set('tenant-id', tenant).send(body);
   const order = (greeting: string) => ({

@@ -2,9 +2,9 @@
 // delivery capacity; secrets are resolved per tenant; receivers must be http(s).
 import request from 'supertest';
 import { Webhook } from 'standardwebhooks';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
-import { databases } from '../helpers/databases.js';
+import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { startBackend, type Backend } from '../helpers/servers.js';
 
@@ -14,7 +14,7 @@ const closing = (urls: string[], secretName?: string) => ({
   webhooks: urls.map((url) => ({ url, events: ['conversation.completed'], ...(secretName ? { secret_name: secretName } : {}) })),
 });
 
-describe.each(databases)('webhooks between tenants on $name', (database) => {
+eachDatabase('webhooks between tenants on $name', (database) => {
   let app: App;
   let slow: Backend;
   let fast: Backend;

@@ -3,7 +3,7 @@
 // not scan a whole table. On PostgreSQL the planner is told to avoid sequential scans, so that a
 // small test table still shows whether an index *can* answer the query; a dropped index fails here.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { encodeCursor } from '../../server/src/lib/cursor.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
 import { AnalyticsStore } from '../../server/src/store/analytics-store.js';
@@ -12,7 +12,7 @@ import type { Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
 import { ReplayStore } from '../../server/src/store/replay-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
 
@@ -27,7 +27,7 @@ interface PgConn {
   query(text: string, values?: unknown[]): Promise<{ rows: { 'QUERY PLAN': string }[] }>;
 }
 
-describe.each(databases)('query plans on $name', (database) => {
+eachDatabase('query plans on $name', (database) => {
   let db: Database;
   let drop: () => Promise<void>;
   let store: ConversationStore;

@@ -6,7 +6,7 @@ import { ERASURE } from '../../server/src/service/erasure.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
 import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
 import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
-import { databases, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
 
@@ -57,7 +57,7 @@ function write(c: Conversation, over: Partial<TurnWrite> = {}): TurnWrite {
   };
 }
 
-describe.each(databases)('store on $name', (database) => {
+eachDatabase('store on $name', (database) => {
   let db: Database;
   let drop: () => Promise<void>;
   let store: ConversationStore;
@@ -218,7 +218,7 @@ describe.each(databases)('store on $name', (database) => {
   });
 });
 
-describe.each(databases)('migrations on $name', (database) => {
+eachDatabase('migrations on $name', (database) => {
   it('roll back to nothing and forward again', async () => {
     const { db, drop } = await database.create();
     try {
@@ -270,7 +270,7 @@ async function seedUser(store: ConversationStore, agentId: string, n: number, us
   return ids;
 }
 
-describe.each(databases)('erasure in batches on $name', (database) => {
+eachDatabase('erasure in batches on $name', (database) => {
   let db: Database;
   let drop: () => Promise<void>;
   let store: ConversationStore;
