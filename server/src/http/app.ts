@@ -96,7 +96,10 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   app.use((req: Request, _res: Response, next: NextFunction) => {
     const methods = new Set<string>(routes.filter((r) => r.pattern.test(req.path)).map((r) => r.method));
     if (methods.has('GET')) methods.add('HEAD');
-    if (methods.size) { next(new MethodNotAllowedError(req.method, req.path, [...methods].sort())); return; }
+    if (methods.size) {
+      next(new MethodNotAllowedError(req.method, req.path, [...methods].sort()));
+      return;
+    }
     next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`));
   });
   app.use(errorHandler(services.logger));
