@@ -12,15 +12,20 @@ const PhaseId = z
   .max(64);
 
 /** A text, or a map of language code to text. */
-export const LocalizedText = z.union([
-  z.string().max(20_000),
-  z.record(z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'must be a language code such as en or pt-BR'), z.string().max(20_000)),
-]);
+export const LocalizedText = z.union(
+  [
+    z.string().max(20_000),
+    z.record(z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'must be a language code such as en or pt-BR'), z.string().max(20_000)),
+  ],
+  { errorMap: (issue, ctx) => ({ message: issue.code === 'invalid_union' ? 'expected text, or a map of language → text' : ctx.defaultError }) },
+);
 
-export const OptionDef = z.object({
-  label: LocalizedText,
-  value: z.string().min(1).max(200),
-});
+export const OptionDef = z
+  .object({
+    label: LocalizedText,
+    value: z.string().min(1).max(200),
+  })
+  .strict();
 
 export const SlotType = z.enum(['text', 'number', 'integer', 'email', 'boolean', 'date', 'choice']);
 

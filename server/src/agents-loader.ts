@@ -4,11 +4,10 @@
 // as it is, and no template can read the environment).
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
-import { AgentDefinition } from '@switchboard/contract';
+import type { AgentDefinition } from '@switchboard/contract';
 import { DefinitionError, type FieldProblem } from './errors.js';
-import { jsonPath } from './http/problem.js';
 import { parseYamlSource, withPositions } from './lib/yaml-source.js';
-import { validateDefinition } from './engine/compile.js';
+import { definitionProblems } from './engine/definition-problems.js';
 import type { AgentService } from './service/agent-service.js';
 
 export interface AppliedAgent {
@@ -43,11 +42,9 @@ export async function readAgentFile(file: string, env: NodeJS.ProcessEnv = proce
   const source = extname(file) === '.json' ? null : parseYamlSource(text);
   const raw: unknown = source ? source.value : JSON.parse(text);
   const located = (problems: FieldProblem[]) => (source ? withPositions(problems, source) : problems);
-  const parsed = AgentDefinition.safeParse(raw);
-  if (!parsed.success) throw new DefinitionError(located(parsed.error.issues.map((i) => ({ path: jsonPath(i.path), message: i.message }))));
-  const problems = validateDefinition(parsed.data);
-  if (problems.length) throw new DefinitionError(located(problems));
-  return { slug: basename(file, extname(file)), definition: parsed.data };
+  const { definition, problems } = definitionProblems(raw);
+  if (!definition) throw new DefinitionError(located(problems));
+  return { slug: basename(file, extname(file)), definition };
 }
 
 export async function applyAgentFile(agents: AgentService, tenantId: string, file: string, opts: { activate?: boolean } = {}): Promise<AppliedAgent> {

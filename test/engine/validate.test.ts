@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { AgentDefinition } from '@switchboard/contract';
 import { validateDefinition } from '../../server/src/engine/compile.js';
+import { definitionProblems } from '../../server/src/engine/definition-problems.js';
 import { slotWarnings } from '../../server/src/engine/report.js';
 
 describe('definition validation', () => {
@@ -190,5 +191,36 @@ describe('definition validation', () => {
   it('accepts a sound definition', () => {
     const def = AgentDefinition.parse({ name: 'x', capabilities: [{ name: 'a', examples: ['x'], phases: [{ id: 'p', say: 'hi {{ user.name }}' }] }] });
     expect(validateDefinition(def)).toEqual([]);
+  });
+});
+
+describe('every problem in one answer (definitionProblems)', () => {
+  const phases = (...p: object[]) => ({ name: 'x', capabilities: [{ name: 'a', examples: ['hello there'], phases: p }] });
+
+  it('reports the problems inside the one alternative of a union whose type matched, where zod says "Invalid input"', () => {
+    const { problems } = definitionProblems(phases({ id: 'p', say: 'hi', next: [{ goto: 'p', unless: 'x' }] }));
+    expect(problems).toEqual([{ path: 'capabilities[0].phases[0].next[0].unless', message: 'unknown key "unless"' }]);
+    const typed = definitionProblems(phases({ id: 'p', say: 'hi', next: 4 }));
+    expect(typed.problems).toEqual([{ path: 'capabilities[0].phases[0].next', message: 'expected text or a list; got a number (4)' }]);
+  });
+
+  it('checks references in what the schema accepted, and leaves out what taking the rest out could cause', () => {
+    // `end: 7` is refused; without it, `q` would look like a phase with no way out, which is not in
+    // the text, so only the schema's problem is reported there, while the sibling's reference is.
+    const { problems } = definitionProblems(phases({ id: 'p', say: 'hi', next: 'nowhere' }, { id: 'q', say: 'bye', end: 7 }));
+    expect(problems.map((p) => p.path)).toEqual(['capabilities[0].phases[1].end', 'capabilities.a.phases.p.next']);
+    // A missing required field takes its item's list out of the check; the rest is still checked.
+    const missing = definitionProblems({
+      name: 'x',
+      routing: { fallback: 'nope' },
+      capabilities: [{ name: 'a', phases: [{ id: 'p', say: 'pick', options: [{ label: 'one' }] }] }],
+    });
+    expect(missing.problems.map((p) => p.path)).toEqual(['capabilities[0].phases[0].options[0].value', 'routing.fallback']);
+  });
+
+  it('answers the parsed definition when there is nothing to report', () => {
+    const ok = definitionProblems(phases({ id: 'p', say: 'hi' }));
+    expect(ok.problems).toEqual([]);
+    expect(ok.definition?.capabilities[0].phases[0].id).toBe('p');
   });
 });

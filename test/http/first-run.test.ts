@@ -4,6 +4,7 @@ import { expect, it } from 'vitest';
 import { supportAgent } from '../helpers/agents.js';
 import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const T = { 'tenant-id': 'acme' };
 
@@ -65,6 +66,48 @@ eachDatabase('agent definitions as YAML on $name', (database) => {
     expect(invalid.body.errors).toContainEqual({ path: 'capabilities.a.phases.p.next', message: 'unknown phase "nowhere"', line: 6, column: 15 });
     const schema = await putYaml('bad-schema', 'name: X\ncapabilities:\n  - name: Not An Identifier\n    phases: [{ id: p }]\n');
     expect(schema.body.errors[0]).toMatchObject({ path: 'capabilities[0].name', line: 3, column: 11 });
+  });
+
+  it('names every problem of a definition in one answer, and what each field expected', async () => {
+    // Unknown keys, a wrongly typed field and broken references: before, the first answer named
+    // the keys and the type ("Invalid input"), an option's unknown key not at all, and only a
+    // second PUT named the references.
+    const text = [
+      'name: X',
+      'colour: blue',
+      'capabilities:',
+      '  - name: a',
+      '    examples: [hello there]',
+      '    phases:',
+      '      - id: p',
+      '        say: 42',
+      '        next: nowhere',
+      '      - id: q',
+      '        say: fine',
+      "        options: [{ label: 'yes', value: y, next: p }]",
+      '        on_error: missing',
+      '',
+    ].join('\n');
+    const r = await putYaml('three-problems', text);
+    expect(r.status).toBe(400);
+    expect(r.body.code).toBe('validation_error');
+    expect(r.body.errors).toEqual([
+      { path: 'capabilities[0].phases[0].say', message: 'expected text, or a map of language → text; got a number (42)', line: 8, column: 14 },
+      { path: 'capabilities[0].phases[1].options[0].next', message: 'unknown key "next"', line: 12, column: 51 },
+      { path: 'colour', message: 'unknown key "colour"', line: 2, column: 9 },
+      { path: 'capabilities.a.phases.p.next', message: 'unknown phase "nowhere"', line: 9, column: 15 },
+      { path: 'capabilities.a.phases.q.on_error', message: 'on_error needs a call or generate in the same phase', line: 13, column: 19 },
+    ]);
+    // Nothing was stored.
+    await request(f.app.app).get('/api/v1/agents/three-problems').set(T).expect(404);
+    // JSON says the same, without positions; a query problem comes with them.
+    const json = await request(f.app.app)
+      .put('/api/v1/agents/three-problems?activate=perhaps')
+      .set(T)
+      .send({ name: 'X', capabilities: [{ name: 'a', examples: ['hello there'], phases: [{ id: 'p', say: 'hi', next: 'nowhere', end: 7 }] }] });
+    expect(json.status).toBe(400);
+    expect(json.body.errors.map((e: { path: string }) => e.path)).toEqual(['query.activate', 'capabilities[0].phases[0].end', 'capabilities.a.phases.p.next']);
+    expect(json.body.errors[1].message).toBe('expected one of "completed", "escalated", "paused"; got a number (7)');
   });
 
   it('refuses alias bombs and deep nesting, and other types still get 415', async () => {
@@ -164,7 +207,7 @@ eachDatabase('the typed client event stream on $name', (database) => {
       const stream = sb.events('echo', id, { signal: controller.signal });
       const next = stream.next();
       // Once the stream is open on the server, the next commit reaches it.
-      while (app.streams.size === 0) await new Promise((r) => setTimeout(r, 5));
+      await waitUntil('the stream to open', () => app.streams.size > 0);
       await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'hello', conversation_id: id } });
       const e1 = (await next).value!;
       expect(e1).toMatchObject({ type: 'turn.created', data: { role: 'user', message: 'hello' } });

@@ -6,14 +6,14 @@ import { createExpressEndpoints } from '@ts-rest/express';
 import swaggerUi from 'swagger-ui-express';
 import { contract } from '@switchboard/contract';
 import type { Config } from '../config.js';
-import { MethodNotAllowedError, NotFoundError } from '../errors.js';
+import { DefinitionError, MethodNotAllowedError, NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
 import { apiKeyAuth } from './auth.js';
 import { consoleRouter } from './console.js';
 import { depthLimit, refuseContentEncoding, refuseHostileInput, yamlBody } from './input-guards.js';
-import { JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
+import { isAgentPut, JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
 import { getOpenApi } from './openapi.js';
-import { errorHandler } from './problem.js';
+import { errorHandler, validationProblems } from './problem.js';
 import { tenantRateLimit, type TenantRateLimit } from './rate-limit.js';
 import { recordRoute, requestLog, requestMetrics } from './request-log.js';
 import { requestId } from './request-id.js';
@@ -61,7 +61,12 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     ],
     responseValidation: false,
     jsonQuery: false,
-    requestValidationErrorHandler: (err, _req, _res, next) => next(err),
+    // A definition's schema problems come with those of the rest of it (references, templates),
+    // so that one answer names everything to fix.
+    requestValidationErrorHandler: (err, req, _res, next) => {
+      if (!err.body || !isAgentPut(req as unknown as Request)) next(err);
+      else next(new DefinitionError([...validationProblems(err, { body: false }), ...services.agents.problemsOf(req.body)]));
+    },
   });
 
   const openapi = getOpenApi();

@@ -7,12 +7,12 @@ export const JSON_TYPES = ['application/json', 'application/*+json'];
 export const YAML_TYPES = ['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml'];
 const AGENT_PATH = /^\/api\/v1\/agents\/[^/]+\/?$/;
 
-/** Whether a request may carry a YAML body (an agent definition). */
-const yamlAllowed = (req: Request) => req.method === 'PUT' && AGENT_PATH.test(req.path);
+/** Whether a request puts an agent definition (the one body that may also be YAML). */
+export const isAgentPut = (req: Request) => req.method === 'PUT' && AGENT_PATH.test(req.path);
 
 export function mediaType(req: Request, _res: Response, next: NextFunction): void {
   const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-  const yaml = yamlAllowed(req);
+  const yaml = isAgentPut(req);
   if (hasBody && !req.is(JSON_TYPES) && !(yaml && req.is(YAML_TYPES))) {
     next(new UnsupportedMediaTypeError(yaml ? 'The body must be application/json or application/yaml' : 'The body must be application/json'));
     return;

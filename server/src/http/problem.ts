@@ -4,6 +4,7 @@ import { RequestValidationError } from '@ts-rest/express';
 import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, type FieldProblem } from '../errors.js';
+import { jsonPath } from '../lib/json-path.js';
 import { withPositions, type SourceDocument } from '../lib/yaml-source.js';
 import { mapDbError } from '../store/db-errors.js';
 
@@ -53,23 +54,19 @@ function sendProblem(res: Response, p: ProblemInput): void {
   res.status(p.status).type('application/problem+json').send(JSON.stringify(body));
 }
 
-/** `['capabilities', 1, 'phases', 2, 'next']` → `capabilities[1].phases[2].next`. */
-export function jsonPath(path: (string | number)[], prefix = ''): string {
-  let out = prefix;
-  for (const p of path) {
-    if (typeof p === 'number') out += `[${p}]`;
-    else out += out ? `.${p}` : p;
-  }
-  return out || '(root)';
-}
-
 function zodProblems(err: ZodError | null, prefix: string): FieldProblem[] {
   if (!err) return [];
   return err.issues.map((i) => ({ path: jsonPath(i.path, prefix), message: i.message }));
 }
 
-function validationProblems(err: RequestValidationError): FieldProblem[] {
-  return [...zodProblems(err.pathParams, 'path'), ...zodProblems(err.headers, 'header'), ...zodProblems(err.query, 'query'), ...zodProblems(err.body, '')];
+/** A request's problems, each with its path; `body: false` leaves the body's out. */
+export function validationProblems(err: RequestValidationError, opts: { body?: boolean } = {}): FieldProblem[] {
+  return [
+    ...zodProblems(err.pathParams, 'path'),
+    ...zodProblems(err.headers, 'header'),
+    ...zodProblems(err.query, 'query'),
+    ...(opts.body === false ? [] : zodProblems(err.body, '')),
+  ];
 }
 
 /** Errors of body-parser, by its `type` field. */

@@ -2,18 +2,12 @@
 // `capabilities[0].phases[1].next` can also say "line 14, column 15".
 import { isMap, isSeq, LineCounter, parseDocument, type Node } from 'yaml';
 import { InputError, type FieldProblem } from '../errors.js';
+import { pathSegments } from './json-path.js';
 
 export interface SourceDocument {
   value: unknown;
   /** Line and column (from 1) of the value at `path`, or of its nearest ancestor present in the source. */
   position(path: readonly (string | number)[]): { line: number; column: number } | null;
-}
-
-/** `capabilities[0].phases[1].next` → ['capabilities', 0, 'phases', 1, 'next']. */
-function pathSegments(path: string): (string | number)[] {
-  const out: (string | number)[] = [];
-  for (const m of path.matchAll(/([^.[\]]+)|\[(\d+)\]/g)) out.push((m[2] as string | undefined) !== undefined ? Number(m[2]) : m[1]);
-  return out;
 }
 
 /**

@@ -8,7 +8,8 @@ import { processVectors } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
-import { DefinitionError, InputError, NotFoundError } from '../errors.js';
+import { DefinitionError, InputError, NotFoundError, type FieldProblem } from '../errors.js';
+import { definitionProblems } from '../engine/definition-problems.js';
 import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -82,11 +83,7 @@ export class AgentService {
     definition: AgentDefinition,
     opts: { activate?: boolean } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
-    const problems = validateDefinition(definition);
-    const model = definition.llm?.model;
-    if (model && this.opts.models && !this.opts.models.includes(model)) {
-      problems.push({ path: 'llm.model', message: `"${model}" is not offered by this server (LLM_MODELS: ${this.opts.models.join(', ')})` });
-    }
+    const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
     const warnings = [...routingWarnings(definition), ...slotWarnings(definition)];
     const digest = sha256(canonicalJson(definition));
@@ -115,6 +112,22 @@ export class AgentService {
     const shown =
       version === agent.currentVersion ? definition : ((await this.store.version(tenantId, agent.id, agent.currentVersion))!.definition as AgentDefinition);
     return { agent: this.toApi(agent, shown), changed, version, warnings };
+  }
+
+  /**
+   * Every problem of a definition as sent, when its schema refused it: the schema's and those
+   * found in the rest (references, templates, models), in one answer.
+   */
+  problemsOf(raw: unknown): FieldProblem[] {
+    const llm = raw && typeof raw === 'object' ? (raw as { llm?: unknown }).llm : undefined;
+    const model = llm && typeof llm === 'object' ? (llm as { model?: unknown }).model : undefined;
+    return [...definitionProblems(raw).problems, ...(typeof model === 'string' ? this.modelProblems({ llm: { model } }) : [])];
+  }
+
+  private modelProblems(definition: { llm?: { model?: string | null } }): FieldProblem[] {
+    const model = definition.llm?.model;
+    if (!model || !this.opts.models || this.opts.models.includes(model)) return [];
+    return [{ path: 'llm.model', message: `"${model}" is not offered by this server (LLM_MODELS: ${this.opts.models.join(', ')})` }];
   }
 
   /** An agent's versions, newest first, a page at a time (`before`: the last version of the previous page). */
