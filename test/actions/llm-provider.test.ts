@@ -35,11 +35,27 @@ describe('LLM provider', () => {
     await expect(p.complete(ask)).rejects.toThrow(/^provider unreachable/);
   });
 
-  it('keeps to its deadline, retries included', async () => {
+  // Each case would take 30 s or more if the deadline were not kept; the bound (3 s) says
+  // "gave up on its own deadline", with room for a busy machine, not how fast it is.
+  it('keeps to its deadline when retry-after asks for longer, without waiting for it', async () => {
     llm.reset();
     llm.script({ status: 429, retryAfterSeconds: 30 }, { text: 'too late' });
     const p = new LlmProvider({ url: llm.url, model: 'm', timeoutMs: 400, maxRetries: 2 });
-    await expect(p.complete(ask)).rejects.toThrow(/no answer within 400 ms|HTTP 429/);
+    const started = performance.now();
+    await expect(p.complete(ask)).rejects.toThrow('provider answered HTTP 429');
+    expect(performance.now() - started).toBeLessThan(3_000);
+    expect(llm.calls).toHaveLength(1);
+  });
+
+  it('keeps to its deadline when the server is slow, retries included', async () => {
+    llm.reset();
+    llm.script({ text: 'slow', delayMs: 30_000 }, { text: 'slow again', delayMs: 30_000 });
+    const p = new LlmProvider({ url: llm.url, model: 'm', timeoutMs: 400, maxRetries: 2 });
+    const started = performance.now();
+    await expect(p.complete(ask)).rejects.toThrow('no answer within 400 ms');
+    const took = performance.now() - started;
+    expect(took).toBeGreaterThanOrEqual(390);
+    expect(took).toBeLessThan(3_000);
   });
 
   it('sends the API key as a bearer token, and no authorization header without one', async () => {

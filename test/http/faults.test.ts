@@ -14,6 +14,7 @@ import { databases, eachDatabase, PG_URL } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { json, startBackend, testApp, answersOk } from '../helpers/servers.js';
 import { startProxy, type Proxy } from '../helpers/tcp-proxy.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const T = { 'tenant-id': 'acme' };
 const postgres = databases.find((d) => d.name === 'postgres');
@@ -140,7 +141,7 @@ describe.skipIf(!postgres)(`database connections and slow actions${PG_URL ? '' :
           .send({ message: 'x', conversation_id: id })
           .then((r) => r),
       );
-      while (hanging.requests.length < 10) await new Promise((r) => setTimeout(r, 20));
+      await waitUntil('ten requests at the hanging backend', () => hanging.requests.length >= 10, 10_000, 20);
       for (let i = 0; i < 5; i++) {
         const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' });
         expect(r.status).toBe(200);
@@ -230,7 +231,7 @@ describe('SIGTERM', () => {
       expect((await fetch(`${base}/api/v1/agents/slow`, { method: 'PUT', headers: h, body: JSON.stringify(agent) })).status).toBe(200);
       const inFlight = fetch(`${base}/api/v1/agents/slow/converse`, { method: 'POST', headers: h, body: JSON.stringify({ message: 'go now' }) });
       // SIGTERM once the call is under way: its action has reached the slow backend.
-      while (slow.requests.length === 0) await new Promise((r) => setTimeout(r, 10));
+      await waitUntil('a request at the slow backend', () => slow.requests.length > 0);
       child.kill('SIGTERM');
       const res = await inFlight;
       expect(res.status).toBe(200);

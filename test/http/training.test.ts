@@ -5,6 +5,7 @@ import type { App } from '../../server/src/app.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const words = [
   'account',
@@ -57,7 +58,7 @@ describe('training', () => {
         return r;
       });
     // Once the PUT is training, talk to another agent.
-    while (app.training.runningFor('t') === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitUntil('the large agent to start training', () => app.training.runningFor('t') > 0);
     const talk = request(app.app)
       .post('/api/v1/agents/echo/converse')
       .set('tenant-id', 't')
@@ -149,8 +150,7 @@ describe('the training pool', () => {
       // A training within the idle time reuses the worker.
       await pool.train('a', caps, null, false);
       expect(pool.workers).toBe(1);
-      await new Promise((r) => setTimeout(r, 400));
-      expect(pool.workers).toBe(0);
+      await waitUntil('the idle worker to end', () => pool.workers === 0);
       const again = await pool.train('b', caps, null, false);
       expect(again.score('loan flight request number 3 variant 3').scores[0].name).toBe('cap_3');
       expect(pool.workers).toBe(1);
@@ -192,11 +192,17 @@ describe('the training pool', () => {
       let sawBoth = false;
       let settled = false;
       void Promise.allSettled(jobs).then(() => (settled = true));
-      while (!settled) {
-        expect(pool.runningFor('a')).toBeLessThanOrEqual(1);
-        if (pool.runningFor('a') === 1 && pool.runningFor('b') === 1) sawBoth = true;
-        await new Promise((r) => setTimeout(r, 5));
-      }
+      let most = 0;
+      await waitUntil(
+        'three trainings to finish',
+        () => {
+          most = Math.max(most, pool.runningFor('a'));
+          if (pool.runningFor('a') === 1 && pool.runningFor('b') === 1) sawBoth = true;
+          return settled;
+        },
+        60_000,
+      );
+      expect(most).toBe(1);
       expect(sawBoth).toBe(true);
       for (const r of await Promise.all(jobs)) expect(r.score('loan flight request number 12 variant 3').scores[0].name).toBe('cap_12');
     } finally {
@@ -213,7 +219,7 @@ describe('the training pool', () => {
     const job = (tenant: string, caps: typeof large) => pool.train(tenant, caps, null, false).then(() => finished.push(tenant));
     try {
       const jobs = [job('big-a', large), job('big-b', large)];
-      await new Promise((r) => setTimeout(r, 20));
+      await waitUntil('a large training to start', () => pool.runningFor('big-a') + pool.runningFor('big-b') > 0);
       jobs.push(job('small-c', small));
       await Promise.all(jobs);
       expect(finished[0]).toBe('small-c');

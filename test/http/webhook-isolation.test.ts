@@ -7,6 +7,7 @@ import type { App } from '../../server/src/app.js';
 import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { startBackend, type Backend } from '../helpers/servers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const closing = (urls: string[], secretName?: string) => ({
   name: 'Closer',
@@ -52,9 +53,9 @@ eachDatabase('webhooks between tenants on $name', (database) => {
     await request(app.app).post('/api/v1/agents/closer/converse').set('tenant-id', 'noisy').send({ message: 'goodbye' }).expect(200);
     app.webhooks.start(20);
     // Let the noisy tenant's deliveries start first.
-    while (slow.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitUntil("the noisy tenant's first delivery", () => slow.requests.length > 0);
     await request(app.app).post('/api/v1/agents/closer/converse').set('tenant-id', 'quiet').send({ message: 'goodbye' }).expect(200);
-    while (fast.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await waitUntil("the quiet tenant's delivery", () => fast.requests.length > 0);
     // The quiet tenant got through while the noisy one had only its share (4) under way.
     expect(slow.requests.length).toBeLessThanOrEqual(4);
     await app.webhooks.runOnce();
