@@ -24,6 +24,9 @@ export interface DialectAdapter {
   secondsBetween(from: string, to: string): string;
 }
 
+/** Truncating checkpoints tried after an erasure while another checkpoint holds the WAL (10 ms apart). */
+const ERASE_CHECKPOINT_ATTEMPTS = 200;
+
 export const sqliteDialect: DialectAdapter = {
   name: 'sqlite',
   shared: false,
@@ -38,7 +41,20 @@ export const sqliteDialect: DialectAdapter = {
       }
     });
     // Erased text must not linger in the WAL: copy it into the (zeroed) database file and truncate.
-    await knex.raw('pragma wal_checkpoint(TRUNCATE)');
+    // A checkpoint under way on the checkpointer's connection makes this one answer busy and
+    // leave the WAL as it is: try again until it truncates.
+    for (let attempt = 1; ; attempt++) {
+      const busy = await knex.raw('pragma wal_checkpoint(TRUNCATE)').then(
+        (rows: { busy: number }[]) => rows[0]?.busy === 1,
+        (err: unknown) => {
+          if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
+          throw err;
+        },
+      );
+      if (!busy) break;
+      if (attempt >= ERASE_CHECKPOINT_ATTEMPTS) throw new Error(`the WAL was still busy after ${attempt} checkpoints: erased text may remain in it`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
   },
   jsonRows: (_table, columns) => `select ${columns.map((c) => `json_extract(value, '$.${c}') as ${c}`).join(', ')} from json_each(?)`,
   // better-sqlite3's run() result, as Knex passes it through for a raw statement.
