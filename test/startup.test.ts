@@ -79,6 +79,46 @@ describe('start-up failures', () => {
   describe.skipIf(!PG_URL)(`on PostgreSQL${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
     const admin = () => knexFactory({ client: 'pg', connection: PG_URL!, pool: { min: 0, max: 1 } });
 
+    it("runs the README's PostgreSQL demo as written: npm start on a new database, the example backend answering", async () => {
+      const k = admin();
+      const name = `sb_demo_${randomBytes(4).toString('hex')}`;
+      const u = new URL(PG_URL!);
+      u.pathname = `/${name}`;
+      const [port, backendPort] = [await freePort(), await freePort()];
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
+        env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: u.toString(), PORT: String(port), EXAMPLE_BACKEND_PORT: String(backendPort) },
+        stdio: 'ignore',
+      });
+      try {
+        const base = `http://127.0.0.1:${port}`;
+        let ready = false;
+        for (let i = 0; i < 300 && !ready && child.exitCode === null; i++) {
+          ready = await fetch(`${base}/readyz`).then(
+            (r) => r.ok,
+            () => false,
+          );
+          if (!ready) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect(ready).toBe(true);
+        const say = async (body: object) =>
+          (await (
+            await fetch(`${base}/api/v1/agents/acme-support/converse`, {
+              method: 'POST',
+              headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+              body: JSON.stringify(body),
+            })
+          ).json()) as { conversation_id: string; response: { message: string } };
+        const a = await say({ message: 'where is my order?' });
+        const b = await say({ message: '100001', conversation_id: a.conversation_id });
+        expect(b.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+      } finally {
+        child.kill('SIGTERM');
+        if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+        await k.raw(`drop database if exists ${name} with (force)`);
+        await k.destroy();
+      }
+    }, 60_000);
+
     it('creates a missing database once when replicas start together', async () => {
       const k = admin();
       const name = `sb_race_${randomBytes(4).toString('hex')}`;
@@ -208,5 +248,33 @@ describe('agent files at start-up', () => {
     expect(warning?.msg).toBe(
       `agent bot: ${join(agents, 'bot.yaml')} differs from the current version 2 and replaces it as version 3 (a version applied by hand is no longer current)`,
     );
+  });
+
+  it('warns, under the production server, that the example agent calls a backend this tenant may not reach (npm start runs and grants it)', async () => {
+    const { Writable } = await import('node:stream');
+    const { pino } = await import('pino');
+    const { loadConfig } = await import('../server/src/config.js');
+    const { start } = await import('../server/src/main.js');
+    const config = loadConfig({
+      PORT: '0',
+      LOG_LEVEL: 'info',
+      DATABASE_URL: `sqlite://${join(dir, 'serve-examples.db')}`,
+      AGENTS_DIR: 'agents',
+      AGENTS_TENANT: 'demo',
+      RATE_LIMIT_RPS: '0',
+      SWEEP_INTERVAL_MS: '0',
+      WEBHOOK_INTERVAL_MS: '0',
+    });
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+    const running = await start(config, { logger });
+    await running.stop();
+    const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40 && l.slug === 'acme-support');
+    expect(warnings.map((w) => [w.path, w.msg])).toEqual([
+      [
+        'actions.get_order.url',
+        'agent acme-support: 127.0.0.1:3001 is not reachable for this tenant (unknown host, or a private address not in ACTION_ALLOWED_HOSTS): every call to it will fail (actions.get_order.url)',
+      ],
+    ]);
   });
 });

@@ -20,9 +20,9 @@ export type Agent = z.infer<typeof Agent>;
 
 export const DefinitionWarning = z.object({
   code: z
-    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other', 'unknown_slot'])
+    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other', 'unknown_slot', 'unreachable_host'])
     .describe(
-      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own; unknown_slot: a template or condition reads a slot that nothing collects or saves",
+      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own; unknown_slot: a template or condition reads a slot that nothing collects or saves; unreachable_host: an action or webhook names a host this tenant may not reach (unknown, or a private address not in ACTION_ALLOWED_HOSTS)",
     ),
   capability: z.string().optional().describe('The capability concerned ("*" for a line that counts further warnings)'),
   path: z.string().optional().describe('Where in the definition, as in validation problems'),
@@ -50,6 +50,9 @@ export const AgentVersionSummary = z.object({
 export const AgentVersion = AgentVersionSummary.extend({
   digest: z.string().describe('SHA-256 of the canonical definition'),
   definition: AgentDefinition,
+  warnings: z
+    .array(DefinitionWarning)
+    .describe("Hosts the version's actions and webhooks name that this tenant may not reach, checked now (routing warnings come with the PUT)"),
 }).describe('One stored version of an agent');
 
 export const VersionsQuery = z.object({

@@ -272,6 +272,7 @@ export const EXAMPLES = {
       capabilities: ['order_status', 'human'],
       digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
       definition,
+      warnings: [],
     },
   },
   Analytics: {

@@ -18,7 +18,11 @@ export const StartReplay = z
 
 export const ReplayDifference = z.object({
   turn_index: z.number().int().describe('Index of the user turn whose answer differed'),
-  field: z.enum(['reply', 'capability', 'phase', 'status', 'outcome', 'unrecorded_action']),
+  field: z
+    .enum(['reply', 'capability', 'phase', 'status', 'outcome', 'unrecorded_action', 'action_request'])
+    .describe(
+      'unrecorded_action: the version calls an action the conversation never called; action_request: it calls a recorded action with another method or URL (answered from the recording), `recorded` and `replayed` being "action METHOD URL"',
+    ),
   recorded: z.unknown(),
   replayed: z.unknown(),
 });

@@ -4,7 +4,7 @@
 // as it is, and no template can read the environment).
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
-import type { AgentDefinition } from '@switchboard/contract';
+import type { AgentDefinition, DefinitionWarning } from '@switchboard/contract';
 import { DefinitionError, type FieldProblem } from './errors.js';
 import { parseYamlSource, withPositions } from './lib/yaml-source.js';
 import { definitionProblems } from './engine/definition-problems.js';
@@ -18,45 +18,76 @@ export interface AppliedAgent {
   replaced: number | null;
   /** Stored as a draft: `version` is the draft's, and the current version did not change. */
   draft: boolean;
+  warnings: DefinitionWarning[];
+  substitutions: Substitution[];
 }
 
 const VAR_PREFIX = 'SWITCHBOARD_VAR_';
 
+/** One ${NAME} a file used, and the value it was given: from SWITCHBOARD_VAR_<NAME>, else the file's default. */
+export interface Substitution {
+  name: string;
+  value: string;
+  from: 'environment' | 'default';
+}
+
 /** Fills ${NAME} and ${NAME:-default} from SWITCHBOARD_VAR_<NAME>; an unset one without default is an error. */
-export function expandVariables(text: string, env: NodeJS.ProcessEnv = process.env): string {
+export function expandVariables(text: string, env: NodeJS.ProcessEnv = process.env): { text: string; substitutions: Substitution[] } {
   const missing: string[] = [];
+  const used = new Map<string, Substitution>();
   const out = text.replace(/\$\{([A-Z][A-Z0-9_]*)(?::-([^}]*))?\}/g, (_m, name: string, fallback?: string) => {
     const v = env[`${VAR_PREFIX}${name}`];
-    if (v !== undefined && v !== '') return v;
-    if (fallback !== undefined) return fallback;
+    if (v !== undefined && v !== '') {
+      used.set(name, { name, value: v, from: 'environment' });
+      return v;
+    }
+    if (fallback !== undefined) {
+      used.set(name, { name, value: fallback, from: 'default' });
+      return fallback;
+    }
     missing.push(`${VAR_PREFIX}${name}`);
     return '';
   });
   if (missing.length) throw new Error(`set ${[...new Set(missing)].join(', ')} (the file reads ${missing.length === 1 ? 'it' : 'them'} as \${…})`);
-  return out;
+  return { text: out, substitutions: [...used.values()] };
+}
+
+/** A line per substitution, for the CLI: which value each ${NAME} was given, and from where. */
+export function describeSubstitutions(substitutions: Substitution[]): string[] {
+  return substitutions.map((s) => {
+    const value = JSON.stringify(s.value.length > 120 ? `${s.value.slice(0, 120)}…` : s.value);
+    return s.from === 'environment'
+      ? `  \${${s.name}} = ${value} (from ${VAR_PREFIX}${s.name})`
+      : `  \${${s.name}} = ${value} (the file's default: ${VAR_PREFIX}${s.name} is not set here)`;
+  });
 }
 
 /** Reads, fills and checks one agent file; problems carry the YAML line and column. */
-export async function readAgentFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<{ slug: string; definition: AgentDefinition }> {
-  const text = expandVariables(await readFile(file, 'utf8'), env);
+export async function readAgentFile(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ slug: string; definition: AgentDefinition; substitutions: Substitution[] }> {
+  const { text, substitutions } = expandVariables(await readFile(file, 'utf8'), env);
   const source = extname(file) === '.json' ? null : parseYamlSource(text);
   const raw: unknown = source ? source.value : JSON.parse(text);
   const located = (problems: FieldProblem[]) => (source ? withPositions(problems, source) : problems);
   const { definition, problems } = definitionProblems(raw);
   if (!definition) throw new DefinitionError(located(problems));
-  return { slug: basename(file, extname(file)), definition };
+  return { slug: basename(file, extname(file)), definition, substitutions };
 }
 
 export async function applyAgentFile(agents: AgentService, tenantId: string, file: string, opts: { activate?: boolean } = {}): Promise<AppliedAgent> {
-  const { slug, definition } = await readAgentFile(file);
+  const { slug, definition, substitutions } = await readAgentFile(file);
   const before = await agents.currentVersion(tenantId, slug);
-  const { agent, changed, version } = await agents.put(tenantId, slug, definition, opts);
+  const { agent, changed, version, warnings } = await agents.put(tenantId, slug, definition, opts);
   return {
     slug,
     version,
     changed,
     replaced: changed && before !== null && before !== agent.version ? before : null,
     draft: version !== agent.version,
+    warnings,
+    substitutions,
   };
 }
 

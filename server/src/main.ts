@@ -57,6 +57,8 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
             `agent ${r.slug}: ${file} differs from the current version ${r.replaced} and replaces it as version ${r.version} (a version applied by hand is no longer current)`,
           );
         } else logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
+        for (const w of r.warnings.filter((x) => x.code === 'unreachable_host'))
+          logger.warn({ slug: r.slug, path: w.path, file }, `agent ${r.slug}: ${w.message}`);
       } catch (err) {
         logger.error(describeDefinitionError(file, err));
       }

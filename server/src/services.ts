@@ -2,7 +2,8 @@
 // HTTP layer and the command-line tools use, and nothing of HTTP itself.
 import { useVectors } from './service/vectors.js';
 import type { Logger } from 'pino';
-import { HttpActionRunner } from './actions/http-action.js';
+import { hostsFor, HttpActionRunner } from './actions/http-action.js';
+import { isReachable } from './actions/ssrf.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
@@ -97,6 +98,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     cacheBytes: config.routerCacheMb * 1048576,
     models,
     renderBudgets,
+    reachable: (tenantId, host, port) => isReachable(hostsFor(config.actionAllowedHosts, tenantId), host, port),
   });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;

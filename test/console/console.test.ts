@@ -362,6 +362,34 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it("warns on an agent's page of a host its current version calls that this tenant may not reach", async () => {
+    const outbound = {
+      name: 'Outbound',
+      capabilities: [
+        {
+          name: 'ping',
+          examples: ['ping'],
+          phases: [
+            { id: 'p', call: 'ping', next: 'done' },
+            { id: 'done', say: 'Done.' },
+          ],
+        },
+      ],
+      actions: { ping: { type: 'http' as const, method: 'GET' as const, url: 'http://127.0.0.1:1/ping' } },
+    };
+    const put = await server.sb.api.putAgent({ params: { slug: 'outbound' }, query: {}, body: outbound });
+    expect(put.status).toBe(200);
+    await page.goto(url('/agents/outbound'));
+    const alert = page.getByRole('alert').filter({ hasText: 'calls hosts this tenant may not reach' });
+    await alert.waitFor();
+    expect(await alert.textContent()).toContain('actions.ping.url 127.0.0.1:1 is not reachable for this tenant');
+    await accessible();
+    await page.goto(url('/agents/support'));
+    await page.getByRole('heading', { name: 'Support' }).waitFor();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    expect(await page.getByText('calls hosts this tenant may not reach').count()).toBe(0);
+  });
+
   it('says what to do for an address with nothing there', async () => {
     await page.goto(url('/nowhere'));
     await page.getByText('No such page').waitFor();

@@ -9,7 +9,8 @@ import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js
 
 warnIfPostgresSkipped();
 
-function shop(base: string, o: { greeting?: string; greetingName?: string; path?: string } = {}) {
+function shop(base: string, o: { greeting?: string; greetingName?: string; path?: string; action?: string } = {}) {
+  const action = o.action ?? 'get_order';
   return {
     name: 'Shop',
     capabilities: [
@@ -18,14 +19,14 @@ function shop(base: string, o: { greeting?: string; greetingName?: string; path?
         examples: ['where is my order', 'track my order', 'order status', 'has my parcel shipped'],
         phases: [
           { id: 'ask', say: 'Your order number?', collect: { slot: 'order_id', type: 'text', pattern: '^[0-9]{6}$' } },
-          { id: 'lookup', call: 'get_order', on_error: 'sorry', next: 'found' },
-          { id: 'found', say: 'Order {{ slots.order_id }} is {{ actions.get_order.body.status }}.', end: 'completed' },
+          { id: 'lookup', call: action, on_error: 'sorry', next: 'found' },
+          { id: 'found', say: `Order {{ slots.order_id }} is {{ actions.${action}.body.status }}.`, end: 'completed' },
           { id: 'sorry', say: 'The order system is down.', end: 'escalated' },
         ],
       },
       { name: o.greetingName ?? 'greeting', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: o.greeting ?? 'Hello!' }] },
     ],
-    actions: { get_order: { type: 'http', method: 'GET', url: `${base}${o.path ?? '/orders'}/{{ slots.order_id }}` } },
+    actions: { [action]: { type: 'http', method: 'GET', url: `${base}${o.path ?? '/orders'}/{{ slots.order_id }}` } },
   };
 }
 
@@ -84,11 +85,37 @@ eachDatabase('replays on $name', (database) => {
   });
 
   it('finds an action call that was never recorded', async () => {
-    const r = await replay({ version: await draft(shop(orders.url, { path: '/v2/orders' })), conversations: [order] });
+    const r = await replay({ version: await draft(shop(orders.url, { action: 'fetch_order' })), conversations: [order] });
     expect(r.results[0]).toMatchObject({
       verdict: 'changed',
-      first_difference: { turn_index: 2, field: 'unrecorded_action', recorded: null, replayed: `get_order GET ${orders.url}/v2/orders/100001` },
+      first_difference: { turn_index: 2, field: 'unrecorded_action', recorded: null, replayed: `fetch_order GET ${orders.url}/orders/100001` },
     });
+  });
+
+  it('reports a recorded action whose URL or host changed, though the recording answers it', async () => {
+    const calls = orders.requests.length;
+    const path = await replay({ version: await draft(shop(orders.url, { path: '/v2/orders' })), conversations: [order] });
+    expect(path.results[0]).toMatchObject({
+      verdict: 'changed',
+      first_difference: {
+        turn_index: 2,
+        field: 'action_request',
+        recorded: `get_order GET ${orders.url}/orders/100001`,
+        replayed: `get_order GET ${orders.url}/v2/orders/100001`,
+      },
+    });
+    // Another host, one this tenant may not reach: the PUT and the version warn, the replay reports it.
+    const put = await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(shop('http://127.0.0.1:1')).expect(200);
+    expect(put.body.warnings).toContainEqual(
+      expect.objectContaining({ code: 'unreachable_host', path: 'actions.get_order.url', message: expect.stringMatching(/^127\.0\.0\.1:1 is not reachable/) }),
+    );
+    const version = await api().get(`/api/v1/agents/shop/versions/${put.body.stored_version}`).set('tenant-id', 'acme').expect(200);
+    expect(version.body.warnings.map((w: any) => w.path)).toEqual(['actions.get_order.url']);
+    const host = await replay({ version: put.body.stored_version, conversations: [order] });
+    expect(host.results[0].first_difference).toMatchObject({ field: 'action_request', replayed: 'get_order GET http://127.0.0.1:1/orders/100001' });
+    expect(orders.requests.length).toBe(calls);
+    // The version the conversations ran on calls a granted host: nothing to warn about.
+    expect((await api().get('/api/v1/agents/shop/versions/1').set('tenant-id', 'acme').expect(200)).body.warnings).toEqual([]);
   });
 
   it('records the context a turn ran with when it changes, and replays each turn with its own', async () => {

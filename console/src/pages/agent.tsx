@@ -38,6 +38,7 @@ export function AgentPage({ slug }: { slug: string }) {
         </span>
       </div>
       {a.description && <p class="muted">{a.description}</p>}
+      <HostWarnings slug={a.slug} version={a.version} />
       <nav aria-label="Agent" class="tabs">
         {TABS.map(([path, label]) => (
           <Link key={path} href={path} aria-current={current(path) ? 'page' : undefined}>
@@ -73,5 +74,25 @@ export function AgentPage({ slug }: { slug: string }) {
         </Route>
       </Switch>
     </section>
+  );
+}
+
+/** The hosts the current version's actions and webhooks name that this tenant may not reach: every call to them fails. */
+function HostWarnings({ slug, version }: { slug: string; version: number }) {
+  const { client } = useSession();
+  const v = useLoad(async () => ok(await client.api.getVersion({ params: { slug, version } })), [client, slug, version]);
+  const warnings = v.data?.warnings ?? [];
+  if (warnings.length === 0) return null;
+  return (
+    <div class="notice" role="alert">
+      <strong>Version v{version} calls hosts this tenant may not reach</strong>
+      <ul>
+        {warnings.map((w, i) => (
+          <li key={i}>
+            {w.path && <code>{w.path}</code>} {w.message}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }

@@ -25,7 +25,7 @@ export interface HttpActionOptions {
 export type HostGrants = Readonly<Record<string, readonly string[]>>;
 
 /** The hosts one tenant may reach although they are private: its own grants and everyone's. */
-function hostsFor(grants: HostGrants, tenantId: string): string[] {
+export function hostsFor(grants: HostGrants, tenantId: string): string[] {
   return [...new Set([...(grants['*'] ?? []), ...(grants[tenantId] ?? [])])].sort();
 }
 

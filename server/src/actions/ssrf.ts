@@ -91,3 +91,42 @@ export function guardedDispatcher(allowedHosts: readonly string[], opts: { maxRe
   const agent = new Agent({ connect, connections: 64 });
   return opts.maxRedirections ? agent.compose(interceptors.redirect({ maxRedirections: opts.maxRedirections })) : agent;
 }
+
+/**
+ * The host and port a URL template names, when it names them as plain text (a template in the
+ * scheme, host or port leaves them unknown until a call renders it: null).
+ */
+export function literalHost(template: string): { host: string; port: string; shown: string } | null {
+  const m = /^(https?):\/\/([^/?#]*)/i.exec(template.trim());
+  if (!m || /[{}%]/.test(m[2])) return null;
+  try {
+    const u = new URL(`${m[1]}://${m[2]}/`);
+    return { host: u.hostname, port: u.port || (u.protocol === 'https:' ? '443' : '80'), shown: u.host };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a call to `host:port` would pass the address policy of these grants: asked ahead of
+ * any call (when a definition is stored), with the same rules a call applies. A name that does
+ * not resolve within `withinMs` counts as unreachable, as it would for a call.
+ */
+export async function isReachable(allowedHosts: readonly string[], host: string, port: string, withinMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((r) => (timer = setTimeout(() => r(false), withinMs)));
+  try {
+    return await Promise.race([
+      new AddressPolicy(allowedHosts).resolve(host, port).then(
+        () => true,
+        (e: unknown) => {
+          if (e instanceof BlockedAddressError) return false;
+          throw e;
+        },
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,11 +1,11 @@
 // `npm run agents -- …`: validate agent files; apply them to the database named by DATABASE_URL
 // or to a running server (--url); list an agent's versions and activate one; report how well an
 // agent routes (evaluation.ts).
-import { applyAgentFile, describeDefinitionError, isTestFile, readAgentFile } from '../agents-loader.js';
+import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
 import { createServices } from '../services.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { ConversationStatus } from '@switchboard/contract';
+import { ConversationStatus, type DefinitionWarning } from '@switchboard/contract';
 import { loadConfig } from '../config.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
@@ -44,8 +44,9 @@ cli
     let failed = 0;
     for (const f of agentFilesOf(files)) {
       try {
-        const { slug, definition } = await readAgentFile(f);
+        const { slug, definition, substitutions } = await readAgentFile(f);
         console.log(`ok      ${f} (slug ${slug}, ${definition.capabilities.length} capabilities)`);
+        for (const line of describeSubstitutions(substitutions)) console.log(line);
       } catch (err) {
         failed++;
         console.error(`invalid ${describeDefinitionError(f, err)}`);
@@ -79,6 +80,8 @@ cli
         try {
           const r = await applyAgentFile(app.agents, tenant, f, { activate: opts.activate });
           console.log(`${r.draft ? 'draft    ' : r.changed ? 'applied  ' : 'unchanged'} ${tenant}/${r.slug} version ${r.version} (${f})`);
+          for (const line of describeSubstitutions(r.substitutions)) console.log(line);
+          printWarnings(r.warnings);
         } catch (err) {
           failed++;
           console.error(`failed    ${describeDefinitionError(f, err)}`);
@@ -92,6 +95,18 @@ cli
     if (failed) process.exitCode = 1;
   });
 
+/**
+ * The warnings of a stored definition: every unreachable host (a broken address is never one
+ * to miss), then the first routing and slot warnings.
+ */
+function printWarnings(warnings: DefinitionWarning[]): void {
+  const hosts = warnings.filter((w) => w.code === 'unreachable_host');
+  const others = warnings.filter((w) => w.code !== 'unreachable_host');
+  for (const w of hosts) console.log(`  warning: ${w.message}`);
+  for (const w of others.slice(0, 5)) console.log(`  warning: ${w.message}`);
+  if (others.length > 5) console.log(`  … and ${others.length - 5} more warning(s)`);
+}
+
 /** `apply --url`: each file checked here, then PUT to the server, which trains and stores it. */
 async function applyRemote(files: string[], o: RemoteOptions, activate: boolean): Promise<void> {
   const sb = remoteClient(o);
@@ -99,14 +114,15 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
   files = agentFilesOf(files);
   for (const f of files) {
     try {
-      const { slug, definition } = await readAgentFile(f);
+      const { slug, definition, substitutions } = await readAgentFile(f);
       const before = await reach(o, () => sb.api.getAgent({ params: { slug } }));
       const r = await reach(o, () => sb.api.putAgent({ params: { slug }, query: { activate: activate ? 'true' : 'false' }, body: definition }));
       if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
       const was = before.status === 200 ? before.body.version : null;
       const what = r.body.stored_version !== r.body.version ? 'draft    ' : r.body.version !== was ? 'applied  ' : 'unchanged';
       console.log(`${what} ${slug} version ${r.body.stored_version}${what.startsWith('draft') ? ` (current stays ${r.body.version})` : ''} (${f})`);
-      for (const w of r.body.warnings.slice(0, 5)) console.log(`  warning: ${w.message}`);
+      for (const line of describeSubstitutions(substitutions)) console.log(line);
+      printWarnings(r.body.warnings);
     } catch (err) {
       failed++;
       console.error(`failed    ${describeDefinitionError(f, err)}`);

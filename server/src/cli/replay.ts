@@ -39,7 +39,13 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
       const d = x.first_difference;
       console.log(`\n${x.conversation_id}: turn ${d.turn_index}, ${d.field}`);
       if (d.field === 'unrecorded_action') console.log(`  calls ${show(d.replayed)}, which the conversation never recorded`);
-      else {
+      else if (d.field === 'action_request') {
+        const host = (v: unknown) => (typeof v === 'string' ? (/ [A-Z]+ https?:\/\/([^/?#]+)/i.exec(v)?.[1] ?? null) : null);
+        const moved = host(d.recorded) !== host(d.replayed) ? `the host changed from ${host(d.recorded) ?? '?'} to ${host(d.replayed) ?? '?'}; ` : '';
+        console.log(`  - recorded: ${show(d.recorded)}`);
+        console.log(`  + replayed: ${show(d.replayed)}`);
+        console.log(`  (${moved}answered from the recording: the live call may not answer the same)`);
+      } else {
         console.log(`  - recorded: ${show(d.recorded)}`);
         console.log(`  + replayed: ${show(d.replayed)}`);
       }

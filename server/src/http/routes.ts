@@ -126,7 +126,7 @@ export function createRouter(
         const page = rows.slice(0, query.limit);
         return { status: 200, body: { data: page, next_cursor: rows.length > query.limit ? encodeCursor(page[page.length - 1].version) : null } };
       },
-      getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.version(headers['tenant-id'], params.slug, params.version) }),
+      getVersion: async ({ params, headers }) => ({ status: 200, body: await agents.versionWithWarnings(headers['tenant-id'], params.slug, params.version) }),
       getAnalytics: async ({ params, headers, query }) => ({ status: 200, body: await analytics.get(headers['tenant-id'], params.slug, query) }),
       startReplay: async ({ params, headers, body }) => ({ status: 202, body: await replays.start(headers['tenant-id'], params.slug, body) }),
       listReplays: async ({ params, headers, query }) => ({ status: 200, body: await replays.list(headers['tenant-id'], params.slug, query) }),

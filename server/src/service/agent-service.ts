@@ -10,6 +10,7 @@ import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
 import { DefinitionError, InputError, NotFoundError, type FieldProblem } from '../errors.js';
 import { definitionProblems } from '../engine/definition-problems.js';
+import { literalHost } from '../actions/ssrf.js';
 import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -31,7 +32,12 @@ export interface AgentServiceOptions {
   /** Where trained routers are stored and loaded; every process trains its own when absent. */
   routers?: RouterStore;
   log?: Pick<Logger, 'warn' | 'info'>;
+  /** Whether this tenant's actions may reach `host:port` (the action address policy); unchecked when absent. */
+  reachable?: (tenantId: string, host: string, port: string) => Promise<boolean>;
 }
+
+/** Distinct hosts of one definition checked for reachability (each may wait for DNS). */
+const MAX_HOSTS_CHECKED = 10;
 
 /** Stored router layouts this process reads (router.ts converts the older ones on load). */
 const READABLE_FORMATS = new Set([1, ROUTER_STATE_FORMAT]);
@@ -85,7 +91,7 @@ export class AgentService {
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
     const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
-    const warnings = [...routingWarnings(definition), ...slotWarnings(definition)];
+    const warnings = [...routingWarnings(definition), ...slotWarnings(definition), ...(await this.hostWarnings(tenantId, definition))];
     const digest = sha256(canonicalJson(definition));
     const existing = await this.store.bySlug(tenantId, slug);
     const current = existing ? await this.store.version(tenantId, existing.id, existing.currentVersion) : null;
@@ -155,6 +161,53 @@ export class AgentService {
       digest: v.digest,
       definition,
     };
+  }
+
+  /** One version with the hosts it names that this tenant may not reach, checked now. */
+  async versionWithWarnings(tenantId: string, slug: string, version: number) {
+    const v = await this.version(tenantId, slug, version);
+    return { ...v, warnings: await this.hostWarnings(tenantId, v.definition) };
+  }
+
+  /**
+   * A warning for each host an action or webhook names (as plain text) that this tenant may not
+   * reach: calls to it would be refused (a private address not in ACTION_ALLOWED_HOSTS) or
+   * fail (a name that does not resolve). The wording is the same in both cases, as for a call,
+   * so that warnings cannot map the operator's network.
+   */
+  async hostWarnings(tenantId: string, definition: AgentDefinition): Promise<DefinitionWarning[]> {
+    const reachable = this.opts.reachable;
+    if (!reachable) return [];
+    const hosts = new Map<string, { host: string; port: string; shown: string; paths: string[] }>();
+    const add = (url: string, path: string) => {
+      const h = literalHost(url);
+      if (!h) return;
+      const key = `${h.host}:${h.port}`;
+      const seen = hosts.get(key) ?? { ...h, paths: [] };
+      seen.paths.push(path);
+      hosts.set(key, seen);
+    };
+    for (const [name, a] of Object.entries(definition.actions ?? {})) add(a.url, `actions.${name}.url`);
+    (definition.webhooks ?? []).forEach((w, i) => add(w.url, `webhooks[${i}].url`));
+    const checked = [...hosts.values()].slice(0, MAX_HOSTS_CHECKED);
+    const out: DefinitionWarning[] = [];
+    // Two at a time: a DNS lookup holds one of libuv's few threads.
+    for (let i = 0; i < checked.length; i += 2) {
+      const pair = checked.slice(i, i + 2);
+      const ok = await Promise.all(pair.map((h) => reachable(tenantId, h.host, h.port)));
+      pair.forEach((h, j) => {
+        if (ok[j]) return;
+        out.push({
+          code: 'unreachable_host',
+          path: h.paths[0],
+          message: `${h.shown} is not reachable for this tenant (unknown host, or a private address not in ACTION_ALLOWED_HOSTS): every call to it will fail (${h.paths.join(', ')})`,
+        });
+      });
+    }
+    if (hosts.size > MAX_HOSTS_CHECKED) {
+      out.push({ code: 'unreachable_host', message: `${hosts.size - MAX_HOSTS_CHECKED} more host(s) not checked (at most ${MAX_HOSTS_CHECKED} a definition)` });
+    }
+    return out;
   }
 
   /** Runs test conversations against a version (the current one by default) in memory. */

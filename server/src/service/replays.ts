@@ -90,13 +90,19 @@ class Recordings {
       });
   }
 
-  /** The first unused recording of this request, else one used already; null when none was made. */
-  answer(action: string, method: string, url: string): ActionResult | null {
-    const same = this.calls.filter((c) => c.action === action && c.method === method && c.url === url);
-    const pick = same.find((c) => !c.used) ?? same.at(-1);
+  /**
+   * The first unused recording of this request, else one used already. When the action was
+   * recorded but never with this method and URL (a changed address, host or path), the action's
+   * first unused recording answers, and `was` says what it had asked; null when the action was
+   * never called.
+   */
+  answer(action: string, method: string, url: string): { result: ActionResult; was: string | null } | null {
+    const ofAction = this.calls.filter((c) => c.action === action);
+    const same = ofAction.filter((c) => c.method === method && c.url === url);
+    const pick = same.find((c) => !c.used) ?? same.at(-1) ?? ofAction.find((c) => !c.used) ?? ofAction.at(-1);
     if (!pick) return null;
     pick.used = true;
-    return pick.result;
+    return { result: pick.result, was: same.length ? null : `${pick.method} ${pick.url}` };
   }
 }
 
@@ -276,11 +282,20 @@ export class ReplayService {
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       check();
       const missing: { call: string | null } = { call: null };
+      let moved: Difference | null = null;
       const answer = async (request: EngineRequest): Promise<EngineReply> => {
         if (request.kind === 'action') {
+          const asked = `${request.method} ${request.masked.url}`;
           const found = recordings.answer(request.action.name, request.method, request.masked.url);
-          if (!found) missing.call ??= `${request.action.name} ${request.method} ${request.masked.url}`;
-          const result = found ?? { ok: false, status: 0, body: null };
+          if (!found) missing.call ??= `${request.action.name} ${asked}`;
+          else if (found.was)
+            moved ??= {
+              turn_index: user.idx,
+              field: 'action_request',
+              recorded: `${request.action.name} ${found.was}`,
+              replayed: `${request.action.name} ${asked}`,
+            };
+          const result = found?.result ?? { ok: false, status: 0, body: null };
           return {
             result,
             audit: {
@@ -297,7 +312,7 @@ export class ReplayService {
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);
       const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };
-      let diff: Difference | null = missing.call ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call } : null;
+      let diff: Difference | null = missing.call ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call } : moved;
       for (const field of ['reply', 'capability', 'phase', 'status', 'outcome'] as const) {
         if (!diff && recorded[field] !== replayed[field]) diff = { turn_index: user.idx, field, recorded: recorded[field], replayed: replayed[field] };
       }
