@@ -17,7 +17,9 @@ export const ContextEnvelope = z.object({
   context: z
     .object({
       identity: Identity.optional(),
-      preferences: FreeForm.optional().describe('Free-form preferences; `language` picks the reply language'),
+      preferences: FreeForm.optional().describe(
+        'Free-form preferences; `language` picks the reply language, `time_zone` (IANA, such as Europe/Lisbon) where dates such as tomorrow are resolved',
+      ),
       entitlements: FreeForm.optional().describe('Free-form entitlements, checked by capability `requires` gates'),
       customAttributes: FreeForm.optional(),
     })

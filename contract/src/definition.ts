@@ -161,6 +161,14 @@ export const AgentDefinition = z
       .string()
       .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/)
       .default('en'),
+    time_zone: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        "IANA time zone (Europe/Lisbon) where relative dates (today, next Friday) are resolved when the context's preferences.time_zone names none; UTC when absent",
+      ),
     routing: z
       .object({
         threshold: z.number().min(0).max(1).optional().describe('Lowest probability at which a capability is chosen; calibrated when absent'),

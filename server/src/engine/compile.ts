@@ -10,6 +10,7 @@ import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
 import { Router, ROUTER_MODEL, type RoutableCapability } from './router.js';
 import { processVectors, vectorsStatus, type LexicalReason } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';
+import { isTimeZone } from './dates.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
 
 const BUILTIN_FALLBACK = 'fallback';
@@ -87,6 +88,8 @@ export interface CompiledAgent {
   version: number;
   definition: AgentDefinition;
   defaultLanguage: string;
+  /** Where "today" is for dates when the context names no time zone (IANA; UTC by default). */
+  timeZone: string;
   /** The author's routing.threshold, else the router's calibrated one. */
   threshold: number;
   /** The author's routing.min_similarity, else the router's calibrated one. */
@@ -145,6 +148,8 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
 
   // Paths name capabilities and phases (capabilities.order_status.phases.lookup.next) where the
   // name is unique, and fall back to the index where it is not; lib/yaml-source.ts finds either.
+  if (def.time_zone !== undefined && !isTimeZone(def.time_zone))
+    add('time_zone', `unknown time zone "${def.time_zone}": an IANA name such as Europe/Lisbon, or UTC`);
   const count = <T>(items: T[], key: (t: T) => string) => {
     const n = new Map<string, number>();
     for (const i of items) n.set(key(i), (n.get(key(i)) ?? 0) + 1);
@@ -531,6 +536,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     version,
     definition: def,
     defaultLanguage: def.default_language,
+    timeZone: def.time_zone ?? 'UTC',
     threshold: def.routing?.threshold ?? router.calibration.threshold,
     minSimilarity: def.routing?.min_similarity ?? router.calibration.minSimilarity,
     switchThreshold:

@@ -6,6 +6,7 @@
 import type { CompiledCapability } from './compile.js';
 import { numberAt } from './number-words.js';
 import { inRange, parseSlot, type SlotSpec } from './slots.js';
+import { findDates, UTC_FRAME, type DateFrame } from './dates.js';
 
 export interface Prefill {
   slot: string;
@@ -61,18 +62,20 @@ function phraseAt(text: string, phrase: string): { start: number; end: number }[
 }
 
 /** The values of `spec`'s type that `message` holds, each where it stands. */
-function candidates(spec: SlotSpec, message: string, now: Date): Candidate[] {
+function candidates(spec: SlotSpec, message: string, now: Date, frame: DateFrame): Candidate[] {
   const words = tokens(message);
   const parsed = (t: Token): Candidate[] => {
-    const p = parseSlot(spec, t.text, now);
+    const p = parseSlot(spec, t.text, now, frame);
     return p.ok ? [{ value: p.value, start: t.start, end: t.end }] : [];
   };
   switch (spec.type) {
     case 'text':
       return spec.pattern ? words.flatMap(parsed) : [];
     case 'email':
-    case 'date':
       return words.flatMap(parsed);
+    case 'date':
+      // Mentions of a day span words ("next Friday"): read from the whole message.
+      return findDates(message, now, frame);
     case 'boolean':
       return words.flatMap((t) => {
         const w = t.text.toLowerCase();
@@ -106,7 +109,7 @@ const overlaps = (a: Candidate, b: Candidate) => a.start < b.end && b.start < a.
  * What the message fills among the capability's collects, in phase order: each slot once (at the
  * first phase that collects it).
  */
-export function prefillSlots(capability: CompiledCapability, message: string, now: Date): Prefill[] {
+export function prefillSlots(capability: CompiledCapability, message: string, now: Date, frame: DateFrame = UTC_FRAME): Prefill[] {
   const seen = new Set<string>();
   const collects: { slot: string; phase: string; found: Candidate[] }[] = [];
   for (const p of capability.phases) {
@@ -114,7 +117,7 @@ export function prefillSlots(capability: CompiledCapability, message: string, no
     if (!c || seen.has(c.slot)) continue;
     seen.add(c.slot);
     if (!c.prefill) continue;
-    collects.push({ slot: c.slot, phase: p.id, found: candidates(c.spec, message, now) });
+    collects.push({ slot: c.slot, phase: p.id, found: candidates(c.spec, message, now, frame) });
   }
   const out: Prefill[] = [];
   for (const c of collects) {

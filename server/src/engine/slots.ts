@@ -1,5 +1,6 @@
 // Turns a user message into a slot value of the collect's type, or says it does not fit.
 import { wordsToNumber } from './number-words.js';
+import { findDates, UTC_FRAME, type DateFrame } from './dates.js';
 
 type SlotType = 'text' | 'number' | 'integer' | 'email' | 'boolean' | 'date' | 'choice';
 
@@ -29,7 +30,8 @@ export function inRange(spec: SlotSpec, n: number): boolean {
   return (spec.min === undefined || n >= spec.min) && (spec.max === undefined || n <= spec.max);
 }
 
-export function parseSlot(spec: SlotSpec, raw: string, now: Date): Parsed {
+/** Parses one answer; dates are read in `frame` (the user's time zone and language). */
+export function parseSlot(spec: SlotSpec, raw: string, now: Date, frame: DateFrame = UTC_FRAME): Parsed {
   const text = raw.trim();
   switch (spec.type) {
     case 'text':
@@ -55,17 +57,15 @@ export function parseSlot(spec: SlotSpec, raw: string, now: Date): Parsed {
       return { ok: false };
     }
     case 'date': {
-      const w = text.toLowerCase();
-      const day = 86_400_000;
-      if (w === 'today') return { ok: true, value: isoDate(now) };
-      if (w === 'tomorrow') return { ok: true, value: isoDate(new Date(now.getTime() + day)) };
-      if (w === 'yesterday') return { ok: true, value: isoDate(new Date(now.getTime() - day)) };
       const m = /^(\d{4})-(\d{2})-(\d{2})(?:[T ].*)?$/.exec(text);
-      if (!m) return { ok: false };
-      const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
-      // Reject dates that roll over (2026-02-30 → March).
-      if (isoDate(d) !== `${m[1]}-${m[2]}-${m[3]}`) return { ok: false };
-      return { ok: true, value: isoDate(d) };
+      if (m) {
+        const d = new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3])));
+        // Reject dates that roll over (2026-02-30 → March).
+        return isoDate(d) === `${m[1]}-${m[2]}-${m[3]}` ? { ok: true, value: isoDate(d) } : { ok: false };
+      }
+      // Natural and relative dates; an answer naming two different days is no answer.
+      const days = new Set(findDates(text, now, frame).map((f) => f.value));
+      return days.size === 1 ? { ok: true, value: [...days][0] } : { ok: false };
     }
     case 'choice': {
       const w = text.toLowerCase();

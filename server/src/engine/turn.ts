@@ -7,6 +7,7 @@ import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
 import { cutUtf8 } from '../lib/utf8.js';
 import { prefillSlots } from './prefill.js';
+import { isTimeZone, type DateFrame } from './dates.js';
 import type { Scored } from './router.js';
 import { RenderBudget, RenderBudgetExceeded, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
@@ -147,6 +148,12 @@ export interface TurnResult {
   audit: AuditDraft[];
 }
 
+/** Where the user's "today" is: the context's preferences.time_zone when it names a known zone, else the agent's. */
+function timeZoneOf(context: ContextEnvelope | null, fallback: string): string {
+  const tz = context?.context?.preferences?.time_zone;
+  return typeof tz === 'string' && isTimeZone(tz) ? tz : fallback;
+}
+
 function languageOf(context: ContextEnvelope | null, fallback: string): string {
   const lang = context?.context?.preferences?.language;
   return typeof lang === 'string' && lang ? lang.toLowerCase() : fallback;
@@ -167,6 +174,8 @@ const ESCALATED_PLAIN = 'I am handing this conversation to a person, who will re
 export class TurnState {
   readonly agent: CompiledAgent;
   readonly lang: string;
+  /** The user's time zone and language, for reading dates. */
+  readonly dates: DateFrame;
   readonly budget: RenderBudget;
   readonly audit: AuditDraft[] = [];
   readonly flow: FlowState;
@@ -186,6 +195,7 @@ export class TurnState {
     const { agent, prior } = input;
     this.agent = agent;
     this.lang = languageOf(input.context, agent.defaultLanguage);
+    this.dates = { timeZone: timeZoneOf(input.context, agent.timeZone), lang: this.lang };
     this.budget = input.budget ?? new RenderBudget();
     this.maxReply = input.maxReplyBytes ?? DEFAULT_MAX_REPLY_BYTES;
     this.flow = prior
@@ -211,7 +221,7 @@ export class TurnState {
   prefill(): void {
     delete this.flow.prefilled;
     // Matching slot patterns is work the tenant's definition causes: it draws on the turn's budget.
-    const found = this.budget.timed(() => prefillSlots(this.capability, this.input.message, new Date(this.input.now)));
+    const found = this.budget.timed(() => prefillSlots(this.capability, this.input.message, new Date(this.input.now), this.dates));
     if (found.length === 0) return;
     for (const f of found) {
       this.flow.slots[f.slot] = f.value;

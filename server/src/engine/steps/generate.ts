@@ -113,7 +113,7 @@ function* runTool(t: TurnState, p: CompiledPhase, idx: number, name: string, raw
     const spec = typeof slot === 'string' ? g.fills.get(slot) : undefined;
     if (!spec) return invalid(`unknown slot ${JSON.stringify(slot)}: one of ${[...g.fills.keys()].join(', ')}`);
     const text = typeof value === 'string' ? value : typeof value === 'number' || typeof value === 'boolean' ? String(value) : null;
-    const parsed = text === null ? { ok: false as const } : t.budget.timed(() => parseSlot(spec, text, new Date(t.input.now)));
+    const parsed = text === null ? { ok: false as const } : t.budget.timed(() => parseSlot(spec, text, new Date(t.input.now), t.dates));
     if (!parsed.ok) return invalid(`${JSON.stringify(value)} is not a valid ${spec.type} for slot ${slot as string}`);
     t.flow.slots[slot as string] = parsed.value;
     return { content: { ok: true, slot, value: parsed.value } };

@@ -13,7 +13,7 @@ export const resumeCollect: Step = function* (t) {
   if (!phase?.collect) return CONTINUE;
   const spec = phase.collect.spec;
   // Matching the slot's pattern is work the tenant's definition causes: it draws on the turn's budget.
-  const parsed = t.budget.timed(() => parseSlot(spec, input.message, new Date(input.now)));
+  const parsed = t.budget.timed(() => parseSlot(spec, input.message, new Date(input.now), t.dates));
   if (parsed.ok) {
     flow.slots[phase.collect.slot] = parsed.value;
     flow.attempts = 0;
