@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpActionRunner } from '../../server/src/actions/http-action.js';
-import { isBlockedAddress } from '../../server/src/actions/ssrf.js';
+import { isBlockedAddress, isReachable, literalHost } from '../../server/src/actions/ssrf.js';
 import type { CompiledAction } from '../../server/src/engine/compile.js';
 import type { ActionRequest } from '../../server/src/engine/run.js';
 import { CompiledTemplate } from '../../server/src/engine/templates.js';
@@ -221,5 +221,27 @@ describe('blocked address ranges', () => {
     ['2606:4700:4700::1111', false],
   ])('%s blocked: %s', (ip, blocked) => {
     expect(isBlockedAddress(ip)).toBe(blocked);
+  });
+});
+
+describe('hosts named in a definition, checked ahead of any call', () => {
+  it.each([
+    ['http://127.0.0.1:3001/orders/{{ slots.id }}', { host: '127.0.0.1', port: '3001', shown: '127.0.0.1:3001' }],
+    ['https://api.example.com/v1?x={{ slots.x }}', { host: 'api.example.com', port: '443', shown: 'api.example.com' }],
+    ['http://[::1]:8080/x', { host: '[::1]', port: '8080', shown: '[::1]:8080' }],
+    ['{{ secrets.BASE }}/orders', null],
+    ['https://{{ slots.tenant }}.example.com/x', null],
+    ['ftp://example.com/x', null],
+  ])('%s names %j', (url, expected) => {
+    expect(literalHost(url)).toEqual(expected);
+  });
+
+  it('answers as a call would: granted, private, unknown', async () => {
+    expect(await isReachable([], '127.0.0.1', '3001')).toBe(false);
+    expect(await isReachable(['127.0.0.1:3001'], '127.0.0.1', '3001')).toBe(true);
+    expect(await isReachable(['127.0.0.1:3001'], '127.0.0.1', '3002')).toBe(false);
+    expect(await isReachable(['localhost'], 'localhost', '80')).toBe(true);
+    expect(await isReachable([], 'localhost', '80')).toBe(false);
+    expect(await isReachable([], 'no-such-host.invalid', '443')).toBe(false);
   });
 });
