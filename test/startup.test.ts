@@ -215,34 +215,40 @@ describe('npm run serve under a process manager', () => {
   });
 });
 
+/** The production server's start-up on a SQLite file of `dir`, loading `agents`, with its log lines kept. */
+async function loggedStart(file: string, agents: string) {
+  const { Writable } = await import('node:stream');
+  const { pino } = await import('pino');
+  const { loadConfig } = await import('../server/src/config.js');
+  const { start } = await import('../server/src/main.js');
+  const config = loadConfig({
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: `sqlite://${join(dir, file)}`,
+    AGENTS_DIR: agents,
+    AGENTS_TENANT: 'demo',
+    RATE_LIMIT_RPS: '0',
+    SWEEP_INTERVAL_MS: '0',
+    WEBHOOK_INTERVAL_MS: '0',
+  });
+  const lines: string[] = [];
+  const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
+  return { start: () => start(config, { logger }), lines };
+}
+
 describe('agent files at start-up', () => {
   it('says so when a restart replaces a version applied by hand', async () => {
     const { writeFileSync, mkdirSync } = await import('node:fs');
-    const { Writable } = await import('node:stream');
-    const { pino } = await import('pino');
-    const { loadConfig } = await import('../server/src/config.js');
-    const { start } = await import('../server/src/main.js');
     const agents = join(dir, 'agents');
     mkdirSync(agents, { recursive: true });
     writeFileSync(join(agents, 'bot.yaml'), 'name: Bot\ncapabilities:\n  - name: a\n    examples: [hi]\n    phases: [{ id: p, say: "From the file." }]\n');
-    const config = loadConfig({
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: `sqlite://${join(dir, 'files.db')}`,
-      AGENTS_DIR: agents,
-      AGENTS_TENANT: 'demo',
-      RATE_LIMIT_RPS: '0',
-      SWEEP_INTERVAL_MS: '0',
-      WEBHOOK_INTERVAL_MS: '0',
-    });
-    const lines: string[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-    let running = await start(config, { logger });
+    const { start, lines } = await loggedStart('files.db', agents);
+    let running = await start();
     const h = { 'tenant-id': 'demo', 'content-type': 'application/json' };
     const byHand = { name: 'Bot', capabilities: [{ name: 'a', examples: ['hi'], phases: [{ id: 'p', say: 'Changed by hand.' }] }] };
     expect((await fetch(`${running.url}/api/v1/agents/bot`, { method: 'PUT', headers: h, body: JSON.stringify(byHand) })).status).toBe(200);
     await running.stop();
-    running = await start(config, { logger });
+    running = await start();
     await running.stop();
     const warning = lines.map((l) => JSON.parse(l)).find((l) => l.level === 40 && l.slug === 'bot');
     expect(warning?.msg).toBe(
@@ -251,23 +257,8 @@ describe('agent files at start-up', () => {
   });
 
   it('warns, under the production server, that the example agent calls a backend this tenant may not reach (npm start runs and grants it)', async () => {
-    const { Writable } = await import('node:stream');
-    const { pino } = await import('pino');
-    const { loadConfig } = await import('../server/src/config.js');
-    const { start } = await import('../server/src/main.js');
-    const config = loadConfig({
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      DATABASE_URL: `sqlite://${join(dir, 'serve-examples.db')}`,
-      AGENTS_DIR: 'agents',
-      AGENTS_TENANT: 'demo',
-      RATE_LIMIT_RPS: '0',
-      SWEEP_INTERVAL_MS: '0',
-      WEBHOOK_INTERVAL_MS: '0',
-    });
-    const lines: string[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-    const running = await start(config, { logger });
+    const { start, lines } = await loggedStart('serve-examples.db', 'agents');
+    const running = await start();
     await running.stop();
     const warnings = lines.map((l) => JSON.parse(l)).filter((l) => l.level === 40 && l.slug === 'acme-support');
     expect(warnings.map((w) => [w.path, w.msg])).toEqual([

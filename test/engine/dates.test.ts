@@ -4,10 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { findDates, isTimeZone } from '../../server/src/engine/dates.js';
 import { parseSlot } from '../../server/src/engine/slots.js';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
-import type { TurnInput, TurnResult } from '../../server/src/engine/run.js';
 import { AgentDefinition, type AgentDefinitionInput } from '@switchboard/contract';
 import { parseDefinition } from '../helpers/agents.js';
-import { driveTurn } from '../helpers/engine.js';
+import { driveTurn, priorOf } from '../helpers/engine.js';
 
 async function agentOf(def: AgentDefinitionInput) {
   const parsed = parseDefinition(def);
@@ -15,14 +14,7 @@ async function agentOf(def: AgentDefinitionInput) {
   return compileAgent('00000000-0000-4000-8000-000000000004', 1, parsed);
 }
 
-const after = (r: TurnResult): TurnInput['prior'] => ({
-  status: r.status,
-  outcome: r.outcome,
-  capability: r.capability.name,
-  phase: r.phase,
-  flow: r.flow,
-  turnCount: 2,
-});
+const after = priorOf;
 
 // A Wednesday, 23:30 UTC: Thursday already in Tokyo, still Wednesday afternoon in Los Angeles.
 const NOW = new Date('2026-11-25T23:30:00Z');

@@ -2,9 +2,9 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
-import type { TurnInput, TurnResult } from '../../server/src/engine/run.js';
+import type { TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';
-import { driveTurn } from '../helpers/engine.js';
+import { driveTurn, priorOf } from '../helpers/engine.js';
 
 async function agentOf(def: AgentDefinitionInput) {
   const parsed = parseDefinition(def);
@@ -13,14 +13,7 @@ async function agentOf(def: AgentDefinitionInput) {
 }
 type Agent = Awaited<ReturnType<typeof agentOf>>;
 
-const after = (r: TurnResult): TurnInput['prior'] => ({
-  status: r.status,
-  outcome: r.outcome,
-  capability: r.capability.name,
-  phase: r.phase,
-  flow: r.flow,
-  turnCount: 2,
-});
+const after = priorOf;
 
 function pizza(over: { countPrefill?: boolean } = {}): AgentDefinitionInput {
   return {

@@ -4,6 +4,16 @@ import type { ActionResult } from '../../server/src/domain.js';
 import type { CompiledAgent } from '../../server/src/engine/compile.js';
 import { runTurn, type ActionRequest, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 
+/** The conversation a turn leaves, as the next turn's `prior`. */
+export const priorOf = (r: TurnResult): TurnInput['prior'] => ({
+  status: r.status,
+  outcome: r.outcome,
+  capability: r.capability.name,
+  phase: r.phase,
+  flow: r.flow,
+  turnCount: 2,
+});
+
 export const NOW = '2026-11-22T10:00:00.000Z';
 
 export function driveTurn(
