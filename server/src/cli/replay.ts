@@ -1,6 +1,7 @@
 // `npm run agents -- replay SLUG --version N`: starts a replay on a server, shows its progress
 // while it runs, and prints the summary and each changed conversation's first difference.
 import type { ConversationStatus, Replay } from '@switchboard/contract';
+import { literalHost } from '../actions/ssrf.js';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 
 const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.length > 200 ? `${v.slice(0, 200)}…` : v) : JSON.stringify(v));
@@ -40,7 +41,8 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
       console.log(`\n${x.conversation_id}: turn ${d.turn_index}, ${d.field}`);
       if (d.field === 'unrecorded_action') console.log(`  calls ${show(d.replayed)}, which the conversation never recorded`);
       else if (d.field === 'action_request') {
-        const host = (v: unknown) => (typeof v === 'string' ? (/ [A-Z]+ https?:\/\/([^/?#]+)/i.exec(v)?.[1] ?? null) : null);
+        // "action METHOD URL": the host as the address policy reads it.
+        const host = (v: unknown) => (typeof v === 'string' ? (literalHost(v.split(' ').slice(2).join(' '))?.shown ?? null) : null);
         const moved = host(d.recorded) !== host(d.replayed) ? `the host changed from ${host(d.recorded) ?? '?'} to ${host(d.replayed) ?? '?'}; ` : '';
         console.log(`  - recorded: ${show(d.recorded)}`);
         console.log(`  + replayed: ${show(d.replayed)}`);
