@@ -94,7 +94,21 @@ export const RoutingDecisionData = z.object({
   model: z
     .string()
     .optional()
-    .describe('Which router model decided: tfidf-logreg-v3 (lexical), or tfidf-logreg-v3+<word vectors>@<version>/<words> (lexical and word vectors)'),
+    .describe(
+      "Which router model decided: tfidf-logreg-v3 (lexical), tfidf-logreg-v3+<word vectors>@<version>/<words> (lexical and word vectors), or tfidf-logreg-v3+embeddings:<model> (lexical and the model server's embeddings)",
+    ),
+  embeddings: z
+    .object({
+      model: z.string(),
+      duration_ms: z.number().optional().describe("How long the message's embedding took, when it was asked for"),
+      error: z.string().optional().describe('Why the embedding did not come (time-out, budget, server error): the local router decided'),
+      unavailable: z
+        .string()
+        .optional()
+        .describe("Why the agent has no router of the server's embeddings yet (being trained, or its training failed): the local router decided"),
+    })
+    .optional()
+    .describe("With LLM_EMBEDDINGS_MODEL: the model server's embeddings, and whether they decided"),
   lexical: z
     .enum(['language', 'off', 'not_installed', 'unreadable', 'stored'])
     .optional()

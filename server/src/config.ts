@@ -88,6 +88,8 @@ const EnvSchema = z.object({
   ROUTER_LLM_MODEL: z.string().min(1).optional(),
   ROUTER_LLM_API_KEY: z.string().optional(),
   ROUTER_LLM_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  LLM_EMBEDDINGS_MODEL: z.string().min(1).max(200).optional(),
+  ROUTER_EMBEDDINGS_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   RATE_LIMIT_RPS: z.coerce.number().min(0).default(100),
   RATE_LIMIT_BURST: z.coerce.number().int().min(0).default(200),
   REDIS_URL: z.string().optional(),
@@ -287,6 +289,8 @@ export interface LlmConfig {
   maxInputTokens?: number;
   /** Model calls under way at once in one process, in all and per tenant (16 and 4 when absent). */
   concurrency?: { total: number; perTenant: number };
+  /** Routing with the server's embeddings (LLM_EMBEDDINGS_MODEL): their model, and the most a routed message waits for one. */
+  embeddings?: { model: string; timeoutMs: number };
 }
 
 /** LLM_* settings; ROUTER_LLM_* (the routing fallback's older names) stand in for those not set. */
@@ -306,6 +310,7 @@ function llmConfig(e: z.infer<typeof EnvSchema>): LlmConfig | undefined {
       .filter(Boolean),
     maxInputTokens: e.LLM_MAX_INPUT_TOKENS,
     concurrency: { total: e.LLM_CONCURRENCY, perTenant: e.LLM_TENANT_CONCURRENCY },
+    ...(e.LLM_EMBEDDINGS_MODEL ? { embeddings: { model: e.LLM_EMBEDDINGS_MODEL, timeoutMs: e.ROUTER_EMBEDDINGS_TIMEOUT_MS } } : {}),
   };
 }
 
@@ -321,6 +326,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.LLM_EMBEDDINGS_MODEL && !(e.LLM_URL ?? e.ROUTER_LLM_URL)) {
+    throw new ConfigError('invalid configuration:\n  LLM_EMBEDDINGS_MODEL: names a model of the model server, so it needs LLM_URL');
+  }
   if (purpose === 'serve' && e.AUTH_MODE === 'api_key' && !e.METRICS_TOKEN && !e.METRICS_PUBLIC) {
     throw new ConfigError(
       'invalid configuration:\n  METRICS_TOKEN: required with AUTH_MODE=api_key, or /metrics names every tenant, agent, capability and action to anyone who asks (openssl rand -hex 24); METRICS_PUBLIC=true serves it open on purpose',

@@ -7,6 +7,7 @@ import { isReachable } from './actions/ssrf.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
+import { ServerEmbeddings } from './service/server-embeddings.js';
 import { RenderBudgets } from './service/render-budgets.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
@@ -91,6 +92,15 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const training = new TrainingPool(config.training);
   const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
   const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);
+  // The gate is made below (it reports to metrics, which read the agents): the embeddings reach it when they call.
+  const late: { gate?: ModelGate } = {};
+  const embeddings = config.llm?.embeddings
+    ? new ServerEmbeddings(() => late.gate!, {
+        model: config.llm.embeddings.model,
+        timeoutMs: config.llm.embeddings.timeoutMs,
+        maxInputTokens: config.llm.maxInputTokens ?? 16_000,
+      })
+    : undefined;
   const agents = new AgentService(new AgentStore(deps.db), clock, {
     trainer: training.train,
     routers: new RouterStore(deps.db),
@@ -99,6 +109,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     models,
     renderBudgets,
     reachable: (tenantId, host, port) => isReachable(hostsFor(config.actionAllowedHosts, tenantId), host, port),
+    embeddings,
   });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
   const provider = config.llm ? new LlmProvider(config.llm) : undefined;
@@ -135,7 +146,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       (err: unknown) => logger.warn({ err }, 'metrics: could not name the agent of a write'),
     );
   });
-  const gate =
+  const gate = (late.gate =
     provider && config.llm
       ? new ModelGate(provider, usage, clock, {
           models: config.llm.models ?? [],
@@ -144,7 +155,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
           concurrency: config.llm.concurrency ?? { total: 16, perTenant: 4 },
           onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
         })
-      : undefined;
+      : undefined);
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -156,6 +167,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     llm: provider ? new LlmRouter(provider, config.routerLlmTimeoutMs) : undefined,
     gate,
     llmTokensPerConversation: config.llm?.maxTokensPerConversation ?? 0,
+    embeddings,
   });
   const lifecycle = new LifecycleService({
     agents,

@@ -1,8 +1,11 @@
 // The provider client against the scripted server: retries that honour retry-after, the
-// authorization header, deadlines, and token counts with and without reported usage.
+// authorization header, deadlines, and token counts with and without reported usage; and its
+// embeddings, with the answers it refuses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LlmProvider } from '../../server/src/actions/llm-provider.js';
+import { LlmProvider, MAX_EMBEDDING_DIMS } from '../../server/src/actions/llm-provider.js';
+import { FAKE_EMBEDDING_DIMS, fakeEmbedding, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { json, startBackend, type Backend } from '../helpers/servers.js';
 
 describe('LLM provider', () => {
   let llm: FakeLlm;
@@ -85,5 +88,79 @@ describe('LLM provider', () => {
     expect(streamed.toolCalls).toEqual([{ id: 'call_0', name: 't', arguments: '{"a":1}' }]);
     expect(streamed.finishReason).toBe('tool_calls');
     expect(llm.calls[2].body.stream).toBe(true);
+  });
+});
+
+describe('LLM provider: embeddings', () => {
+  let fake: FakeEmbeddings;
+  let odd: Backend;
+  let oddAnswer: (input: string[]) => unknown;
+  beforeAll(async () => {
+    fake = await startFakeEmbeddings();
+    odd = await startBackend((_req, res, body) => json(res, 200, oddAnswer((JSON.parse(body) as { input: string[] }).input)));
+  });
+  afterAll(async () => {
+    await fake?.close();
+    await odd?.close();
+  });
+
+  it('embeds texts in order, asking for floats, with the usage the server reports', async () => {
+    const p = new LlmProvider({ url: fake.url, model: 'chat', timeoutMs: 5_000, maxRetries: 0 });
+    const e = await p.embed({ model: 'fake-embed', texts: ['my card was stolen', 'send money to my friend'] });
+    expect(e.dims).toBe(FAKE_EMBEDDING_DIMS);
+    expect(e.vectors).toEqual([Float32Array.from(fakeEmbedding('my card was stolen')), Float32Array.from(fakeEmbedding('send money to my friend'))]);
+    expect(e).toMatchObject({ model: 'fake-embed', inputTokens: 9, estimated: false });
+    expect(fake.calls.at(-1)).toMatchObject({ input: ['my card was stolen', 'send money to my friend'], model: 'fake-embed', format: 'float' });
+  });
+
+  it('places each embedding by its index, and refuses answers that do not fit the texts', async () => {
+    const p = new LlmProvider({ url: odd.url, model: 'chat', timeoutMs: 5_000, maxRetries: 0 });
+    const ask = { model: 'e', texts: ['a', 'b'] };
+    oddAnswer = () => ({
+      data: [
+        { index: 1, embedding: [0, 1] },
+        { index: 0, embedding: [1, 0] },
+      ],
+    });
+    const e = await p.embed(ask);
+    expect(e.vectors.map((v) => [...v])).toEqual([
+      [1, 0],
+      [0, 1],
+    ]);
+    expect(e.estimated).toBe(true);
+    const refused: [unknown, string][] = [
+      [{ data: [{ index: 0, embedding: [1, 0] }] }, 'the provider answered 1 embeddings for 2 texts'],
+      [{ data: [{ embedding: [1, 0] }, { embedding: [1, 0, 0] }] }, 'numbers of one length'],
+      [{ data: [{ embedding: [1, null] }, { embedding: [1, 0] }] }, 'a value that is not a number'],
+      [{ data: [{ embedding: 'AAAA' }, { embedding: [1, 0] }] }, 'not a list of 1 to'],
+      [{ data: [{ embedding: new Array(MAX_EMBEDDING_DIMS + 1).fill(0) }, { embedding: [1] }] }, `not a list of 1 to ${MAX_EMBEDDING_DIMS} numbers`],
+      [
+        {
+          data: [
+            { index: 0, embedding: [1] },
+            { index: 0, embedding: [1] },
+          ],
+        },
+        'repeated indexes',
+      ],
+      [{ nothing: true }, 'the provider answered no embeddings for 2 texts'],
+    ];
+    for (const [answer, message] of refused) {
+      oddAnswer = () => answer;
+      await expect(p.embed(ask), JSON.stringify(answer).slice(0, 80)).rejects.toThrow(message);
+    }
+  });
+
+  it('retries a failing server within its retries, and keeps to a shorter deadline', async () => {
+    const p = new LlmProvider({ url: fake.url, model: 'chat', timeoutMs: 5_000, maxRetries: 1 });
+    fake.behave({ status: 503 });
+    const before = fake.calls.length;
+    await expect(p.embed({ model: 'e', texts: ['x'] })).rejects.toThrow('provider answered HTTP 503');
+    expect(fake.calls.length - before).toBe(2);
+    fake.behave({ delayMs: 30_000 });
+    const started = performance.now();
+    await expect(p.embed({ model: 'e', texts: ['x'], timeoutMs: 300, maxRetries: 0 })).rejects.toThrow('no answer within 300 ms');
+    expect(performance.now() - started).toBeLessThan(3_000);
+    fake.behave({});
   });
 });

@@ -3,7 +3,18 @@ import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
 import { readFileSync } from 'node:fs';
 import { MessageChannel } from 'node:worker_threads';
-import { loadRouter, Router, ROUTER_STATE_FORMAT, storedFormat, storeRouter } from '../../server/src/engine/router.js';
+import {
+  loadRouter,
+  Router,
+  ROUTER_MODEL,
+  ROUTER_STATE_FORMAT,
+  RouterVectorsError,
+  storedFormat,
+  storeRouter,
+  tableEmbedder,
+  trainingTexts,
+} from '../../server/src/engine/router.js';
+import { FAKE_EMBEDDING_DIMS, fakeEmbedding } from '../helpers/fake-embeddings.js';
 import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';
 
@@ -301,5 +312,38 @@ describe('stored routers', () => {
     expect(storeRouter(trained).length).toBeLessThan(v1.length * 0.75);
     // The same training stored by either format: converting format 1 gives the current bytes.
     expect(storeRouter(loadRouter(v1)).equals(storeRouter(trained))).toBe(true);
+  });
+});
+
+describe('a router of server embeddings', () => {
+  const caps = [
+    { name: 'balance', examples: ['what is my balance', 'show my account balance', 'how much is in my account', 'check my balance please'] },
+    { name: 'card_lost', examples: ['I lost my card', 'my card was stolen', 'block my card', 'report a missing card'] },
+    { name: 'transfer', examples: ['send money to my friend', 'transfer funds to savings', 'move money between accounts', 'wire cash to my brother'] },
+  ];
+  const unit = (text: string) => {
+    const v = Float32Array.from(fakeEmbedding(text));
+    const n = Math.hypot(...v) || 1;
+    return v.map((x) => x / n);
+  };
+  const table = () => {
+    const texts = [...new Set(trainingTexts(caps, null))];
+    const data = new Float32Array(texts.length * FAKE_EMBEDDING_DIMS);
+    texts.forEach((t, i) => data.set(unit(t), i * FAKE_EMBEDDING_DIMS));
+    return tableEmbedder('embeddings:fake', FAKE_EMBEDDING_DIMS, texts, data);
+  };
+
+  it('is the same bytes from the same embeddings, loads without word vectors, and scores a message by the embedding it is given', async () => {
+    const a = await Router.train(caps, { vectors: table() });
+    const b = await Router.train(caps, { vectors: table() });
+    expect(storeRouter(a).equals(storeRouter(b))).toBe(true);
+    expect(a.model).toBe(`${ROUTER_MODEL}+embeddings:fake`);
+    const loaded = loadRouter(Buffer.from(storeRouter(a)), null);
+    const paraphrase = 'someone pinched my plastic';
+    expect(loaded.score(paraphrase, unit(paraphrase))).toEqual(a.score(paraphrase, unit(paraphrase)));
+    expect(loaded.score(paraphrase, unit(paraphrase)).scores[0].name).toBe('card_lost');
+    // Without the message's embedding, or with one of another size, it cannot score.
+    expect(() => loaded.score(paraphrase)).toThrow(RouterVectorsError);
+    expect(() => loaded.score(paraphrase, new Float32Array(3))).toThrow(`an embedding of 3 numbers for a router of ${FAKE_EMBEDDING_DIMS}`);
   });
 });

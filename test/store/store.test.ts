@@ -239,6 +239,7 @@ eachDatabase('migrations on $name', (database) => {
         '011_agent_stats',
         '012_idempotency_expiry',
         '013_stored_routers',
+        '014_stored_router_model',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -42,6 +42,27 @@ export interface Completion extends LlmAnswer {
   estimated: boolean;
 }
 
+export interface EmbeddingRequest {
+  model: string;
+  texts: string[];
+  /** Shorter than the provider's own deadline (routing's). */
+  timeoutMs?: number;
+  maxRetries?: number;
+}
+
+export interface Embeddings {
+  model: string;
+  dims: number;
+  /** One a text, in the order of the texts. */
+  vectors: Float32Array[];
+  inputTokens: number;
+  /** The provider reported no usage: the count is estimated (four characters a token). */
+  estimated: boolean;
+}
+
+/** The longest embedding accepted (OpenAI's largest model answers 3,072 numbers). */
+export const MAX_EMBEDDING_DIMS = 4096;
+
 class ProviderError extends Error {}
 
 const estimate = (chars: number) => Math.ceil(chars / 4);
@@ -83,14 +104,13 @@ export class LlmProvider {
         ? { tools: req.tools.map((t) => ({ type: 'function' as const, function: { name: t.name, description: t.description, parameters: t.parameters } })) }
         : {}),
     };
-    const deadline = performance.now() + timeoutMs;
-    const maxRetries = req.maxRetries ?? this.opts.maxRetries ?? 2;
     const promptChars = JSON.stringify(req.messages).length + JSON.stringify(req.tools ?? []).length;
     const progress = { written: false, cut: false };
-    for (let attempt = 0; ; attempt++) {
-      const left = Math.max(1, Math.round(deadline - performance.now()));
-      const options = { signal: AbortSignal.timeout(left), timeout: left };
-      try {
+    // A stream that has written part of a reply is not asked again: the words are out.
+    return this.retrying(
+      timeoutMs,
+      req.maxRetries,
+      async (options) => {
         if (!req.onDelta) return read(await this.client.chat.completions.create(body, options), promptChars);
         const onDelta = req.onDelta;
         const stream = this.client.chat.completions.stream({ ...body, stream: true, stream_options: { include_usage: true } }, options);
@@ -115,9 +135,64 @@ export class LlmProvider {
           if (!progress.cut) throw e;
           return cutShort(text, body.model, promptChars);
         }
+      },
+      () => !progress.written,
+    );
+  }
+
+  /**
+   * Embeddings of `texts` from the server's `/embeddings` (OpenAI's request and answer), in
+   * order, each as it came; the answer is checked (one vector a text, all of one length, at most
+   * MAX_EMBEDDING_DIMS numbers, every one finite). Token usage as reported, else estimated.
+   */
+  async embed(req: EmbeddingRequest): Promise<Embeddings> {
+    const timeoutMs = Math.min(req.timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs);
+    const chars = req.texts.reduce((n, t) => n + t.length, 0);
+    return this.retrying(timeoutMs, req.maxRetries, async (options) => {
+      const r = await this.client.embeddings.create({ model: req.model, input: req.texts, encoding_format: 'float' }, options);
+      const data = (r as Partial<typeof r>).data;
+      if (!Array.isArray(data) || data.length !== req.texts.length) {
+        throw new ProviderError(`the provider answered ${Array.isArray(data) ? data.length : 'no'} embeddings for ${req.texts.length} texts`);
+      }
+      const vectors: (Float32Array | undefined)[] = Array.from({ length: req.texts.length }, () => undefined);
+      let dims = -1;
+      data.forEach((d, k) => {
+        const at = typeof d.index === 'number' && Number.isInteger(d.index) && d.index >= 0 && d.index < data.length ? d.index : k;
+        const e: unknown = d.embedding;
+        if (!Array.isArray(e) || e.length === 0 || e.length > MAX_EMBEDDING_DIMS || (dims !== -1 && e.length !== dims)) {
+          throw new ProviderError(`the provider answered an embedding that is not a list of 1 to ${MAX_EMBEDDING_DIMS} numbers of one length`);
+        }
+        dims = e.length;
+        if (!e.every((x) => typeof x === 'number' && Number.isFinite(x)))
+          throw new ProviderError('the provider answered an embedding with a value that is not a number');
+        vectors[at] = Float32Array.from(e as number[]);
+      });
+      const all = vectors.filter((v): v is Float32Array => v !== undefined);
+      if (all.length !== vectors.length) throw new ProviderError('the provider answered embeddings with repeated indexes');
+      // Typed as always there; some compatible servers leave it out.
+      const usage = (r as { usage?: { prompt_tokens?: number } }).usage;
+      return { model: r.model || req.model, dims, vectors: all, inputTokens: usage?.prompt_tokens ?? estimate(chars), estimated: !usage };
+    });
+  }
+
+  /**
+   * Makes a call, asking again on 429, 5xx and lost connections while the deadline allows and
+   * `mayRetry` says so; each attempt gets what is left of the deadline.
+   */
+  private async retrying<T>(
+    timeoutMs: number,
+    retries: number | undefined,
+    call: (options: { signal: AbortSignal; timeout: number }) => Promise<T>,
+    mayRetry: () => boolean = () => true,
+  ): Promise<T> {
+    const deadline = performance.now() + timeoutMs;
+    const maxRetries = retries ?? this.opts.maxRetries ?? 2;
+    for (let attempt = 0; ; attempt++) {
+      const left = Math.max(1, Math.round(deadline - performance.now()));
+      try {
+        return await call({ signal: AbortSignal.timeout(left), timeout: left });
       } catch (e) {
-        // A stream that has written part of a reply is not asked again: the words are out.
-        const wait = attempt < maxRetries && !progress.written ? retryDelay(e, attempt) : null;
+        const wait = attempt < maxRetries && mayRetry() ? retryDelay(e, attempt) : null;
         if (wait === null || performance.now() + wait >= deadline) throw explain(e, timeoutMs);
         await new Promise((r) => setTimeout(r, wait));
       }

@@ -7,8 +7,8 @@ import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
-import { Router, ROUTER_MODEL, type RoutableCapability } from './router.js';
-import { processVectors, vectorsStatus, type LexicalReason } from './word-vectors.js';
+import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router.js';
+import { vectorsStatus, type LexicalReason } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { isTimeZone } from './dates.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
@@ -103,6 +103,11 @@ export interface CompiledAgent {
   actions: Map<string, CompiledAction>;
   messages: Record<keyof typeof DEFAULT_MESSAGES, CompiledText>;
   router: Router;
+  /**
+   * The router of a model server's embeddings (LLM_EMBEDDINGS_MODEL), beside `router`, which
+   * answers whenever it cannot: set by the service once it is trained or loaded (null: none yet).
+   */
+  semantic: SemanticRouter | null;
   /** Why the router is lexical alone where word vectors could have been used (null: it uses them). */
   lexical: LexicalReason | null;
   /** Secrets any of its actions read (fetched for the tenant only when there are some). */
@@ -472,12 +477,40 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
  * Trains a router; by default here, yielding as it goes (the server passes a worker pool's).
  * `vectors`: whether the definition's language lets the process's word vectors (English) be used.
  */
-export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null, vectors: boolean) => Promise<Router>;
-const trainHere: TrainRouter = (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: vectors ? processVectors() : null });
+export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null, vectors: boolean | DenseTable) => Promise<Router>;
+const trainHere: TrainRouter = (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
 
 /** The word vectors are English: an agent in another language routes lexically. */
 function english(def: AgentDefinition): boolean {
   return /^en(?:$|[-_])/i.test(def.default_language);
+}
+
+/** A router of a model server's embeddings, with the thresholds it routes by. */
+export interface SemanticRouter {
+  router: Router;
+  /** The author's routing.threshold, else this router's calibrated one. */
+  threshold: number;
+  /** The author's routing.min_similarity, else this router's calibrated one. */
+  minSimilarity: number;
+}
+
+/** What a definition's router is trained on: its capabilities with examples (the description counts as one) and the fallback's name. */
+export function routingInput(def: AgentDefinition): { caps: RoutableCapability[]; outOfScope: string | null } {
+  return {
+    caps: def.capabilities
+      .filter((c) => (c.examples?.length ?? 0) > 0)
+      .map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
+    outOfScope: def.routing?.fallback ?? null,
+  };
+}
+
+/** A router of server embeddings with the definition's thresholds. */
+export function semanticRouter(def: AgentDefinition, router: Router): SemanticRouter {
+  return {
+    router,
+    threshold: def.routing?.threshold ?? router.calibration.threshold,
+    minSimilarity: def.routing?.min_similarity ?? router.calibration.minSimilarity,
+  };
 }
 
 /** Compiles a definition that passed validateDefinition and trains its router. */
@@ -498,11 +531,8 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
         builtin: true,
       };
   const routableDefs = def.capabilities.filter((c) => (c.examples?.length ?? 0) > 0);
-  const router = await train(
-    routableDefs.map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
-    def.routing?.fallback ?? null,
-    english(def),
-  );
+  const input = routingInput(def);
+  const router = await train(input.caps, input.outOfScope, english(def));
   const actions = new Map<string, CompiledAction>();
   for (const [name, a] of Object.entries(def.actions ?? {})) {
     const sources = [a.url, ...Object.values(a.headers ?? {}), ...jsonStrings(a.body)];
@@ -547,6 +577,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     actions,
     messages,
     router,
+    semantic: null,
     lexical: router.model !== ROUTER_MODEL ? null : !english(def) ? 'language' : (vectorsStatus().reason ?? 'stored'),
     secretNames: [...new Set([...actions.values()].flatMap((a) => a.secrets))],
     // The definition is kept too (as parsed JSON: roughly twice its text).

@@ -13,7 +13,76 @@
 // same similarity check. docs/routing.md has the measurements behind each choice.
 import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
-import { processVectors, type WordVectors } from './word-vectors.js';
+import { processVectors } from './word-vectors.js';
+
+/**
+ * What gives a text its dense vector: the process's word vectors (word-vectors.ts), or a table of
+ * a model server's embeddings of the training texts (tableEmbedder). `id` names the vectors: a
+ * router is only ever scored with the vectors it was trained on.
+ */
+export interface Embedder {
+  readonly id: string;
+  readonly dims: number;
+  /** Writes the text's unit vector into `out` (zeros when nothing of it is known); answers how much was known. */
+  embed(text: string, out: Float32Array): number;
+}
+
+/** The id prefix of embeddings from a model server (`embeddings:<model>`): a message's vector comes with it to score(). */
+export const SERVER_EMBEDDINGS = 'embeddings:';
+
+/**
+ * A model server's embeddings of the training texts, each L2-normalised (`data` holds them one
+ * after another, in the order of `texts`). A text not in the table has no vector.
+ */
+export function tableEmbedder(id: string, dims: number, texts: string[], data: Float32Array): Embedder {
+  const at = new Map<string, number>();
+  texts.forEach((t, i) => at.set(t, i));
+  return {
+    id,
+    dims,
+    embed(text, out) {
+      const i = at.get(text);
+      if (i === undefined) {
+        out.fill(0);
+        return 0;
+      }
+      out.set(data.subarray(i * dims, (i + 1) * dims));
+      return 1;
+    },
+  };
+}
+
+/** A model server's embeddings of the texts a router is trained on (tableEmbedder's arguments). */
+export interface DenseTable {
+  id: string;
+  dims: number;
+  texts: string[];
+  data: Float32Array;
+}
+
+/** The embedder a training uses: the process's word vectors (true), a server's table, or none. */
+export function embedderFor(vectors: boolean | DenseTable): Embedder | null {
+  if (vectors === true) return processVectors();
+  return vectors ? tableEmbedder(vectors.id, vectors.dims, vectors.texts, vectors.data) : null;
+}
+
+/** A router of server embeddings, loaded: each message's vector is given to score(). */
+function givenEmbedder(id: string, dims: number): Embedder {
+  return {
+    id,
+    dims,
+    embed() {
+      throw new RouterVectorsError(`this router needs the message's embedding from ${id}`);
+    },
+  };
+}
+
+/** The texts a router is trained on, for a server to embed: the capabilities' examples and, without out-of-scope examples, the background class's. */
+export function trainingTexts(caps: RoutableCapability[], outOfScope: string | null): string[] {
+  const texts = caps.flatMap((c) => c.examples);
+  const own = outOfScope && caps.some((c) => c.name === outOfScope);
+  return own || caps.length === 0 ? texts : [...texts, ...BACKGROUND];
+}
 
 export interface RoutableCapability {
   name: string;
@@ -57,7 +126,7 @@ export const ROUTER_MODEL = 'tfidf-logreg-v3';
  * The model of a router trained with these vectors (null: the lexical model alone). The name
  * carries the vectors' identity: a router is only ever scored with the vectors it was trained on.
  */
-export function routerModel(vectors: WordVectors | null): string {
+export function routerModel(vectors: Pick<Embedder, 'id'> | null): string {
   return vectors ? `${ROUTER_MODEL}+${vectors.id}` : ROUTER_MODEL;
 }
 
@@ -293,18 +362,24 @@ interface Examples {
   val: Uint8Array;
   offsets: Int32Array;
   classStart: Int32Array;
-  /** With word vectors: example e's message vector is dense[e·dims .. (e+1)·dims), × 127. */
+  /** With word vectors: example e's message vector is dense[e·dims .. (e+1)·dims), × the part's `quant`. */
   dense: Int8Array | null;
 }
 
 /** How a router's features combine lexical and word-vector parts (absent: lexical only). */
 interface VectorPart {
-  /** The vectors' id (WordVectors.id). */
+  /** The vectors' id (Embedder.id). */
   id: string;
   dims: number;
   /** Norm of the lexical part of a feature vector, and of the word-vector part. */
   lexical: number;
   dense: number;
+  /**
+   * What the stored example vectors were multiplied by before rounding to int8: 127 for word
+   * vectors (absent), else 127 over the largest component of any kept example (a server's
+   * embeddings have a thousand or more dimensions, most far below 1).
+   */
+  quant?: number;
 }
 
 /** A message's features: its TF-IDF vector with its word-vector dimensions appended as columns F… */
@@ -365,7 +440,7 @@ export class Router {
     readonly stored: Buffer,
     /** The word-vector part of its features, and the vectors (the process's) that embed a message. */
     private readonly part: VectorPart | null,
-    private readonly vectors: WordVectors | null,
+    private readonly vectors: Embedder | null,
   ) {
     this.z = new Float64Array(classes);
     this.e = new Float32Array(part?.dims ?? 0);
@@ -384,7 +459,7 @@ export class Router {
    */
   static async train(
     caps: RoutableCapability[],
-    opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number; vectors?: WordVectors | null } = {},
+    opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number; vectors?: Embedder | null } = {},
   ): Promise<Router> {
     const pause = opts.pause ?? nextTick;
     const vectors = opts.vectors === undefined ? processVectors() : opts.vectors;
@@ -534,11 +609,22 @@ export class Router {
     };
   }
 
-  /** Scores a message: probabilities of every capability, best first (ties by name). */
-  score(message: string): Scored {
+  /**
+   * Scores a message: probabilities of every capability, best first (ties by name). A router of
+   * a server's embeddings is given the message's (`dense`, L2-normalised); word vectors are the
+   * router's own.
+   */
+  score(message: string, dense?: Float32Array): Scored {
     const x = this.tfidf.vector(featureCounts(message));
     const part = this.part;
-    const known = part ? this.vectors!.embed(message, this.e) : 0;
+    let known = 0;
+    if (part && dense) {
+      if (dense.length !== part.dims) throw new RouterVectorsError(`an embedding of ${dense.length} numbers for a router of ${part.dims}`);
+      this.e.set(dense);
+      known = 1;
+    } else if (part) {
+      known = this.vectors!.embed(message, this.e);
+    }
     const p = this.classes > 1 ? this.probs(x) : Float64Array.of(x.idx.length || known ? 1 : 0);
     const scores = this.names.map((name, i) => ({ name, score: round4(p[i]), i })).sort((a, b) => b.score - a.score || (a.name < b.name ? -1 : 1));
     let best = 0;
@@ -552,7 +638,7 @@ export class Router {
           let d = 0;
           const base = e * part.dims;
           for (let k = 0; k < part.dims; k++) d += this.e[k] * ex.dense![base + k];
-          sim = sim * part.lexical * part.lexical + (d / 127) * part.dense * part.dense;
+          sim = sim * part.lexical * part.lexical + (d / (part.quant ?? 127)) * part.dense * part.dense;
         }
         if (sim > best) best = sim;
       }
@@ -598,9 +684,10 @@ export class Router {
    * A router from bytes of the current layout or format 2 (loadRouter reads format 1 too), scored
    * with `vectors` when it was trained with word vectors (RouterVectorsError: not these vectors).
    */
-  static fromLayout(bytes: Buffer, vectors: WordVectors | null): Router {
+  static fromLayout(bytes: Buffer, vectors: Embedder | null): Router {
     const l = readLayout(bytes, bytes.length >= 4 && bytes.readUInt32LE(0) === MAGIC_V2 ? MAGIC_V2 : MAGIC);
     const part = l.h.vectors ?? null;
+    if (part?.id.startsWith(SERVER_EMBEDDINGS)) vectors = givenEmbedder(part.id, part.dims);
     if (part && part.id !== vectors?.id) {
       throw new RouterVectorsError(`this router was trained with the word vectors ${part.id}; this process has ${vectors ? vectors.id : 'none'}`);
     }
@@ -722,16 +809,26 @@ function encode(t: Trained): Buffer {
   const keys = Float64Array.from(order, (i) => t.tfidf.keys[i]);
   const cols = Int32Array.from(order, (i) => t.tfidf.cols[i]);
   const arrays: Record<string, AnyArray> = { w, scale, b: t.b, keys, cols, idf: t.tfidf.idf, lengths, idx, val };
-  if (t.part && t.dense) {
-    const dims = t.part.dims;
+  let part = t.part;
+  if (part && t.dense) {
+    const dims = part.dims;
     const flatDense = t.dense.flat();
+    // Word vectors are quantised × 127 (their components are large enough); a server's
+    // embeddings spread over many more dimensions, so theirs are scaled to their largest component.
+    let quant = 127;
+    if (part.id.startsWith(SERVER_EMBEDDINGS)) {
+      let max = 0;
+      for (const e of flatDense) for (let d = 0; d < dims; d++) max = Math.max(max, Math.abs(e[d]));
+      quant = max > 0 ? 127 / max : 127;
+      part = { ...part, quant };
+    }
     const dense = new Int8Array(flatDense.length * dims);
     flatDense.forEach((e, i) => {
-      for (let d = 0; d < dims; d++) dense[i * dims + d] = Math.round(e[d] * 127);
+      for (let d = 0; d < dims; d++) dense[i * dims + d] = Math.round(e[d] * quant);
     });
     arrays.dense = dense;
   }
-  return writeLayout(MAGIC, t, arrays);
+  return writeLayout(MAGIC, { ...t, part }, arrays);
 }
 
 function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b' | 'dense'>, arrays: Record<string, AnyArray>): Buffer {
@@ -816,7 +913,7 @@ export function storeRouter(router: Router): Buffer {
  * A router from storeRouter's bytes, of this format or format 1. Its arrays are views on
  * `bytes` (on a converted copy for format 1). Throws on bytes that are not a stored router.
  */
-export function loadRouter(bytes: Buffer, vectors: WordVectors | null = processVectors()): Router {
+export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors()): Router {
   if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors);
   return Router.fromLayout(bytes, vectors);
 }
@@ -852,7 +949,7 @@ function readV1(bytes: Buffer): Trained {
 const round4 = (x: number) => Math.round(x * 10_000) / 10_000;
 
 /** A text's unit word vector (zeros when none of its words is known). */
-function embedInto(vectors: WordVectors, text: string): Float32Array {
+function embedInto(vectors: Embedder, text: string): Float32Array {
   const e = new Float32Array(vectors.dims);
   vectors.embed(text, e);
   return e;

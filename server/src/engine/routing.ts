@@ -1,9 +1,9 @@
 // Routing a message: scoring against the routable capabilities, the entitlement gate, the
 // fallback, and (when the embedded router cannot place a message) the model provider.
 import type { ContextEnvelope } from '@switchboard/contract';
-import type { CompiledAgent, CompiledCapability } from './compile.js';
+import type { CompiledAgent, CompiledCapability, SemanticRouter } from './compile.js';
 import type { Scored } from './router.js';
-import type { EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
+import type { EmbedReply, EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
 
 /**
  * How much likelier than the best capability the background class must be to take a message.
@@ -21,13 +21,20 @@ function entitled(cap: CompiledCapability, context: ContextEnvelope | null): boo
   });
 }
 
+/** Scores a message with the agent's router of server embeddings when its embedding is given, else with its own router. */
+export function scoreWith(agent: CompiledAgent, message: string, embedding?: Float32Array): Scored {
+  return embedding && agent.semantic ? agent.semantic.router.score(message, embedding) : agent.router.score(message);
+}
+
 /**
  * Picks the capability for a message: the best one when its probability clears the threshold,
  * the message resembles one of its examples closely enough, and the user is entitled to it;
  * else the fallback.
  */
-export function route(agent: CompiledAgent, scored: Scored, context: ContextEnvelope | null): RouteDecision {
-  const threshold = agent.threshold;
+export function route(agent: CompiledAgent, scored: Scored, context: ContextEnvelope | null, semantic?: SemanticRouter): RouteDecision {
+  const threshold = semantic?.threshold ?? agent.threshold;
+  const minSimilarity = semantic?.minSimilarity ?? agent.minSimilarity;
+  const router = semantic?.router ?? agent.router;
   const ranked = scored.scores.map((s) => {
     const cap = agent.capabilities.get(s.name)!;
     return { cap, score: s.score, eligible: entitled(cap, context) };
@@ -48,11 +55,11 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
       candidates,
       threshold,
       similarity: scored.similarity,
-      min_similarity: agent.minSimilarity,
-      calibration: agent.router.calibration.method,
+      min_similarity: minSimilarity,
+      calibration: router.calibration.method,
       reason,
-      model: agent.router.model,
-      ...(agent.lexical ? { lexical: agent.lexical } : {}),
+      model: router.model,
+      ...(agent.lexical && !semantic ? { lexical: agent.lexical } : {}),
       ...(scored.background !== undefined ? { background: scored.background } : {}),
     },
   });
@@ -62,7 +69,7 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
   if (scored.background !== undefined && scored.background > BACKGROUND_MARGIN * best.score) {
     return decide(agent.fallback, best.score, 'fallback', 'background');
   }
-  const clears = best.score >= threshold && scored.similarity >= agent.minSimilarity;
+  const clears = best.score >= threshold && scored.similarity >= minSimilarity;
   if (!clears) return decide(agent.fallback, best.score, 'fallback', best.score >= threshold ? 'low_similarity' : 'below_threshold');
   if (!best.eligible) return decide(agent.fallback, best.score, 'fallback', 'not_entitled', true);
   if (best.cap === agent.fallback) return decide(best.cap, best.score, 'classifier', 'out_of_scope');
@@ -76,7 +83,7 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
  */
 export const routeMessage: Step = function* (t: TurnState) {
   const { agent, input } = t;
-  let decision = route(agent, input.score(input.message), input.context);
+  let decision = yield* scoreMessage(t);
   const unsure = decision.audit.reason === 'below_threshold' || decision.audit.reason === 'low_similarity' || decision.audit.reason === 'background';
   if (input.llm && unsure) decision = yield* askModel(t, decision);
   t.note('routing_decision', decision.audit);
@@ -96,6 +103,36 @@ export const routeMessage: Step = function* (t: TurnState) {
   t.prefill();
   return { kind: 'goto', idx: 0 };
 };
+
+/**
+ * The router's decision on the turn's message: with the model server's embedding of it when the
+ * agent has a router of server embeddings, else (no such router yet, or no embedding within the
+ * time and budget allowed: an `embeddings_failed` error entry) with the agent's own router. The
+ * decision's `embeddings` says which, and why.
+ */
+function* scoreMessage(t: TurnState): Generator<EngineRequest, RouteDecision, EngineReply> {
+  const { agent, input } = t;
+  const server = input.embeddings;
+  const semantic = server ? agent.semantic : null;
+  if (!server) return route(agent, input.score(input.message), input.context);
+  if (!semantic) {
+    const decision = route(agent, input.score(input.message), input.context);
+    decision.audit.embeddings = { model: server.model, unavailable: server.unavailable ?? 'the router of server embeddings is not trained yet' };
+    return decision;
+  }
+  const reply = (yield { kind: 'embed', text: input.message }) as EmbedReply;
+  const embeddings = { model: reply.model, duration_ms: reply.durationMs };
+  if (reply.vector) {
+    const decision = route(agent, input.score(input.message, reply.vector), input.context, semantic);
+    decision.audit.embeddings = embeddings;
+    return decision;
+  }
+  const error = reply.error ?? 'no embedding';
+  t.note('error', { code: reply.code === 'llm_budget_exceeded' ? 'llm_budget_exceeded' : 'embeddings_failed', message: error, model: reply.model });
+  const decision = route(agent, input.score(input.message), input.context);
+  decision.audit.embeddings = { ...embeddings, error };
+  return decision;
+}
 
 /** Asks the provider to place a message among the eligible capabilities; its failure keeps the router's decision. */
 function* askModel(t: TurnState, decision: RouteDecision): Generator<EngineRequest, RouteDecision, EngineReply> {

@@ -9,8 +9,20 @@ import { resumeCollect } from './steps/resume.js';
 import { RenderBudgetExceeded } from './templates.js';
 import { TurnState, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from './turn.js';
 
-export { route } from './routing.js';
-export type { ActionRequest, EngineReply, EngineRequest, LlmCallReply, LlmCallRequest, LlmRouteReply, LlmRouteRequest, TurnInput, TurnResult } from './turn.js';
+export { route, scoreWith } from './routing.js';
+export type {
+  ActionRequest,
+  EmbedReply,
+  EmbedRequest,
+  EngineReply,
+  EngineRequest,
+  LlmCallReply,
+  LlmCallRequest,
+  LlmRouteReply,
+  LlmRouteRequest,
+  TurnInput,
+  TurnResult,
+} from './turn.js';
 
 export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   const t = new TurnState(input);

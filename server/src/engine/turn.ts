@@ -43,8 +43,16 @@ export interface TurnInput {
   budget?: RenderBudget;
   /** The most the turn may say, in UTF-8 bytes; what goes past it is cut and audited. */
   maxReplyBytes?: number;
-  /** Scores the message against the routable capabilities (the service times it). */
-  score: (message: string) => Scored;
+  /**
+   * Scores the message against the routable capabilities (the service times it): with the
+   * agent's router of server embeddings when the message's embedding is given, else its own.
+   */
+  score: (message: string, embedding?: Float32Array) => Scored;
+  /**
+   * The server routes with a model server's embeddings (LLM_EMBEDDINGS_MODEL): the engine asks
+   * for the message's when the agent has a router of them; `unavailable` says why it has none yet.
+   */
+  embeddings?: { model: string; unavailable: string | null };
   /** Ask the LLM provider about messages the embedded router cannot place. */
   llm?: boolean;
   /** Earlier turns of the conversation, oldest first (as many as its generative phases send). */
@@ -82,6 +90,22 @@ export interface LlmRouteRequest {
   kind: 'llm_route';
   message: string;
   candidates: { name: string; description: string | null; examples: string[] }[];
+}
+
+/** A message whose embedding the engine asks the caller for (routing with server embeddings). */
+export interface EmbedRequest {
+  kind: 'embed';
+  text: string;
+}
+
+/** The message's embedding, L2-normalised, or why there is none. */
+export interface EmbedReply {
+  vector: Float32Array | null;
+  model: string;
+  durationMs: number;
+  error?: string;
+  /** `llm_budget_exceeded`: the tenant's daily tokens are spent; `llm_error` otherwise. */
+  code?: 'llm_error' | 'llm_budget_exceeded';
 }
 
 /** The provider's choice (null: none fits), or why it could not answer. */
@@ -133,8 +157,8 @@ export type LlmCallReply =
   | (LlmAnswer & { ok: true; durationMs: number; streamed: boolean })
   | { ok: false; code: 'llm_error' | 'llm_budget_exceeded'; error: string; model: string; durationMs: number };
 
-export type EngineRequest = ActionRequest | LlmRouteRequest | LlmCallRequest;
-export type EngineReply = ActionReply | LlmRouteReply | LlmCallReply;
+export type EngineRequest = ActionRequest | LlmRouteRequest | LlmCallRequest | EmbedRequest;
+export type EngineReply = ActionReply | LlmRouteReply | LlmCallReply | EmbedReply;
 
 export interface TurnResult {
   status: ConversationStatus;

@@ -2,12 +2,13 @@
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
-import { capabilityId, compileAgent, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { loadRouter, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter } from '../engine/router.js';
+import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
+import { embedderFor, loadRouter, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
 import { processVectors } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
+import type { ServerEmbeddings } from './server-embeddings.js';
 import { DefinitionError, InputError, NotFoundError, type FieldProblem } from '../errors.js';
 import { definitionProblems } from '../engine/definition-problems.js';
 import { literalHost } from '../actions/ssrf.js';
@@ -34,7 +35,12 @@ export interface AgentServiceOptions {
   log?: Pick<Logger, 'warn' | 'info'>;
   /** Whether this tenant's actions may reach `host:port` (the action address policy); unchecked when absent. */
   reachable?: (tenantId: string, host: string, port: string) => Promise<boolean>;
+  /** The model server's embeddings (LLM_EMBEDDINGS_MODEL): each version also gets a router of them, trained in the background. */
+  embeddings?: ServerEmbeddings;
 }
+
+/** How long after a failed training of a router of server embeddings (budget, server down) it is tried again. */
+const SEMANTIC_RETRY_MS = 10 * 60_000;
 
 /** Distinct hosts of one definition checked for reachability (each may wait for DNS). */
 const MAX_HOSTS_CHECKED = 10;
@@ -71,6 +77,12 @@ export class AgentService {
   /** Background trainings of routers stored by an older model, by tenant and digest. */
   private readonly retraining = new Map<string, Promise<void>>();
   readonly routerCounts: RouterCounts = { trained: 0, stored: 0, retrained: 0, converted: 0 };
+  /** Routers of server embeddings being trained or loaded, by tenant and definition digest. */
+  private readonly semanticPending = new Map<string, Promise<Router | null>>();
+  /** Why a definition has no router of server embeddings (a failed training), by tenant and digest. */
+  private readonly semanticFailed = new LRUCache<string, { error: string; at: number }>({ max: 10_000 });
+  /** The tenant and digest each compiled version came from, for semanticUnavailable(). */
+  private readonly origins = new WeakMap<CompiledAgent, string>();
 
   constructor(
     private readonly store: AgentStore,
@@ -112,7 +124,7 @@ export class AgentService {
     const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
-      this.compiled.set(key, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router)));
+      this.cache(key, tenantId, digest, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router)));
     }
     await this.compiledVersion(tenantId, agent.id, version);
     const shown =
@@ -240,7 +252,7 @@ export class AgentService {
     const t = this.opts.trainer;
     return t
       ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors)
-      : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: vectors ? processVectors() : null });
+      : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
   }
 
   /**
@@ -379,7 +391,7 @@ export class AgentService {
           const swap = (router: Router) =>
             void compileAgent(agentId, version, definition, () => Promise.resolve(router)).then(
               (c) => {
-                if (this.compiled.has(key)) this.compiled.set(key, c);
+                if (this.compiled.has(key)) this.cache(key, tenantId, v.digest, c);
               },
               (err: unknown) =>
                 this.opts.log?.warn(
@@ -387,15 +399,91 @@ export class AgentService {
                   'compiling around a retrained router failed: the stored one goes on answering',
                 ),
             );
-          return compileAgent(agentId, version, definition, this.routerFor(tenantId, v.digest, swap));
-        })
-        .then((compiled) => {
-          this.compiled.set(key, compiled);
-          return compiled;
+          return compileAgent(agentId, version, definition, this.routerFor(tenantId, v.digest, swap)).then((compiled) =>
+            this.cache(key, tenantId, v.digest, compiled),
+          );
         })
         .finally(() => this.compiling.delete(key));
       this.compiling.set(key, p);
     }
+    return p;
+  }
+
+  /**
+   * Caches a compiled version and, with server embeddings, gives it its router of them once that
+   * is loaded or trained (until then, and whenever a message's embedding fails, its own router answers).
+   */
+  private cache(key: string, tenantId: string, digest: string, compiled: CompiledAgent): CompiledAgent {
+    this.compiled.set(key, compiled);
+    this.origins.set(compiled, `${tenantId}:${digest}`);
+    if (this.opts.embeddings && compiled.routable.length > 0) {
+      void this.semanticFor(tenantId, digest, compiled).then((router) => {
+        if (!router || compiled.semantic) return;
+        compiled.semantic = semanticRouter(compiled.definition, router);
+        compiled.bytes += router.bytes;
+        // Weighed again with its second router, if it is still cached.
+        if (this.compiled.peek(key) === compiled) this.compiled.set(key, compiled);
+      });
+    }
+    return compiled;
+  }
+
+  /** Why a compiled version has no router of server embeddings: still training, or its training failed (with the reason). */
+  semanticUnavailable(compiled: CompiledAgent): string | null {
+    if (compiled.semantic) return null;
+    const origin = this.origins.get(compiled);
+    const failed = origin ? this.semanticFailed.get(origin) : undefined;
+    return failed ? `training the router of server embeddings failed: ${failed.error}` : 'the router of server embeddings is being trained';
+  }
+
+  /**
+   * The router of server embeddings of the definition with this digest: stored (under a digest of
+   * the definition's and the embeddings' ids), else trained here (its texts embedded by the model
+   * server within the tenant's budget) and stored. One training per definition at a time in this
+   * process; after a failure, none for SEMANTIC_RETRY_MS. Never throws: null when there is none.
+   */
+  private semanticFor(tenantId: string, digest: string, compiled: CompiledAgent): Promise<Router | null> {
+    const embeddings = this.opts.embeddings!;
+    const origin = `${tenantId}:${digest}`;
+    const failed = this.semanticFailed.get(origin);
+    if (failed && Date.now() - failed.at < SEMANTIC_RETRY_MS) return Promise.resolve(null);
+    let p = this.semanticPending.get(origin);
+    if (p) return p;
+    const key = sha256(`${digest}\n${embeddings.id}`);
+    const routers = this.opts.routers;
+    const work = async (): Promise<Router | null> => {
+      const stored = await routers?.load(tenantId, key).catch(() => null);
+      // Stored by this training method in this layout; anything else is trained again.
+      if (stored?.format === ROUTER_STATE_FORMAT && stored.model === routerModel(embeddings)) {
+        try {
+          return loadRouter(stored.state);
+        } catch (err) {
+          this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router of server embeddings could not be read: training it');
+        }
+      }
+      const { caps, outOfScope } = routingInput(compiled.definition);
+      const started = performance.now();
+      const table = await embeddings.embedTexts(tenantId, trainingTexts(caps, outOfScope));
+      const router = await this.trainFor(tenantId)(caps, outOfScope, table);
+      this.routerCounts.trained++;
+      await routers
+        ?.save(tenantId, key, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
+        .catch((err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a router of server embeddings'));
+      this.opts.log?.info(
+        { tenant: tenantId, digest, model: router.model, texts: table.texts.length, dims: table.dims, ms: Math.round(performance.now() - started) },
+        'router of server embeddings trained',
+      );
+      return router;
+    };
+    p = work()
+      .catch((err: unknown) => {
+        const error = (err as Error).message;
+        this.semanticFailed.set(origin, { error, at: Date.now() });
+        this.opts.log?.warn({ tenant: tenantId, digest, error }, 'training a router of server embeddings failed: the local router answers');
+        return null;
+      })
+      .finally(() => this.semanticPending.delete(origin));
+    this.semanticPending.set(origin, p);
     return p;
   }
 

@@ -19,10 +19,13 @@ import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import {
   runTurn,
+  scoreWith,
   type EngineReply,
   type LlmCallReply,
   type LlmCallRequest,
   type LlmRouteReply,
+  type EmbedReply,
+  type EmbedRequest,
   type LlmRouteRequest,
   type TurnInput,
   type TurnResult,
@@ -38,6 +41,7 @@ import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters 
 import type { AgentService } from './agent-service.js';
 import type { SecretService } from './secrets.js';
 import type { RenderBudgets } from './render-budgets.js';
+import type { ServerEmbeddings } from './server-embeddings.js';
 import { inSpan, inSpanSync } from '../lib/tracer.js';
 import { cutUtf8 } from '../lib/utf8.js';
 
@@ -68,6 +72,8 @@ export interface ConversationServiceOptions {
   gate?: ModelGate;
   /** Tokens one conversation may spend on model calls (0: no cap). */
   llmTokensPerConversation: number;
+  /** The model server's embeddings for routing (LLM_EMBEDDINGS_MODEL). */
+  embeddings?: ServerEmbeddings;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -310,9 +316,9 @@ export class ConversationService {
     const stream = t.onDelta ? new ReplyStream(t.onDelta, this.opts.maxReplyBytes) : undefined;
     let actionsMs = 0;
     let stepsMs = 0;
-    const score = (message: string): Scored => {
+    const score = (message: string, embedding?: Float32Array): Scored => {
       const s = performance.now();
-      const out = inSpanSync('switchboard.routing', {}, () => agent.router.score(message));
+      const out = inSpanSync('switchboard.routing', {}, () => scoreWith(agent, message, embedding));
       scoringMs += ms(s);
       return out;
     };
@@ -338,6 +344,7 @@ export class ConversationService {
       maxReplyBytes: this.opts.maxReplyBytes,
       score,
       llm: this.modelRouting,
+      embeddings: this.embeddingsFor(agent),
       history: t.history,
       llmTokenBudget: this.opts.llmTokensPerConversation,
       llmConfigured: this.opts.gate !== undefined,
@@ -357,6 +364,9 @@ export class ConversationService {
       } else if (request.kind === 'llm_call') {
         reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream));
         modelMs += ms(a);
+      } else if (request.kind === 'embed') {
+        reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
+        llmMs += ms(a);
       } else {
         reply = await inSpan('switchboard.routing.llm', {}, () => this.routeWithModel(request, t.tenantId));
         llmMs += ms(a);
@@ -380,6 +390,19 @@ export class ConversationService {
   /** Whether messages the embedded router cannot place go to the model. */
   get modelRouting(): boolean {
     return this.opts.llm !== undefined;
+  }
+
+  /** With server embeddings: their model, and why this compiled version has no router of them yet. */
+  embeddingsFor(agent: CompiledAgent): TurnInput['embeddings'] {
+    const e = this.opts.embeddings;
+    return e ? { model: e.model, unavailable: this.agents.semanticUnavailable(agent) } : undefined;
+  }
+
+  /** A routed message's embedding from the model server, metered for the tenant (replays ask it as live conversations do). */
+  embedMessage(req: EmbedRequest, tenantId: string): Promise<EmbedReply> {
+    const e = this.opts.embeddings;
+    if (!e) return Promise.resolve({ vector: null, model: 'none', durationMs: 0, error: 'no embeddings model is configured (LLM_EMBEDDINGS_MODEL)' });
+    return e.embedMessage(tenantId, req.text);
   }
 
   /** The routing fallback's answer, metered for the tenant (replays ask it as live conversations do). */

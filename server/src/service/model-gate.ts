@@ -5,7 +5,7 @@
 // made and settled to what it really spent after, so calls under way count; and it waits for a
 // slot of its tenant's (LLM_TENANT_CONCURRENCY) among the process's (LLM_CONCURRENCY), served
 // in turn across tenants, so one tenant's burst does not push another's call past its time-out.
-import type { Completion, CompletionRequest, LlmProvider } from '../actions/llm-provider.js';
+import type { Completion, CompletionRequest, EmbeddingRequest, Embeddings, LlmProvider } from '../actions/llm-provider.js';
 import { estimateInputTokens } from '../engine/tokens.js';
 import { FairGate, GateTimeoutError } from '../lib/fair-gate.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -71,6 +71,46 @@ export class ModelGate {
       throw new ModelRefusal('llm_budget_exceeded', `the call would send about ${input} tokens, more than LLM_MAX_INPUT_TOKENS (${this.opts.maxInputTokens})`);
     }
     const reserved = input + (req.maxTokens ?? DEFAULT_OUTPUT_RESERVE);
+    return this.metered(
+      tenantId,
+      reserved,
+      req.timeoutMs,
+      (timeoutMs) => this.provider.complete({ ...req, timeoutMs }),
+      (c) => c.inputTokens + c.outputTokens,
+    );
+  }
+
+  /**
+   * Embeddings for the tenant (routing's, LLM_EMBEDDINGS_MODEL), within the same budgets as a
+   * completion: the input cap, the tenant's daily tokens (reserved at four characters a token,
+   * settled to what the server reports) and a slot of the tenant's share of the model server.
+   */
+  async embed(tenantId: string, req: EmbeddingRequest): Promise<Embeddings> {
+    const input = req.texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+    if (input > this.opts.maxInputTokens) {
+      throw new ModelRefusal('llm_budget_exceeded', `the call would send about ${input} tokens, more than LLM_MAX_INPUT_TOKENS (${this.opts.maxInputTokens})`);
+    }
+    return this.metered(
+      tenantId,
+      input,
+      req.timeoutMs,
+      (timeoutMs) => this.provider.embed({ ...req, timeoutMs }),
+      (e) => e.inputTokens,
+    );
+  }
+
+  /**
+   * Reserves `reserved` tokens of the tenant's day, waits for a slot of the tenant's (the wait
+   * comes out of the call's time), makes the call with the time left, and settles the day's
+   * tokens to what the call spent.
+   */
+  private async metered<T>(
+    tenantId: string,
+    reserved: number,
+    requestedMs: number | undefined,
+    call: (timeoutMs: number) => Promise<T>,
+    spentOf: (r: T) => number,
+  ): Promise<T> {
     const day = iso(this.clock.now()).slice(0, 10);
     const cap = this.opts.tenantDailyTokens;
     if ((await this.usage.reserve(tenantId, day, reserved, cap)) === null) {
@@ -82,7 +122,7 @@ export class ModelGate {
     let spent = 0;
     let release: (() => void) | null = null;
     try {
-      const timeoutMs = Math.min(req.timeoutMs ?? this.provider.timeoutMs, this.provider.timeoutMs);
+      const timeoutMs = Math.min(requestedMs ?? this.provider.timeoutMs, this.provider.timeoutMs);
       const started = performance.now();
       try {
         release = await this.slots.acquire(tenantId, timeoutMs);
@@ -91,10 +131,9 @@ export class ModelGate {
         throw e;
       }
       // The time spent waiting for a slot comes out of the call's own.
-      const left = Math.max(1, Math.round(timeoutMs - (performance.now() - started)));
-      const c = await this.provider.complete({ ...req, timeoutMs: left });
-      spent = c.inputTokens + c.outputTokens;
-      return c;
+      const r = await call(Math.max(1, Math.round(timeoutMs - (performance.now() - started))));
+      spent = spentOf(r);
+      return r;
     } finally {
       release?.();
       const total = await this.usage.settle(tenantId, day, spent - reserved);

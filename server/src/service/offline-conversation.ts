@@ -6,7 +6,7 @@
 import type { ContextEnvelope } from '@switchboard/contract';
 import { SECRET_MASK, type CompiledAgent } from '../engine/compile.js';
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
-import { runTurn, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../engine/run.js';
+import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../engine/run.js';
 import type { RenderBudget } from '../engine/templates.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
@@ -24,7 +24,14 @@ export class OfflineConversation {
 
   constructor(
     private readonly agent: CompiledAgent,
-    private readonly base: { conversationId: string; userId: string | null; llm?: boolean; budgets?: TurnBudgets },
+    private readonly base: {
+      conversationId: string;
+      userId: string | null;
+      llm?: boolean;
+      /** Route with server embeddings (replays, as the live conversation did); test conversations route with the agent's own router. */
+      embeddings?: TurnInput['embeddings'];
+      budgets?: TurnBudgets;
+    },
   ) {
     this.secrets = Object.fromEntries(agent.secretNames.map((n) => [n, SECRET_MASK]));
   }
@@ -50,7 +57,8 @@ export class OfflineConversation {
       turnIndex,
       now: o.now,
       secrets: this.secrets,
-      score: (m) => agent.router.score(m),
+      score: (m, embedding) => scoreWith(agent, m, embedding),
+      embeddings: this.base.embeddings,
       llm: this.base.llm ?? false,
       history: this.history.slice(-agent.historyTurns),
       llmConfigured: true,

@@ -278,7 +278,13 @@ export class ReplayService {
       return last ? ((last.data as { context: Conversation['context'] }).context ?? null) : null;
     };
     const budgets = this.deps.renderBudgets?.of(tenantId);
-    const conversation = new OfflineConversation(agent, { conversationId: c.id, userId: c.userId, llm: conversations.modelRouting, budgets });
+    const conversation = new OfflineConversation(agent, {
+      conversationId: c.id,
+      userId: c.userId,
+      llm: conversations.modelRouting,
+      embeddings: conversations.embeddingsFor(agent),
+      budgets,
+    });
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       check();
       const missing: { call: string | null } = { call: null };
@@ -308,6 +314,7 @@ export class ReplayService {
           };
         }
         if (request.kind === 'llm_call') return conversations.callModel(request, tenantId);
+        if (request.kind === 'embed') return conversations.embedMessage(request, tenantId);
         return conversations.routeWithModel(request, tenantId);
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);

@@ -4,15 +4,15 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
-import { Router, storeRouter, TrainingTooLargeError, type RoutableCapability } from '../engine/router.js';
-import { processVectors, setProcessVectors, WordVectors } from '../engine/word-vectors.js';
+import { embedderFor, Router, storeRouter, TrainingTooLargeError, type DenseTable, type RoutableCapability } from '../engine/router.js';
+import { setProcessVectors, WordVectors } from '../engine/word-vectors.js';
 
 export interface TrainRequest {
   id: number;
   caps: RoutableCapability[];
   outOfScope: string | null;
-  /** Whether to train with the word vectors (the definition is English and the process has them). */
-  vectors: boolean;
+  /** Whether to train with the word vectors (the definition is English and the process has them), or with a model server's embeddings. */
+  vectors: boolean | DenseTable;
   maxBytes: number;
 }
 
@@ -34,7 +34,7 @@ parentPort?.on('message', (msg: TrainRequest) => {
   Router.train(msg.caps, {
     outOfScope: msg.outOfScope,
     maxBytes: msg.maxBytes,
-    vectors: msg.vectors ? processVectors() : null,
+    vectors: embedderFor(msg.vectors),
     pause: () => Promise.resolve(),
   }).then(
     (router) => {

@@ -7,7 +7,7 @@
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import { loadRouter, Router, type RoutableCapability } from '../engine/router.js';
+import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../engine/router.js';
 import { processVectors } from '../engine/word-vectors.js';
 import type { TrainRequest } from './training-worker.js';
 
@@ -33,7 +33,7 @@ class TrainingBudgetError extends AppError {
   }
 }
 
-export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null, vectors: boolean) => Promise<Router>;
+export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null, vectors: boolean | DenseTable) => Promise<Router>;
 
 // From TypeScript sources the worker registers tsx itself (training-boot.mjs); built, it is plain JavaScript.
 const workerUrl = import.meta.url.endsWith('.ts') ? new URL('./training-boot.mjs', import.meta.url) : new URL('./training-worker.js', import.meta.url);

@@ -1,0 +1,86 @@
+// Embeddings from the configured model server (LLM_EMBEDDINGS_MODEL), for routing: the training
+// texts of a definition in batches, and each routed message within routing's own time limit.
+// Every call goes through the model gate, so it counts against the tenant's daily tokens and
+// takes a slot of the tenant's share of the model server.
+import { SERVER_EMBEDDINGS, type DenseTable } from '../engine/router.js';
+import type { EmbedReply } from '../engine/turn.js';
+import { ModelRefusal, type ModelGate } from './model-gate.js';
+
+export interface ServerEmbeddingsOptions {
+  model: string;
+  /** The most a routed message waits for its embedding (ROUTER_EMBEDDINGS_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** The most one call may send, in estimated tokens (LLM_MAX_INPUT_TOKENS): batches stay under it. */
+  maxInputTokens: number;
+}
+
+/** Texts one call embeds at most (a batch also stays under the input cap). */
+const BATCH_TEXTS = 64;
+
+/** Scales v to unit length in place (a zero vector stays zero). */
+function normalise(v: Float32Array): Float32Array {
+  let n = 0;
+  for (const x of v) n += x * x;
+  n = Math.sqrt(n);
+  if (n > 0) for (let i = 0; i < v.length; i++) v[i] /= n;
+  return v;
+}
+
+export class ServerEmbeddings {
+  /** The embeddings' id in a router's model (`embeddings:<model>`). */
+  readonly id: string;
+
+  constructor(
+    private readonly gate: () => ModelGate,
+    private readonly opts: ServerEmbeddingsOptions,
+  ) {
+    this.id = `${SERVER_EMBEDDINGS}${opts.model}`;
+  }
+
+  get model(): string {
+    return this.opts.model;
+  }
+
+  /** A routed message's embedding, or why there is none; never throws, never retries (routing cannot wait for a backoff). */
+  async embedMessage(tenantId: string, text: string): Promise<EmbedReply> {
+    const started = performance.now();
+    const durationMs = () => Math.round((performance.now() - started) * 100) / 100;
+    try {
+      const e = await this.gate().embed(tenantId, { model: this.opts.model, texts: [text], timeoutMs: this.opts.timeoutMs, maxRetries: 0 });
+      return { vector: normalise(e.vectors[0]), model: this.opts.model, durationMs: durationMs() };
+    } catch (err) {
+      return {
+        vector: null,
+        model: this.opts.model,
+        durationMs: durationMs(),
+        error: (err as Error).message,
+        code: err instanceof ModelRefusal ? err.code : 'llm_error',
+      };
+    }
+  }
+
+  /**
+   * The embeddings of a router's training texts, each once, in batches of at most BATCH_TEXTS and
+   * under the input cap, one call at a time with the provider's own timeout and retries. Throws
+   * the first failure (a refused budget included): a router is not trained on part of its texts.
+   */
+  async embedTexts(tenantId: string, texts: string[]): Promise<DenseTable> {
+    const unique = [...new Set(texts)];
+    const maxChars = this.opts.maxInputTokens * 4;
+    const vectors: Float32Array[] = [];
+    let dims = -1;
+    for (let i = 0; i < unique.length;) {
+      let chars = unique[i].length;
+      let end = i + 1;
+      while (end < unique.length && end - i < BATCH_TEXTS && chars + unique[end].length <= maxChars) chars += unique[end++].length;
+      const e = await this.gate().embed(tenantId, { model: this.opts.model, texts: unique.slice(i, end) });
+      if (dims !== -1 && e.dims !== dims) throw new Error(`the model server answered embeddings of ${e.dims} numbers after ${dims}`);
+      dims = e.dims;
+      for (const v of e.vectors) vectors.push(normalise(v));
+      i = end;
+    }
+    const data = new Float32Array(Math.max(0, dims) * vectors.length);
+    vectors.forEach((v, k) => data.set(v, k * dims));
+    return { id: this.id, dims: Math.max(0, dims), texts: unique, data };
+  }
+}
