@@ -210,6 +210,28 @@ describe('the training pool', () => {
     }
   });
 
+  it('runs background trainings beside the tenant’s own and after everyone waiting: a PUT never waits for one', async () => {
+    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const pool = new TrainingPool({ timeoutMs: 60_000, memoryMb: 512, workers: 2 });
+    const large = bigAgent().capabilities.map((c) => ({ name: c.name, examples: c.examples }));
+    const small = large.slice(0, 4).map((c) => ({ name: c.name, examples: c.examples.slice(0, 6) }));
+    const finished: string[] = [];
+    const job = (name: string, tenant: string, caps: typeof large, background: boolean) =>
+      pool.train(tenant, caps, null, false, { background }).then(() => finished.push(name));
+    try {
+      // Two background trainings of one tenant: one at a time (the second waits its turn), and
+      // the tenant's own small training, sent after both, is not queued behind them.
+      const jobs = [job('background-1', 'acme', large, true), job('background-2', 'acme', large, true)];
+      await waitUntil('a background training to start', () => pool.workers > 0);
+      jobs.push(job('put', 'acme', small, false));
+      await Promise.all(jobs);
+      expect(finished).toEqual(['put', 'background-1', 'background-2']);
+      expect(pool.runningFor('acme')).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('keeps a worker for small definitions: one tenant’s small agent never waits behind two large ones', async () => {
     const { TrainingPool } = await import('../../server/src/service/training.js');
     const pool = new TrainingPool({ timeoutMs: 60_000, memoryMb: 512, workers: 2 });

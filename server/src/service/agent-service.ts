@@ -248,10 +248,11 @@ export class AgentService {
     return this.get(tenantId, slug);
   }
 
-  private trainFor(tenantId: string): TrainRouter {
+  /** The tenant's trainings; `background` for those nobody waits for (they never delay the tenant's `PUT`s). */
+  private trainFor(tenantId: string, background = false): TrainRouter {
     const t = this.opts.trainer;
     return t
-      ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors)
+      ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors, { background })
       : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
   }
 
@@ -264,26 +265,28 @@ export class AgentService {
    */
   private routerFor(tenantId: string, digest: string, onRetrained?: (router: Router) => void): TrainRouter {
     const routers = this.opts.routers;
-    const train = this.trainFor(tenantId);
-    const trainAndStore: TrainRouter = async (caps, outOfScope, vectors) => {
-      const router = await train(caps, outOfScope, vectors);
-      this.routerCounts.trained++;
-      if (routers) {
-        await routers
-          .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
-          .catch((err: unknown) =>
-            this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'),
-          );
-      }
-      return router;
-    };
-    if (!routers) return trainAndStore;
+    // In the background when a stored router answers meanwhile.
+    const trainAndStore =
+      (background: boolean): TrainRouter =>
+      async (caps, outOfScope, vectors) => {
+        const router = await this.trainFor(tenantId, background)(caps, outOfScope, vectors);
+        this.routerCounts.trained++;
+        if (routers) {
+          await routers
+            .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
+            .catch((err: unknown) =>
+              this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'),
+            );
+        }
+        return router;
+      };
+    if (!routers) return trainAndStore(false);
     return async (caps, outOfScope, vectors) => {
       const stored = await routers.load(tenantId, digest).catch((err: unknown) => {
         this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not read a stored router: training it');
         return null;
       });
-      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(caps, outOfScope, vectors);
+      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(false)(caps, outOfScope, vectors);
       // The model this process trains for this definition: with its word vectors, when it has
       // them and the definition is English.
       const model = routerModel(vectors ? processVectors() : null);
@@ -294,7 +297,7 @@ export class AgentService {
         // Bytes that cannot be read, or a router of word vectors this process does not have
         // (they were turned off or changed): it cannot answer here, so it is trained now.
         this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router could not be used here: training it');
-        return trainAndStore(caps, outOfScope, vectors);
+        return trainAndStore(false)(caps, outOfScope, vectors);
       }
       this.routerCounts.stored++;
       if (stored.format !== ROUTER_STATE_FORMAT && stored.model === model) {
@@ -313,7 +316,7 @@ export class AgentService {
         this.opts.log?.info({ tenant: tenantId, digest, stored: stored.model, model }, 'router stored by another model: training it again');
         this.retraining.set(
           key,
-          trainAndStore(caps, outOfScope, vectors)
+          trainAndStore(true)(caps, outOfScope, vectors)
             .then(onRetrained, (err: unknown) =>
               this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'),
             )
@@ -464,7 +467,7 @@ export class AgentService {
       const { caps, outOfScope } = routingInput(compiled.definition);
       const started = performance.now();
       const table = await embeddings.embedTexts(tenantId, trainingTexts(caps, outOfScope));
-      const router = await this.trainFor(tenantId)(caps, outOfScope, table);
+      const router = await this.trainFor(tenantId, true)(caps, outOfScope, table);
       this.routerCounts.trained++;
       await routers
         ?.save(tenantId, key, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))

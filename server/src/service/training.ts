@@ -3,7 +3,9 @@
 // budget (refused before allocating; V8's heap limit as the backstop), and at most one training
 // per tenant at a time, so one tenant's large definitions queue behind each other, not in
 // front of everyone else's. Large trainings (more than LARGE_EXAMPLES examples, seconds of work)
-// may hold all workers but one: a small definition never waits behind large ones.
+// may hold all workers but one: a small definition never waits behind large ones. Background
+// trainings (nobody waits for them) count as large, have a turn of their own per tenant, and take
+// a worker only when no foreground training is waiting.
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
@@ -33,7 +35,19 @@ class TrainingBudgetError extends AppError {
   }
 }
 
-export type Trainer = (tenantId: string, caps: RoutableCapability[], outOfScope: string | null, vectors: boolean | DenseTable) => Promise<Router>;
+/**
+ * `background`: nobody waits for this training (a router of server embeddings, a stored router
+ * trained again by a newer model). It never delays the tenant's own `PUT`s (it has a turn of its
+ * own per tenant), and takes a worker only after every waiting foreground training, within the
+ * large trainings' share.
+ */
+export type Trainer = (
+  tenantId: string,
+  caps: RoutableCapability[],
+  outOfScope: string | null,
+  vectors: boolean | DenseTable,
+  opts?: { background?: boolean },
+) => Promise<Router>;
 
 // From TypeScript sources the worker registers tsx itself (training-boot.mjs); built, it is plain JavaScript.
 const workerUrl = import.meta.url.endsWith('.ts') ? new URL('./training-boot.mjs', import.meta.url) : new URL('./training-worker.js', import.meta.url);
@@ -52,8 +66,12 @@ interface Slot {
 
 export class TrainingPool {
   private readonly slots: Slot[] = [];
-  /** Trainings waiting for a worker, small and large apart; each tenant has at most one waiting. */
-  private readonly waiting: { small: ((slot: Slot) => void)[]; large: ((slot: Slot) => void)[] } = { small: [], large: [] };
+  /** Trainings waiting for a worker: small, large and background apart; each tenant has at most one of each kind waiting. */
+  private readonly waiting: { small: ((slot: Slot) => void)[]; large: ((slot: Slot) => void)[]; background: ((slot: Slot) => void)[] } = {
+    small: [],
+    large: [],
+    background: [],
+  };
   private largeBusy = 0;
   private readonly perTenant = new KeyedLock();
   private nextId = 1;
@@ -102,7 +120,8 @@ export class TrainingPool {
     return Math.max(1, this.budget.workers - 1);
   }
 
-  private acquire(large: boolean): Promise<Slot> {
+  /** A worker for a training; large and background ones (`large`) within the large share, background ones (`queue`) served last. */
+  private acquire(large: boolean, queue: 'small' | 'large' | 'background'): Promise<Slot> {
     const take = (slot: Slot): Slot => {
       if (large) this.largeBusy++;
       return slot;
@@ -120,7 +139,7 @@ export class TrainingPool {
         return Promise.resolve(take(slot));
       }
     }
-    return new Promise((resolve) => (large ? this.waiting.large : this.waiting.small).push((slot) => resolve(take(slot))));
+    return new Promise((resolve) => this.waiting[queue].push((slot) => resolve(take(slot))));
   }
 
   private release(slot: Slot, broken: boolean, large: boolean): void {
@@ -130,7 +149,7 @@ export class TrainingPool {
       Object.assign(slot, this.spawn());
     }
     // Small trainings first; a large one only while large ones hold less than their share.
-    const next = this.waiting.small.shift() ?? (this.largeBusy < this.largeShare ? this.waiting.large.shift() : undefined);
+    const next = this.waiting.small.shift() ?? (this.largeBusy < this.largeShare ? (this.waiting.large.shift() ?? this.waiting.background.shift()) : undefined);
     if (next) {
       next(slot);
       return;
@@ -149,14 +168,18 @@ export class TrainingPool {
     return this.slots.length;
   }
 
-  /** Trains in a worker; one training per tenant at a time, FIFO; small definitions ahead of large ones. */
-  readonly train: Trainer = (tenantId, caps, outOfScope, vectors) =>
-    this.perTenant.run(tenantId, async () => {
+  /**
+   * Trains in a worker; one training per tenant at a time, FIFO (and one background training per
+   * tenant beside it); small definitions ahead of large ones, background trainings last.
+   */
+  readonly train: Trainer = (tenantId, caps, outOfScope, vectors, opts = {}) => {
+    const turn = opts.background ? `background:${tenantId}` : tenantId;
+    return this.perTenant.run(turn, async () => {
       if (this.closed) throw new Error('the training pool is closed');
-      this.running.set(tenantId, (this.running.get(tenantId) ?? 0) + 1);
-      const large = caps.reduce((n, c) => n + c.examples.length, 0) > LARGE_EXAMPLES;
-      const slot = await this.acquire(large).catch((err: unknown) => {
-        this.done(tenantId);
+      this.running.set(turn, (this.running.get(turn) ?? 0) + 1);
+      const large = opts.background === true || caps.reduce((n, c) => n + c.examples.length, 0) > LARGE_EXAMPLES;
+      const slot = await this.acquire(large, opts.background ? 'background' : large ? 'large' : 'small').catch((err: unknown) => {
+        this.done(turn);
         throw err;
       });
       const id = this.nextId++;
@@ -206,9 +229,10 @@ export class TrainingPool {
         });
       } finally {
         this.release(slot, broken, large);
-        this.done(tenantId);
+        this.done(turn);
       }
     });
+  };
 
   private done(tenantId: string): void {
     const n = (this.running.get(tenantId) ?? 1) - 1;
@@ -216,7 +240,7 @@ export class TrainingPool {
     else this.running.delete(tenantId);
   }
 
-  /** Trainings under way or waiting for a worker, of one tenant (at most one by design). */
+  /** Trainings under way or waiting for a worker, of one tenant (at most one by design; its background one apart). */
   runningFor(tenantId: string): number {
     return this.running.get(tenantId) ?? 0;
   }
