@@ -61,6 +61,7 @@ async function converse(app: App, tenant: string, slug: string, message: string)
   const audit = await request(app.app).get(`/api/v1/agents/${slug}/conversations/${r.body.conversation_id}/audit-logs`).set('tenant-id', tenant);
   const entries = audit.body.data as { type: string; data: any }[];
   return {
+    id: r.body.conversation_id as string,
     capability: r.body.state.capability as string,
     routing: entries.find((e) => e.type === 'routing_decision')!.data,
     errors: entries.filter((e) => e.type === 'error').map((e) => e.data),
@@ -144,6 +145,36 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
       expect(failing.routing.embeddings.error).toBe('provider answered HTTP 500');
       // (The routing fallback by chat is asked next, as for any message the router turns away; the scripted server has no chat.)
       expect(failing.errors.map((e) => e.code)).toEqual(['embeddings_failed', 'llm_failed']);
+    } finally {
+      fake.behave({});
+    }
+  });
+
+  it("replays ask the server for each message's embedding, as the live conversation did", async () => {
+    const app = apps[0];
+    const live = await untilSemantic(app, 'acme', 'bank', PARAPHRASE);
+    const replay = async () => {
+      const started = await request(app.app)
+        .post('/api/v1/agents/bank/replays')
+        .set('tenant-id', 'acme')
+        .send({ version: 1, conversations: [live.id] });
+      expect(started.status).toBe(202);
+      const until = performance.now() + 20_000;
+      for (;;) {
+        const r = await request(app.app).get(`/api/v1/agents/bank/replays/${started.body.id}`).set('tenant-id', 'acme');
+        if (r.body.status !== 'running') return r.body;
+        if (performance.now() > until) throw new Error('the replay did not finish within 20 s');
+        await new Promise((res) => setTimeout(res, 50));
+      }
+    };
+    const before = fake.calls.length;
+    expect((await replay()).summary).toMatchObject({ conversations: 1, identical: 1 });
+    expect(fake.calls.slice(before).map((c) => c.input)).toEqual([[PARAPHRASE]]);
+    // Without the embedding, the agent's own router turns the paraphrase away: the replay says so.
+    fake.behave({ status: 500 });
+    try {
+      const changed = await replay();
+      expect(changed.results[0].first_difference).toMatchObject({ field: 'reply', recorded: 'Card blocked.' });
     } finally {
       fake.behave({});
     }
