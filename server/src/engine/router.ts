@@ -459,7 +459,14 @@ export class Router {
    */
   static async train(
     caps: RoutableCapability[],
-    opts: { outOfScope?: string | null; pause?: Yield; maxBytes?: number; vectors?: Embedder | null } = {},
+    opts: {
+      outOfScope?: string | null;
+      pause?: Yield;
+      maxBytes?: number;
+      vectors?: Embedder | null;
+      /** A full garbage collection (a training worker's), run between the calibration model and the final one. */
+      collect?: () => void;
+    } = {},
   ): Promise<Router> {
     const pause = opts.pause ?? nextTick;
     const vectors = opts.vectors === undefined ? processVectors() : opts.vectors;
@@ -514,8 +521,13 @@ export class Router {
         labels.push(caps.length);
       }
     }
+    // What training holds at its peak (the weights, twice, and every example's features) is kept
+    // small: the examples' counts are dropped once they are vectors, and with word vectors each
+    // example's lexical part is read back from its combined features rather than kept twice.
+    counts.length = 0;
     const dense = part ? sources.map((t) => embedInto(vectors!, texts[t])) : null;
     const xs = part ? lex.map((x, i) => combine(x, dense![i], tfidf.size, part)) : lex;
+    if (part) lex.length = 0;
     const ys = Int32Array.from(labels);
     const kept = xs.length - own;
     const weight = background ? own / caps.length / Math.max(1, kept) : 0;
@@ -529,6 +541,8 @@ export class Router {
       background ? BACKGROUND_MIN_SIMILARITY : DEFAULT_MIN_SIMILARITY,
       pause,
     );
+    // The calibration model is garbage now: collected before the final one is allocated.
+    opts.collect?.();
     const softmax = new Softmax(features, classes);
     if (classes > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
     // The examples kept for the similarity check, lexical and word-vector parts apart.
@@ -545,7 +559,11 @@ export class Router {
         tfidf: tfidf.toState(),
         w: softmax.w,
         b: softmax.b,
-        examples: keptExamples.map((list) => list.map((i) => lex[i])),
+        // With word vectors, the lexical part of an example's features, scaled back (exampleScale).
+        examples: keptExamples.map((list) =>
+          list.map((i) => (part ? { idx: xs[i].idx.subarray(0, xs[i].idx.length - part.dims), val: xs[i].val.subarray(0, xs[i].val.length - part.dims) } : xs[i])),
+        ),
+        exampleScale: part ? 1 / part.lexical : 1,
         dense: dense && keptExamples.map((list) => list.map((i) => dense[i])),
         part,
         calibration,
@@ -769,6 +787,8 @@ interface Trained {
   w: Float32Array;
   b: Float32Array;
   examples: SparseVector[][];
+  /** What the examples' values are multiplied by before they are stored (1 when absent). */
+  exampleScale?: number;
   /** With word vectors: each kept example's unit vector, as `examples`. */
   dense: Float32Array[][] | null;
   part: VectorPart | null;
@@ -794,6 +814,7 @@ function encode(t: Trained): Buffer {
     for (let c = 0; c < C; c++) w[base + c] = Math.round(t.w[base + c] * inv);
   }
   const flat = t.examples.flat();
+  const exampleScale = t.exampleScale ?? 1;
   const lengths = Int32Array.from(flat, (e) => e.idx.length);
   const total = lengths.reduce((a, n) => a + n, 0);
   const idx = F <= 65536 ? new Uint16Array(total) : new Int32Array(total);
@@ -801,7 +822,7 @@ function encode(t: Trained): Buffer {
   let at = 0;
   for (const e of flat) {
     idx.set(e.idx, at);
-    for (let k = 0; k < e.val.length; k++) val[at + k] = Math.round(Math.min(1, e.val[k]) * 255);
+    for (let k = 0; k < e.val.length; k++) val[at + k] = Math.round(Math.min(1, e.val[k] * exampleScale) * 255);
     at += e.idx.length;
   }
   // Vocabulary keys ascending (TfIdf.fromState searches them); format 1 kept them unordered.

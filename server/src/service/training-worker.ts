@@ -36,6 +36,7 @@ parentPort?.on('message', (msg: TrainRequest) => {
     maxBytes: msg.maxBytes,
     vectors: embedderFor(msg.vectors),
     pause: () => Promise.resolve(),
+    collect,
   }).then(
     (router) => {
       // The stored layout, one buffer of its own (Buffer.alloc), transferred rather than copied.
