@@ -561,7 +561,9 @@ export class Router {
         b: softmax.b,
         // With word vectors, the lexical part of an example's features, scaled back (exampleScale).
         examples: keptExamples.map((list) =>
-          list.map((i) => (part ? { idx: xs[i].idx.subarray(0, xs[i].idx.length - part.dims), val: xs[i].val.subarray(0, xs[i].val.length - part.dims) } : xs[i])),
+          list.map((i) =>
+            part ? { idx: xs[i].idx.subarray(0, xs[i].idx.length - part.dims), val: xs[i].val.subarray(0, xs[i].val.length - part.dims) } : xs[i],
+          ),
         ),
         exampleScale: part ? 1 / part.lexical : 1,
         dense: dense && keptExamples.map((list) => list.map((i) => dense[i])),
