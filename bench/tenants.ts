@@ -14,7 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentDefinition } from '@switchboard/contract';
-import { ROUTER_MODEL, ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router.js';
+import { routingInput } from '../server/src/engine/compile.js';
+import { ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router.js';
+import { processVectors } from '../server/src/engine/word-vectors.js';
+import { useVectors } from '../server/src/service/vectors.js';
 import { canonicalJson, sha256 } from '../server/src/lib/canonical.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { migrate, openDatabase } from '../server/src/store/db.js';
@@ -75,12 +78,15 @@ async function seed(url: string): Promise<{ agents: { tenant: string; slug: stri
   await migrate(db);
   const agentStore = new AgentStore(db);
   const routerStore = new RouterStore(db);
-  const shapes = new Map<number, { def: AgentDefinition; digest: string; state: Buffer }>();
+  const shapes = new Map<number, { def: AgentDefinition; digest: string; state: Buffer; model: string }>();
+  // Trained as the server trains them: English definitions, with the word vectors it loads.
+  const vectors = useVectors({ mode: 'auto' });
+  process.stdout.write(`  ${vectors.detail}\n`);
   for (const [k] of SIZES) {
     const def = definition(k);
-    const routable = def.capabilities.map((c) => ({ name: c.name, examples: c.examples! }));
-    const router = await Router.train(routable, { outOfScope: def.routing?.fallback ?? null });
-    shapes.set(k, { def, digest: sha256(canonicalJson(def)), state: storeRouter(router) });
+    const { caps, outOfScope } = routingInput(def);
+    const router = await Router.train(caps, { outOfScope, vectors: processVectors() });
+    shapes.set(k, { def, digest: sha256(canonicalJson(def)), state: storeRouter(router), model: router.model });
     process.stdout.write(`  trained the ${k}-capability shape (${(shapes.get(k)!.state.length / 1048576).toFixed(1)} MB stored)\n`);
   }
   const agents: { tenant: string; slug: string; size: number }[] = [];
@@ -95,7 +101,7 @@ async function seed(url: string): Promise<{ agents: { tenant: string; slug: stri
       const slug = `agent-${a}`;
       await agentStore.put(tenant, slug, shape.def, shape.digest, now, true);
       if (!stored.has(size)) {
-        await routerStore.save(tenant, shape.digest, { format: ROUTER_STATE_FORMAT, model: ROUTER_MODEL, state: shape.state }, now);
+        await routerStore.save(tenant, shape.digest, { format: ROUTER_STATE_FORMAT, model: shape.model, state: shape.state }, now);
         storedBytes += shape.state.length;
         stored.add(size);
       }

@@ -1,6 +1,7 @@
 // Opens the database named by DATABASE_URL (SQLite file or PostgreSQL) and runs the migrations.
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
 import knexFactory, { type Knex } from 'knex';
 import * as m001 from './migrations/001_initial.js';
 import * as m002 from './migrations/002_lifecycle.js';
@@ -33,8 +34,18 @@ export interface Database {
   writer: TurnWriter;
   /** The URL it was opened with (maintenance work opens connections of its own). */
   url: string;
+  /**
+   * SQLite on a file: a read-only connection of its own, opened on first use, with a small page
+   * cache, for large values read once (stored routers). Read through the main connection, thousands
+   * of routers (gigabytes) passed through its page cache, evicting the conversations' pages and
+   * holding the cache full of pages nobody reads again.
+   */
+  blobReader?: () => BetterSqlite3.Database;
   close(): Promise<void>;
 }
+
+/** Page cache of the blob reader: enough for the b-tree pages on the way to a value. */
+const BLOB_READER_CACHE_KIB = 2048;
 
 const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Promise<void> }> = {
   '001_initial': m001,
@@ -138,11 +149,24 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
         },
       },
     });
+    let reader: BetterSqlite3.Database | null = null;
+    const blobReader =
+      file === ':memory:'
+        ? undefined
+        : () => {
+            if (!reader) {
+              reader = new BetterSqlite3(file, { readonly: true, fileMustExist: true });
+              reader.pragma('busy_timeout = 5000');
+              reader.pragma(`cache_size = -${BLOB_READER_CACHE_KIB}`);
+            }
+            return reader;
+          };
     const close = async () => {
       await knex.destroy();
+      reader?.close();
       await checkpointer?.close();
     };
-    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), url, close };
+    return { knex, dialect: 'sqlite', adapter: sqliteDialect, writer: new SqliteWriter(knex), url, blobReader, close };
   }
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;

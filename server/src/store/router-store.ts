@@ -1,6 +1,7 @@
 // Trained routers by tenant and definition digest (table stored_routers). A router is a pure
 // function of the definition, so whichever process trains it first stores it and every other
 // process, now or after a restart, loads it.
+import type { Statement } from 'better-sqlite3';
 import type { Database } from './db.js';
 
 export interface StoredRouter {
@@ -10,10 +11,19 @@ export interface StoredRouter {
 }
 
 export class RouterStore {
+  private statement: Statement | undefined;
+
   constructor(private readonly db: Database) {}
 
   async load(tenantId: string, digest: string): Promise<StoredRouter | null> {
     if (this.db.dialect === 'postgres') return this.loadPostgres(tenantId, digest);
+    const reader = this.db.blobReader?.();
+    if (reader) {
+      // Its own connection and page cache (db.ts); the statement is prepared once per reader.
+      this.statement ??= reader.prepare('select format, model, state from stored_routers where tenant_id = ? and digest = ?');
+      const r = this.statement.get(tenantId, digest) as { format: number; model: string; state: Buffer } | undefined;
+      return r ? { format: r.format, model: r.model, state: r.state } : null;
+    }
     const r = await this.db
       .knex('stored_routers')
       .where({ tenant_id: tenantId, digest })
