@@ -135,7 +135,10 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
             conn.pragma('synchronous = NORMAL');
             conn.pragma('foreign_keys = ON');
             conn.pragma('busy_timeout = 5000');
-            conn.pragma('cache_size = -65536'); // 64 MiB of page cache
+            // 16 MiB of page cache: a converse call's pages (index roots, recent conversations) fit many
+            // times over, and the operating system caches the file besides; 64 MiB measured no faster
+            // (docs/performance.md) and held 48 MiB more.
+            conn.pragma('cache_size = -16384');
             conn.pragma('temp_store = MEMORY');
             if (file !== ':memory:') {
               // Checkpoints run on a thread of their own (sqlite-checkpointer.ts); this is the backstop.
