@@ -12,6 +12,7 @@ import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';
 import { testApp } from '../helpers/servers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 warnIfPostgresSkipped();
 
@@ -68,15 +69,13 @@ async function converse(app: App, tenant: string, slug: string, message: string)
   };
 }
 
+type Conversed = Awaited<ReturnType<typeof converse>>;
+
 /** Converses until the routing decision was made by the router of server embeddings (its training runs in the background). */
-async function untilSemantic(app: App, tenant: string, slug: string, message: string, withinMs = 20_000) {
-  const until = performance.now() + withinMs;
-  for (;;) {
-    const r = await converse(app, tenant, slug, message);
-    if (r.routing.model === SEMANTIC_MODEL) return r;
-    if (performance.now() > until) throw new Error(`no routing with server embeddings within ${withinMs} ms: ${JSON.stringify(r.routing.embeddings)}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
+async function untilSemantic(app: App, tenant: string, slug: string, message: string) {
+  let r!: Conversed;
+  await waitUntil('routing with server embeddings', async () => (r = await converse(app, tenant, slug, message)).routing.model === SEMANTIC_MODEL, 20_000, 50);
+  return r;
 }
 
 eachDatabase('routing with server embeddings ($name)', (database) => {
@@ -159,13 +158,10 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
         .set('tenant-id', 'acme')
         .send({ version: 1, conversations: [live.id] });
       expect(started.status).toBe(202);
-      const until = performance.now() + 20_000;
-      for (;;) {
-        const r = await request(app.app).get(`/api/v1/agents/bank/replays/${started.body.id}`).set('tenant-id', 'acme');
-        if (r.body.status !== 'running') return r.body;
-        if (performance.now() > until) throw new Error('the replay did not finish within 20 s');
-        await new Promise((res) => setTimeout(res, 50));
-      }
+      let r!: { body: { status: string } & Record<string, any> };
+      const read = () => request(app.app).get(`/api/v1/agents/bank/replays/${started.body.id}`).set('tenant-id', 'acme');
+      await waitUntil('the replay to finish', async () => (r = await read()).body.status !== 'running', 20_000, 50);
+      return r.body;
     };
     const before = fake.calls.length;
     expect((await replay()).summary).toMatchObject({ conversations: 1, identical: 1 });
@@ -194,12 +190,13 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
   it("a training the tenant's tokens cannot pay for is refused, said in the audit, and the local router answers", async () => {
     const poor = start(llmConfig(fake.url, { tenantDailyTokens: 50 }));
     expect((await request(poor.app).put('/api/v1/agents/bank').set('tenant-id', 'poor').send(bank)).status).toBe(200);
-    const until = performance.now() + 10_000;
-    let r = await converse(poor, 'poor', 'bank', 'I lost my card');
-    while (!String(r.routing.embeddings?.unavailable).includes('failed') && performance.now() < until) {
-      await new Promise((res) => setTimeout(res, 50));
-      r = await converse(poor, 'poor', 'bank', 'I lost my card');
-    }
+    let r!: Conversed;
+    await waitUntil(
+      'the training of server embeddings to fail',
+      async () => String((r = await converse(poor, 'poor', 'bank', 'I lost my card')).routing.embeddings?.unavailable).includes('failed'),
+      10_000,
+      50,
+    );
     expect(r.capability).toBe('card_lost');
     expect(r.routing.model).not.toBe(SEMANTIC_MODEL);
     expect(r.routing.embeddings.unavailable).toMatch(

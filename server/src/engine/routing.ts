@@ -113,24 +113,25 @@ export const routeMessage: Step = function* (t: TurnState) {
 function* scoreMessage(t: TurnState): Generator<EngineRequest, RouteDecision, EngineReply> {
   const { agent, input } = t;
   const server = input.embeddings;
-  const semantic = server ? agent.semantic : null;
-  if (!server) return route(agent, input.score(input.message), input.context);
-  if (!semantic) {
-    const decision = route(agent, input.score(input.message), input.context);
-    decision.audit.embeddings = { model: server.model, unavailable: server.unavailable ?? 'the router of server embeddings is not trained yet' };
-    return decision;
+  const semantic = agent.semantic;
+  let failed: EmbedReply | null = null;
+  if (server && semantic) {
+    const reply = (yield { kind: 'embed', text: input.message }) as EmbedReply;
+    if (reply.vector) {
+      const decision = route(agent, input.score(input.message, reply.vector), input.context, semantic);
+      decision.audit.embeddings = { model: reply.model, duration_ms: reply.durationMs };
+      return decision;
+    }
+    failed = reply;
+    t.note('error', {
+      code: reply.code === 'llm_budget_exceeded' ? 'llm_budget_exceeded' : 'embeddings_failed',
+      message: reply.error ?? 'no embedding',
+      model: reply.model,
+    });
   }
-  const reply = (yield { kind: 'embed', text: input.message }) as EmbedReply;
-  const embeddings = { model: reply.model, duration_ms: reply.durationMs };
-  if (reply.vector) {
-    const decision = route(agent, input.score(input.message, reply.vector), input.context, semantic);
-    decision.audit.embeddings = embeddings;
-    return decision;
-  }
-  const error = reply.error ?? 'no embedding';
-  t.note('error', { code: reply.code === 'llm_budget_exceeded' ? 'llm_budget_exceeded' : 'embeddings_failed', message: error, model: reply.model });
   const decision = route(agent, input.score(input.message), input.context);
-  decision.audit.embeddings = { ...embeddings, error };
+  if (failed) decision.audit.embeddings = { model: failed.model, duration_ms: failed.durationMs, error: failed.error ?? 'no embedding' };
+  else if (server) decision.audit.embeddings = { model: server.model, unavailable: server.unavailable ?? 'the router of server embeddings is not trained yet' };
   return decision;
 }
 

@@ -67,13 +67,9 @@ export class ModelGate {
       throw new ModelRefusal('llm_error', `the model "${model.slice(0, 100)}" is not offered by this server (LLM_MODELS: ${[...this.allowed].join(', ')})`);
     }
     const input = estimateInputTokens(req.messages, req.tools);
-    if (input > this.opts.maxInputTokens) {
-      throw new ModelRefusal('llm_budget_exceeded', `the call would send about ${input} tokens, more than LLM_MAX_INPUT_TOKENS (${this.opts.maxInputTokens})`);
-    }
-    const reserved = input + (req.maxTokens ?? DEFAULT_OUTPUT_RESERVE);
     return this.metered(
       tenantId,
-      reserved,
+      { input, reserved: input + (req.maxTokens ?? DEFAULT_OUTPUT_RESERVE) },
       req.timeoutMs,
       (timeoutMs) => this.provider.complete({ ...req, timeoutMs }),
       (c) => c.inputTokens + c.outputTokens,
@@ -87,12 +83,9 @@ export class ModelGate {
    */
   async embed(tenantId: string, req: EmbeddingRequest): Promise<Embeddings> {
     const input = req.texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
-    if (input > this.opts.maxInputTokens) {
-      throw new ModelRefusal('llm_budget_exceeded', `the call would send about ${input} tokens, more than LLM_MAX_INPUT_TOKENS (${this.opts.maxInputTokens})`);
-    }
     return this.metered(
       tenantId,
-      input,
+      { input, reserved: input },
       req.timeoutMs,
       (timeoutMs) => this.provider.embed({ ...req, timeoutMs }),
       (e) => e.inputTokens,
@@ -100,17 +93,20 @@ export class ModelGate {
   }
 
   /**
-   * Reserves `reserved` tokens of the tenant's day, waits for a slot of the tenant's (the wait
-   * comes out of the call's time), makes the call with the time left, and settles the day's
-   * tokens to what the call spent.
+   * Refuses a call that would send more than the input cap, reserves `reserved` tokens of the
+   * tenant's day, waits for a slot of the tenant's (the wait comes out of the call's time), makes
+   * the call with the time left, and settles the day's tokens to what the call spent.
    */
   private async metered<T>(
     tenantId: string,
-    reserved: number,
+    { input, reserved }: { input: number; reserved: number },
     requestedMs: number | undefined,
     call: (timeoutMs: number) => Promise<T>,
     spentOf: (r: T) => number,
   ): Promise<T> {
+    if (input > this.opts.maxInputTokens) {
+      throw new ModelRefusal('llm_budget_exceeded', `the call would send about ${input} tokens, more than LLM_MAX_INPUT_TOKENS (${this.opts.maxInputTokens})`);
+    }
     const day = iso(this.clock.now()).slice(0, 10);
     const cap = this.opts.tenantDailyTokens;
     if ((await this.usage.reserve(tenantId, day, reserved, cap)) === null) {
