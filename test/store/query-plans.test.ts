@@ -102,13 +102,15 @@ eachDatabase('query plans on $name', (database) => {
     await indexed('turns', () => store.turns('t', id));
     await indexed('audit_entries', () => store.audit({ tenantId: 't', id }, { limit: 50, afterSeq: 1000 }));
     await indexed('audit_entries', () => store.verifyAudit('t', id));
-    await indexed('conversation_events', () => store.eventLog.events('t', id, { row: 0, index: 0 }));
+    await indexed('conversation_events', () => store.eventLog.events('t', id, { row: 0, index: 0 }), 'conversation_events_seq_idx');
+    await indexed('conversation_events', () => store.eventLog.lastEventPosition('t', id), 'conversation_events_seq_idx');
   });
 
   it("finds one user's conversations, and those due for abandonment or erasure, by index", async () => {
     await indexed('conversations', () => store.idsOfUser('t', 'u1'));
     await indexed('conversations', () => store.dueForAbandonment(T0, 100));
-    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }));
+    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }), 'conversations_closed_idx');
+    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100, tenantId: 't' }));
   });
 
   it("renews and releases a batch's lease by index", async () => {

@@ -102,6 +102,47 @@ eachDatabase('store on $name', (database) => {
     await store.exclusive(c.id, { tenantId: 'tenant-b', id: c.id }, async (u) => expect(await u.load('tenant-b', agentB, c.id)).toBeNull());
   });
 
+  it('updates a conversation with what changed, whichever indexed columns change, and finds it by each of them', async () => {
+    const c = conversation('tenant-a', agentA, { userId: 'writer-u1', capability: 'first' });
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    const steps: Partial<Conversation>[] = [
+      { phase: 'q' },
+      { capability: 'second' },
+      { userId: 'writer-u2', status: 'paused' },
+      { status: 'completed', outcome: 'done', capability: 'third', completedAt: T0 },
+    ];
+    let current = c;
+    for (const [i, over] of steps.entries()) {
+      const next = { ...current, ...over, turnCount: current.turnCount + 1, auditSeq: current.auditSeq + 1, updatedAt: `2026-11-22T10:0${i + 1}:00.000Z` };
+      const stored = await store.get('tenant-a', agentA, c.id);
+      await store.exclusive(c.id, { tenantId: 'tenant-a', id: c.id }, (u) =>
+        u.commit(
+          write(next, {
+            isNew: false,
+            stored: stored!,
+            expectedAuditSeq: stored!.auditSeq,
+            previousAuditHash: stored!.auditHash,
+            turns: [{ idx: current.turnCount, role: 'user', message: `step ${i}`, timestamp: T0 }],
+            audit: [],
+          }),
+        ),
+      );
+      const read = await store.get('tenant-a', agentA, c.id);
+      expect({ ...read, auditHash: null }).toEqual({ ...next, auditHash: null });
+      current = next;
+    }
+    const ids = async (f: Parameters<ConversationStore['list']>[1]) =>
+      (await store.list({ tenantId: 'tenant-a', agentId: agentA }, f, { limit: 100, after: null })).map((r) => r.id);
+    expect(await ids({ status: 'completed' })).toContain(c.id);
+    expect(await ids({ status: 'active' })).not.toContain(c.id);
+    expect(await ids({ capability: 'third' })).toEqual([c.id]);
+    expect(await ids({ capability: 'first' })).toEqual([]);
+    expect(await ids({ userId: 'writer-u2' })).toEqual([c.id]);
+    expect(await ids({ userId: 'writer-u1' })).toEqual([]);
+    expect(await store.idsOfUser('tenant-a', 'writer-u2')).toEqual([c.id]);
+    expect((await store.dueForRetention({ before: '2026-11-23T00:00:00.000Z', limit: 100 })).map((r) => r.id)).toContain(c.id);
+  });
+
   it('writes nothing of a turn whose conversation changed underneath it', async () => {
     const c = conversation('tenant-a', agentA);
     await store.exclusive(c.id, null, (u) => u.commit(write(c)));
@@ -240,6 +281,7 @@ eachDatabase('migrations on $name', (database) => {
         '012_idempotency_expiry',
         '013_stored_routers',
         '014_stored_router_model',
+        '015_lighter_turn_indexes',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -94,6 +94,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       isNew: prior === null,
       expectedAuditSeq: prior?.auditSeq ?? 0,
       previousAuditHash: prior?.auditHash ?? null,
+      stored: prior ?? undefined,
       turns,
       events,
       webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, { from: prior?.status ?? null, seq: (prior?.auditSeq ?? 0) + statusIdx + 1, now }) : [],

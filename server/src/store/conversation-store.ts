@@ -289,7 +289,8 @@ export class ConversationStore {
   /** Closed, not yet erased conversations last changed before `before` (of one tenant, or of all). */
   async dueForRetention(due: { before: string; limit: number; tenantId?: string; excludeTenants?: string[] }): Promise<ConversationRef[]> {
     const { before, limit, tenantId, excludeTenants = [] } = due;
-    const q = this.knex('conversations').whereIn('status', ['completed', 'abandoned']).whereNull('erased_at').andWhere('updated_at', '<', before);
+    // The condition of conversations_closed_idx, word for word (migration 015), so that planners match it.
+    const q = this.knex('conversations').whereRaw("status in ('completed', 'abandoned') and erased_at is null").andWhere('updated_at', '<', before);
     if (tenantId) q.andWhere('tenant_id', tenantId);
     if (excludeTenants.length) q.whereNotIn('tenant_id', excludeTenants);
     const rows = await q.orderBy('updated_at').limit(limit).select('id', 'tenant_id');

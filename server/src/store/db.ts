@@ -17,6 +17,7 @@ import * as m011 from './migrations/011_agent_stats.js';
 import * as m012 from './migrations/012_idempotency_expiry.js';
 import * as m013 from './migrations/013_stored_routers.js';
 import * as m014 from './migrations/014_stored_router_model.js';
+import * as m015 from './migrations/015_lighter_turn_indexes.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -62,6 +63,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '012_idempotency_expiry': m012,
   '013_stored_routers': m013,
   '014_stored_router_model': m014,
+  '015_lighter_turn_indexes': m015,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, STABLE_INDEXED, STAT_UPSERT_TAIL, type StableIndexed, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
@@ -35,15 +35,27 @@ const insertSql = (table: string, columns: readonly string[]) =>
   `insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`;
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
+/** The columns every update sets: all but the indexed ones a write may leave unchanged (turn-rows.ts, STABLE_INDEXED). */
+const ALWAYS_SET = UPDATABLE.filter((c) => !(STABLE_INDEXED as readonly string[]).includes(c));
+
+/** The update of a conversation that sets ALWAYS_SET and `indexed`: one statement per subset, prepared when first used. */
+const updateSql = (indexed: readonly StableIndexed[]) =>
+  `update conversations set ${[...ALWAYS_SET, ...indexed].map((c) => `${c} = @${c}`).join(', ')} where id = @id and tenant_id = @tenant_id and audit_seq = @expected_audit_seq`;
 
 function prepareStatements(conn: Connection) {
   return {
     agentBySlug: conn.prepare('select * from agents where tenant_id = @tenant_id and slug = @slug'),
     conversation: conn.prepare('select * from conversations where id = @id and tenant_id = @tenant_id and agent_id = @agent_id'),
     insertConversation: conn.prepare(insertSql('conversations', COLUMNS.conversations)),
-    updateConversation: conn.prepare(
-      `update conversations set ${UPDATABLE.map((c) => `${c} = @${c}`).join(', ')} where id = @id and tenant_id = @tenant_id and audit_seq = @expected_audit_seq`,
-    ),
+    updateConversation: (() => {
+      const bySubset = new Map<string, Statement>();
+      return (indexed: readonly StableIndexed[]) => {
+        const key = indexed.join(',');
+        let st = bySubset.get(key);
+        if (!st) bySubset.set(key, (st = conn.prepare(updateSql(indexed))));
+        return st;
+      };
+    })(),
     insertTurn: conn.prepare(insertSql('turns', COLUMNS.turns)),
     insertAudit: conn.prepare(insertSql('audit_entries', COLUMNS.audit_entries)),
     insertIdempotency: conn.prepare(insertSql('idempotency_keys', COLUMNS.idempotency_keys)),
@@ -168,7 +180,7 @@ function writeBatch(s: Prepared, batch: Pending[]): unknown[] {
 function write(s: Statements, w: WriteRows): void {
   const row = sqliteParams(w.conversation);
   if (w.isNew) s.insertConversation.run(row);
-  else if (s.updateConversation.run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
+  else if (s.updateConversation(w.setIndexed).run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
     throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
   }
   for (const t of w.turns) s.insertTurn.run(t);

@@ -25,6 +25,8 @@ export interface TurnWrite {
   expectedAuditSeq: number;
   /** The audit chain head the stored row had when it was read (null before the first entry). */
   previousAuditHash: string | null;
+  /** The conversation as it was read, for an update: the indexed columns it has the same values for are left alone. */
+  stored?: Conversation;
   turns: TurnRow[];
   audit: AuditDraft[];
   requestId: string;
@@ -219,12 +221,31 @@ function webhookRows(w: TurnWrite) {
   }));
 }
 
+/**
+ * Indexed columns of conversations that most writes leave as they are. On SQLite an update
+ * rewrites the entries of every index that has a column it sets, whether the value changed or
+ * not, so its writer leaves these out of an update that does not change them (updated_at and
+ * inactive_after, the other indexed columns it sets, change with every turn).
+ */
+const STABLE_INDEXED_FIELDS = { status: 'status', user_id: 'userId', capability: 'capability' } as const satisfies Record<string, keyof Conversation>;
+export type StableIndexed = keyof typeof STABLE_INDEXED_FIELDS;
+export const STABLE_INDEXED = Object.keys(STABLE_INDEXED_FIELDS) as readonly StableIndexed[];
+
+/** Those of STABLE_INDEXED that an update must set: all of them unless the stored conversation is known. */
+function changedIndexed(w: TurnWrite): readonly StableIndexed[] {
+  const before = w.stored;
+  if (!before) return STABLE_INDEXED;
+  return STABLE_INDEXED.filter((c) => before[STABLE_INDEXED_FIELDS[c]] !== w.conversation[STABLE_INDEXED_FIELDS[c]]);
+}
+
 /** The rows of one write, as both writers insert them. */
 export interface WriteRows {
   isNew: boolean;
   /** The audit sequence the stored row must still have: an update of a row changed since is refused. */
   expectedAuditSeq: number;
   conversation: ReturnType<typeof conversationToRow>;
+  /** Of STABLE_INDEXED, the columns an update sets (the others keep their stored values). */
+  setIndexed: readonly StableIndexed[];
   turns: ReturnType<typeof turnRows>;
   audit: ReturnType<typeof auditRows>['rows'];
   events: EventRow[];
@@ -248,6 +269,7 @@ export function writeRows(w: TurnWrite, chainKey?: Buffer): WriteRows {
     isNew: w.isNew,
     expectedAuditSeq: w.expectedAuditSeq,
     conversation: { ...conversationToRow(w.conversation), audit_hash: audit.head, event_seq: events.seq },
+    setIndexed: w.isNew ? STABLE_INDEXED : changedIndexed(w),
     turns: turnRows(w),
     audit: audit.rows,
     events: events.rows,
