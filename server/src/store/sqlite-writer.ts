@@ -180,7 +180,7 @@ function writeBatch(s: Prepared, batch: Pending[]): unknown[] {
 function write(s: Statements, w: WriteRows): void {
   const row = sqliteParams(w.conversation);
   if (w.isNew) s.insertConversation.run(row);
-  else if (s.updateConversation(w.setIndexed).run({ ...row, expected_audit_seq: w.expectedAuditSeq }).changes !== 1) {
+  else if (s.updateConversation(w.setIndexed).run(Object.assign(row, { expected_audit_seq: w.expectedAuditSeq })).changes !== 1) {
     throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
   }
   for (const t of w.turns) s.insertTurn.run(t);
@@ -202,6 +202,9 @@ function write(s: Statements, w: WriteRows): void {
 /** better-sqlite3 binds numbers, strings, bigints, buffers and null; booleans become 0/1. */
 function sqliteParams(row: Params): Params {
   const out: Params = {};
-  for (const [k, v] of Object.entries(row)) out[k] = typeof v === 'boolean' ? (v ? 1 : 0) : v === undefined ? null : v;
+  for (const k in row) {
+    const v = row[k];
+    out[k] = typeof v === 'boolean' ? (v ? 1 : 0) : v === undefined ? null : v;
+  }
   return out;
 }

@@ -69,7 +69,7 @@ export function rowToConversation(r: ConversationTableRow): Conversation {
   };
 }
 
-function conversationToRow(c: Conversation) {
+function conversationToRow(c: Conversation, head: { auditHash: string | null; eventSeq: number } = c) {
   return {
     id: c.id,
     tenant_id: c.tenantId,
@@ -86,14 +86,14 @@ function conversationToRow(c: Conversation) {
     context: toJson(c.context),
     turn_count: c.turnCount,
     audit_seq: c.auditSeq,
-    audit_hash: c.auditHash,
+    audit_hash: head.auditHash,
     created_at: c.createdAt,
     updated_at: c.updatedAt,
     completed_at: c.completedAt,
     last_user_turn_at: c.lastUserTurnAt,
     inactive_after: c.inactiveAfter,
     erased_at: c.erasedAt,
-    event_seq: c.eventSeq,
+    event_seq: head.eventSeq,
   };
 }
 
@@ -145,21 +145,25 @@ export function auditRows(w: TurnWrite, chainKey?: Buffer) {
   let seq = w.expectedAuditSeq;
   let previous = w.previousAuditHash;
   const rows = w.audit.map((a) => {
-    const fields = {
+    const data = JSON.stringify(a.data);
+    // One object, in the table's column order, that is also the entry's chained fields.
+    const row = {
       id: randomUUID(),
       conversation_id: c.id,
       sequence: ++seq,
+      tenant_id: c.tenantId,
       turn_index: a.turnIndex,
       type: a.type,
       request_id: w.requestId,
       timestamp: a.timestamp,
       duration_ms: a.durationMs,
+      data,
+      data_hash: dataHash(data),
+      hash: '',
     };
-    const data = JSON.stringify(a.data);
-    const data_hash = dataHash(data);
-    const hash = entryHash(previous, fields, data_hash, chainKey);
-    previous = hash;
-    return { ...fields, tenant_id: c.tenantId, data, data_hash, hash };
+    row.hash = entryHash(previous, row, row.data_hash, chainKey);
+    previous = row.hash;
+    return row;
   });
   return { rows, head: previous };
 }
@@ -268,7 +272,7 @@ export function writeRows(w: TurnWrite, chainKey?: Buffer): WriteRows {
   return {
     isNew: w.isNew,
     expectedAuditSeq: w.expectedAuditSeq,
-    conversation: { ...conversationToRow(w.conversation), audit_hash: audit.head, event_seq: events.seq },
+    conversation: conversationToRow(w.conversation, { auditHash: audit.head, eventSeq: events.seq }),
     setIndexed: w.isNew ? STABLE_INDEXED : changedIndexed(w),
     turns: turnRows(w),
     audit: audit.rows,
