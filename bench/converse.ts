@@ -1,14 +1,16 @@
 // `npm run bench`: converse throughput and latency next to /healthz, on SQLite and (when a
 // PostgreSQL URL is given) on PostgreSQL, in one run; then two server processes on one
 // PostgreSQL database against one. Each server runs in its own process (as in production) on a
-// fresh database; autocannon drives it over loopback from this process.
+// fresh database; autocannon drives it over loopback from this process. Beside req/s each
+// workload reports the server's CPU time per call, which moves far less than req/s when the load
+// generator shares the machine's cores.
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { freshPostgres, startServer } from './server.js';
+import { cpuMicros, freshPostgres, startServer } from './server.js';
 
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -44,15 +46,22 @@ interface Figures {
   p99: number;
   errors: number;
   non2xx: number;
+  /** The server's CPU time per answered call (all its threads), µs: steadier than req/s on a machine the load generator shares. */
+  cpuPerCall: number | null;
 }
 
-function summarise(name: string, r: autocannon.Result): Figures {
-  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx };
+function summarise(name: string, r: autocannon.Result, cpu: number | null): Figures {
+  const cpuPerCall = cpu === null || !r.requests.total ? null : cpu / r.requests.total;
+  return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors + r.timeouts, non2xx: r.non2xx, cpuPerCall };
 }
 
-async function run(name: string, opts: autocannon.Options): Promise<Figures> {
+/** One workload against the server process `pid`. */
+async function run(pid: number, name: string, opts: autocannon.Options): Promise<Figures> {
   process.stdout.write(`  ${name}: ${SECONDS}s at ${CONNECTIONS} connections… `);
-  const f = summarise(name, await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts }));
+  const before = cpuMicros(pid);
+  const result = await autocannon({ connections: CONNECTIONS, duration: SECONDS, ...opts });
+  const after = cpuMicros(pid);
+  const f = summarise(name, result, before === null || after === null ? null : after - before);
   console.log(`${Math.round(f.rps)} req/s`);
   return f;
 }
@@ -92,10 +101,11 @@ function continuing(url: string, ids: string[], connections = CONNECTIONS): auto
 
 function table(results: Figures[]): void {
   const health = results[0].rps;
-  console.log('\n| workload | req/s | p50 ms | p99 ms | vs /healthz | errors | non-2xx |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  console.log('\n| workload | req/s | p50 ms | p99 ms | vs /healthz | server CPU µs/call | errors | non-2xx |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
   for (const r of results) {
-    console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${r.errors} | ${r.non2xx} |`);
+    const cpu = r.cpuPerCall === null ? '—' : String(Math.round(r.cpuPerCall));
+    console.log(`| ${r.name} | ${Math.round(r.rps)} | ${r.p50} | ${r.p99} | ${((r.rps / health) * 100).toFixed(1)}% | ${cpu} | ${r.errors} | ${r.non2xx} |`);
   }
   const failed = results.reduce((n, r) => n + r.errors + r.non2xx, 0);
   if (failed) console.log(`\nWARNING: ${failed} requests failed or answered other than 2xx; the figures above are not valid`);
@@ -111,16 +121,16 @@ async function benchOne(label: string, databaseUrl: string, target: { share: num
     await autocannon({ url: `${server.base}/healthz`, connections: 8, duration: 2 });
     await autocannon({ url, method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }), connections: 8, duration: 2 });
     const results: Figures[] = [];
-    results.push(await run('GET /healthz', { url: `${server.base}/healthz` }));
+    results.push(await run(server.proc.pid!, 'GET /healthz', { url: `${server.base}/healthz` }));
     results.push(
-      await run('converse, new conversation', {
+      await run(server.proc.pid!, 'converse, new conversation', {
         url,
         method: 'POST',
         headers,
         body: JSON.stringify({ message: 'where is my order', context: { version: 'v1', context: { identity: { user_id: 'bench-user' } } } }),
       }),
     );
-    results.push(await run('converse, continuing', continuing(url, ids)));
+    results.push(await run(server.proc.pid!, 'converse, continuing', continuing(url, ids)));
     table(results);
     const share = results[2].rps / results[0].rps;
     const met = share >= target.share && results[2].p99 < target.p99;

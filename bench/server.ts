@@ -138,6 +138,17 @@ export function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
+/** CPU time the process `pid` has used, all its threads, in microseconds (Linux's /proc; null elsewhere). */
+export function cpuMicros(pid: number): number | null {
+  try {
+    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks (100 a second).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return null;
+  }
+}
+
 /** The p-th percentile (0–100) of xs; 0 for none. */
 export function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
