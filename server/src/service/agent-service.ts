@@ -18,6 +18,7 @@ import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, AgentStore } from '../store/agent-store.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { Logger } from 'pino';
+import { ReleasedBytes } from '../lib/collect.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -37,6 +38,17 @@ export interface AgentServiceOptions {
   reachable?: (tenantId: string, host: string, port: string) => Promise<boolean>;
   /** The model server's embeddings (LLM_EMBEDDINGS_MODEL): each version also gets a router of them, trained in the background. */
   embeddings?: ServerEmbeddings;
+  /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after. */
+  released?: ReleasedBytes;
+}
+
+/**
+ * Buffer memory beyond the compiled versions' own allowed before a collection is asked for (the
+ * word vectors and other buffers among it): an eighth of the cache, from 8 to 32 MiB, looked at
+ * after every 4 MiB evicted (docs/performance.md, "Cold starts and many tenants").
+ */
+export function releasedBytesFor(cacheBytes: number, held: () => number): ReleasedBytes {
+  return new ReleasedBytes({ held, slack: Math.min(32 * 1048576, Math.max(8 * 1048576, cacheBytes / 8)), checkEvery: 4 * 1048576 });
 }
 
 /** How long after a failed training of a router of server embeddings (budget, server down) it is tried again. */
@@ -92,6 +104,10 @@ export class AgentService {
     this.compiled = new LRUCache<string, CompiledAgent>({
       maxSize: opts.cacheBytes ?? 512 * 1048576,
       sizeCalculation: (a) => Math.max(1, a.bytes),
+      // Evicted, or replaced by a version compiled around a retrained router.
+      dispose: (a, _key, reason) => {
+        if (reason !== 'fetch') opts.released?.add(a.bytes);
+      },
     });
   }
 
@@ -493,6 +509,11 @@ export class AgentService {
   /** Bytes of compiled versions held now. */
   get cachedBytes(): number {
     return this.compiled.calculatedSize;
+  }
+
+  /** Garbage collections asked for after evictions (AgentServiceOptions.released). */
+  get collectionsAsked(): number {
+    return this.opts.released?.collections ?? 0;
   }
 
   private toApi(row: AgentRow, def: AgentDefinition): Agent {

@@ -56,6 +56,8 @@ export interface MetricsSources {
   routers?(): { trained: number; stored: number; retrained: number; converted: number };
   /** Bytes of compiled agent versions held (ROUTER_CACHE_MB bounds it). */
   compiledBytes?(): number;
+  /** Collections the cache of compiled versions asked for (lib/collect.ts). */
+  compiledCollections?(): number;
 }
 
 let processRegistry: Registry | null = null;
@@ -200,6 +202,18 @@ export class Metrics {
         registers,
         collect() {
           this.set(compiledBytes());
+        },
+      });
+    }
+    if (sources.compiledCollections) {
+      const collections = () => sources.compiledCollections!();
+      new Counter({
+        name: 'switchboard_compiled_agents_collections_total',
+        help: 'Major garbage collections the cache of compiled agent versions asked for, when buffers of evicted versions V8 had not yet freed went past its slack',
+        registers,
+        collect() {
+          this.reset();
+          this.inc(collections());
         },
       });
     }
