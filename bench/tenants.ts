@@ -198,6 +198,7 @@ async function main(): Promise<void> {
       const metrics = await fetch(`${server.base}/metrics`).then((r) => r.text());
       const routers = Object.fromEntries([...metrics.matchAll(/switchboard_routers_total\{source="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]));
       const cacheMb = Number(/switchboard_compiled_agents_bytes (\d+)/.exec(metrics)?.[1] ?? 0) / 1048576;
+      const collections = Number(/switchboard_compiled_agents_collections_total (\d+)/.exec(metrics)?.[1] ?? 0);
       const ms = (xs: { ms: number }[]) => xs.map((x) => x.ms);
       console.log(
         `\nfirst messages (${firstPass.length} agents, ${firstSeconds.toFixed(0)} s): p50 ${pct(ms(firstPass), 50).toFixed(1)} ms, p99 ${pct(ms(firstPass), 99).toFixed(1)} ms, max ${Math.max(...ms(firstPass)).toFixed(0)} ms, ${failed} failed`,
@@ -216,7 +217,7 @@ async function main(): Promise<void> {
         `routers: ${routers.trained ?? 0} trained, ${routers.stored ?? 0} loaded from storage (${(routers.stored ?? 0) - firstPass.length} of them reloads after eviction)`,
       );
       console.log(
-        `memory: ${baseRss.toFixed(0)} MiB at start, peak ${Math.max(...samples).toFixed(0)} MiB, end ${samples.at(-1)?.toFixed(0)} MiB; compiled versions held ${cacheMb.toFixed(0)} MiB of ROUTER_CACHE_MB=${CACHE_MB}; stored routers ${storedMb.toFixed(0)} MB in the database`,
+        `memory: ${baseRss.toFixed(0)} MiB at start, peak ${Math.max(...samples).toFixed(0)} MiB, end ${samples.at(-1)?.toFixed(0)} MiB; compiled versions held ${cacheMb.toFixed(0)} MiB of ROUTER_CACHE_MB=${CACHE_MB}; stored routers ${storedMb.toFixed(0)} MB in the database; ${collections} collections asked for by the cache`,
       );
       console.log(
         `  at the highest of the reads of /metrics (${peakRead.toFixed(0)} MiB resident): V8 heap ${atPeak.nodejs_heap_size_used_bytes?.toFixed(0)} MiB used of ${atPeak.nodejs_heap_size_total_bytes?.toFixed(0)}, ` +
