@@ -233,8 +233,8 @@ class Softmax {
 
   /**
    * Averaged SGD on the cross-entropy, yielding to the event loop every few thousand steps.
-   * The first epoch (and every fourth) uses the full softmax and remembers, per example, the
-   * classes with the highest probabilities; the epochs between compute the softmax over those
+   * The first epoch uses the full softmax and remembers, per example, the
+   * classes with the highest probabilities; the later epochs compute the softmax over those
    * candidates only. Classes outside them have vanishing probability, so the gradient is nearly
    * the same, and a step costs a sixth as much.
    */
