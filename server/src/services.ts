@@ -13,7 +13,7 @@ import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger } from './lib/logger.js';
-import { AgentService, releasedBytesFor } from './service/agent-service.js';
+import { AgentService } from './service/agent-service.js';
 import { AnalyticsService } from './service/analytics.js';
 import { ConversationService } from './service/conversation-service.js';
 import { eventStreams, type EventStreams } from './service/event-streams.js';
@@ -101,12 +101,11 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
         maxInputTokens: config.llm.maxInputTokens ?? 16_000,
       })
     : undefined;
-  const agents: AgentService = new AgentService(new AgentStore(deps.db), clock, {
+  const agents = new AgentService(new AgentStore(deps.db), clock, {
     trainer: training.train,
     routers: new RouterStore(deps.db),
     log: logger,
     cacheBytes: config.routerCacheMb * 1048576,
-    released: releasedBytesFor(config.routerCacheMb * 1048576, () => agents.cachedBytes),
     models,
     renderBudgets,
     reachable: (tenantId, host, port) => isReachable(hostsFor(config.actionAllowedHosts, tenantId), host, port),

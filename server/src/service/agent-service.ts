@@ -38,7 +38,7 @@ export interface AgentServiceOptions {
   reachable?: (tenantId: string, host: string, port: string) => Promise<boolean>;
   /** The model server's embeddings (LLM_EMBEDDINGS_MODEL): each version also gets a router of them, trained in the background. */
   embeddings?: ServerEmbeddings;
-  /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after. */
+  /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after; one watching this cache's bound by default. */
   released?: ReleasedBytes;
 }
 
@@ -47,9 +47,7 @@ export interface AgentServiceOptions {
  * word vectors and other buffers among it): an eighth of the cache, from 8 to 32 MiB, looked at
  * after every 4 MiB evicted (docs/performance.md, "Cold starts and many tenants").
  */
-export function releasedBytesFor(cacheBytes: number, held: () => number): ReleasedBytes {
-  return new ReleasedBytes({ held, slack: Math.min(32 * 1048576, Math.max(8 * 1048576, cacheBytes / 8)), checkEvery: 4 * 1048576 });
-}
+const releasedSlack = (cacheBytes: number) => Math.min(32 * 1048576, Math.max(8 * 1048576, cacheBytes / 8));
 
 /** How long after a failed training of a router of server embeddings (budget, server down) it is tried again. */
 const SEMANTIC_RETRY_MS = 10 * 60_000;
@@ -82,6 +80,8 @@ export class AgentService {
    * evicted version is compiled again on its next message.
    */
   private readonly compiled: LRUCache<string, CompiledAgent>;
+  /** Asks for a collection when evicted versions' buffers, not yet freed, pass the cache's slack (lib/collect.ts). */
+  private readonly released: ReleasedBytes;
   /** Agents' slugs by tenant and id (a slug never changes), for labelling metrics. */
   private readonly slugs = new LRUCache<string, string>({ max: 10_000 });
   /** Compilations under way, so concurrent first messages share one. */
@@ -101,12 +101,14 @@ export class AgentService {
     private readonly clock: Clock,
     private readonly opts: AgentServiceOptions = {},
   ) {
+    const cacheBytes = opts.cacheBytes ?? 512 * 1048576;
+    this.released = opts.released ?? new ReleasedBytes({ held: () => this.compiled.calculatedSize, slack: releasedSlack(cacheBytes), checkEvery: 4 * 1048576 });
     this.compiled = new LRUCache<string, CompiledAgent>({
-      maxSize: opts.cacheBytes ?? 512 * 1048576,
+      maxSize: cacheBytes,
       sizeCalculation: (a) => Math.max(1, a.bytes),
       // Evicted, or replaced by a version compiled around a retrained router.
       dispose: (a, _key, reason) => {
-        if (reason !== 'fetch') opts.released?.add(a.bytes);
+        if (reason !== 'fetch') this.released.add(a.bytes);
       },
     });
   }
@@ -511,9 +513,9 @@ export class AgentService {
     return this.compiled.calculatedSize;
   }
 
-  /** Garbage collections asked for after evictions (AgentServiceOptions.released). */
+  /** Garbage collections asked for after evictions. */
   get collectionsAsked(): number {
-    return this.opts.released?.collections ?? 0;
+    return this.released.collections;
   }
 
   private toApi(row: AgentRow, def: AgentDefinition): Agent {
