@@ -6,7 +6,7 @@
 // slot of its tenant's (LLM_TENANT_CONCURRENCY) among the process's (LLM_CONCURRENCY), served
 // in turn across tenants, so one tenant's burst does not push another's call past its time-out.
 import type { Completion, CompletionRequest, EmbeddingRequest, Embeddings, LlmProvider } from '../actions/llm-provider.js';
-import { estimateInputTokens } from '../engine/tokens.js';
+import { estimateInputTokens, estimateTextTokens } from '../engine/tokens.js';
 import { FairGate, GateTimeoutError } from '../lib/fair-gate.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { LlmUsageStore } from '../store/llm-usage-store.js';
@@ -82,7 +82,7 @@ export class ModelGate {
    * settled to what the server reports) and a slot of the tenant's share of the model server.
    */
   async embed(tenantId: string, req: EmbeddingRequest): Promise<Embeddings> {
-    const input = req.texts.reduce((n, t) => n + Math.ceil(t.length / 4), 0);
+    const input = req.texts.reduce((n, t) => n + estimateTextTokens(t), 0);
     return this.metered(
       tenantId,
       { input, reserved: input },

@@ -3,6 +3,7 @@
 // Every call goes through the model gate, so it counts against the tenant's daily tokens and
 // takes a slot of the tenant's share of the model server.
 import { SERVER_EMBEDDINGS, type DenseTable } from '../engine/router.js';
+import { estimateTextTokens } from '../engine/tokens.js';
 import type { EmbedReply } from '../engine/turn.js';
 import { ModelRefusal, type ModelGate } from './model-gate.js';
 
@@ -61,18 +62,20 @@ export class ServerEmbeddings {
 
   /**
    * The embeddings of a router's training texts, each once, in batches of at most BATCH_TEXTS and
-   * under the input cap, one call at a time with the provider's own timeout and retries. Throws
-   * the first failure (a refused budget included): a router is not trained on part of its texts.
+   * under the input cap as the model gate estimates it, one call at a time with the provider's own
+   * timeout and retries. Throws the first failure (a refused budget included): a router is not
+   * trained on part of its texts.
    */
   async embedTexts(tenantId: string, texts: string[]): Promise<DenseTable> {
     const unique = [...new Set(texts)];
-    const maxChars = this.opts.maxInputTokens * 4;
     const vectors: Float32Array[] = [];
     let dims = -1;
     for (let i = 0; i < unique.length;) {
-      let chars = unique[i].length;
+      let tokens = estimateTextTokens(unique[i]);
       let end = i + 1;
-      while (end < unique.length && end - i < BATCH_TEXTS && chars + unique[end].length <= maxChars) chars += unique[end++].length;
+      while (end < unique.length && end - i < BATCH_TEXTS && tokens + estimateTextTokens(unique[end]) <= this.opts.maxInputTokens) {
+        tokens += estimateTextTokens(unique[end++]);
+      }
       const e = await this.gate().embed(tenantId, { model: this.opts.model, texts: unique.slice(i, end) });
       if (dims !== -1 && e.dims !== dims) throw new Error(`the model server answered embeddings of ${e.dims} numbers after ${dims}`);
       dims = e.dims;
