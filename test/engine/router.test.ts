@@ -84,6 +84,24 @@ describe('the router', () => {
     expect(b.score('refund please')).toEqual(a.score('refund please'));
   });
 
+  it('gives a message the same similarity whatever was scored before it, by this router or another', async () => {
+    const router = await Router.train(small, { vectors: null });
+    const other = await Router.train(
+      [
+        { name: 'refunds', examples: ['I want a refund of my money now please', 'refund the double charge on my last invoice'] },
+        { name: 'cards', examples: ['my card was stolen yesterday evening', 'block my credit card immediately'] },
+      ],
+      { vectors: null },
+    );
+    // A message that is one of the examples is at cosine 1 from it (to the examples' quantisation).
+    const alone = router.score('I want a refund').similarity;
+    expect(alone).toBeCloseTo(1, 2);
+    for (const m of ['I want a refund of my money now please', 'block my credit card immediately', 'refund the double charge']) other.score(m);
+    router.score('question about my invoice and a refund for my package');
+    expect(router.score('I want a refund').similarity).toBe(alone);
+    expect(other.score('I want a refund').similarity).toBeLessThan(alone);
+  });
+
   it('falls back to defaults when no example can be held out', async () => {
     const oos = { name: 'o', examples: ['gamma'] };
     const r = await Router.train([{ name: 'a', examples: ['alpha'] }, { name: 'b', examples: ['beta'] }, oos], { outOfScope: 'o' });
