@@ -95,7 +95,7 @@ export const RoutingDecisionData = z.object({
     .string()
     .optional()
     .describe(
-      "Which router model decided: tfidf-logreg-v3 (lexical), tfidf-logreg-v3+<word vectors>@<version>/<words> (lexical and word vectors), or tfidf-logreg-v3+embeddings:<model> (lexical and the model server's embeddings)",
+      "Which router model decided: tfidf-logreg-v3 (lexical), tfidf-logreg-v4+<word vectors>@<version>/<words> (lexical and word vectors), or tfidf-logreg-v4+embeddings:<model> (lexical and the model server's embeddings); a router stored by an earlier method names it while it is trained again",
     ),
   embeddings: z
     .object({

@@ -6,7 +6,7 @@ import { MessageChannel } from 'node:worker_threads';
 import {
   loadRouter,
   Router,
-  ROUTER_MODEL,
+  FUSED_MODEL,
   ROUTER_STATE_FORMAT,
   RouterVectorsError,
   storedFormat,
@@ -355,7 +355,7 @@ describe('a router of server embeddings', () => {
     const a = await Router.train(caps, { vectors: table() });
     const b = await Router.train(caps, { vectors: table() });
     expect(storeRouter(a).equals(storeRouter(b))).toBe(true);
-    expect(a.model).toBe(`${ROUTER_MODEL}+embeddings:fake`);
+    expect(a.model).toBe(`${FUSED_MODEL}+embeddings:fake`);
     const loaded = loadRouter(Buffer.from(storeRouter(a)), null);
     const paraphrase = 'someone pinched my plastic';
     expect(loaded.score(paraphrase, unit(paraphrase))).toEqual(a.score(paraphrase, unit(paraphrase)));

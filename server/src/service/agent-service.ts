@@ -3,7 +3,7 @@
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { embedderFor, loadRouter, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
+import { embedderFor, loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
 import { processVectors } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
@@ -310,7 +310,7 @@ export class AgentService {
       const model = routerModel(vectors ? processVectors() : null);
       let router: Router;
       try {
-        router = loadRouter(stored.state);
+        router = loadRouter(stored.state, undefined, stored.model);
       } catch (err) {
         // Bytes that cannot be read, or a router of word vectors this process does not have
         // (they were turned off or changed): it cannot answer here, so it is trained now.
@@ -474,10 +474,13 @@ export class AgentService {
     const routers = this.opts.routers;
     const work = async (): Promise<Router | null> => {
       const stored = await routers?.load(tenantId, key).catch(() => null);
-      // Stored by this training method in this layout; anything else is trained again.
-      if (stored?.format === ROUTER_STATE_FORMAT && stored.model === routerModel(embeddings)) {
+      // Stored by this training method in this layout; anything else is trained again. Except
+      // the method before it (which scored every class's dense features in the first epoch, at
+      // a higher cost but to much the same router): training again would embed every example
+      // again, at the tenant's expense, for nothing it would route differently.
+      if (stored?.format === ROUTER_STATE_FORMAT && (stored.model === routerModel(embeddings) || stored.model === `${ROUTER_MODEL}+${embeddings.id}`)) {
         try {
-          return loadRouter(stored.state);
+          return loadRouter(stored.state, undefined, stored.model);
         } catch (err) {
           this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router of server embeddings could not be read: training it');
         }
