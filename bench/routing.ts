@@ -82,6 +82,22 @@ const heapMb = async () => {
 
 const keepAlive: unknown[] = [];
 
+/** The time of one PUT of the CLINC150 agent on a new database and server. */
+async function putMs(vectors: 'auto' | 'off'): Promise<number> {
+  const db = openDatabase('sqlite::memory:');
+  await migrate(db);
+  const app = createApp(loadConfig({ LOG_LEVEL: 'silent', ROUTER_VECTORS: vectors }), { db, logger: pino({ level: 'silent' }) });
+  try {
+    const t0 = performance.now();
+    const res = await request(app.app).put('/api/v1/agents/clinc150').set('tenant-id', 'bench').send(AgentDefinition.parse(definition));
+    if (res.status !== 200) throw new Error(`PUT failed: ${res.status}`);
+    return performance.now() - t0;
+  } finally {
+    await app.close();
+    await db.close();
+  }
+}
+
 async function switchboard(vectors: 'auto' | 'off'): Promise<Row> {
   const db = openDatabase('sqlite::memory:');
   await migrate(db);
@@ -184,10 +200,20 @@ async function main() {
       `| ${r.approach} | ${(r.accuracy * 100).toFixed(1)}% | ${(r.oosRecall * 100).toFixed(1)}% | ${(r.trainMs / 1000).toFixed(2)} s | ${r.p50.toFixed(3)} ms | ${r.p99.toFixed(3)} ms | ${r.memoryMb === null ? '—' : `${r.memoryMb.toFixed(1)} MB`} |`,
     );
   }
-  const [lexical, fused] = rows;
+  const fused = rows[1];
+  // One PUT each says little on a shared machine (runs move by ±15%): three more of each, alternating.
+  console.log('\nTraining, the whole PUT of CLINC150, three more of each, alternating:');
+  const puts: Record<'off' | 'auto', number[]> = { off: [], auto: [] };
+  for (let round = 0; round < 3; round++) for (const mode of ['off', 'auto'] as const) puts[mode].push(await putMs(mode));
+  for (const mode of ['off', 'auto'] as const) {
+    console.log(
+      `  ROUTER_VECTORS=${mode}: ${puts[mode].map((t) => `${(t / 1000).toFixed(2)} s`).join(', ')} (median ${(pct(puts[mode], 0.5) / 1000).toFixed(2)} s)`,
+    );
+  }
+  const ratio = pct(puts.auto, 0.5) / pct(puts.off, 0.5);
   console.log(
     `\ntargets (lexical + vectors): in-scope ≥ 94% ${fused.accuracy >= 0.94 ? 'met' : 'NOT met'}, out-of-scope recall ≥ 55% ${fused.oosRecall >= 0.55 ? 'met' : 'NOT met'}, ` +
-      `PUT ≤ 1.25 × lexical ${fused.trainMs <= 1.25 * lexical.trainMs ? 'met' : 'NOT met'} (${(fused.trainMs / lexical.trainMs).toFixed(2)} ×), ` +
+      `PUT ≤ 1.25 × lexical (medians) ${ratio <= 1.25 ? 'met' : 'NOT met'} (${ratio.toFixed(2)} ×), ` +
       `p99 < 1 ms ${fused.p99 < 1 ? 'met' : 'NOT met'}, model memory < 50 MB ${fused.memoryMb !== null && fused.memoryMb < 50 ? 'met' : 'NOT met'}`,
   );
 
