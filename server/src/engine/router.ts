@@ -136,6 +136,11 @@ export function routerModel(vectors: Pick<Embedder, 'id'> | null): string {
   return vectors ? `${FUSED_MODEL}+${vectors.id}` : ROUTER_MODEL;
 }
 
+/** The name the training method before v4 gave a router of these dense features. */
+export function previousFusedModel(vectors: Pick<Embedder, 'id'>): string {
+  return `${ROUTER_MODEL}+${vectors.id}`;
+}
+
 /**
  * Weight of a message's word-vector features against its lexical ones: the two parts of a
  * feature vector have norms 1/√(1+α²) and α/√(1+α²), so that the whole has norm 1 and the

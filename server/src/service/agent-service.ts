@@ -3,7 +3,7 @@
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { embedderFor, loadRouter, Router, ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
+import { embedderFor, loadRouter, previousFusedModel, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
 import { processVectors } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
@@ -478,7 +478,7 @@ export class AgentService {
       // the method before it (which scored every class's dense features in the first epoch, at
       // a higher cost but to much the same router): training again would embed every example
       // again, at the tenant's expense, for nothing it would route differently.
-      if (stored?.format === ROUTER_STATE_FORMAT && (stored.model === routerModel(embeddings) || stored.model === `${ROUTER_MODEL}+${embeddings.id}`)) {
+      if (stored?.format === ROUTER_STATE_FORMAT && (stored.model === routerModel(embeddings) || stored.model === previousFusedModel(embeddings))) {
         try {
           return loadRouter(stored.state, undefined, stored.model);
         } catch (err) {
