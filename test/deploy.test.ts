@@ -61,6 +61,50 @@ describe.skipIf(!PG_URL)(`replicas starting together${PG_URL ? '' : ' (SKIPPED: 
   }, 120_000);
 });
 
+describe('a bug after a commit', () => {
+  it('a throwing observer of committed writes and a rejection nobody handles are logged and counted; the process answers on', async () => {
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    let log = '';
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', './test/fixtures/faulty-process.ts', 'server/src/main.ts'], {
+      env: { ...process.env, LOG_LEVEL: 'info', LOG_FORMAT: 'json', PORT: String(port), DATABASE_URL: `sqlite://${join(dir, 'faulty.db')}`, AGENTS_DIR: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.on('data', (d: Buffer) => (log += d.toString()));
+    try {
+      await waitReady(base, child);
+      const put = await fetch(`${base}/api/v1/agents/hello`, {
+        method: 'PUT',
+        headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'Hello',
+          capabilities: [{ name: 'greet', examples: ['hello', 'hi there', 'good morning'], phases: [{ id: 'g', say: 'Hi!', end: 'completed' }] }],
+        }),
+      });
+      expect(put.status).toBe(200);
+      for (let i = 0; i < 3; i++) {
+        const r = await fetch(`${base}/api/v1/agents/hello/converse`, {
+          method: 'POST',
+          headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hello' }),
+        });
+        expect(r.status).toBe(200);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+      expect(child.exitCode).toBeNull();
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toMatch(/switchboard_internal_errors_total\{source="commit_hook"\} 3/);
+      expect(metrics).toMatch(/switchboard_internal_errors_total\{source="unhandled_rejection"\} 1/);
+      expect(log).toContain('a promise failed with nobody to handle it');
+      expect(log).toContain('an observer of a committed write failed');
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await exited(child);
+    }
+  }, 60_000);
+});
+
 describe('a signal to the process group', () => {
   it('turns readiness 503 at once, answers the request in flight, and ignores the repeated signal', async () => {
     const backend = await startBackend((_req, res) => setTimeout(() => json(res, 200, { amount: 42 }), 2000));

@@ -36,6 +36,13 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
   });
   logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
   const built = createApp(config, { db, logger });
+  // A promise that fails with nobody to handle it is a bug, but one request's bug: it is logged
+  // and counted, and the process goes on serving every other tenant (Node's default ends it).
+  const onRejection = (reason: unknown) => {
+    built.metrics.internalError('unhandled_rejection');
+    logger.error({ err: reason }, 'a promise failed with nobody to handle it: the process stays up');
+  };
+  process.on('unhandledRejection', onRejection);
   const ungranted = built.secrets.ungranted();
   if (ungranted.length) {
     logger.warn({ secrets: ungranted }, 'operator secrets granted to no tenant: list the tenants in SWITCHBOARD_SECRET_<NAME>_TENANTS (or * for all)');
@@ -73,6 +80,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
       server.once('error', reject);
     });
   } catch (err) {
+    process.off('unhandledRejection', onRejection);
     await built.close(0);
     await db.close();
     throw err;
@@ -98,6 +106,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
       });
       await built.close();
       await db.close();
+      process.off('unhandledRejection', onRejection);
       logger.info('stopped');
     })());
   return { server, url, logger, stop };

@@ -140,12 +140,18 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       compiledCollections: () => agents.collectionsAsked,
     },
   );
-  store.onCommit((write) => {
+  // Observing a committed write must never fail the call or the process (conversation-store.ts).
+  store.onHookError = (err) => {
+    metrics.internalError('commit_hook');
+    logger.error({ err }, 'an observer of a committed write failed: the write is stored, its metrics are not counted');
+  };
+  store.onCommit(async (write) => {
     const { tenantId, agentId } = write.conversation;
-    agents.slugOf(tenantId, agentId).then(
-      (slug) => metrics.observeWrite(write, slug ?? agentId),
-      (err: unknown) => logger.warn({ err }, 'metrics: could not name the agent of a write'),
-    );
+    const slug = await agents.slugOf(tenantId, agentId).catch((err: unknown) => {
+      logger.warn({ err }, 'metrics: could not name the agent of a write');
+      return null;
+    });
+    metrics.observeWrite(write, slug ?? agentId);
   });
   const gate = (late.gate =
     provider && config.llm

@@ -87,6 +87,7 @@ export class Metrics {
   private readonly llmTokens: Counter;
   private readonly llmCalls: Counter;
   private readonly closed: Counter;
+  private readonly internalErrors: Counter;
   /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
   private readonly spentToday = new Map<string, [string, number]>();
   private outbox: { at: number; value: Promise<number> } | null = null;
@@ -152,6 +153,12 @@ export class Metrics {
       name: 'switchboard_conversations_closed_total',
       help: "Conversations leaving the agent's hands: completed, escalated or abandoned",
       labelNames: t(['agent', 'status']),
+      registers,
+    });
+    this.internalErrors = new Counter({
+      name: 'switchboard_internal_errors_total',
+      help: 'Failures caught where nobody waits for the result: an observer of a committed write (commit_hook), a promise nobody handled (unhandled_rejection)',
+      labelNames: ['source'],
       registers,
     });
     // prom-client calls each gauge's collect() on a scrape.
@@ -262,6 +269,11 @@ export class Metrics {
     if (this.names.tenant(tenant) === tenant) this.spentToday.set(tenant, [day, tokens]);
   }
 
+  /** Counts a failure caught where nobody waits for the result (the process stays up). */
+  internalError(source: 'commit_hook' | 'unhandled_rejection'): void {
+    this.internalErrors.inc({ source });
+  }
+
   /** Counts what a committed write did: its turn, routing decisions, action and model calls, closes. */
   observeWrite(w: TurnWrite, slug: string): void {
     const c = w.conversation;
@@ -282,13 +294,14 @@ export class Metrics {
           const selected = d.selected as { capability: string; score: number } | undefined;
           const decision = selected && fallbacks.has(selected.capability) ? 'fallback' : d.strategy === 'llm' ? 'llm' : 'matched';
           this.routing.inc(this.labels(tenant, { agent, decision }));
-          if (selected) this.confidence.observe(this.labels(tenant, { agent }), selected.score);
+          // prom-client throws on a value that is not a number.
+          if (selected && Number.isFinite(selected.score)) this.confidence.observe(this.labels(tenant, { agent }), selected.score);
           break;
         }
         case 'action_call': {
           const action = named('action', String(d.action));
           this.actionCalls.inc(this.labels(tenant, { agent, action, outcome: String(d.outcome) }));
-          if (a.durationMs !== null) this.actionDuration.observe(this.labels(tenant, { agent, action }), a.durationMs / 1000);
+          if (a.durationMs !== null && Number.isFinite(a.durationMs)) this.actionDuration.observe(this.labels(tenant, { agent, action }), a.durationMs / 1000);
           break;
         }
         case 'llm_call':

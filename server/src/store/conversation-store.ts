@@ -71,11 +71,37 @@ export class ConversationStore {
     this.leases = new Leases({ knex: db.knex, writer: db.writer, released: this.eventLog.released, leaseMs: opts.leaseMs ?? 60_000 });
   }
 
-  private readonly committed: ((write: TurnWrite) => void)[] = [];
+  private readonly committed: ((write: TurnWrite) => void | Promise<void>)[] = [];
 
-  /** Calls `fn` with each write once it is committed (metrics); it must not throw. */
-  onCommit(fn: (write: TurnWrite) => void): void {
+  /**
+   * Calls `fn` with each write once it is committed (metrics). The write is stored by then, so
+   * nothing `fn` does may fail the call or reach the process: a throw or a rejection goes to
+   * `onHookError` (logged and counted by the app).
+   */
+  onCommit(fn: (write: TurnWrite) => void | Promise<void>): void {
     this.committed.push(fn);
+  }
+
+  /** Receives what a commit hook threw or rejected with. */
+  onHookError: (err: unknown) => void = () => {};
+
+  private afterCommit(write: TurnWrite): void {
+    for (const fn of this.committed) {
+      try {
+        const r = fn(write);
+        if (r) r.catch((err: unknown) => this.hookFailed(err));
+      } catch (err) {
+        this.hookFailed(err);
+      }
+    }
+  }
+
+  private hookFailed(err: unknown): void {
+    try {
+      this.onHookError(err);
+    } catch {
+      /* the reporter itself failed: nothing else can be told */
+    }
   }
 
   /**
@@ -120,7 +146,7 @@ export class ConversationStore {
       },
       commit: async (write) => {
         await this.writer.commit(writeRows(write, this.chainKey), lease);
-        for (const fn of this.committed) fn(write);
+        this.afterCommit(write);
         // The commit released the lease with its update.
         if (lease) lease.held = false;
         // A shared database announces commits to every process (NOTIFY); otherwise the commit tells this one.
