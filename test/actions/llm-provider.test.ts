@@ -83,11 +83,24 @@ describe('LLM provider', () => {
     const estimated = await p.complete(ask);
     expect(estimated.estimated).toBe(true);
     expect(estimated.inputTokens).toBeGreaterThan(0);
+
     const pieces: string[] = [];
     const streamed = await p.complete({ ...ask, onDelta: (t) => pieces.push(t) });
     expect(streamed.toolCalls).toEqual([{ id: 'call_0', name: 't', arguments: '{"a":1}' }]);
     expect(streamed.finishReason).toBe('tool_calls');
     expect(llm.calls[2].body.stream).toBe(true);
+    // A count that is not a non-negative whole number is estimated instead: a negative one would credit the tenant's day.
+    for (const usage of [
+      { prompt: -999_999, completion: 3 },
+      { prompt: 7, completion: 1.5 },
+      { prompt: '7' as unknown as number, completion: 3 },
+    ]) {
+      llm.script({ text: 'odd usage', usage });
+      const odd = await p.complete(ask);
+      expect(odd.estimated, JSON.stringify(usage)).toBe(true);
+      expect(odd.inputTokens).toBeGreaterThan(0);
+      expect(Number.isSafeInteger(odd.outputTokens) && odd.outputTokens >= 0).toBe(true);
+    }
   });
 });
 
@@ -111,6 +124,12 @@ describe('LLM provider: embeddings', () => {
     expect(e.vectors).toEqual([Float32Array.from(fakeEmbedding('my card was stolen')), Float32Array.from(fakeEmbedding('send money to my friend'))]);
     expect(e).toMatchObject({ model: 'fake-embed', inputTokens: 9, estimated: false });
     expect(fake.calls.at(-1)).toMatchObject({ input: ['my card was stolen', 'send money to my friend'], model: 'fake-embed', format: 'float' });
+    fake.behave({ promptTokens: -999_999 });
+    try {
+      expect(await p.embed({ model: 'fake-embed', texts: ['my card was stolen'] })).toMatchObject({ inputTokens: 5, estimated: true });
+    } finally {
+      fake.behave({});
+    }
   });
 
   it('places each embedding by its index, and refuses answers that do not fit the texts', async () => {
@@ -132,6 +151,9 @@ describe('LLM provider: embeddings', () => {
       [{ data: [{ index: 0, embedding: [1, 0] }] }, 'the provider answered 1 embeddings for 2 texts'],
       [{ data: [{ embedding: [1, 0] }, { embedding: [1, 0, 0] }] }, 'numbers of one length'],
       [{ data: [{ embedding: [1, null] }, { embedding: [1, 0] }] }, 'a value that is not a number'],
+      // Finite as a double, Infinity as the float32 it is kept as.
+      [{ data: [{ embedding: [1e39, 0] }, { embedding: [1, 0] }] }, 'not a finite 32-bit number'],
+      [{ data: [{ embedding: [1, -3.5e38] }, { embedding: [1, 0] }] }, 'not a finite 32-bit number'],
       [{ data: [{ embedding: 'AAAA' }, { embedding: [1, 0] }] }, 'not a list of 1 to'],
       [{ data: [{ embedding: new Array(MAX_EMBEDDING_DIMS + 1).fill(0) }, { embedding: [1] }] }, `not a list of 1 to ${MAX_EMBEDDING_DIMS} numbers`],
       [

@@ -32,41 +32,77 @@ export function fakeEmbedding(text: string): number[] {
   return v;
 }
 
+/** How the fake answers: late, with an error status, or with answers a broken or changed model server gives. */
+export interface Behaviour {
+  delayMs?: number;
+  status?: number;
+  /** Embeddings of this many numbers (the concepts' padded with zeros: the same directions, another model's length). */
+  dims?: number;
+  /** The first number of every embedding (1e39 is finite as JSON and as a double, not as a float32). */
+  first?: number;
+  /** The usage reported (a broken server's negative count). */
+  promptTokens?: number;
+}
+
 export interface FakeEmbeddings {
   /** The base URL to configure (ends in /v1). */
   url: string;
   /** Each call's texts, model, encoding format asked for and authorization header, in order. */
   calls: { input: string[]; model: string; format: string | undefined; authorization: string | undefined }[];
-  /** How the next calls are answered: after a delay, or with an HTTP error status. */
-  behave(b: { delayMs?: number; status?: number }): void;
+  /** How the next calls are answered. */
+  behave(b: Behaviour): void;
+  /** Holds every answer until release() (a training that cannot finish yet). */
+  hold(): void;
+  release(): void;
   close(): Promise<void>;
 }
 
 export async function startFakeEmbeddings(): Promise<FakeEmbeddings> {
   const calls: FakeEmbeddings['calls'] = [];
-  let behaviour: { delayMs?: number; status?: number } = {};
+  let behaviour: Behaviour = {};
+  let held: Promise<void> | null = null;
+  let release = () => {};
   const backend: Backend = await startBackend((req, res, body) => {
     if (req.method !== 'POST' || !req.url?.endsWith('/embeddings')) return json(res, 404, { error: { message: 'not found' } });
     const parsed = JSON.parse(body) as { input: string | string[]; model: string; encoding_format?: string };
     const input = typeof parsed.input === 'string' ? [parsed.input] : parsed.input;
     calls.push({ input, model: parsed.model, format: parsed.encoding_format, authorization: req.headers.authorization });
-    const { delayMs = 0, status = 200 } = behaviour;
-    setTimeout(() => {
+    const { delayMs = 0, status = 200, dims, first, promptTokens } = behaviour;
+    const embedding = (t: string) => {
+      const v = fakeEmbedding(t);
+      while (dims !== undefined && v.length < dims) v.push(0);
+      if (dims !== undefined) v.length = dims;
+      if (first !== undefined) v[0] = first;
+      return v;
+    };
+    const answer = () => {
       if (res.destroyed) return;
       if (status !== 200) return json(res, status, { error: { message: `scripted ${status}` } });
-      const tokens = input.reduce((n, t) => n + t.split(/\s+/).length, 0);
+      const tokens = promptTokens ?? input.reduce((n, t) => n + t.split(/\s+/).length, 0);
       json(res, 200, {
         object: 'list',
         model: parsed.model,
-        data: input.map((t, index) => ({ object: 'embedding', index, embedding: fakeEmbedding(t) })),
+        data: input.map((t, index) => ({ object: 'embedding', index, embedding: embedding(t) })),
         usage: { prompt_tokens: tokens, total_tokens: tokens },
       });
-    }, delayMs);
+    };
+    const wait = held;
+    setTimeout(() => (wait ? void wait.then(answer) : answer()), delayMs);
   });
   return {
     url: `${backend.url}/v1`,
     calls,
     behave: (b) => (behaviour = b),
-    close: () => backend.close(),
+    hold: () => {
+      held ??= new Promise((r) => (release = r));
+    },
+    release: () => {
+      release();
+      held = null;
+    },
+    close: () => {
+      release();
+      return backend.close();
+    },
   };
 }

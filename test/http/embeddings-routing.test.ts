@@ -10,7 +10,7 @@ import type { Config } from '../../server/src/config.js';
 import { FUSED_MODEL, ROUTER_MODEL } from '../../server/src/engine/router.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
-import { startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';
+import { FAKE_EMBEDDING_DIMS, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';
 import { testApp } from '../helpers/servers.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -104,12 +104,16 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
 
   it('trains a router of the server embeddings in the background, then routes a paraphrase the local router turns away', async () => {
     const app = start(llmConfig(fake.url));
-    expect((await request(app.app).put('/api/v1/agents/bank').set('tenant-id', 'acme').send(bank)).status).toBe(200);
-    // The local router knows no word of the paraphrase.
-    const local = await converse(app, 'acme', 'bank', PARAPHRASE);
-    if (local.routing.model !== SEMANTIC_MODEL) {
+    // The server holds its answers: the router of its embeddings cannot be trained yet.
+    fake.hold();
+    try {
+      expect((await request(app.app).put('/api/v1/agents/bank').set('tenant-id', 'acme').send(bank)).status).toBe(200);
+      // The local router knows no word of the paraphrase.
+      const local = await converse(app, 'acme', 'bank', PARAPHRASE);
       expect(local.capability).toBe('fallback');
       expect(local.routing.embeddings).toEqual({ model: 'fake-embed', unavailable: 'the router of server embeddings is being trained' });
+    } finally {
+      fake.release();
     }
     const semantic = await untilSemantic(app, 'acme', 'bank', PARAPHRASE);
     expect(semantic.capability).toBe('card_lost');
@@ -198,6 +202,56 @@ eachDatabase('routing with server embeddings ($name)', (database) => {
     expect(o.capability).toBe('card_lost');
     expect(fake.calls.slice(since).every((c) => c.input.length === 1)).toBe(true);
     expect(older.agents.routerCounts.trained).toBe(0);
+  });
+
+  it('an embedding with a number no float32 holds is an embeddings_failed: the local router answers, the process stays up', async () => {
+    const app = apps[0];
+    await untilSemantic(app, 'acme', 'bank', PARAPHRASE);
+    fake.behave({ first: 1e39 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await converse(app, 'acme', 'bank', 'I lost my card');
+        expect(r.capability).toBe('card_lost');
+        expect(r.routing.model).not.toBe(SEMANTIC_MODEL);
+        expect(r.errors).toContainEqual({
+          code: 'embeddings_failed',
+          message: 'the provider answered an embedding with a value that is not a finite 32-bit number',
+          model: 'fake-embed',
+        });
+      }
+    } finally {
+      fake.behave({});
+    }
+    expect((await untilSemantic(app, 'acme', 'bank', PARAPHRASE)).capability).toBe('card_lost');
+  });
+
+  it('an embedding of another length falls back with the reason audited, and the router is trained again for it, here and after a restart', async () => {
+    const app = apps[0];
+    await untilSemantic(app, 'acme', 'bank', PARAPHRASE);
+    const dims = FAKE_EMBEDDING_DIMS + 3;
+    fake.behave({ dims });
+    try {
+      const changed = await converse(app, 'acme', 'bank', 'I lost my card');
+      expect(changed.capability).toBe('card_lost');
+      expect(changed.routing.model).not.toBe(SEMANTIC_MODEL);
+      expect(changed.errors).toContainEqual({
+        code: 'embeddings_failed',
+        message: `the model server answered an embedding of ${dims} numbers for a router of ${FAKE_EMBEDDING_DIMS}: the router of server embeddings is trained again`,
+        model: 'fake-embed',
+      });
+      // Trained again on embeddings of the new length, and stored in the old one's place.
+      expect((await untilSemantic(app, 'acme', 'bank', PARAPHRASE)).capability).toBe('card_lost');
+      const stored = await db.knex('stored_routers').where({ tenant_id: 'acme', model: SEMANTIC_MODEL });
+      expect(stored).toHaveLength(1);
+      // A restarted process meets the new length too: it routes, never a 500.
+      const d = openDatabase(url, { poolMax: 5 });
+      extra.push(d);
+      const again = start(llmConfig(fake.url), d);
+      expect((await untilSemantic(again, 'acme', 'bank', PARAPHRASE)).capability).toBe('card_lost');
+      expect(again.agents.routerCounts.trained).toBe(0);
+    } finally {
+      fake.behave({});
+    }
   });
 
   it("a training the tenant's tokens cannot pay for is refused, said in the audit, and the local router answers", async () => {

@@ -163,15 +163,16 @@ export class LlmProvider {
           throw new ProviderError(`the provider answered an embedding that is not a list of 1 to ${MAX_EMBEDDING_DIMS} numbers of one length`);
         }
         dims = e.length;
-        if (!e.every((x) => typeof x === 'number' && Number.isFinite(x)))
-          throw new ProviderError('the provider answered an embedding with a value that is not a number');
-        vectors[at] = Float32Array.from(e as number[]);
+        if (!e.every((x) => typeof x === 'number')) throw new ProviderError('the provider answered an embedding with a value that is not a number');
+        // Checked as stored: a double such as 1e39 is finite, but Infinity as a float32.
+        const v = Float32Array.from(e);
+        if (!v.every(Number.isFinite)) throw new ProviderError('the provider answered an embedding with a value that is not a finite 32-bit number');
+        vectors[at] = v;
       });
       const all = vectors.filter((v): v is Float32Array => v !== undefined);
       if (all.length !== vectors.length) throw new ProviderError('the provider answered embeddings with repeated indexes');
-      // Typed as always there; some compatible servers leave it out.
-      const usage = (r as { usage?: { prompt_tokens?: number } }).usage;
-      return { model: r.model || req.model, dims, vectors: all, inputTokens: usage?.prompt_tokens ?? estimate(chars), estimated: !usage };
+      const reported = tokenCount((r as { usage?: { prompt_tokens?: unknown } }).usage?.prompt_tokens);
+      return { model: r.model || req.model, dims, vectors: all, inputTokens: reported ?? estimate(chars), estimated: reported === null };
     });
   }
 
@@ -243,17 +244,27 @@ function read(r: ChatCompletion, promptChars: number): Completion {
       ? [{ id: c.id || `call_${Math.random().toString(36).slice(2)}`, name: c.function.name, arguments: c.function.arguments || '{}' }]
       : [],
   );
-  const usage = r.usage;
+  const input = tokenCount((r.usage as { prompt_tokens?: unknown } | undefined)?.prompt_tokens);
+  const output = tokenCount((r.usage as { completion_tokens?: unknown } | undefined)?.completion_tokens);
   return {
     model: r.model || '',
     text,
     toolCalls,
     // Typed as always there; some compatible servers leave it out.
     finishReason: typeof choice.finish_reason === 'string' ? choice.finish_reason : null,
-    inputTokens: usage?.prompt_tokens ?? estimate(promptChars),
-    outputTokens: usage?.completion_tokens ?? estimate(text.length + JSON.stringify(toolCalls).length),
-    estimated: !usage,
+    inputTokens: input ?? estimate(promptChars),
+    outputTokens: output ?? estimate(text.length + JSON.stringify(toolCalls).length),
+    estimated: input === null || output === null,
   };
+}
+
+/**
+ * A token count a server reported, when it is one: a non-negative safe integer. Anything else
+ * (absent, negative, fractional, a string) is replaced by the estimate: a negative count would
+ * credit the tenant's day.
+ */
+function tokenCount(v: unknown): number | null {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : null;
 }
 
 function explain(e: unknown, timeoutMs: number): ProviderError {

@@ -756,6 +756,11 @@ export class Router {
     return softmax(z);
   }
 
+  /** The dense dimensions it scores (word vectors, a server's embeddings); 0 for a lexical router. */
+  get dims(): number {
+    return this.part?.dims ?? 0;
+  }
+
   /** Bytes held: the stored layout its arrays are views on, and the examples' offsets. */
   get bytes(): number {
     return this.stored.length + this.examples.offsets.byteLength + this.examples.classStart.byteLength + 1024;

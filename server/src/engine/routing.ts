@@ -116,17 +116,27 @@ function* scoreMessage(t: TurnState): Generator<EngineRequest, RouteDecision, En
   const semantic = agent.semantic;
   let failed: EmbedReply | null = null;
   if (server && semantic) {
-    const reply = (yield { kind: 'embed', text: input.message }) as EmbedReply;
-    if (reply.vector) {
+    const dims = semantic.router.dims;
+    const reply = (yield { kind: 'embed', text: input.message, dims }) as EmbedReply;
+    if (reply.vector && reply.vector.length === dims) {
       const decision = route(agent, input.score(input.message, reply.vector), input.context, semantic);
       decision.audit.embeddings = { model: reply.model, duration_ms: reply.durationMs };
       return decision;
     }
-    failed = reply;
+    // An embedding of another length: the model behind the name changed (the service trains the
+    // router of server embeddings again); this message is routed by the agent's own router.
+    failed = reply.vector
+      ? {
+          ...reply,
+          vector: null,
+          code: 'llm_error',
+          error: `the model server answered an embedding of ${reply.vector.length} numbers for a router of ${dims}: the router of server embeddings is trained again`,
+        }
+      : reply;
     t.note('error', {
-      code: reply.code === 'llm_budget_exceeded' ? 'llm_budget_exceeded' : 'embeddings_failed',
-      message: reply.error ?? 'no embedding',
-      model: reply.model,
+      code: failed.code === 'llm_budget_exceeded' ? 'llm_budget_exceeded' : 'embeddings_failed',
+      message: failed.error ?? 'no embedding',
+      model: failed.model,
     });
   }
   const decision = route(agent, input.score(input.message), input.context);

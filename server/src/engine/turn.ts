@@ -96,6 +96,8 @@ export interface LlmRouteRequest {
 export interface EmbedRequest {
   kind: 'embed';
   text: string;
+  /** The length of embedding the router of server embeddings was trained on. */
+  dims: number;
 }
 
 /** The message's embedding, L2-normalised, or why there is none. */

@@ -93,8 +93,10 @@ export class AgentService {
   private readonly semanticPending = new Map<string, Promise<Router | null>>();
   /** Why a definition has no router of server embeddings (a failed training), by tenant and digest. */
   private readonly semanticFailed = new LRUCache<string, { error: string; at: number }>({ max: 10_000 });
-  /** The tenant and digest each compiled version came from, for semanticUnavailable(). */
-  private readonly origins = new WeakMap<CompiledAgent, string>();
+  /** Where each compiled version came from (its cache key, tenant and digest), for its router of server embeddings. */
+  private readonly origins = new WeakMap<CompiledAgent, { key: string; tenantId: string; digest: string }>();
+  /** When a definition's router of server embeddings was last dropped for an embedding of another length. */
+  private readonly semanticMismatched = new LRUCache<string, number>({ max: 10_000 });
 
   constructor(
     private readonly store: AgentStore,
@@ -436,24 +438,53 @@ export class AgentService {
    */
   private cache(key: string, tenantId: string, digest: string, compiled: CompiledAgent): CompiledAgent {
     this.compiled.set(key, compiled);
-    this.origins.set(compiled, `${tenantId}:${digest}`);
-    if (this.opts.embeddings && compiled.routable.length > 0) {
-      void this.semanticFor(tenantId, digest, compiled).then((router) => {
-        if (!router || compiled.semantic) return;
-        compiled.semantic = semanticRouter(compiled.definition, router);
-        compiled.bytes += router.bytes;
-        // Weighed again with its second router, if it is still cached.
-        if (this.compiled.peek(key) === compiled) this.compiled.set(key, compiled);
-      });
-    }
+    this.origins.set(compiled, { key, tenantId, digest });
+    if (this.opts.embeddings && compiled.routable.length > 0) this.attachSemantic(compiled);
     return compiled;
+  }
+
+  /** Gives a compiled version its router of server embeddings once it is loaded or trained (of `dims` numbers, when known). */
+  private attachSemantic(compiled: CompiledAgent, dims?: number): void {
+    const { key, tenantId, digest } = this.origins.get(compiled)!;
+    void this.semanticFor(tenantId, digest, compiled, dims).then((router) => {
+      if (!router || compiled.semantic) return;
+      compiled.semantic = semanticRouter(compiled.definition, router);
+      compiled.bytes += router.bytes;
+      // Weighed again with its second router, if it is still cached.
+      if (this.compiled.peek(key) === compiled) this.compiled.set(key, compiled);
+    });
+  }
+
+  /**
+   * A message's embedding had another length than the version's router of server embeddings was
+   * trained on: the model behind the name has changed. The version drops that router (its own
+   * answers) and one is trained for the new length, replacing the stored one; at most once per
+   * definition every SEMANTIC_RETRY_MS, so a server that keeps changing cannot spend the
+   * tenant's tokens on trainings.
+   */
+  semanticMismatch(compiled: CompiledAgent, dims: number): void {
+    const origin = this.origins.get(compiled);
+    const semantic = compiled.semantic;
+    if (!origin || !semantic || semantic.router.dims === dims) return;
+    compiled.semantic = null;
+    compiled.bytes = Math.max(1, compiled.bytes - semantic.router.bytes);
+    const at = `${origin.tenantId}:${origin.digest}`;
+    const last = this.semanticMismatched.get(at);
+    const error = `the model server now answers embeddings of ${dims} numbers; the router was trained on ${semantic.router.dims}`;
+    if (last !== undefined && Date.now() - last < SEMANTIC_RETRY_MS) {
+      this.semanticFailed.set(at, { error: `${error}, and was trained again less than ${SEMANTIC_RETRY_MS / 60_000} minutes ago`, at: Date.now() });
+      return;
+    }
+    this.semanticMismatched.set(at, Date.now());
+    this.opts.log?.warn({ tenant: origin.tenantId, digest: origin.digest, dims, trained: semantic.router.dims }, `${error}: training it again`);
+    this.attachSemantic(compiled, dims);
   }
 
   /** Why a compiled version has no router of server embeddings: still training, or its training failed (with the reason). */
   semanticUnavailable(compiled: CompiledAgent): string | null {
     if (compiled.semantic) return null;
     const origin = this.origins.get(compiled);
-    const failed = origin ? this.semanticFailed.get(origin) : undefined;
+    const failed = origin ? this.semanticFailed.get(`${origin.tenantId}:${origin.digest}`) : undefined;
     return failed ? `training the router of server embeddings failed: ${failed.error}` : 'the router of server embeddings is being trained';
   }
 
@@ -463,7 +494,7 @@ export class AgentService {
    * server within the tenant's budget) and stored. One training per definition at a time in this
    * process; after a failure, none for SEMANTIC_RETRY_MS. Never throws: null when there is none.
    */
-  private semanticFor(tenantId: string, digest: string, compiled: CompiledAgent): Promise<Router | null> {
+  private semanticFor(tenantId: string, digest: string, compiled: CompiledAgent, dims?: number): Promise<Router | null> {
     const embeddings = this.opts.embeddings!;
     const origin = `${tenantId}:${digest}`;
     const failed = this.semanticFailed.get(origin);
@@ -480,7 +511,14 @@ export class AgentService {
       // again, at the tenant's expense, for nothing it would route differently.
       if (stored?.format === ROUTER_STATE_FORMAT && (stored.model === routerModel(embeddings) || stored.model === previousFusedModel(embeddings))) {
         try {
-          return loadRouter(stored.state, undefined, stored.model);
+          const router = loadRouter(stored.state, undefined, stored.model);
+          // Embeddings of another length than the server answers now are trained again.
+          const expected = dims ?? embeddings.dims;
+          if (expected === null || router.dims === expected) return router;
+          this.opts.log?.info(
+            { tenant: tenantId, digest, stored: router.dims, dims: expected },
+            'a stored router of server embeddings has another length than the server answers: training it',
+          );
         } catch (err) {
           this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router of server embeddings could not be read: training it');
         }

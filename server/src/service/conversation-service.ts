@@ -366,6 +366,7 @@ export class ConversationService {
         modelMs += ms(a);
       } else if (request.kind === 'embed') {
         reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
+        if (reply.vector && reply.vector.length !== request.dims) this.agents.semanticMismatch(agent, reply.vector.length);
         llmMs += ms(a);
       } else {
         reply = await inSpan('switchboard.routing.llm', {}, () => this.routeWithModel(request, t.tenantId));

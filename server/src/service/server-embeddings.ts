@@ -18,12 +18,18 @@ export interface ServerEmbeddingsOptions {
 /** Texts one call embeds at most (a batch also stays under the input cap). */
 const BATCH_TEXTS = 64;
 
-/** Scales v to unit length in place (a zero vector stays zero). */
+/**
+ * Scales v to unit length in place (a zero vector stays zero). The provider's client has checked
+ * that every component is a finite float32, so the norm, summed in doubles, is finite; one that
+ * is not, or a result that is not, is refused rather than scored.
+ */
 function normalise(v: Float32Array): Float32Array {
   let n = 0;
   for (const x of v) n += x * x;
   n = Math.sqrt(n);
+  if (!Number.isFinite(n)) throw new Error('the model server answered an embedding whose length is not a finite number');
   if (n > 0) for (let i = 0; i < v.length; i++) v[i] /= n;
+  if (!v.every(Number.isFinite)) throw new Error('the model server answered an embedding that does not normalise');
   return v;
 }
 
@@ -42,12 +48,20 @@ export class ServerEmbeddings {
     return this.opts.model;
   }
 
+  /** The length of the embeddings the server answered last (null before its first answer). */
+  get dims(): number | null {
+    return this.lastDims;
+  }
+
+  private lastDims: number | null = null;
+
   /** A routed message's embedding, or why there is none; never throws, never retries (routing cannot wait for a backoff). */
   async embedMessage(tenantId: string, text: string): Promise<EmbedReply> {
     const started = performance.now();
     const durationMs = () => Math.round((performance.now() - started) * 100) / 100;
     try {
       const e = await this.gate().embed(tenantId, { model: this.opts.model, texts: [text], timeoutMs: this.opts.timeoutMs, maxRetries: 0 });
+      this.lastDims = e.dims;
       return { vector: normalise(e.vectors[0]), model: this.opts.model, durationMs: durationMs() };
     } catch (err) {
       return {
@@ -78,7 +92,7 @@ export class ServerEmbeddings {
       }
       const e = await this.gate().embed(tenantId, { model: this.opts.model, texts: unique.slice(i, end) });
       if (dims !== -1 && e.dims !== dims) throw new Error(`the model server answered embeddings of ${e.dims} numbers after ${dims}`);
-      dims = e.dims;
+      dims = this.lastDims = e.dims;
       for (const v of e.vectors) vectors.push(normalise(v));
       i = end;
     }

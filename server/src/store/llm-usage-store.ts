@@ -31,11 +31,16 @@ export class LlmUsageStore {
     return rows.length ? Number(rows[0].tokens) : null;
   }
 
-  /** Replaces a reservation by what the call really spent (`delta` = spent − reserved; negative gives back); answers the day's total. */
+  /**
+   * Replaces a reservation by what the call really spent (`delta` = spent − reserved; negative
+   * gives back); answers the day's total, which never falls below 0 (a delta that is not a safe
+   * integer changes nothing).
+   */
   async settle(tenantId: string, day: string, delta: number): Promise<number> {
+    const d = Number.isSafeInteger(delta) ? delta : 0;
     const rows: { tokens: number | string }[] = await this.knex('llm_usage')
       .where({ tenant_id: tenantId, day })
-      .update({ tokens: this.knex.raw('tokens + ?', [delta]) })
+      .update({ tokens: this.knex.raw('case when tokens + ? < 0 then 0 else tokens + ? end', [d, d]) })
       .returning('tokens');
     return Number(rows.at(0)?.tokens ?? 0);
   }
