@@ -9,7 +9,9 @@ import {
   FUSED_MODEL,
   ROUTER_STATE_FORMAT,
   RouterVectorsError,
+  ROUTER_MODEL,
   storedFormat,
+  storedPlan,
   storeRouter,
   tableEmbedder,
   trainingTexts,
@@ -398,6 +400,61 @@ describe('stored routers', () => {
     expect(storeRouter(trained).length).toBeLessThan(v1.length * 0.75);
     // The same training stored by either format: converting format 1 gives the current bytes.
     expect(storeRouter(loadRouter(v1)).equals(storeRouter(trained))).toBe(true);
+  });
+});
+
+describe('what is done with a stored router (storedPlan)', () => {
+  // Every format ever written, of these capabilities under this fallback (test/fixtures).
+  const caps = [
+    { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
+    { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
+    { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
+  ];
+  const fixture = (name: string) => readFileSync(new URL(`../fixtures/${name}`, import.meta.url));
+  const expected: { model: string; caps: typeof caps; outOfScope: string | null } = { model: ROUTER_MODEL, caps, outOfScope: 'fallback' };
+  const plan = (format: number, file: string, over: Partial<typeof expected> = {}, model = ROUTER_MODEL) =>
+    storedPlan({ format, model, state: fixture(file) }, { ...expected, ...over }, null);
+
+  it('uses the current layout, converts the older ones, retrains another model’s, and trains when none is stored', () => {
+    expect(plan(3, 'router-format-3.bin').plan).toBe('use');
+    expect(plan(2, 'router-format-2.bin').plan).toBe('convert');
+    expect(plan(1, 'router-format-1.bin').plan).toBe('convert');
+    expect(plan(3, 'router-format-3.bin', {}, 'tfidf-logreg-v2').plan).toBe('retrain');
+    expect(plan(2, 'router-format-2.bin', {}, 'tfidf-logreg-v2').plan).toBe('retrain');
+    expect(storedPlan(null, expected, null)).toEqual({ plan: 'train', reason: 'none stored' });
+    // Converted, format 2 is the current layout's bytes.
+    expect(storeRouter((plan(2, 'router-format-2.bin') as { router: Router }).router).equals(fixture('router-format-3.bin'))).toBe(true);
+    // Each format's router routes as the current one does.
+    const current = (plan(3, 'router-format-3.bin') as { router: Router }).router;
+    for (const file of ['router-format-2.bin', 'router-format-1.bin']) {
+      const r = (plan(file === 'router-format-1.bin' ? 1 : 2, file) as { router: Router }).router;
+      for (const m of ['my invoice has a mistake', 'the parcel never came', 'sing me a song'])
+        expect(r.score(m).scores[0].name, `${file}: ${m}`).toBe(current.score(m).scores[0].name);
+    }
+    // A router of server embeddings loads without the embeddings at hand: each message's comes with it.
+    const semantic = storedPlan(
+      { format: 3, model: `${FUSED_MODEL}+embeddings:fake-embed`, state: fixture('router-format-3-embeddings.bin') },
+      { ...expected, model: `${FUSED_MODEL}+embeddings:fake-embed` },
+      null,
+    );
+    expect(semantic.plan).toBe('use');
+    expect((semantic as { router: Router }).router.dims).toBe(FAKE_EMBEDDING_DIMS);
+  });
+
+  it('trains when the bytes are not what the row says, cannot be read, or are not the definition’s capabilities', () => {
+    const train = (p: ReturnType<typeof storedPlan>) => (p.plan === 'train' ? p.reason : `not trained: ${p.plan}`);
+    expect(train(plan(3, 'router-format-2.bin'))).toMatch(/format 3, which this process does not read/);
+    expect(train(plan(4, 'router-format-3.bin'))).toMatch(/format 4/);
+    expect(train(storedPlan({ format: 3, model: ROUTER_MODEL, state: fixture('router-format-3.bin').subarray(0, 100) }, expected, null))).toMatch(
+      /cut short|outside/,
+    );
+    // Names another definition gave its capabilities: it would route to capabilities this one does not have.
+    expect(train(plan(3, 'router-format-3.bin', { caps: [caps[1], caps[0], caps[2]] }))).toBe('its capabilities are not the definition’s');
+    expect(train(plan(3, 'router-format-3.bin', { caps: caps.map((c) => ({ ...c, name: `${c.name}_x` })), outOfScope: 'fallback_x' }))).toBe(
+      'its capabilities are not the definition’s',
+    );
+    expect(train(plan(3, 'router-format-3.bin', { outOfScope: null }))).toBe('its capabilities are not the definition’s');
+    expect(train(plan(1, 'router-format-1.bin', { caps: caps.slice(0, 2) }))).toBe('its capabilities are not the definition’s');
   });
 });
 

@@ -148,6 +148,42 @@ eachDatabase('stored routers ($name)', (database) => {
     expect(Buffer.compare(stored.state as Buffer, current)).toBe(0);
   });
 
+  it('a router stored in format 2 is converted too, not trained', async () => {
+    const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
+    const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
+    const current = (await row()).state as Buffer;
+    await db
+      .knex('stored_routers')
+      .where({ tenant_id: 'acme', digest })
+      .update({ format: 2, state: readFileSync(new URL('../fixtures/router-format-2.bin', import.meta.url)) });
+    const app = restart();
+    expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
+    expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
+    for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(Buffer.compare((await row()).state as Buffer, current)).toBe(0);
+  });
+
+  it('a stored router of other capabilities than the definition’s is not used: trained now and stored over it', async () => {
+    const renamed = agentOf(6);
+    renamed.capabilities = renamed.capabilities.map((c) => ({ ...c, name: `renamed_${c.name}` }));
+    expect((await request(restart().app).put('/api/v1/agents/renamed').set(T).send(renamed)).status).toBe(200);
+    const digestOf = async (slug: string) => (await request(restart().app).get(`/api/v1/agents/${slug}/versions/1`).set(T)).body.digest as string;
+    const [small, other] = [await digestOf('small'), await digestOf('renamed')];
+    const expected = await firstRouting(restart(), 'renamed', 'cancel my returns please');
+    expect(expected.capability).toBe('renamed_cap_2');
+    // A bug stored the small agent's router (cap_0 … cap_5) under this definition's digest.
+    const wrong = (await db.knex('stored_routers').where({ tenant_id: 'acme', digest: small }).first('state')).state as Buffer;
+    await db.knex('stored_routers').where({ tenant_id: 'acme', digest: other }).update({ state: wrong });
+    const app = restart();
+    expect(await firstRouting(app, 'renamed', 'cancel my returns please')).toEqual(expected);
+    expect(app.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
+    const fixed = (await db.knex('stored_routers').where({ tenant_id: 'acme', digest: other }).first('state')).state as Buffer;
+    expect(Buffer.compare(fixed, wrong)).not.toBe(0);
+    const again = restart();
+    expect(await firstRouting(again, 'renamed', 'cancel my returns please')).toEqual(expected);
+    expect(again.agents.routerCounts).toMatchObject({ trained: 0, stored: 1 });
+  });
+
   it('a lexical router stored without word vectors is trained again with them; one of vectors a process lacks is trained there now', async () => {
     const lexical = () => {
       const d = openDatabase(url, { poolMax: 5 });

@@ -758,6 +758,11 @@ export class Router {
     return softmax(z);
   }
 
+  /** The capabilities it routes among, in the definition's order. */
+  get capabilities(): readonly string[] {
+    return this.names;
+  }
+
   /** The dense dimensions it scores (word vectors, a server's embeddings); 0 for a lexical router. */
   get dims(): number {
     return this.part?.dims ?? 0;
@@ -773,7 +778,14 @@ export class Router {
    * with `vectors` when it was trained with word vectors (RouterVectorsError: not these vectors).
    */
   static fromLayout(bytes: Buffer, vectors: Embedder | null, model?: string): Router {
-    const l = readSections(bytes, magicOf(bytes) === MAGIC_V2 ? MAGIC_V2 : MAGIC, Header, 'stored router');
+    if (magicOf(bytes) === MAGIC_V2) {
+      // Format 2 is format 3 without vectors: the same bytes under the current magic, which is what the router stores again.
+      const copy = Buffer.alloc(bytes.length);
+      bytes.copy(copy);
+      copy.writeUInt32LE(MAGIC, 0);
+      bytes = copy;
+    }
+    const l = readSections(bytes, MAGIC, Header, 'stored router');
     const h = l.header;
     const part = h.vectors ?? null;
     if (part?.id.startsWith(SERVER_EMBEDDINGS)) vectors = givenEmbedder(part.id, part.dims);
@@ -991,6 +1003,47 @@ export function storeRouter(router: Router): Buffer {
 export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors(), model?: string): Router {
   if (magicOf(bytes) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors, model);
   return Router.fromLayout(bytes, vectors, model);
+}
+
+/** What the service does with a stored router (storedPlan). */
+export type StoredPlan =
+  /** Stored by this model in this layout: answers as it is. */
+  | { plan: 'use'; router: Router }
+  /** An older layout (1, 2) of the same model: answers, and the converted bytes are stored in its place, with no training. */
+  | { plan: 'convert'; router: Router }
+  /** Another model's: answers now, and is trained again in the background. */
+  | { plan: 'retrain'; router: Router }
+  /** None, or none this process can use: trained now (and stored over it). */
+  | { plan: 'train'; reason: string };
+
+/**
+ * The one decision on a stored router: whether its bytes are a layout this process reads (the
+ * stored format and the bytes' own magic agree), decode within their own bounds, are scored with
+ * vectors this process has, and route the definition's capabilities under its fallback, in that
+ * order. Bytes that pass are used, converted or retrained by their format and model; anything
+ * else is trained now. `expected.model` is the model this process trains for the definition.
+ */
+export function storedPlan(
+  stored: { format: number; model: string; state: Buffer } | null,
+  expected: { model: string; caps: RoutableCapability[]; outOfScope: string | null },
+  vectors: Embedder | null,
+): StoredPlan {
+  if (!stored) return { plan: 'train', reason: 'none stored' };
+  const format = storedFormat(stored.state);
+  if (format === 0 || format !== stored.format) return { plan: 'train', reason: `stored in format ${stored.format}, which this process does not read` };
+  let router: Router;
+  try {
+    router = loadRouter(stored.state, vectors, stored.model);
+  } catch (err) {
+    return { plan: 'train', reason: (err as Error).message };
+  }
+  const names = expected.caps.map((c) => c.name);
+  const outOfScope = expected.outOfScope && names.includes(expected.outOfScope) ? expected.outOfScope : null;
+  if (router.capabilities.length !== names.length || router.capabilities.some((n, i) => n !== names[i]) || router.outOfScope !== outOfScope) {
+    return { plan: 'train', reason: 'its capabilities are not the definition’s' };
+  }
+  if (stored.model !== expected.model) return { plan: 'retrain', router };
+  return { plan: format === ROUTER_STATE_FORMAT ? 'use' : 'convert', router };
 }
 
 /** The format of stored bytes (0: none this process reads). */

@@ -2,9 +2,8 @@
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
-import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent, type TrainRouter } from '../engine/compile.js';
-import { embedderFor, loadRouter, previousFusedModel, Router, ROUTER_STATE_FORMAT, routerModel, storeRouter, trainingTexts } from '../engine/router.js';
-import { processVectors } from '../engine/word-vectors.js';
+import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../engine/compile.js';
+import type { Router } from '../engine/router.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -19,6 +18,7 @@ import type { AgentRow, AgentStore } from '../store/agent-store.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { Logger } from 'pino';
 import { ReleasedBytes } from '../lib/collect.js';
+import { RouterService, SEMANTIC_RETRY_MS } from './routers.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -49,26 +49,8 @@ export interface AgentServiceOptions {
  */
 const releasedSlack = (cacheBytes: number) => Math.min(32 * 1048576, Math.max(8 * 1048576, cacheBytes / 8));
 
-/** How long after a failed training of a router of server embeddings (budget, server down) it is tried again. */
-const SEMANTIC_RETRY_MS = 10 * 60_000;
-
 /** Distinct hosts of one definition checked for reachability (each may wait for DNS). */
 const MAX_HOSTS_CHECKED = 10;
-
-/** Stored router layouts this process reads (router.ts converts the older ones on load). */
-const READABLE_FORMATS = new Set([1, ROUTER_STATE_FORMAT]);
-
-/** How this process came by the routers it compiled with (switchboard_routers_total). */
-export interface RouterCounts {
-  /** Trained here: a new definition, or one with no usable stored router. */
-  trained: number;
-  /** Loaded from storage. */
-  stored: number;
-  /** Stored by an older model: answered with, and trained again in the background. */
-  retrained: number;
-  /** Stored in an older layout by the same model: converted on load and stored again as converted. */
-  converted: number;
-}
 
 /** Steps of test conversations one request may run, all its tests together. */
 const MAX_TEST_STEPS = 1_000;
@@ -86,13 +68,8 @@ export class AgentService {
   private readonly slugs = new LRUCache<string, string>({ max: 10_000 });
   /** Compilations under way, so concurrent first messages share one. */
   private readonly compiling = new Map<string, Promise<CompiledAgent>>();
-  /** Background trainings of routers stored by an older model, by tenant and digest. */
-  private readonly retraining = new Map<string, Promise<void>>();
-  readonly routerCounts: RouterCounts = { trained: 0, stored: 0, retrained: 0, converted: 0 };
-  /** Routers of server embeddings being trained or loaded, by tenant and definition digest. */
-  private readonly semanticPending = new Map<string, Promise<Router | null>>();
-  /** Why a definition has no router of server embeddings (a failed training), by tenant and digest. */
-  private readonly semanticFailed = new LRUCache<string, { error: string; at: number }>({ max: 10_000 });
+  /** Loads, trains, converts and stores the routers of the versions compiled here. */
+  readonly routers: RouterService;
   /** Where each compiled version came from (its cache key, tenant and digest), for its router of server embeddings. */
   private readonly origins = new WeakMap<CompiledAgent, { key: string; tenantId: string; digest: string }>();
   /** When a definition's router of server embeddings was last dropped for an embedding of another length. */
@@ -103,6 +80,7 @@ export class AgentService {
     private readonly clock: Clock,
     private readonly opts: AgentServiceOptions = {},
   ) {
+    this.routers = new RouterService(clock, { trainer: opts.trainer, store: opts.routers, embeddings: opts.embeddings, log: opts.log });
     const cacheBytes = opts.cacheBytes ?? 512 * 1048576;
     this.released = opts.released ?? new ReleasedBytes({ held: () => this.compiled.calculatedSize, slack: releasedSlack(cacheBytes), checkEvery: 4 * 1048576 });
     this.compiled = new LRUCache<string, CompiledAgent>({
@@ -138,7 +116,7 @@ export class AgentService {
         existing?.id ?? NIL_UUID,
         0,
         definition,
-        this.routerFor(tenantId, digest, () => undefined),
+        this.routers.routerFor(tenantId, digest, () => undefined),
       );
     }
     const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
@@ -268,85 +246,6 @@ export class AgentService {
     return this.get(tenantId, slug);
   }
 
-  /** The tenant's trainings; `background` for those nobody waits for (they never delay the tenant's `PUT`s). */
-  private trainFor(tenantId: string, background = false): TrainRouter {
-    const t = this.opts.trainer;
-    return t
-      ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors, { background })
-      : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
-  }
-
-  /**
-   * The router of the definition with this digest: loaded when it is stored in a layout this
-   * process reads, else trained and stored, so that no other process trains it again. One stored
-   * in an older layout is converted and stored again in the current one. One stored
-   * by an older model answers at once while it is trained again in the background; `onRetrained`
-   * receives the new one. A store that cannot be read or written costs a training, never an answer.
-   */
-  private routerFor(tenantId: string, digest: string, onRetrained?: (router: Router) => void): TrainRouter {
-    const routers = this.opts.routers;
-    // In the background when a stored router answers meanwhile.
-    const trainAndStore =
-      (background: boolean): TrainRouter =>
-      async (caps, outOfScope, vectors) => {
-        const router = await this.trainFor(tenantId, background)(caps, outOfScope, vectors);
-        this.routerCounts.trained++;
-        if (routers) {
-          await routers
-            .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
-            .catch((err: unknown) =>
-              this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a trained router: other processes will train it too'),
-            );
-        }
-        return router;
-      };
-    if (!routers) return trainAndStore(false);
-    return async (caps, outOfScope, vectors) => {
-      const stored = await routers.load(tenantId, digest).catch((err: unknown) => {
-        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not read a stored router: training it');
-        return null;
-      });
-      if (!stored || !READABLE_FORMATS.has(stored.format)) return trainAndStore(false)(caps, outOfScope, vectors);
-      // The model this process trains for this definition: with its word vectors, when it has
-      // them and the definition is English.
-      const model = routerModel(vectors ? processVectors() : null);
-      let router: Router;
-      try {
-        router = loadRouter(stored.state, undefined, stored.model);
-      } catch (err) {
-        // Bytes that cannot be read, or a router of word vectors this process does not have
-        // (they were turned off or changed): it cannot answer here, so it is trained now.
-        this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router could not be used here: training it');
-        return trainAndStore(false)(caps, outOfScope, vectors);
-      }
-      this.routerCounts.stored++;
-      if (stored.format !== ROUTER_STATE_FORMAT && stored.model === model) {
-        // The same training in an older layout: the converted bytes are what training would
-        // store now, so they are stored in its place without training.
-        this.routerCounts.converted++;
-        void routers
-          .save(tenantId, digest, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
-          .catch((err: unknown) =>
-            this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a converted router: it is converted again on its next load'),
-          );
-      }
-      if (stored.model !== model && onRetrained && !this.retraining.has(`${tenantId}:${digest}`)) {
-        const key = `${tenantId}:${digest}`;
-        this.routerCounts.retrained++;
-        this.opts.log?.info({ tenant: tenantId, digest, stored: stored.model, model }, 'router stored by another model: training it again');
-        this.retraining.set(
-          key,
-          trainAndStore(true)(caps, outOfScope, vectors)
-            .then(onRetrained, (err: unknown) =>
-              this.opts.log?.warn({ err, tenant: tenantId, digest }, 'training a stored router again failed: the stored one goes on answering'),
-            )
-            .finally(() => this.retraining.delete(key)),
-        );
-      }
-      return router;
-    };
-  }
-
   async get(tenantId: string, slug: string): Promise<Agent> {
     const row = await this.active(tenantId, slug);
     const v = await this.store.version(tenantId, row.id, row.currentVersion);
@@ -422,7 +321,7 @@ export class AgentService {
                   'compiling around a retrained router failed: the stored one goes on answering',
                 ),
             );
-          return compileAgent(agentId, version, definition, this.routerFor(tenantId, v.digest, swap)).then((compiled) =>
+          return compileAgent(agentId, version, definition, this.routers.routerFor(tenantId, v.digest, swap)).then((compiled) =>
             this.cache(key, tenantId, v.digest, compiled),
           );
         })
@@ -446,7 +345,7 @@ export class AgentService {
   /** Gives a compiled version its router of server embeddings once it is loaded or trained (of `dims` numbers, when known). */
   private attachSemantic(compiled: CompiledAgent, dims?: number): void {
     const { key, tenantId, digest } = this.origins.get(compiled)!;
-    void this.semanticFor(tenantId, digest, compiled, dims).then((router) => {
+    void this.routers.semanticFor(tenantId, digest, routingInput(compiled.definition), dims).then((router) => {
       if (!router || compiled.semantic) return;
       compiled.semantic = semanticRouter(compiled.definition, router);
       compiled.bytes += router.bytes;
@@ -472,7 +371,7 @@ export class AgentService {
     const last = this.semanticMismatched.get(at);
     const error = `the model server now answers embeddings of ${dims} numbers; the router was trained on ${semantic.router.dims}`;
     if (last !== undefined && Date.now() - last < SEMANTIC_RETRY_MS) {
-      this.semanticFailed.set(at, { error: `${error}, and was trained again less than ${SEMANTIC_RETRY_MS / 60_000} minutes ago`, at: Date.now() });
+      this.routers.semanticFailed.set(at, { error: `${error}, and was trained again less than ${SEMANTIC_RETRY_MS / 60_000} minutes ago`, at: Date.now() });
       return;
     }
     this.semanticMismatched.set(at, Date.now());
@@ -484,69 +383,13 @@ export class AgentService {
   semanticUnavailable(compiled: CompiledAgent): string | null {
     if (compiled.semantic) return null;
     const origin = this.origins.get(compiled);
-    const failed = origin ? this.semanticFailed.get(`${origin.tenantId}:${origin.digest}`) : undefined;
+    const failed = origin ? this.routers.semanticFailed.get(`${origin.tenantId}:${origin.digest}`) : undefined;
     return failed ? `training the router of server embeddings failed: ${failed.error}` : 'the router of server embeddings is being trained';
   }
 
-  /**
-   * The router of server embeddings of the definition with this digest: stored (under a digest of
-   * the definition's and the embeddings' ids), else trained here (its texts embedded by the model
-   * server within the tenant's budget) and stored. One training per definition at a time in this
-   * process; after a failure, none for SEMANTIC_RETRY_MS. Never throws: null when there is none.
-   */
-  private semanticFor(tenantId: string, digest: string, compiled: CompiledAgent, dims?: number): Promise<Router | null> {
-    const embeddings = this.opts.embeddings!;
-    const origin = `${tenantId}:${digest}`;
-    const failed = this.semanticFailed.get(origin);
-    if (failed && Date.now() - failed.at < SEMANTIC_RETRY_MS) return Promise.resolve(null);
-    let p = this.semanticPending.get(origin);
-    if (p) return p;
-    const key = sha256(`${digest}\n${embeddings.id}`);
-    const routers = this.opts.routers;
-    const work = async (): Promise<Router | null> => {
-      const stored = await routers?.load(tenantId, key).catch(() => null);
-      // Stored by this training method in this layout; anything else is trained again. Except
-      // the method before it (which scored every class's dense features in the first epoch, at
-      // a higher cost but to much the same router): training again would embed every example
-      // again, at the tenant's expense, for nothing it would route differently.
-      if (stored?.format === ROUTER_STATE_FORMAT && (stored.model === routerModel(embeddings) || stored.model === previousFusedModel(embeddings))) {
-        try {
-          const router = loadRouter(stored.state, undefined, stored.model);
-          // Embeddings of another length than the server answers now are trained again.
-          const expected = dims ?? embeddings.dims;
-          if (expected === null || router.dims === expected) return router;
-          this.opts.log?.info(
-            { tenant: tenantId, digest, stored: router.dims, dims: expected },
-            'a stored router of server embeddings has another length than the server answers: training it',
-          );
-        } catch (err) {
-          this.opts.log?.warn({ err, tenant: tenantId, digest }, 'a stored router of server embeddings could not be read: training it');
-        }
-      }
-      const { caps, outOfScope } = routingInput(compiled.definition);
-      const started = performance.now();
-      const table = await embeddings.embedTexts(tenantId, trainingTexts(caps, outOfScope));
-      const router = await this.trainFor(tenantId, true)(caps, outOfScope, table);
-      this.routerCounts.trained++;
-      await routers
-        ?.save(tenantId, key, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
-        .catch((err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest }, 'could not store a router of server embeddings'));
-      this.opts.log?.info(
-        { tenant: tenantId, digest, model: router.model, texts: table.texts.length, dims: table.dims, ms: Math.round(performance.now() - started) },
-        'router of server embeddings trained',
-      );
-      return router;
-    };
-    p = work()
-      .catch((err: unknown) => {
-        const error = (err as Error).message;
-        this.semanticFailed.set(origin, { error, at: Date.now() });
-        this.opts.log?.warn({ tenant: tenantId, digest, error }, 'training a router of server embeddings failed: the local router answers');
-        return null;
-      })
-      .finally(() => this.semanticPending.delete(origin));
-    this.semanticPending.set(origin, p);
-    return p;
+  /** How this process came by its routers (switchboard_routers_total). */
+  get routerCounts() {
+    return this.routers.counts;
   }
 
   /** Bytes of compiled versions held now. */
