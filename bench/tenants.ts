@@ -101,7 +101,7 @@ async function seed(url: string): Promise<{ agents: { tenant: string; slug: stri
       const slug = `agent-${a}`;
       await agentStore.put(tenant, slug, shape.def, shape.digest, now, true);
       if (!stored.has(size)) {
-        await routerStore.save(tenant, shape.digest, { format: ROUTER_STATE_FORMAT, model: shape.model, state: shape.state }, now);
+        await routerStore.save(tenant, shape.digest, { format: ROUTER_STATE_FORMAT, model: shape.model, state: shape.state }, now, shape.digest);
         storedBytes += shape.state.length;
         stored.add(size);
       }

@@ -45,6 +45,7 @@ const EnvSchema = z.object({
   TRAIN_MEMORY_MB: z.coerce.number().int().min(64).default(1024),
   TRAIN_WORKERS: z.coerce.number().int().min(1).max(64).default(2),
   ROUTER_CACHE_MB: z.coerce.number().int().min(1).default(512),
+  ROUTER_STORE_TENANT_MB: z.coerce.number().int().min(1).default(256),
   ROUTER_VECTORS: z.enum(['auto', 'off']).default('auto'),
   ROUTER_VECTORS_FILE: z.string().min(1).optional(),
   DB_QUERY_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
@@ -165,6 +166,8 @@ export interface Config {
   training: { timeoutMs: number; memoryMb: number; workers: number };
   /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
   routerCacheMb: number;
+  /** Stored routers one tenant keeps in the database, in MiB; the oldest are deleted first. */
+  routerStoreTenantMb: number;
   /** Word vectors for routing (docs/routing.md, "Word vectors"): `auto` uses them when installed. */
   routerVectors: VectorsSetting;
   /** A database query that has not answered by then fails (and its connection is dropped): 503. */
@@ -359,6 +362,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     maxReplyBytes: e.MAX_REPLY_BYTES,
     training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
     routerCacheMb: e.ROUTER_CACHE_MB,
+    routerStoreTenantMb: e.ROUTER_STORE_TENANT_MB,
     routerVectors: e.ROUTER_VECTORS === 'off' ? { mode: 'off' } : { mode: 'auto', ...(e.ROUTER_VECTORS_FILE ? { file: e.ROUTER_VECTORS_FILE } : {}) },
     dbQueryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
     conversationLeaseMs: e.CONVERSATION_LEASE_MS,

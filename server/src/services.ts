@@ -103,7 +103,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     : undefined;
   const agents = new AgentService(new AgentStore(deps.db), clock, {
     trainer: training.train,
-    routers: new RouterStore(deps.db),
+    routers: new RouterStore(deps.db, { tenantMaxBytes: config.routerStoreTenantMb * 1048576 }),
     log: logger,
     cacheBytes: config.routerCacheMb * 1048576,
     models,

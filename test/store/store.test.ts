@@ -282,6 +282,7 @@ eachDatabase('migrations on $name', (database) => {
         '013_stored_routers',
         '014_stored_router_model',
         '015_lighter_turn_indexes',
+        '016_stored_router_definition',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

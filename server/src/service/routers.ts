@@ -71,10 +71,21 @@ export class RouterService {
       : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
   }
 
-  private async save(tenantId: string, key: string, router: Router, failure: string): Promise<void> {
-    await this.opts.store
-      ?.save(tenantId, key, { format: ROUTER_STATE_FORMAT, model: router.model, state: storeRouter(router) }, iso(this.clock.now()))
+  /** Stores a router of the definition `digest` under `key` (the digest itself, or the key of its router of server embeddings). */
+  private async save(tenantId: string, key: string, digest: string, router: Router, failure: string): Promise<void> {
+    const state = storeRouter(router);
+    const r = await this.opts.store
+      ?.save(tenantId, key, { format: ROUTER_STATE_FORMAT, model: router.model, state }, iso(this.clock.now()), digest)
       .catch((err: unknown) => this.opts.log?.warn({ err, tenant: tenantId, digest: key }, failure));
+    if (!r) return;
+    if (!r.stored) {
+      this.opts.log?.warn(
+        { tenant: tenantId, digest, bytes: state.length },
+        'a trained router is larger than the tenant may store (ROUTER_STORE_TENANT_MB): not stored, so every process that meets it trains its own',
+      );
+    }
+    if (r.deleted > 0)
+      this.opts.log?.info({ tenant: tenantId, deleted: r.deleted }, 'stored routers deleted: unreferenced, or the oldest past ROUTER_STORE_TENANT_MB');
   }
 
   private async load(tenantId: string, key: string) {
@@ -99,7 +110,7 @@ export class RouterService {
       async (caps, outOfScope, vectors) => {
         const router = await this.trainFor(tenantId, background)(caps, outOfScope, vectors);
         this.counts.trained++;
-        await this.save(tenantId, digest, router, 'could not store a trained router: other processes will train it too');
+        await this.save(tenantId, digest, digest, router, 'could not store a trained router: other processes will train it too');
         return router;
       };
     if (!this.opts.store) return trainAndStore(false);
@@ -121,7 +132,7 @@ export class RouterService {
         // The same training in an older layout: the converted bytes are what training would
         // store now, so they are stored in its place without training.
         this.counts.converted++;
-        void this.save(tenantId, digest, router, 'could not store a converted router: it is converted again on its next load');
+        void this.save(tenantId, digest, digest, router, 'could not store a converted router: it is converted again on its next load');
       }
       const key = `${tenantId}:${digest}`;
       if (decided.plan === 'retrain' && onRetrained && !this.retraining.has(key)) {
@@ -181,7 +192,7 @@ export class RouterService {
       const table = await embeddings.embedTexts(tenantId, trainingTexts(caps, outOfScope));
       const router = await this.trainFor(tenantId, true)(caps, outOfScope, table);
       this.counts.trained++;
-      await this.save(tenantId, key, router, 'could not store a router of server embeddings');
+      await this.save(tenantId, key, digest, router, 'could not store a router of server embeddings');
       this.opts.log?.info(
         { tenant: tenantId, digest, model: router.model, texts: table.texts.length, dims: table.dims, ms: Math.round(performance.now() - started) },
         'router of server embeddings trained',

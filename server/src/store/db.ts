@@ -18,6 +18,7 @@ import * as m012 from './migrations/012_idempotency_expiry.js';
 import * as m013 from './migrations/013_stored_routers.js';
 import * as m014 from './migrations/014_stored_router_model.js';
 import * as m015 from './migrations/015_lighter_turn_indexes.js';
+import * as m016 from './migrations/016_stored_router_definition.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -64,6 +65,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '013_stored_routers': m013,
   '014_stored_router_model': m014,
   '015_lighter_turn_indexes': m015,
+  '016_stored_router_definition': m016,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

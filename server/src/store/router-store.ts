@@ -10,10 +10,35 @@ export interface StoredRouter {
   state: Buffer;
 }
 
+export interface RouterStoreOptions {
+  /** The most bytes of stored routers one tenant keeps (ROUTER_STORE_TENANT_MB); the oldest go first. */
+  tenantMaxBytes?: number;
+  /** How long a router no kept version references is kept (it may be a PUT's, stored before its version). */
+  unreferencedGraceMs?: number;
+}
+
+/** What a save did to the tenant's stored routers. */
+export interface SaveResult {
+  /** False when the router alone is larger than the tenant's bound: it is not stored. */
+  stored: boolean;
+  /** Routers deleted: unreferenced by any kept version, or the oldest, to stay within the bound. */
+  deleted: number;
+}
+
+const DAY_MS = 86_400_000;
+
 export class RouterStore {
   private statement: Statement | undefined;
+  private readonly maxBytes: number;
+  private readonly graceMs: number;
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly db: Database,
+    opts: RouterStoreOptions = {},
+  ) {
+    this.maxBytes = opts.tenantMaxBytes ?? 256 * 1048576;
+    this.graceMs = opts.unreferencedGraceMs ?? DAY_MS;
+  }
 
   async load(tenantId: string, digest: string): Promise<StoredRouter | null> {
     if (this.db.dialect === 'postgres') return this.loadPostgres(tenantId, digest);
@@ -47,12 +72,67 @@ export class RouterStore {
     return r ? { format: Number(r.format), model: r.model, state: Buffer.from(r.state, 'base64') } : null;
   }
 
-  /** Stores a router, replacing one of another format or model for the same definition. */
-  async save(tenantId: string, digest: string, router: StoredRouter, now: string): Promise<void> {
-    await this.db
-      .knex('stored_routers')
-      .insert({ tenant_id: tenantId, digest, format: router.format, model: router.model, state: router.state, bytes: router.state.length, created_at: now })
+  /**
+   * Stores a router of the definition with digest `definition` under `digest`, replacing one of
+   * another format or model, then keeps the tenant's stored routers bounded: routers no kept
+   * version references (after a grace period, since a PUT stores its router before its version)
+   * are deleted, and then the oldest until the tenant's bytes fit `tenantMaxBytes`. A router
+   * larger than the bound by itself is not stored (every process that meets it trains its own).
+   */
+  async save(tenantId: string, digest: string, router: StoredRouter, now: string, definition: string): Promise<SaveResult> {
+    const knex = this.db.knex;
+    if (router.state.length > this.maxBytes) return { stored: false, deleted: 0 };
+    await knex('stored_routers')
+      .insert({
+        tenant_id: tenantId,
+        digest,
+        definition,
+        format: router.format,
+        model: router.model,
+        state: router.state,
+        bytes: router.state.length,
+        created_at: now,
+      })
       .onConflict(['tenant_id', 'digest'])
-      .merge(['format', 'model', 'state', 'bytes', 'created_at']);
+      .merge(['definition', 'format', 'model', 'state', 'bytes', 'created_at']);
+    const before = new Date(Date.parse(now) - this.graceMs).toISOString();
+    let deleted = await knex('stored_routers')
+      .where({ tenant_id: tenantId })
+      .whereNot({ digest })
+      .whereNotNull('definition')
+      .where('created_at', '<', before)
+      .whereNotExists(knex('agent_versions').select(knex.raw('1')).where({ tenant_id: tenantId }).whereRaw('agent_versions.digest = stored_routers.definition'))
+      .delete();
+    const rows: { digest: string; bytes: number | string }[] = await knex('stored_routers')
+      .where({ tenant_id: tenantId })
+      .orderBy([{ column: 'created_at', order: 'desc' }, 'digest'])
+      .select('digest', 'bytes');
+    // Newest first, the router just stored before all: from the first that does not fit, every older one goes.
+    let total = router.state.length;
+    let full = false;
+    const evict: string[] = [];
+    for (const r of rows) {
+      if (r.digest === digest) continue;
+      full ||= total + Number(r.bytes) > this.maxBytes;
+      if (full) evict.push(r.digest);
+      else total += Number(r.bytes);
+    }
+    for (let i = 0; i < evict.length; i += 500) {
+      deleted += await knex('stored_routers')
+        .where({ tenant_id: tenantId })
+        .whereIn('digest', evict.slice(i, i + 500))
+        .delete();
+    }
+    return { stored: true, deleted };
+  }
+
+  /** The bytes of a tenant's stored routers. */
+  async tenantBytes(tenantId: string): Promise<number> {
+    const r = await this.db
+      .knex('stored_routers')
+      .where({ tenant_id: tenantId })
+      .sum({ total: 'bytes' })
+      .first<{ total: number | string | null } | undefined>();
+    return Number(r?.total ?? 0);
   }
 }
