@@ -16,5 +16,20 @@ export function decodeCursor<T>(cursor: string | undefined, check: (v: unknown) 
   throw new InputError('Invalid cursor', [{ path: 'query.cursor', message: 'not a cursor this endpoint returned' }]);
 }
 
-/** A (created_at, id) position, as list endpoints page newest first. */
-export const isTimeAndId = (v: unknown): v is [string, string] => Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'string');
+/** A timestamp as the stores write them (ISO 8601, UTC or with an offset), of a real instant. */
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A (created_at, id) position, as list endpoints page newest first: a timestamp and a UUID, as
+ * every such list's rows have. A cursor is the client's to send back, so anything else (which a
+ * database would refuse to compare, or compare meaninglessly) is an invalid cursor, never a query.
+ */
+export const isTimeAndId = (v: unknown): v is [string, string] =>
+  Array.isArray(v) &&
+  v.length === 2 &&
+  typeof v[0] === 'string' &&
+  TIMESTAMP.test(v[0]) &&
+  Number.isFinite(Date.parse(v[0])) &&
+  typeof v[1] === 'string' &&
+  UUID.test(v[1]);
