@@ -58,6 +58,9 @@ describe('dates in answers', () => {
     for (const text of ['2026-02-30', 'march', 'at 5', 'perhaps', '100001', 'Friday or Saturday', `${'next friday '.repeat(50)}`]) {
       expect(date(text), text).toBeNull();
     }
+    // A day past the year 9999 is no calendar's answer (chrono computes year 29405 for this one).
+    expect(date('in 9999999 days')).toBeNull();
+    expect(findDates('see you in 9999999 days', NOW, { timeZone: 'UTC', lang: 'en' })).toEqual([]);
     // Two mentions of one day are one answer.
     expect(date('tomorrow, so 2026-11-26')).toBe('2026-11-26');
   });

@@ -1,5 +1,7 @@
 // Slots from the opening message, number words, and min/max on numbers.
-import { describe, expect, it } from 'vitest';
+import * as chrono from 'chrono-node';
+import { describe, expect, it, vi } from 'vitest';
+import { RenderBudget } from '../../server/src/engine/templates.js';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../../server/src/engine/compile.js';
 import type { TurnResult } from '../../server/src/engine/run.js';
@@ -150,5 +152,48 @@ describe('numbers in answers', () => {
     expect(tooMany.flow.slots.count).toBeUndefined();
     expect(driveTurn(agent, 'a dozen', { prior: after(r), turnIndex: 6 }).result.flow.slots.count).toBe(12);
     expect(driveTurn(agent, 'twenty', { prior: after(r), turnIndex: 6 }).result.flow.slots.count).toBe(20);
+  });
+});
+
+describe('prefilling many slots', () => {
+  const dates = (n: number, type: 'date' | 'text' = 'date'): AgentDefinitionInput => ({
+    name: 'Dates',
+    capabilities: [
+      {
+        name: 'book',
+        examples: ['book a table', 'reserve a table', 'a table please', 'I want to book'],
+        phases: [
+          ...Array.from({ length: n }, (_, i) => ({
+            id: `ask_${i}`,
+            say: `Slot ${i}?`,
+            collect:
+              type === 'date'
+                ? { slot: `day_${i}`, type: 'date' as const }
+                : { slot: `code_${i}`, type: 'text' as const, pattern: `^[a-z]{${(i % 5) + 1}}[0-9]+$` },
+          })),
+          { id: 'done', say: 'Booked.', end: 'completed' as const },
+        ],
+      },
+    ],
+  });
+
+  it('reads the dates of an opening message once, however many date slots the capability has', async () => {
+    const agent = await agentOf(dates(499));
+    const parse = vi.spyOn(chrono.casual, 'parse');
+    try {
+      const { result } = driveTurn(agent, 'book a table for tomorrow');
+      expect(result.capability.name).toBe('book');
+      expect(parse).toHaveBeenCalledTimes(1);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it('stops at the turn’s render budget, audited, and asks as usual', async () => {
+    const agent = await agentOf(dates(400, 'text'));
+    const { result } = driveTurn(agent, 'book a table ab123 abc456 abcd789', { budget: new RenderBudget({ timeMs: 0.001, outputChars: 100_000 }) });
+    expect(result.audit.filter((a) => a.type === 'slot_filled')).toEqual([]);
+    expect(result.audit.find((a) => a.type === 'error')?.data).toMatchObject({ code: 'render_budget_exceeded', capability: 'book' });
+    expect(result.reply).toBe('Slot 0?');
   });
 });

@@ -13,6 +13,10 @@ export interface DateFrame {
 
 export const UTC_FRAME: DateFrame = { timeZone: 'UTC', lang: 'en' };
 
+/** The years a date answer may name: those of four-digit ISO dates. */
+const MIN_YEAR = 1;
+const MAX_YEAR = 9999;
+
 /** Text longer than this is not read for dates: a date answer is short, and reading costs CPU. */
 const MAX_DATE_TEXT = 500;
 
@@ -88,6 +92,11 @@ export function findDates(text: string, now: Date, frame: DateFrame): { value: s
     const found = parser
       .parse(text, reference, { forwardDate: true })
       .filter((r) => r.start.isCertain('day') || r.start.isCertain('weekday'))
+      // "in 9999999 days" is a day chrono can compute but no calendar answer names (nor an ISO date holds).
+      .filter((r) => {
+        const year = r.start.get('year');
+        return year !== null && year >= MIN_YEAR && year <= MAX_YEAR;
+      })
       .map((r) => ({
         value: `${r.start.get('year')}-${pad(r.start.get('month') ?? 1)}-${pad(r.start.get('day') ?? 1)}`,
         start: r.index,

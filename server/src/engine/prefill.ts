@@ -61,9 +61,19 @@ function phraseAt(text: string, phrase: string): { start: number; end: number }[
   return out;
 }
 
+/** What every slot of one message reads alike, worked out once for all its collects. */
+interface Reading {
+  message: string;
+  now: Date;
+  frame: DateFrame;
+  words: Token[];
+  /** The days the message names (chrono is the costliest read: once a message, however many date slots). */
+  dates?: Candidate[];
+}
+
 /** The values of `spec`'s type that `message` holds, each where it stands. */
-function candidates(spec: SlotSpec, message: string, now: Date, frame: DateFrame): Candidate[] {
-  const words = tokens(message);
+function candidates(spec: SlotSpec, r: Reading): Candidate[] {
+  const { message, now, frame, words } = r;
   const parsed = (t: Token): Candidate[] => {
     const p = parseSlot(spec, t.text, now, frame);
     return p.ok ? [{ value: p.value, start: t.start, end: t.end }] : [];
@@ -75,7 +85,7 @@ function candidates(spec: SlotSpec, message: string, now: Date, frame: DateFrame
       return words.flatMap(parsed);
     case 'date':
       // Mentions of a day span words ("next Friday"): read from the whole message.
-      return findDates(message, now, frame);
+      return (r.dates ??= findDates(message, now, frame));
     case 'boolean':
       return words.flatMap((t) => {
         const w = t.text.toLowerCase();
@@ -107,9 +117,17 @@ const overlaps = (a: Candidate, b: Candidate) => a.start < b.end && b.start < a.
 
 /**
  * What the message fills among the capability's collects, in phase order: each slot once (at the
- * first phase that collects it).
+ * first phase that collects it). `checkpoint` is called before each slot is read (the turn's
+ * render budget: it throws when the work the definition causes is spent).
  */
-export function prefillSlots(capability: CompiledCapability, message: string, now: Date, frame: DateFrame = UTC_FRAME): Prefill[] {
+export function prefillSlots(
+  capability: CompiledCapability,
+  message: string,
+  now: Date,
+  frame: DateFrame = UTC_FRAME,
+  checkpoint: () => void = () => {},
+): Prefill[] {
+  const reading: Reading = { message, now, frame, words: tokens(message) };
   const seen = new Set<string>();
   const collects: { slot: string; phase: string; found: Candidate[] }[] = [];
   for (const p of capability.phases) {
@@ -117,7 +135,8 @@ export function prefillSlots(capability: CompiledCapability, message: string, no
     if (!c || seen.has(c.slot)) continue;
     seen.add(c.slot);
     if (!c.prefill) continue;
-    collects.push({ slot: c.slot, phase: p.id, found: candidates(c.spec, message, now, frame) });
+    checkpoint();
+    collects.push({ slot: c.slot, phase: p.id, found: candidates(c.spec, reading) });
   }
   const out: Prefill[] = [];
   for (const c of collects) {

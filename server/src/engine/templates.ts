@@ -118,6 +118,11 @@ export class RenderBudget {
     }
   }
 
+  /** Throws RenderBudgetExceeded when the time spent so far (the running work included) is past the allowance. */
+  checkpoint(): void {
+    this.renderLimit.check(performance.now());
+  }
+
   charge(chars: number): void {
     this.outputLeft -= chars;
     if (this.outputLeft < 0) throw new RenderBudgetExceeded('template output limit exceeded');

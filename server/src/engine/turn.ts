@@ -6,7 +6,7 @@ import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/c
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
 import { cutUtf8 } from '../lib/utf8.js';
-import { prefillSlots } from './prefill.js';
+import { prefillSlots, type Prefill } from './prefill.js';
 import { isTimeZone, type DateFrame } from './dates.js';
 import type { Scored } from './router.js';
 import { RenderBudget, RenderBudgetExceeded, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
@@ -246,8 +246,16 @@ export class TurnState {
    */
   prefill(): void {
     delete this.flow.prefilled;
-    // Matching slot patterns is work the tenant's definition causes: it draws on the turn's budget.
-    const found = this.budget.timed(() => prefillSlots(this.capability, this.input.message, new Date(this.input.now), this.dates));
+    // Matching slot patterns is work the tenant's definition causes: it draws on the turn's budget,
+    // checked before each slot. Spent, nothing is prefilled (audited): the phases ask as usual.
+    let found: Prefill[];
+    try {
+      found = this.budget.timed(() => prefillSlots(this.capability, this.input.message, new Date(this.input.now), this.dates, () => this.budget.checkpoint()));
+    } catch (e) {
+      if (!(e instanceof RenderBudgetExceeded)) throw e;
+      this.budgetExceeded(e, null);
+      return;
+    }
     if (found.length === 0) return;
     for (const f of found) {
       this.flow.slots[f.slot] = f.value;
