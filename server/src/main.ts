@@ -23,6 +23,12 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
         'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
     );
   }
+  if (!config.publicUrl && !isLoopbackHost(config.host)) {
+    logger.warn(
+      { host: config.host },
+      'PUBLIC_URL is not set: /openapi.json and /docs name whatever host a request gives (uncached, Vary: Host); set PUBLIC_URL to the address clients use',
+    );
+  }
   if (await ensureDatabase(config.databaseUrl)) logger.info({ database: new URL(config.databaseUrl).pathname.slice(1) }, 'created the PostgreSQL database');
   const db = openDatabase(config.databaseUrl, {
     poolMax: config.dbPoolMax,

@@ -396,6 +396,13 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(await page.getByRole('link', { name: 'Go to the agents' }).count()).toBe(1);
   });
 
+  it('renders the API docs page under its content security policy', async () => {
+    await page.goto(`${server.url}/docs/`);
+    await page.getByText('/api/v1/agents/{slug}/converse').first().waitFor();
+    // A policy that refused one of the page's own scripts or styles shows in the console (checked below).
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
+  });
+
   it('wrote nothing to the browser console on any page', () => {
     expect(problems).toEqual([]);
   });

@@ -129,9 +129,28 @@ describe('HTTP edges', () => {
     // A host header that is not a host keeps the document's default.
     const odd = await request(app.app).get('/openapi.json').set('host', 'evil"</script>');
     expect(odd.body.servers).toEqual([{ url: 'http://127.0.0.1:3000', description: expect.any(String) }]);
+    // A document that names the request's host is never cached for another host.
+    for (const path of ['/openapi.json', '/docs/', '/docs/swagger-ui-init.js']) {
+      const r = await request(app.app).get(path).set('host', 'switchboard.example:8443');
+      expect(r.headers.vary, path).toMatch(/\bHost\b/);
+      expect(r.headers['cache-control'], path).toBe('no-store');
+    }
     const behind = testApp(f.db, { publicUrl: 'https://api.example.com/switchboard' });
-    expect((await request(behind.app).get('/openapi.json')).body.servers).toEqual([{ url: 'https://api.example.com/switchboard', description: 'This server' }]);
+    const fixed = await request(behind.app).get('/openapi.json');
+    expect(fixed.body.servers).toEqual([{ url: 'https://api.example.com/switchboard', description: 'This server' }]);
+    expect(fixed.headers['cache-control']).toBeUndefined();
+    expect((await request(behind.app).get('/docs/')).headers['content-security-policy']).toContain("connect-src 'self' https://api.example.com;");
     await behind.close();
+  });
+
+  it('serves /docs under a content security policy, and never in a frame', async () => {
+    const docs = await request(app.app).get('/docs/');
+    expect(docs.headers['content-security-policy']).toBe(
+      "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    expect(docs.headers['x-frame-options']).toBe('DENY');
+    // The page runs no inline script: every script is a file of the page's own.
+    expect([...docs.text.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)].every(([, attrs, body]) => /src=/.test(attrs) && body.trim() === '')).toBe(true);
   });
 
   it('refuses a __proto__ key with 400 naming where it is, and keeps constructor keys inert', async () => {

@@ -78,13 +78,37 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     const origin = config.publicUrl ?? (host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? `${req.protocol}://${host}` : null);
     return origin ? { ...openapi, servers: [{ url: origin, description: 'This server' }] } : openapi;
   };
+  // A document that names the request's host differs by host: no cache may hand one host's to another.
+  const reflecting = (res: Response) => {
+    if (config.publicUrl) return;
+    res.setHeader('vary', 'Host');
+    res.setHeader('cache-control', 'no-store');
+  };
   app.get('/openapi.json', (req, res) => {
+    reflecting(res);
     res.json(served(req));
   });
   const docsOptions = { customSiteTitle: 'Switchboard API' };
+  // Swagger UI's page loads its own scripts only (no inline script); it styles with inline style
+  // attributes, shows data: images, and calls this server (or PUBLIC_URL) when trying a request.
+  const docsCsp = [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    `connect-src 'self'${config.publicUrl ? ` ${new URL(config.publicUrl).origin}` : ''}`,
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
   app.use(
     '/docs',
-    (req: Request & { swaggerDoc?: unknown }, _res: Response, next: NextFunction) => {
+    (req: Request & { swaggerDoc?: unknown }, res: Response, next: NextFunction) => {
+      reflecting(res);
+      res.setHeader('content-security-policy', docsCsp);
+      res.setHeader('x-frame-options', 'DENY');
+      res.setHeader('x-content-type-options', 'nosniff');
       req.swaggerDoc = served(req);
       next();
     },
