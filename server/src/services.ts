@@ -3,7 +3,7 @@
 import { useVectors } from './service/vectors.js';
 import type { Logger } from 'pino';
 import { hostsFor, HttpActionRunner } from './actions/http-action.js';
-import { isReachable } from './actions/ssrf.js';
+import { HostChecker, type Lookup } from './actions/ssrf.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
@@ -49,6 +49,10 @@ export interface ServiceDeps {
   logger?: Logger;
   /** First retry delay of HTTP actions (tests shorten it). */
   actionRetryBaseMs?: number;
+  /** Checks the hosts definitions name, for warnings (tests give one asking their own name server). */
+  hostChecker?: HostChecker;
+  /** How actions resolve names (tests give one whose name server never answers). */
+  actionLookup?: Lookup;
 }
 
 export interface Services {
@@ -85,6 +89,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     maxResponseBytes: config.actionMaxResponseBytes,
     retryBaseMs: deps.actionRetryBaseMs,
     log: logger,
+    lookup: deps.actionLookup,
   });
   // Before the training pool: its workers share the process's word vectors.
   const vectors = useVectors(config.routerVectors);
@@ -101,6 +106,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
         maxInputTokens: config.llm.maxInputTokens ?? 16_000,
       })
     : undefined;
+  const hosts = deps.hostChecker ?? new HostChecker();
   const agents = new AgentService(new AgentStore(deps.db), clock, {
     trainer: training.train,
     routers: new RouterStore(deps.db, { tenantMaxBytes: config.routerStoreTenantMb * 1048576 }),
@@ -108,7 +114,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     cacheBytes: config.routerCacheMb * 1048576,
     models,
     renderBudgets,
-    reachable: (tenantId, host, port) => isReachable(hostsFor(config.actionAllowedHosts, tenantId), host, port),
+    hosts: { checker: hosts, grants: (tenantId) => hostsFor(config.actionAllowedHosts, tenantId) },
     embeddings,
   });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);

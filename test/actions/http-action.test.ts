@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpActionRunner } from '../../server/src/actions/http-action.js';
-import { isBlockedAddress, isReachable, literalHost } from '../../server/src/actions/ssrf.js';
+import { HostChecker, isBlockedAddress, literalHost, type HostCheck } from '../../server/src/actions/ssrf.js';
+import { startNameServer, type NameServer } from '../helpers/dns.js';
 import type { CompiledAction } from '../../server/src/engine/compile.js';
 import type { ActionRequest } from '../../server/src/engine/run.js';
 import { CompiledTemplate } from '../../server/src/engine/templates.js';
@@ -236,12 +237,63 @@ describe('hosts named in a definition, checked ahead of any call', () => {
     expect(literalHost(url)).toEqual(expected);
   });
 
-  it('answers as a call would: granted, private, unknown', async () => {
-    expect(await isReachable([], '127.0.0.1', '3001')).toBe(false);
-    expect(await isReachable(['127.0.0.1:3001'], '127.0.0.1', '3001')).toBe(true);
-    expect(await isReachable(['127.0.0.1:3001'], '127.0.0.1', '3002')).toBe(false);
-    expect(await isReachable(['localhost'], 'localhost', '80')).toBe(true);
-    expect(await isReachable([], 'localhost', '80')).toBe(false);
-    expect(await isReachable([], 'no-such-host.invalid', '443')).toBe(false);
+  let dns: NameServer;
+  let blackHole: NameServer;
+  beforeAll(async () => {
+    dns = await startNameServer({ names: { 'api.example.com': '93.184.216.34', 'intranet.example.com': '10.1.2.3' } });
+    blackHole = await startNameServer({ blackHole: true });
+  });
+  afterAll(async () => {
+    await dns?.close();
+    await blackHole?.close();
+  });
+  const result = (r: HostCheck) => (r.result === 'not_checked' ? `not_checked: ${r.why}` : r.result);
+
+  it('answers as a call would: granted, private, unknown, and remembers what the name server said', async () => {
+    const hosts = new HostChecker({ servers: [dns.address], timeoutMs: 1000 });
+    const check = (grants: string[], host: string, port: string) => hosts.check('t', grants, host, port).then(result);
+    expect(await check([], '127.0.0.1', '3001')).toBe('unreachable');
+    expect(await check(['127.0.0.1:3001'], '127.0.0.1', '3001')).toBe('reachable');
+    expect(await check(['127.0.0.1:3001'], '127.0.0.1', '3002')).toBe('unreachable');
+    expect(await check(['localhost'], 'localhost', '80')).toBe('reachable');
+    expect(await check([], 'localhost', '80')).toBe('unreachable');
+    expect(await check([], 'api.example.com', '443')).toBe('reachable');
+    expect(await check([], 'intranet.example.com', '443')).toBe('unreachable');
+    expect(await check(['intranet.example.com'], 'intranet.example.com', '443')).toBe('reachable');
+    expect(await check([], 'no-such-host.example.com', '443')).toBe('unreachable');
+    // Asked once each (A and AAAA), however often they were checked.
+    expect(dns.queries.filter((q) => q === 'api.example.com')).toHaveLength(2);
+    expect(dns.queries.filter((q) => q === 'intranet.example.com')).toHaveLength(2);
+    expect(dns.queries.filter((q) => q === 'localhost')).toHaveLength(0);
+  });
+
+  it('says "not checked", never unreachable, when the name server does not answer or the bounds are reached', async () => {
+    const hosts = new HostChecker({ servers: [blackHole.address], timeoutMs: 200, maxLookups: 3, maxTenantLookups: 2 });
+    const names = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}-${i}.example.com`);
+    const greedy = await Promise.all(names(4, 'greedy').map((h) => hosts.check('greedy', [], h, '443').then(result)));
+    // The tenant's two lookups wait for a name server that never answers; its others are not made.
+    expect(greedy.filter((r) => r.startsWith('not_checked: the name server did not answer'))).toHaveLength(2);
+    expect(greedy.filter((r) => r.startsWith('not_checked: too many host checks under way'))).toHaveLength(2);
+    // While one tenant holds lookups, another still has its share of the process's.
+    const a = names(2, 'first').map((h) => hosts.check('a', [], h, '443').then(result));
+    const b = hosts.check('b', [], 'other.example.com', '443').then(result);
+    const c = hosts.check('c', [], 'third.example.com', '443').then(result);
+    const all = await Promise.all([...a, b, c]);
+    expect(all.filter((r) => r.startsWith('not_checked: the name server did not answer'))).toHaveLength(3);
+    expect(all.filter((r) => r.startsWith('not_checked: too many host checks under way'))).toHaveLength(1);
+    expect(all.every((r) => r !== 'unreachable')).toBe(true);
+  });
+
+  it("bounds a call's own lookup by the action's timeout", async () => {
+    const runner = new HttpActionRunner({ allowedHosts: {}, maxResponseBytes: 1_000_000, retryBaseMs: 10, lookup: () => new Promise(() => undefined) });
+    try {
+      const started = performance.now();
+      const r = await runner.run(req('http://never.example.com/x', { timeoutMs: 300 }), meta);
+      expect(r.result.ok).toBe(false);
+      expect(r.audit.data.outcome).toBe('timeout');
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      await runner.close();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { request, type Dispatcher } from 'undici';
 import type { ActionResult, AuditDraft } from '../domain.js';
 import type { ActionRequest } from '../engine/run.js';
 import { SECRET_MASK } from '../engine/compile.js';
-import { BlockedAddressError, guardedDispatcher } from './ssrf.js';
+import { BlockedAddressError, guardedDispatcher, type Lookup } from './ssrf.js';
 import { withRedactedUrl } from '../lib/tracer.js';
 
 const AUDIT_BODY_LIMIT = 4096;
@@ -19,6 +19,8 @@ export interface HttpActionOptions {
   retryBaseMs?: number;
   /** The operator's log: blocked calls are reported there with the detail the audit entry leaves out. */
   log?: { warn(o: object, m: string): void };
+  /** How calls resolve names (the system's getaddrinfo by default; tests give one whose name server never answers). */
+  lookup?: Lookup;
 }
 
 /** Tenant → `host` or `host:port` entries; the `*` entry applies to every tenant. */
@@ -37,7 +39,7 @@ export class DispatcherPool {
   private readonly byList = new Map<string, Dispatcher>();
   constructor(
     private readonly grants: HostGrants,
-    private readonly opts: { maxRedirections?: number } = {},
+    private readonly opts: { maxRedirections?: number; lookup?: Lookup } = {},
   ) {}
   for(tenantId: string): Dispatcher {
     const hosts = hostsFor(this.grants, tenantId);
@@ -71,7 +73,7 @@ export class HttpActionRunner {
   private readonly dispatchers: DispatcherPool;
 
   constructor(private readonly opts: HttpActionOptions) {
-    this.dispatchers = new DispatcherPool(opts.allowedHosts, { maxRedirections: 3 });
+    this.dispatchers = new DispatcherPool(opts.allowedHosts, { maxRedirections: 3, lookup: opts.lookup });
   }
 
   async close(): Promise<void> {
@@ -180,7 +182,9 @@ export class HttpActionRunner {
     const signal = AbortSignal.timeout(timeoutMs);
     let res: Dispatcher.ResponseData;
     try {
-      res = await request(url, { method: method, headers, body, signal, dispatcher: this.dispatchers.for(tenantId) });
+      // undici does not abort a request whose connection is still being made (the guard's DNS
+      // lookup under way): the action's timeout bounds that wait here, lookup included.
+      res = await untilAborted(request(url, { method: method, headers, body, signal, dispatcher: this.dispatchers.for(tenantId) }), signal);
     } catch (e) {
       if (e instanceof BlockedAddressError || (e instanceof Error && e.cause instanceof BlockedAddressError)) {
         throw new AbortError(e instanceof BlockedAddressError ? e : (e.cause as Error));
@@ -256,6 +260,25 @@ class Masker {
 function unwrap(e: unknown): Error {
   const original = typeof e === 'object' && e !== null ? (e as { originalError?: unknown }).originalError : undefined;
   return (original ?? e) as Error;
+}
+
+/** `p`, or the signal's reason once it aborts, whichever comes first. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
 }
 
 function isTimeout(err: Error): boolean {

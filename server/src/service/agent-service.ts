@@ -10,7 +10,7 @@ import type { Trainer } from './training.js';
 import type { ServerEmbeddings } from './server-embeddings.js';
 import { DefinitionError, InputError, NotFoundError, type FieldProblem } from '../errors.js';
 import { definitionProblems } from '../engine/definition-problems.js';
-import { literalHost } from '../actions/ssrf.js';
+import { literalHost, type HostChecker } from '../actions/ssrf.js';
 import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -34,8 +34,8 @@ export interface AgentServiceOptions {
   /** Where trained routers are stored and loaded; every process trains its own when absent. */
   routers?: RouterStore;
   log?: Pick<Logger, 'warn' | 'info'>;
-  /** Whether this tenant's actions may reach `host:port` (the action address policy); unchecked when absent. */
-  reachable?: (tenantId: string, host: string, port: string) => Promise<boolean>;
+  /** Checks whether this tenant's actions may reach the hosts a definition names (the action address policy); unchecked when absent. */
+  hosts?: { checker: HostChecker; grants: (tenantId: string) => readonly string[] };
   /** The model server's embeddings (LLM_EMBEDDINGS_MODEL): each version also gets a router of them, trained in the background. */
   embeddings?: ServerEmbeddings;
   /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after; one watching this cache's bound by default. */
@@ -101,10 +101,12 @@ export class AgentService {
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
     const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
-    const warnings = [...routingWarnings(definition), ...slotWarnings(definition), ...(await this.hostWarnings(tenantId, definition))];
     const digest = sha256(canonicalJson(definition));
     const existing = await this.store.bySlug(tenantId, slug);
     const current = existing ? await this.store.version(tenantId, existing.id, existing.currentVersion) : null;
+    // An unchanged definition's hosts were checked when it was stored: not asked again.
+    const unchanged = current?.digest === digest;
+    const warnings = [...routingWarnings(definition), ...slotWarnings(definition), ...(unchanged ? [] : await this.hostWarnings(tenantId, definition))];
     // A new definition is trained before it is stored: one over the training budget is refused
     // and changes nothing. The agent id it is compiled under is only known once it is stored,
     // so the trained router is reused through the cache when the ids agree.
@@ -183,11 +185,12 @@ export class AgentService {
    * A warning for each host an action or webhook names (as plain text) that this tenant may not
    * reach: calls to it would be refused (a private address not in ACTION_ALLOWED_HOSTS) or
    * fail (a name that does not resolve). The wording is the same in both cases, as for a call,
-   * so that warnings cannot map the operator's network.
+   * so that warnings cannot map the operator's network. The checks are bounded (HostChecker):
+   * a host whose check could not be made now is said to be not checked, never unreachable.
    */
   async hostWarnings(tenantId: string, definition: AgentDefinition): Promise<DefinitionWarning[]> {
-    const reachable = this.opts.reachable;
-    if (!reachable) return [];
+    const hostsOpt = this.opts.hosts;
+    if (!hostsOpt) return [];
     const hosts = new Map<string, { host: string; port: string; shown: string; paths: string[] }>();
     const add = (url: string, path: string) => {
       const h = literalHost(url);
@@ -200,20 +203,24 @@ export class AgentService {
     for (const [name, a] of Object.entries(definition.actions ?? {})) add(a.url, `actions.${name}.url`);
     (definition.webhooks ?? []).forEach((w, i) => add(w.url, `webhooks[${i}].url`));
     const checked = [...hosts.values()].slice(0, MAX_HOSTS_CHECKED);
+    const grants = hostsOpt.grants(tenantId);
+    const found = await Promise.all(checked.map((h) => hostsOpt.checker.check(tenantId, grants, h.host, h.port)));
     const out: DefinitionWarning[] = [];
-    // Two at a time: a DNS lookup holds one of libuv's few threads.
-    for (let i = 0; i < checked.length; i += 2) {
-      const pair = checked.slice(i, i + 2);
-      const ok = await Promise.all(pair.map((h) => reachable(tenantId, h.host, h.port)));
-      pair.forEach((h, j) => {
-        if (ok[j]) return;
-        out.push({
-          code: 'unreachable_host',
-          path: h.paths[0],
-          message: `${h.shown} is not reachable for this tenant (unknown host, or a private address not in ACTION_ALLOWED_HOSTS): every call to it will fail (${h.paths.join(', ')})`,
-        });
+    const notChecked: string[] = [];
+    checked.forEach((h, j) => {
+      const r = found[j];
+      if (r.result === 'reachable') return;
+      if (r.result === 'not_checked') {
+        notChecked.push(`${h.shown} (${r.why})`);
+        return;
+      }
+      out.push({
+        code: 'unreachable_host',
+        path: h.paths[0],
+        message: `${h.shown} is not reachable for this tenant (unknown host, or a private address not in ACTION_ALLOWED_HOSTS): every call to it will fail (${h.paths.join(', ')})`,
       });
-    }
+    });
+    if (notChecked.length) out.push({ code: 'unreachable_host', message: `not checked: ${notChecked.join('; ')}` });
     if (hosts.size > MAX_HOSTS_CHECKED) {
       out.push({ code: 'unreachable_host', message: `${hosts.size - MAX_HOSTS_CHECKED} more host(s) not checked (at most ${MAX_HOSTS_CHECKED} a definition)` });
     }
