@@ -78,4 +78,4 @@ EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["node", "--import", "./dist/server/src/tracing-preload.js", "dist/server/src/main.js"]
+ENTRYPOINT ["node", "--expose-gc", "--import", "./dist/server/src/tracing-preload.js", "dist/server/src/main.js"]

@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // As the server starts (lib/collect.ts asks V8 for collections).
+    execArgv: ['--expose-gc'],
     maxWorkers: 2,
     // Every response is checked against openapi.json; the counts are printed at the end.
     setupFiles: ['test/setup/openapi-check.ts'],

@@ -19,7 +19,7 @@ const LB_PORT = 3310;
 const headers = { 'tenant-id': 'acme', 'content-type': 'application/json' };
 
 function startReplica(url: string, port: number): ChildProcess {
-  return spawn(process.execPath, ['dist/server/src/main.js'], {
+  return spawn(process.execPath, ['--expose-gc', 'dist/server/src/main.js'], {
     env: {
       ...process.env,
       PORT: String(port),

@@ -62,5 +62,5 @@ console.log(
   `build: ${js.length} JavaScript files in dist/ (${rewritten} with workspace imports made relative), ` +
     (linked.length ? `dist/{${linked.join(',')}}/node_modules linked to the workspaces' own, ` : '') +
     `${consoleBuilt ? 'console copied to dist/console/dist' : 'no console build found (npm run build:console first)'}, ` +
-    `in ${((performance.now() - started) / 1000).toFixed(1)} s; run it with: node dist/server/src/main.js`,
+    `in ${((performance.now() - started) / 1000).toFixed(1)} s; run it with: node --expose-gc dist/server/src/main.js`,
 );

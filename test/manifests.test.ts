@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES, loadConfig } from '../server/src/config.js';
@@ -26,7 +27,7 @@ const one = (kind: string): Doc => {
   expect(found, kind).toHaveLength(1);
   return found[0];
 };
-const models: Record<string, new (data: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget };
+const models: Record<string, new (data: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, NetworkPolicy };
 
 /** Real values of the right shape for what the Secret leaves to the operator. */
 const filledSecret = {
@@ -81,6 +82,31 @@ describe('deploy/kubernetes', () => {
     );
   });
 
+  it('the memory limit holds what the configuration lets the process keep, and the pod has no API token', () => {
+    const pod = one('Deployment').spec.template.spec;
+    const limit = String(pod.containers[0].resources.limits.memory);
+    const limitMiB = limit.endsWith('Gi') ? Number(limit.slice(0, -2)) * 1024 : Number(limit.replace(/Mi$/, ''));
+    const config = loadConfig({ ...(one('ConfigMap').data as Record<string, string>), ...filledSecret });
+    // At rest with word vectors (docs/deployment.md, "Memory"), the cache and its collections' slack, each training worker's heap.
+    const atRest = 160 + 60;
+    const needed = atRest + config.routerCacheMb + 32 + config.training.workers * config.training.memoryMb;
+    expect(needed, `${needed} MiB against a limit of ${limit}`).toBeLessThanOrEqual(limitMiB * 0.9);
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(config.publicUrl).toMatch(/^https:\/\//);
+  });
+
+  it('the network policy selects the pods, lets in the API port, and lets out DNS, PostgreSQL and the model server only', () => {
+    const policy = one('NetworkPolicy');
+    const labels = one('Deployment').spec.template.metadata.labels as Record<string, string>;
+    expect(Object.entries(policy.spec.podSelector.matchLabels).every(([k, v]) => labels[k] === v)).toBe(true);
+    expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec.ingress).toEqual([{ ports: [{ port: 'http', protocol: 'TCP' }] }]);
+    const ports = (policy.spec.egress as Doc[]).map((r) => (r.ports ?? []).map((p: Doc) => p.port));
+    expect(ports).toEqual([[53, 53], [5432], []]);
+    // Actions' egress is the operator's to add: nothing here reaches an arbitrary address.
+    expect(JSON.stringify(policy.spec.egress)).not.toContain('ipBlock');
+  });
+
   it('the Service and the disruption budget select the Deployment’s pods, on the named port', () => {
     const labels = one('Deployment').spec.template.metadata.labels as Record<string, string>;
     const matches = (selector: Record<string, string>) => Object.entries(selector).every(([k, v]) => labels[k] === v);
@@ -132,6 +158,9 @@ describe('compose.yaml', () => {
     const cfg = read('deploy/compose/haproxy.cfg');
     expect([...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+)/gm)].map((m) => [m[1], m[2]])).toEqual(replicas.map((r) => [r, r]));
     expect(cfg).toMatch(/option httpchk GET \/readyz/);
+    // A client that never finishes its headers, and a flood of connections, are bounded.
+    expect(cfg).toMatch(/^\s*timeout http-request \d+s$/m);
+    expect(cfg).toMatch(/^\s*maxconn \d+$/m);
     const haproxy = spawnSync('haproxy', ['-c', '-q', '-f', join(root, 'deploy/compose/haproxy.cfg')], { encoding: 'utf8' });
     if (haproxy.error) console.warn('haproxy is not installed: its own configuration check was SKIPPED');
     else expect(haproxy.status, haproxy.stderr).toBe(0);
@@ -151,7 +180,8 @@ describe('Dockerfile', () => {
     expect(finalStage).toMatch(/^USER node$/m);
     expect(finalStage).toMatch(/^HEALTHCHECK [^]*?\/healthz/m);
     // Exec form: node is PID 1 and receives SIGTERM itself.
-    expect(finalStage).toMatch(/^ENTRYPOINT \["node", /m);
+    // Started with --expose-gc, as npm start and serve are: the cache of compiled versions asks V8 for collections (lib/collect.ts).
+    expect(finalStage).toMatch(/^ENTRYPOINT \["node", "--expose-gc", /m);
     for (const line of finalStage.match(/^ENV .*$/gm) ?? []) for (const [, name] of line.matchAll(/(\w+)=/g)) expect(known(name), name).toBe(true);
     const ignored = read('.dockerignore').split('\n');
     for (const p of ['**/node_modules', '.env', 'data', '.git']) expect(ignored).toContain(p);

@@ -1,6 +1,7 @@
 // Entry point: configuration → database (migrated) → agent files → app → listen; drains on SIGTERM.
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import { canCollect } from './lib/collect.js';
 import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
 import { createApp } from './app.js';
@@ -21,6 +22,11 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
     throw new ConfigError(
       `refusing to listen on ${config.host} with AUTH_MODE=header: anyone who can reach it could name any tenant. ` +
         'Use AUTH_MODE=api_key, listen on a loopback address, or set TRUST_TENANT_HEADER=true if a gateway in front authenticates callers.',
+    );
+  }
+  if (!canCollect()) {
+    logger.warn(
+      'started without --expose-gc: memory of evicted agent versions is freed only when V8 collects by itself (npm start, npm run serve and the image pass the flag)',
     );
   }
   if (!config.publicUrl && !isLoopbackHost(config.host)) {

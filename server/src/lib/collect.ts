@@ -2,29 +2,22 @@
 // agent's router is held in buffers (external memory); V8 frees an evicted one only at a major
 // collection, which it starts by itself once external memory has grown by about 64 MiB since the
 // last. For a cache bounded in bytes (ROUTER_CACHE_MB) that is up to 64 MiB of evicted routers held
-// past its bound. No library asks V8 for a collection: its `gc` function is made available in a
-// fresh context by the --expose-gc flag (set only while that context is made) and asked for a
-// concurrent collection, which marks beside the event loop and pauses it only to finish.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+// past its bound. No library asks V8 for a collection: the server starts with --expose-gc (npm
+// start and serve, the image, the tests), and its `gc` is asked for a concurrent collection, which
+// marks beside the event loop and pauses it only to finish. Without the flag nothing is collected
+// on request (the server says so when it starts); V8's flags are never switched at run time, which
+// Node's documentation warns may crash the process.
 
 type Gc = (options: { type: 'major'; execution: 'async' }) => Promise<void>;
 
-let gc: Gc | null | undefined;
-
+/** V8's `gc`, when the process was started with --expose-gc. */
 function v8Gc(): Gc | null {
-  if (gc === undefined) {
-    try {
-      setFlagsFromString('--expose-gc');
-      gc = runInNewContext('gc') as Gc;
-    } catch {
-      gc = null;
-    } finally {
-      setFlagsFromString('--no-expose-gc');
-    }
-  }
-  return gc;
+  const gc = (globalThis as { gc?: unknown }).gc;
+  return typeof gc === 'function' ? (gc as Gc) : null;
 }
+
+/** Whether collections can be asked for (the process was started with --expose-gc). */
+export const canCollect = (): boolean => v8Gc() !== null;
 
 let running: Promise<void> | null = null;
 
