@@ -13,8 +13,11 @@ export class GateTimeoutError extends Error {}
 export class FairGate {
   private active = 0;
   private readonly held = new Map<string, number>();
-  /** Keys with waiters, in the order they are served; each key's waiters in arrival order. */
+  /** Keys with waiters; each key's waiters in arrival order. */
   private readonly queues = new Map<string, Waiter[]>();
+  /** When each key holding or awaiting a slot was last granted one (a count of grants): the least recent is served first. */
+  private readonly lastServed = new Map<string, number>();
+  private grants = 0;
 
   constructor(private readonly limits: { total: number; perKey: number }) {}
 
@@ -59,6 +62,12 @@ export class FairGate {
   private take(key: string): void {
     this.active++;
     this.held.set(key, (this.held.get(key) ?? 0) + 1);
+    this.lastServed.set(key, ++this.grants);
+  }
+
+  /** Forgets a key that neither holds nor awaits a slot. */
+  private forget(key: string): void {
+    if (!this.held.has(key) && !this.queues.has(key)) this.lastServed.delete(key);
   }
 
   private releaser(key: string): () => void {
@@ -71,6 +80,7 @@ export class FairGate {
       if (n > 0) this.held.set(key, n);
       else this.held.delete(key);
       this.dispatch();
+      this.forget(key);
     };
   }
 
@@ -79,24 +89,29 @@ export class FairGate {
     if (!q) return;
     const i = q.indexOf(waiter);
     if (i >= 0) q.splice(i, 1);
-    if (q.length === 0) this.queues.delete(key);
+    if (q.length === 0) {
+      this.queues.delete(key);
+      this.forget(key);
+    }
   }
 
-  /** Grants free slots to waiting keys in turn: a served key goes to the back of the line. */
+  /**
+   * Grants free slots to waiting keys in turn: of the keys that may take one, the one served
+   * least recently (never, first), so a key that was just granted a slot, even at once without
+   * waiting, goes behind every other key that waits.
+   */
   private dispatch(): void {
-    let progressed = true;
-    while (progressed && this.active < this.limits.total) {
-      progressed = false;
-      for (const [key, q] of this.queues) {
-        if (!this.free(key)) continue;
-        const waiter = q.shift()!;
-        this.queues.delete(key);
-        if (q.length) this.queues.set(key, q);
-        this.take(key);
-        waiter.grant();
-        progressed = true;
-        break;
+    while (this.active < this.limits.total) {
+      let next: string | null = null;
+      for (const key of this.queues.keys()) {
+        if (this.free(key) && (next === null || (this.lastServed.get(key) ?? 0) < (this.lastServed.get(next) ?? 0))) next = key;
       }
+      if (next === null) return;
+      const q = this.queues.get(next)!;
+      const waiter = q.shift()!;
+      if (q.length === 0) this.queues.delete(next);
+      this.take(next);
+      waiter.grant();
     }
   }
 }
