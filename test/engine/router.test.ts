@@ -297,6 +297,25 @@ describe('stored routers', () => {
     for (const m of messages) expect(moved.score(m)).toEqual(trained.score(m));
   });
 
+  it('score as the full-precision model they were quantised from, within a hundredth', async () => {
+    let float!: (m: string) => Float64Array;
+    const stored = loadRouter(storeRouter(await Router.train(caps, { outOfScope: 'fallback', vectors: null, float: (f) => (float = f) })), null);
+    const probes = [...messages, ...caps.flatMap((c) => c.examples), 'refund for the late parcel', 'who is the fallback'];
+    let largest = 0;
+    for (const m of probes) {
+      const p = float(m);
+      const scored = new Map(stored.score(m).scores.map((s) => [s.name, s.score]));
+      caps.forEach((c, i) => {
+        const d = Math.abs(scored.get(c.name)! - p[i]);
+        largest = Math.max(largest, d);
+        expect(d, `${m}: ${c.name}`).toBeLessThan(0.01);
+      });
+    }
+    // The probabilities move: a test of a router that always answered the same would not show it.
+    expect(new Set(probes.map((m) => stored.score(m).scores[0].name)).size).toBe(3);
+    expect(largest).toBeGreaterThan(0);
+  });
+
   it('refuses bytes that are not a whole stored router', async () => {
     const bytes = storeRouter(await Router.train(caps, { outOfScope: 'fallback' }));
     expect(() => loadRouter(Buffer.from('not a router'))).toThrow(/not a stored router/);

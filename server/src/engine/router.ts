@@ -524,6 +524,12 @@ export class Router {
       vectors?: Embedder | null;
       /** A full garbage collection (a training worker's), run between the calibration model and the final one. */
       collect?: () => void;
+      /**
+       * Given the full-precision model's class probabilities of a message (the capabilities', in
+       * their order, then the background class's), before it is quantised into the stored layout:
+       * what the stored router must stay close to (tests).
+       */
+      float?: (probs: (message: string) => Float64Array) => void;
     } = {},
   ): Promise<Router> {
     const pause = opts.pause ?? nextTick;
@@ -604,6 +610,10 @@ export class Router {
     opts.collect?.();
     const softmax = new Softmax(features, classes, part?.dims ?? 0);
     if (classes > 1) await softmax.fit(xs, ys, Int32Array.from(xs.keys()), epochsFor(xs.length), pause);
+    opts.float?.((message) => {
+      const x = tfidf.vector(featureCounts(message));
+      return Float64Array.from(softmax.probs(part ? combine(x, embedInto(vectors!, message), tfidf.size, part) : x));
+    });
     // The examples kept for the similarity check, lexical and word-vector parts apart.
     const all: number[][] = caps.map(() => []);
     ys.forEach((y, i) => {
