@@ -9,6 +9,10 @@ export interface FieldProblem {
   column?: number;
 }
 
+/**
+ * An error the HTTP layer answers with its status and code. `cause` keeps what it came from (a
+ * driver's error, the engine's) for the operator's log; the problem body never shows it.
+ */
 export class AppError extends Error {
   constructor(
     readonly status: number,
@@ -16,8 +20,9 @@ export class AppError extends Error {
     message: string,
     readonly errors?: FieldProblem[],
     readonly headers?: Record<string, string>,
+    opts?: { cause?: unknown },
   ) {
-    super(message);
+    super(message, opts?.cause === undefined ? undefined : { cause: opts.cause });
     this.name = new.target.name;
   }
 }
@@ -61,8 +66,8 @@ export class IdempotencyMismatchError extends AppError {
 }
 
 export class UnavailableError extends AppError {
-  constructor(message = 'The database cannot be reached; try again shortly') {
-    super(503, 'unavailable', message, undefined, { 'retry-after': '2' });
+  constructor(message = 'The database cannot be reached; try again shortly', opts?: { cause?: unknown }) {
+    super(503, 'unavailable', message, undefined, { 'retry-after': '2' }, opts);
   }
 }
 

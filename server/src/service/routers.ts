@@ -14,6 +14,7 @@ import {
   routerModel,
   storedPlan,
   storeRouter,
+  TrainingTooLargeError,
   trainingTexts,
   type RoutableCapability,
 } from '../engine/router.js';
@@ -22,7 +23,7 @@ import { sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { ServerEmbeddings } from './server-embeddings.js';
-import type { Trainer } from './training.js';
+import { TrainingBudgetError, type Trainer } from './training.js';
 
 /** How this process came by the routers it compiled with (switchboard_routers_total). */
 export interface RouterCounts {
@@ -68,7 +69,11 @@ export class RouterService {
     const t = this.opts.trainer;
     return t
       ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors, { background })
-      : (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
+      : (caps, outOfScope, vectors) =>
+          Router.train(caps, { outOfScope, vectors: embedderFor(vectors) }).catch((err: unknown) => {
+            // The engine's refusal, answered as the training pool's is.
+            throw err instanceof TrainingTooLargeError ? new TrainingBudgetError(err.message, { cause: err }) : err;
+          });
   }
 
   /** Stores a router of the definition `digest` under `key` (the digest itself, or the key of its router of server embeddings). */

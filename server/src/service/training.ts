@@ -29,9 +29,9 @@ export interface TrainingBudget {
 const WORKER_IDLE_MS = 5_000;
 
 /** A definition whose router cannot be trained within the budget: refused, with the reason. */
-class TrainingBudgetError extends AppError {
-  constructor(message: string) {
-    super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }]);
+export class TrainingBudgetError extends AppError {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }], undefined, opts);
   }
 }
 

@@ -33,7 +33,7 @@ export function mapDbError(err: unknown): unknown {
       e.message ?? '',
     )
   ) {
-    return new UnavailableError();
+    return new UnavailableError(undefined, { cause: err });
   }
   return err;
 }
