@@ -1,5 +1,6 @@
 // The Express application over the services: middleware in order, the contract's routes, the
 // OpenAPI document and its viewer, the web console, and the one error handler. It never listens itself.
+import './locals.js';
 import express, { type Express, type NextFunction, type Request, type Response } from 'express';
 import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';

@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import type { AppRoute } from '@ts-rest/core';
 import { contract, routeScopes, type Scope } from '@switchboard/contract';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
-import type { KeyPrincipal, KeyService } from '../service/keys.js';
+import type { KeyService } from '../service/keys.js';
 import { bearerOf } from './tenant.js';
 
 // By method and path: ts-rest hands middleware a copy of the route object, not the contract's own.
@@ -27,7 +27,7 @@ export function apiKeyAuth(keys: KeyService) {
       const scope = scopeOf.get(key(route));
       if (!scope) throw new ForbiddenError('This route has no scope');
       const bearer = bearerOf(req);
-      const principal = (res.locals.principal as KeyPrincipal | undefined) ?? (bearer ? await keys.authenticate(bearer) : null);
+      const principal = res.locals.principal ?? (bearer ? await keys.authenticate(bearer) : null);
       if (!principal) throw new UnauthorizedError();
       if (principal.tenantId !== req.headers['tenant-id']) throw new ForbiddenError('This key belongs to another tenant');
       if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This key lacks the "${scope}" scope`);

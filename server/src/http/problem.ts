@@ -5,7 +5,7 @@ import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, type FieldProblem } from '../errors.js';
 import { jsonPath } from '../lib/json-path.js';
-import { withPositions, type SourceDocument } from '../lib/yaml-source.js';
+import { withPositions } from '../lib/yaml-source.js';
 import { mapDbError } from '../store/db-errors.js';
 
 const TITLES: Record<number, string> = {
@@ -34,7 +34,7 @@ interface ProblemInput {
 /** A problem's RFC 9457 document. */
 function problemBody(p: ProblemInput, res: Response): Problem {
   // Problems in a YAML body also say where they are in it.
-  const source = res.locals.source as SourceDocument | undefined;
+  const source = res.locals.source;
   const errors = p.errors && source ? withPositions(p.errors, source) : p.errors;
   return {
     type: `https://switchboard.dev/problems/${p.code.replace(/_/g, '-')}`,

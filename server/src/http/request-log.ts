@@ -15,7 +15,7 @@ export function requestLog(opts: { logger: Logger }) {
     customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
     // Called when the request starts (no route yet) and when it is logged: only the latter names one.
     customProps: (_req, res) => {
-      const route = (res as Partial<Response>).locals?.route as string | undefined;
+      const route = (res as Partial<Response>).locals?.route;
       return route ? { route } : {};
     },
     serializers: {
@@ -40,7 +40,7 @@ function quietRequestLog(logger: Logger) {
     res.once('finish', () => {
       const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : null;
       if (!level || !logger.isLevelEnabled(level)) return;
-      const route = res.locals.route as string | undefined;
+      const route = res.locals.route;
       logger[level](
         {
           req: { id: (req as Request & { id?: string }).id, method: req.method, tenant: req.headers['tenant-id'] },
@@ -70,7 +70,7 @@ export function requestMetrics(metrics: Metrics) {
   return (req: Request, res: Response, next: () => void): void => {
     const end = metrics.httpDuration.startTimer();
     res.once('close', () => {
-      const route = (res.locals.route as string | undefined) ?? 'other';
+      const route = res.locals.route ?? 'other';
       end({ method: req.method, route, status: String(res.statusCode) });
     });
     next();

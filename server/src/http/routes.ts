@@ -27,7 +27,7 @@ export function createRouter(
     api: {
       converse: async ({ params, headers, body, req, res }) => {
         // Choosing a version (a draft, an old one) is for the team, not for a public widget's key.
-        const scopes = res.locals.scopes as readonly string[] | undefined;
+        const scopes = res.locals.scopes;
         if (body.version !== undefined && scopes && !scopes.includes('admin')) throw new ForbiddenError('Choosing a version needs the "admin" scope');
         const call = {
           tenantId: headers['tenant-id'],
@@ -70,7 +70,7 @@ export function createRouter(
           tenantId: c.tenantId,
           conversationId: c.id,
           lastEventId: last,
-          keyId: (res.locals.keyId as string | undefined) ?? null,
+          keyId: res.locals.keyId ?? null,
           signal: gone.signal,
         });
         res.setHeader('content-type', 'text/event-stream; charset=utf-8');

@@ -1,0 +1,24 @@
+// What the HTTP layer's middleware leaves for later ones on `res.locals`, declared once on
+// Express's own `Locals` (as Hono declares its context variables), so every reader is typed and
+// no reader casts.
+import type { SourceDocument } from '../lib/yaml-source.js';
+import type { KeyPrincipal } from '../service/keys.js';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      /** The API key the request authenticated with (tenant.ts), when it carried one. */
+      principal?: KeyPrincipal;
+      /** That key's id and scopes (auth.ts). */
+      keyId?: string;
+      scopes?: readonly string[];
+      /** The contract's path of the route that answered (request-log.ts), for metrics and logs. */
+      route?: string;
+      /** A YAML body as sent, for the positions of its problems (input-guards.ts). */
+      source?: SourceDocument;
+    }
+  }
+}
+
+export {};
