@@ -11,7 +11,7 @@
 // and every section must lie inside the bytes, aligned, before any view or array is made.
 import { z } from 'zod';
 
-export const ARRAYS = {
+const ARRAYS = {
   f32: Float32Array,
   f64: Float64Array,
   i32: Int32Array,
@@ -25,8 +25,8 @@ export type AnyArray = Float32Array | Float64Array | Int32Array | Uint32Array | 
 export type ArrayOf<T extends SectionType> = InstanceType<(typeof ARRAYS)[T]>;
 
 const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
-export const Section = z.object({ type: z.enum(['f32', 'f64', 'i32', 'u32', 'u16', 'u8', 'i8']), offset: count, length: count });
-export type Section = z.infer<typeof Section>;
+const Section = z.object({ type: z.enum(['f32', 'f64', 'i32', 'u32', 'u16', 'u8', 'i8']), offset: count, length: count });
+type Section = z.infer<typeof Section>;
 
 /** Thrown for bytes that are not a well-formed container: the caller treats them as unreadable. */
 export class SectionsError extends Error {}
@@ -70,7 +70,7 @@ export function magicOf(bytes: Uint8Array): number {
  * and a small Buffer (a decoded string, a driver's answer) may share Node's pool with other
  * requests' data, which a view must never be able to reach.
  */
-export function ownBytes(bytes: Buffer): Buffer {
+function ownBytes(bytes: Buffer): Buffer {
   if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
   const own = Buffer.allocUnsafeSlow(bytes.length);
   bytes.copy(own);
