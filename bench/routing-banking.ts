@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseCsv } from 'csv-parse/sync';
 import { AgentDefinition } from '@switchboard/contract';
 import { compileAgent, validateDefinition } from '../server/src/engine/compile.js';
+import type { VectorsStatus } from '../server/src/engine/word-vectors.js';
 import { route } from '../server/src/engine/run.js';
 
 const DIR = fileURLToPath(new URL('./banking77/', import.meta.url));
@@ -38,8 +39,8 @@ export interface BankingResult {
 
 const pct = (a: number[], q: number) => [...a].sort((x, y) => x - y)[Math.min(a.length - 1, Math.floor(q * a.length))];
 
-/** Trains the agent with the process's current vectors (useVectors) and evaluates it. */
-export async function banking77(oosVal: Pairs): Promise<BankingResult> {
+/** Trains the agent with `words` and evaluates it. */
+export async function banking77(oosVal: Pairs, words: VectorsStatus): Promise<BankingResult> {
   const train = read('train.csv');
   const test = read('test.csv');
   const byIntent = new Map<string, string[]>();
@@ -55,7 +56,7 @@ export async function banking77(oosVal: Pairs): Promise<BankingResult> {
   const problems = validateDefinition(definition);
   if (problems.length) throw new Error(JSON.stringify(problems));
   const t0 = performance.now();
-  const agent = await compileAgent('00000000-0000-4000-8000-000000000077', 1, definition);
+  const agent = await compileAgent('00000000-0000-4000-8000-000000000077', 1, definition, undefined, words);
   const trainMs = performance.now() - t0;
   const times: number[] = [];
   let inScope = 0;

@@ -4,6 +4,7 @@
 // intents' validation utterances; out-of-scope messages are the out-of-scope validation split
 // plus the validation utterances of the other nine domains.
 import { compileAgent, validateDefinition } from '../server/src/engine/compile.js';
+import type { VectorsStatus } from '../server/src/engine/word-vectors.js';
 import { route } from '../server/src/engine/run.js';
 import { AgentDefinition } from '@switchboard/contract';
 
@@ -199,11 +200,12 @@ export interface SmallAgentResult {
 
 type Pairs = [string, string][];
 
-/** Runs the benchmark; `train`/`val`/`oosVal` are CLINC150's files. */
+/** Runs the benchmark; `train`/`val`/`oosVal` are CLINC150's files; the agents route with `words`. */
 export async function smallAgents(
   train: Pairs,
   val: Pairs,
   oosVal: Pairs,
+  words: VectorsStatus,
 ): Promise<{ rows: SmallAgentResult[]; inScope: number; oosRecall: number; topScored: number }> {
   const all = Object.values(DOMAINS).flat();
   if (all.length !== 150 || new Set(all).size !== 150) throw new Error('the domain list does not hold 150 distinct intents');
@@ -227,7 +229,7 @@ export async function smallAgents(
     });
     const problems = validateDefinition(definition);
     if (problems.length) throw new Error(JSON.stringify(problems));
-    const agent = await compileAgent('00000000-0000-4000-8000-000000000001', 1, definition);
+    const agent = await compileAgent('00000000-0000-4000-8000-000000000001', 1, definition, undefined, words);
     const routeOf = (m: string) => route(agent, agent.router.score(m), null).capability.name;
     const inScope = val.filter(([, i]) => intents.includes(i));
     const others = val.filter(([, i]) => !DOMAINS[domain].includes(i));

@@ -218,8 +218,7 @@ async function main() {
   console.log('\nSmall agents: 6 capabilities × 8 examples from one CLINC150 domain, and a fallback without examples');
   const small: [string, Awaited<ReturnType<typeof smallAgents>>][] = [];
   for (const mode of ['off', 'auto'] as const) {
-    useVectors({ mode });
-    small.push([mode === 'off' ? 'lexical' : 'lexical + vectors', await smallAgents(train, val, oosVal)]);
+    small.push([mode === 'off' ? 'lexical' : 'lexical + vectors', await smallAgents(train, val, oosVal, useVectors({ mode }))]);
   }
   console.log(`\n| domain | ${small.map(([m]) => `${m}: in-scope | out-of-scope recall | top-scored`).join(' | ')} |`);
   console.log(`|---|${small.map(() => '---:|---:|---:').join('|')}|`);
@@ -239,8 +238,7 @@ async function main() {
   console.log('\nBanking77: 77 capabilities of about 130 examples, and a fallback without examples (bench/banking77)');
   const banking: [string, BankingResult][] = [];
   for (const mode of ['off', 'auto'] as const) {
-    useVectors({ mode });
-    banking.push([mode === 'off' ? 'lexical' : 'lexical + vectors', await banking77(oosVal)]);
+    banking.push([mode === 'off' ? 'lexical' : 'lexical + vectors', await banking77(oosVal, useVectors({ mode }))]);
   }
   const b0 = banking[0][1];
   console.log(`  ${b0.examples} training and ${b0.tests} test messages; out of scope: CLINC150's ${oosVal.length} out-of-scope validation messages`);

@@ -16,7 +16,6 @@ import { fileURLToPath } from 'node:url';
 import { AgentDefinition } from '@switchboard/contract';
 import { routingInput } from '../server/src/engine/compile.js';
 import { ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router.js';
-import { processVectors } from '../server/src/engine/word-vectors.js';
 import { useVectors } from '../server/src/service/vectors.js';
 import { canonicalJson, sha256 } from '../server/src/lib/canonical.js';
 import { AgentStore } from '../server/src/store/agent-store.js';
@@ -85,7 +84,7 @@ async function seed(url: string): Promise<{ agents: { tenant: string; slug: stri
   for (const [k] of SIZES) {
     const def = definition(k);
     const { caps, outOfScope } = routingInput(def);
-    const router = await Router.train(caps, { outOfScope, vectors: processVectors() });
+    const router = await Router.train(caps, { outOfScope, vectors: vectors.vectors });
     shapes.set(k, { def, digest: sha256(canonicalJson(def)), state: storeRouter(router), model: router.model });
     process.stdout.write(`  trained the ${k}-capability shape (${(shapes.get(k)!.state.length / 1048576).toFixed(1)} MB stored)\n`);
   }

@@ -91,10 +91,11 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     log: logger,
     lookup: deps.actionLookup,
   });
-  // Before the training pool: its workers share the process's word vectors.
+  // The app's word vectors (loaded once per process and setting): its training pool's workers
+  // share them, and its agents route with them; another app in the process may have others.
   const vectors = useVectors(config.routerVectors);
   if (vectors.loadedNow) logger.info({ vectors: vectors.vectors?.id ?? null, reason: vectors.reason }, vectors.detail);
-  const training = new TrainingPool(config.training);
+  const training = new TrainingPool(config.training, vectors.vectors);
   const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
   const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);
   // The gate is made below (it reports to metrics, which read the agents): the embeddings reach it when they call.
@@ -115,6 +116,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     models,
     renderBudgets,
     hosts: { checker: hosts, grants: (tenantId) => hostsFor(config.actionAllowedHosts, tenantId) },
+    words: vectors,
     embeddings,
   });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);

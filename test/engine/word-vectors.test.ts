@@ -6,7 +6,7 @@ import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent } from '../../server/src/engine/compile.js';
 import { FUSED_MODEL, loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router.js';
 import { route } from '../../server/src/engine/run.js';
-import { processVectors, WordVectors } from '../../server/src/engine/word-vectors.js';
+import { WordVectors } from '../../server/src/engine/word-vectors.js';
 import { loadVectors, useVectors } from '../../server/src/service/vectors.js';
 import { TrainingPool } from '../../server/src/service/training.js';
 import { parseDefinition } from '../helpers/agents.js';
@@ -118,7 +118,7 @@ describe('the router with word vectors', () => {
   });
 
   it('trains in a worker thread with the vectors the main thread shares, to the same bytes', async () => {
-    const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, idleMs: 100 });
+    const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, idleMs: 100 }, vectors);
     try {
       const inWorker = await pool.train('acme', caps, null, true);
       expect(inWorker.model).toBe(`${FUSED_MODEL}+${vectors.id}`);
@@ -130,16 +130,15 @@ describe('the router with word vectors', () => {
   });
 
   it('leaves an agent in another language lexical, and its routing decisions say why', async () => {
-    expect(processVectors()).toBe(vectors);
     const def = (language: string): AgentDefinitionInput => ({
       name: 'Shop',
       default_language: language,
       capabilities: caps.map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
     });
-    const french = await compileAgent('00000000-0000-4000-8000-000000000003', 1, parseDefinition(def('fr')));
+    const french = await compileAgent('00000000-0000-4000-8000-000000000003', 1, parseDefinition(def('fr')), undefined, status);
     expect(french.router.model).toBe(ROUTER_MODEL);
     expect(route(french, french.router.score('where is my order'), null).audit).toMatchObject({ model: ROUTER_MODEL, lexical: 'language' });
-    const english = await compileAgent('00000000-0000-4000-8000-000000000003', 1, parseDefinition(def('en-GB')));
+    const english = await compileAgent('00000000-0000-4000-8000-000000000003', 1, parseDefinition(def('en-GB')), undefined, status);
     const audit = route(english, english.router.score('where is my order'), null).audit;
     expect(audit.model).toBe(`${FUSED_MODEL}+${vectors.id}`);
     expect(audit).not.toHaveProperty('lexical');

@@ -10,15 +10,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { App } from '../../server/src/app.js';
 import { ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel } from '../../server/src/engine/router.js';
-import { processVectors } from '../../server/src/engine/word-vectors.js';
+import { useVectors } from '../../server/src/service/vectors.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { databases, eachDatabase, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { answersOk, freePort, testApp } from '../helpers/servers.js';
 
 warnIfPostgresSkipped();
 const T = { 'tenant-id': 'acme' };
-/** The model this process trains for an English definition: with its word vectors, when it has them. */
-const MODEL = () => routerModel(processVectors());
+/** The model an app of the default settings trains for an English definition: with its word vectors, when they are installed. */
+const MODEL = () => routerModel(useVectors({ mode: 'auto' }).vectors);
 
 const TOPICS = ['billing', 'shipping', 'returns', 'warranty', 'accounts', 'passwords', 'stores', 'gift cards', 'payments', 'invoices'];
 const ACTS = ['question about', 'help with', 'problem with', 'change my', 'where is my', 'cancel my', 'tell me about', 'update my'];
@@ -214,6 +214,22 @@ eachDatabase('stored routers ($name)', (database) => {
     const offAgain = lexical();
     expect(await firstRouting(offAgain, 'vectors', 'help with my passwords')).toEqual(lexicalAnswer);
     expect(offAgain.agents.routerCounts).toMatchObject({ trained: 1, stored: 0 });
+  });
+
+  it('two apps in one process with different ROUTER_VECTORS settings keep their own: neither changes the other’s routers', async () => {
+    const d = openDatabase(url, { poolMax: 5 });
+    extra.push(d);
+    const off = testApp(d, { routerVectors: { mode: 'off' } });
+    const on = testApp(d, { routerVectors: { mode: 'auto' } });
+    // The app made last has vectors; the one made first must still train without them.
+    expect((await request(off.app).put('/api/v1/agents/settings').set({ 'tenant-id': 'plain' }).send(agentOf(5))).status).toBe(200);
+    expect((await request(on.app).put('/api/v1/agents/settings').set({ 'tenant-id': 'fused' }).send(agentOf(5))).status).toBe(200);
+    const model = async (tenant: string) => (await db.knex('stored_routers').where({ tenant_id: tenant }).first('model')).model as string;
+    expect(await model('plain')).toBe(ROUTER_MODEL);
+    expect(await model('fused')).toBe(MODEL());
+    const plain = await request(off.app).post('/api/v1/agents/settings/converse').set({ 'tenant-id': 'plain' }).send({ message: 'help with my returns' });
+    const audit = await request(off.app).get(`/api/v1/agents/settings/conversations/${plain.body.conversation_id}/audit-logs`).set({ 'tenant-id': 'plain' });
+    expect(audit.body.data.find((e: { type: string }) => e.type === 'routing_decision').data).toMatchObject({ model: ROUTER_MODEL, lexical: 'off' });
   });
 
   it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {

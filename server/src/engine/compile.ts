@@ -8,7 +8,7 @@ import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedTex
 import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
 import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router.js';
-import { vectorsStatus, type LexicalReason } from './word-vectors.js';
+import { NO_VECTORS, type LexicalReason, type VectorsStatus } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { isTimeZone } from './dates.js';
 import { CompiledCondition, CompiledTemplate, CompiledText, compileJson, explainLiquidError, templateReads, type JsonTemplate } from './templates.js';
@@ -478,7 +478,12 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
  * `vectors`: whether the definition's language lets the process's word vectors (English) be used.
  */
 export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null, vectors: boolean | DenseTable) => Promise<Router>;
-const trainHere: TrainRouter = (caps, outOfScope, vectors) => Router.train(caps, { outOfScope, vectors: embedderFor(vectors) });
+
+/** Trains here, with these word vectors for English definitions. */
+export const trainHere =
+  (words: VectorsStatus): TrainRouter =>
+  (caps, outOfScope, vectors) =>
+    Router.train(caps, { outOfScope, vectors: embedderFor(vectors, words.vectors) });
 
 /** The word vectors are English: an agent in another language routes lexically. */
 function english(def: AgentDefinition): boolean {
@@ -513,8 +518,18 @@ export function semanticRouter(def: AgentDefinition, router: Router): SemanticRo
   };
 }
 
-/** Compiles a definition that passed validateDefinition and trains its router. */
-export async function compileAgent(agentId: string, version: number, def: AgentDefinition, train: TrainRouter = trainHere): Promise<CompiledAgent> {
+/**
+ * Compiles a definition that passed validateDefinition and trains its router (`train`: here by
+ * default, with `words`, the app's word vectors, which also say why a router is lexical).
+ */
+export async function compileAgent(
+  agentId: string,
+  version: number,
+  def: AgentDefinition,
+  train?: TrainRouter,
+  words: VectorsStatus = NO_VECTORS,
+): Promise<CompiledAgent> {
+  train ??= trainHere(words);
   const capabilities = new Map(def.capabilities.map((c) => [c.name, compileCapability(agentId, c)]));
   const messages = Object.fromEntries(
     (Object.keys(DEFAULT_MESSAGES) as (keyof typeof DEFAULT_MESSAGES)[]).map((k) => [k, CompiledText.from(def.messages?.[k] ?? DEFAULT_MESSAGES[k])]),
@@ -578,7 +593,7 @@ export async function compileAgent(agentId: string, version: number, def: AgentD
     messages,
     router,
     semantic: null,
-    lexical: router.model !== ROUTER_MODEL ? null : !english(def) ? 'language' : (vectorsStatus().reason ?? 'stored'),
+    lexical: router.model !== ROUTER_MODEL ? null : !english(def) ? 'language' : (words.reason ?? 'stored'),
     secretNames: [...new Set([...actions.values()].flatMap((a) => a.secrets))],
     // The definition is kept too (as parsed JSON: roughly twice its text).
     bytes: router.bytes + 2 * JSON.stringify(def).length + (knowledge?.bytes ?? 0),

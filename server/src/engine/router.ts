@@ -15,7 +15,6 @@ import { BACKGROUND } from './background.js';
 import { dot, featureCounts, TfIdf, type FeatureCounts, type SparseVector } from './text-features.js';
 import { z } from 'zod';
 import { allFinite, magicOf, readSections, SectionsError, writeSections, type AnyArray } from '../lib/sections.js';
-import { processVectors } from './word-vectors.js';
 
 /**
  * What gives a text its dense vector: the process's word vectors (word-vectors.ts), or a table of
@@ -62,9 +61,9 @@ export interface DenseTable {
   data: Float32Array;
 }
 
-/** The embedder a training uses: the process's word vectors (true), a server's table, or none. */
-export function embedderFor(vectors: boolean | DenseTable): Embedder | null {
-  if (vectors === true) return processVectors();
+/** The embedder a training uses: the app's word vectors `words` (true), a server's table, or none. */
+export function embedderFor(vectors: boolean | DenseTable, words: Embedder | null): Embedder | null {
+  if (vectors === true) return words;
   return vectors ? tableEmbedder(vectors.id, vectors.dims, vectors.texts, vectors.data) : null;
 }
 
@@ -533,7 +532,7 @@ export class Router {
     } = {},
   ): Promise<Router> {
     const pause = opts.pause ?? nextTick;
-    const vectors = opts.vectors === undefined ? processVectors() : opts.vectors;
+    const vectors = opts.vectors ?? null;
 
     const outOfScope = opts.outOfScope && caps.some((c) => c.name === opts.outOfScope) ? opts.outOfScope : null;
     // No out-of-scope examples of the agent's own: the background class stands in for them.
@@ -1010,7 +1009,7 @@ export function storeRouter(router: Router): Buffer {
  * `bytes` (on a converted copy for format 1). Throws on bytes that are not a stored router.
  * `model` is the model that trained it, as stored beside the bytes (default: this process's).
  */
-export function loadRouter(bytes: Buffer, vectors: Embedder | null = processVectors(), model?: string): Router {
+export function loadRouter(bytes: Buffer, vectors: Embedder | null = null, model?: string): Router {
   if (magicOf(bytes) === MAGIC_V1) return Router.fromLayout(encode(readV1(bytes)), vectors, model);
   return Router.fromLayout(bytes, vectors, model);
 }

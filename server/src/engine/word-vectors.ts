@@ -223,23 +223,5 @@ export interface VectorsStatus {
   detail: string;
 }
 
-let current: VectorsStatus = { vectors: null, reason: 'off', detail: 'word vectors not loaded' };
-
-/** The vectors English agents of this process route with (null: none, routing is lexical). */
-export function processVectors(): WordVectors | null {
-  return current.vectors;
-}
-
-export function vectorsStatus(): VectorsStatus {
-  return current;
-}
-
-/** Sets how the process came by its vectors (service/vectors.ts, at start-up). */
-export function setVectorsStatus(status: VectorsStatus): void {
-  current = status;
-}
-
-/** Sets the process's vectors: in a training worker, the main thread's (shared, not copied). */
-export function setProcessVectors(v: WordVectors | null): void {
-  current = v ? { vectors: v, detail: `word vectors ${v.id}` } : { vectors: null, reason: 'off', detail: 'no word vectors' };
-}
+/** No word vectors (ROUTER_VECTORS=off): what an app or a tool routes with unless given its own. */
+export const NO_VECTORS: VectorsStatus = { vectors: null, reason: 'off', detail: 'word vectors not loaded' };

@@ -4,6 +4,7 @@ import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../engine/compile.js';
 import type { Router } from '../engine/router.js';
+import { NO_VECTORS, type VectorsStatus } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';
 import type { Trainer } from './training.js';
@@ -38,6 +39,8 @@ export interface AgentServiceOptions {
   hosts?: { checker: HostChecker; grants: (tenantId: string) => readonly string[] };
   /** The model server's embeddings (LLM_EMBEDDINGS_MODEL): each version also gets a router of them, trained in the background. */
   embeddings?: ServerEmbeddings;
+  /** The app's word vectors (ROUTER_VECTORS) and why there are none; none when absent. */
+  words?: VectorsStatus;
   /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after; one watching this cache's bound by default. */
   released?: ReleasedBytes;
 }
@@ -70,6 +73,8 @@ export class AgentService {
   private readonly compiling = new Map<string, Promise<CompiledAgent>>();
   /** Loads, trains, converts and stores the routers of the versions compiled here. */
   readonly routers: RouterService;
+  /** The app's word vectors. */
+  private readonly words: VectorsStatus;
   /** Where each compiled version came from (its cache key, tenant and digest), for its router of server embeddings. */
   private readonly origins = new WeakMap<CompiledAgent, { key: string; tenantId: string; digest: string }>();
   /** When a definition's router of server embeddings was last dropped for an embedding of another length. */
@@ -80,7 +85,14 @@ export class AgentService {
     private readonly clock: Clock,
     private readonly opts: AgentServiceOptions = {},
   ) {
-    this.routers = new RouterService(clock, { trainer: opts.trainer, store: opts.routers, embeddings: opts.embeddings, log: opts.log });
+    this.words = opts.words ?? NO_VECTORS;
+    this.routers = new RouterService(clock, {
+      trainer: opts.trainer,
+      store: opts.routers,
+      embeddings: opts.embeddings,
+      log: opts.log,
+      words: opts.words?.vectors ?? null,
+    });
     const cacheBytes = opts.cacheBytes ?? 512 * 1048576;
     this.released = opts.released ?? new ReleasedBytes({ held: () => this.compiled.calculatedSize, slack: releasedSlack(cacheBytes), checkEvery: 4 * 1048576 });
     this.compiled = new LRUCache<string, CompiledAgent>({
@@ -119,12 +131,13 @@ export class AgentService {
         0,
         definition,
         this.routers.routerFor(tenantId, digest, () => undefined),
+        this.words,
       );
     }
     const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
-      this.cache(key, tenantId, digest, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router)));
+      this.cache(key, tenantId, digest, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router), this.words));
     }
     await this.compiledVersion(tenantId, agent.id, version);
     const shown =
@@ -318,7 +331,7 @@ export class AgentService {
           // Retrained in the background (a router of an older model): the version is compiled
           // again around the new router, and replaces this one in the cache.
           const swap = (router: Router) =>
-            void compileAgent(agentId, version, definition, () => Promise.resolve(router)).then(
+            void compileAgent(agentId, version, definition, () => Promise.resolve(router), this.words).then(
               (c) => {
                 if (this.compiled.has(key)) this.cache(key, tenantId, v.digest, c);
               },
@@ -328,7 +341,7 @@ export class AgentService {
                   'compiling around a retrained router failed: the stored one goes on answering',
                 ),
             );
-          return compileAgent(agentId, version, definition, this.routers.routerFor(tenantId, v.digest, swap)).then((compiled) =>
+          return compileAgent(agentId, version, definition, this.routers.routerFor(tenantId, v.digest, swap), this.words).then((compiled) =>
             this.cache(key, tenantId, v.digest, compiled),
           );
         })

@@ -18,7 +18,7 @@ import {
   trainingTexts,
   type RoutableCapability,
 } from '../engine/router.js';
-import { processVectors } from '../engine/word-vectors.js';
+import type { WordVectors } from '../engine/word-vectors.js';
 import { sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { RouterStore } from '../store/router-store.js';
@@ -44,6 +44,8 @@ export interface RouterServiceOptions {
   store?: RouterStore;
   /** The model server's embeddings (LLM_EMBEDDINGS_MODEL). */
   embeddings?: ServerEmbeddings;
+  /** The app's word vectors (ROUTER_VECTORS), for English definitions. */
+  words?: WordVectors | null;
   log?: Pick<Logger, 'warn' | 'info'>;
 }
 
@@ -70,7 +72,7 @@ export class RouterService {
     return t
       ? (caps, outOfScope, vectors) => t(tenantId, caps, outOfScope, vectors, { background })
       : (caps, outOfScope, vectors) =>
-          Router.train(caps, { outOfScope, vectors: embedderFor(vectors) }).catch((err: unknown) => {
+          Router.train(caps, { outOfScope, vectors: embedderFor(vectors, this.opts.words ?? null) }).catch((err: unknown) => {
             // The engine's refusal, answered as the training pool's is.
             throw err instanceof TrainingTooLargeError ? new TrainingBudgetError(err.message, { cause: err }) : err;
           });
@@ -122,9 +124,9 @@ export class RouterService {
     return async (caps, outOfScope, vectors) => {
       // The model this process trains for this definition: with its word vectors, when it has
       // them and the definition is English.
-      const embedder = vectors ? processVectors() : null;
-      const model = routerModel(embedder);
-      const decided = storedPlan(await this.load(tenantId, digest), { model, caps, outOfScope }, processVectors());
+      const words = this.opts.words ?? null;
+      const model = routerModel(vectors ? words : null);
+      const decided = storedPlan(await this.load(tenantId, digest), { model, caps, outOfScope }, words);
       if (decided.plan === 'train') {
         if (decided.reason !== 'none stored') {
           this.opts.log?.warn({ tenant: tenantId, digest, reason: decided.reason }, 'a stored router could not be used here: training it');

@@ -1,11 +1,9 @@
 // A worker thread that trains routers, so that training a large definition never stalls the
 // server's event loop. Receives { id, caps, outOfScope, vectors, maxBytes }; answers { id, state } (the router's stored
 // layout) or { id, error, tooLarge }. The main thread's word vectors arrive as workerData, shared.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { parentPort, workerData } from 'node:worker_threads';
 import { embedderFor, Router, storeRouter, TrainingTooLargeError, type DenseTable, type RoutableCapability } from '../engine/router.js';
-import { setProcessVectors, WordVectors } from '../engine/word-vectors.js';
+import { WordVectors } from '../engine/word-vectors.js';
 
 export interface TrainRequest {
   id: number;
@@ -17,14 +15,15 @@ export interface TrainRequest {
 }
 
 const shared = (workerData as { vectors?: Parameters<typeof WordVectors.fromShared>[0] | null } | null)?.vectors;
-setProcessVectors(shared ? WordVectors.fromShared(shared) : null);
+/** The pool's word vectors (its app's), shared rather than copied. */
+const words = shared ? WordVectors.fromShared(shared) : null;
 
 // A full collection after each training lets V8 give back the pages of the training's peak (often
 // several times the router it produced) instead of keeping them until a collection it may never
-// need on an idle thread. `gc` from a fresh context: the flag exposes it without a command-line
-// flag for the whole process.
-setFlagsFromString('--expose-gc');
-const collect = runInNewContext('gc') as () => void;
+// need on an idle thread. V8's flags are the process's: started with --expose-gc (as the server
+// is), the worker has `gc` too; without it, V8 collects when it will.
+const exposed = (globalThis as { gc?: unknown }).gc;
+const collect = typeof exposed === 'function' ? (exposed as () => void) : () => undefined;
 
 // Loaded and ready: the pool starts a training's clock only from here.
 parentPort?.postMessage({ ready: true });
@@ -34,7 +33,7 @@ parentPort?.on('message', (msg: TrainRequest) => {
   Router.train(msg.caps, {
     outOfScope: msg.outOfScope,
     maxBytes: msg.maxBytes,
-    vectors: embedderFor(msg.vectors),
+    vectors: embedderFor(msg.vectors, words),
     pause: () => Promise.resolve(),
     collect,
   }).then(

@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../engine/router.js';
-import { processVectors } from '../engine/word-vectors.js';
+import type { WordVectors } from '../engine/word-vectors.js';
 import type { TrainRequest } from './training-worker.js';
 
 export interface TrainingBudget {
@@ -86,15 +86,19 @@ export class TrainingPool {
   private closed = false;
   private readonly running = new Map<string, number>();
 
-  constructor(private readonly budget: TrainingBudget) {}
+  constructor(
+    private readonly budget: TrainingBudget,
+    /** The app's word vectors, shared with the workers. */
+    private readonly words: WordVectors | null = null,
+  ) {}
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
     const make = (execArgv: string[]) =>
       new Worker(workerUrl, {
         execArgv,
         resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
-        // The process's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
-        workerData: { vectors: processVectors()?.share() ?? null },
+        // The app's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
+        workerData: { vectors: this.words?.share() ?? null },
       });
     let worker: Worker;
     try {
@@ -215,7 +219,7 @@ export class TrainingPool {
           const onMessage = (m: { id: number; state?: Uint8Array; error?: string; tooLarge?: boolean }) => {
             if (m.id !== id) return;
             done();
-            if (m.state) resolve(loadRouter(Buffer.from(m.state.buffer, m.state.byteOffset, m.state.byteLength)));
+            if (m.state) resolve(loadRouter(Buffer.from(m.state.buffer, m.state.byteOffset, m.state.byteLength), this.words));
             else if (m.tooLarge) reject(new TrainingBudgetError(m.error!));
             else reject(new Error(m.error));
           };

@@ -5,7 +5,6 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { dirname, join } from 'node:path';
 import {
   convert,
-  setVectorsStatus,
   VECTORS_FILE_FORMAT,
   VECTORS_PACKAGE,
   WordVectors,
@@ -83,6 +82,5 @@ export function useVectors(setting: VectorsSetting): VectorsStatus & { loadedNow
   let status = loaded.get(key);
   const loadedNow = !status;
   if (!status) loaded.set(key, (status = loadVectors(setting)));
-  setVectorsStatus(status);
   return { ...status, loadedNow };
 }
