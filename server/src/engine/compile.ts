@@ -480,7 +480,7 @@ function compileCapability(agentId: string, c: CapabilityDef): CompiledCapabilit
 export type TrainRouter = (caps: RoutableCapability[], outOfScope: string | null, vectors: boolean | DenseTable) => Promise<Router>;
 
 /** Trains here, with these word vectors for English definitions. */
-export const trainHere =
+const trainHere =
   (words: VectorsStatus): TrainRouter =>
   (caps, outOfScope, vectors) =>
     Router.train(caps, { outOfScope, vectors: embedderFor(vectors, words.vectors) });
