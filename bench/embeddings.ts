@@ -6,7 +6,7 @@
 // encoder, which this benchmark does not have).
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Router, storeRouter, tableEmbedder, trainingTexts, type RoutableCapability } from '../server/src/engine/router.js';
+import { Router, storeRouter, tableEmbedder, trainingTexts, type RoutableCapability } from '../server/src/engine/router/index.js';
 
 const DIR = process.env.CLINC_DIR ?? fileURLToPath(new URL('../../shared/data/clinc150/', import.meta.url));
 const load = (f: string) => JSON.parse(readFileSync(`${DIR}/${f}`, 'utf8')) as [string, string][];

@@ -16,7 +16,7 @@ import { pino } from 'pino';
 import { AgentDefinition } from '@switchboard/contract';
 import { createApp } from '../server/src/app.js';
 import { loadConfig } from '../server/src/config.js';
-import { Router } from '../server/src/engine/router.js';
+import { Router } from '../server/src/engine/router/index.js';
 import type { WordVectors } from '../server/src/engine/word-vectors.js';
 import { loadVectors, useVectors } from '../server/src/service/vectors.js';
 import { route } from '../server/src/engine/run.js';

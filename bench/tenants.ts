@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentDefinition } from '@switchboard/contract';
 import { routingInput } from '../server/src/engine/compile.js';
-import { ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router.js';
+import { ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router/index.js';
 import { useVectors } from '../server/src/service/vectors.js';
 import { canonicalJson, sha256 } from '../server/src/lib/canonical.js';
 import { AgentStore } from '../server/src/store/agent-store.js';

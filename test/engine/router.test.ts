@@ -15,7 +15,7 @@ import {
   storeRouter,
   tableEmbedder,
   trainingTexts,
-} from '../../server/src/engine/router.js';
+} from '../../server/src/engine/router/index.js';
 import { FAKE_EMBEDDING_DIMS, fakeEmbedding } from '../helpers/fake-embeddings.js';
 import { route, runTurn, type TurnInput, type TurnResult } from '../../server/src/engine/run.js';
 import { parseDefinition } from '../helpers/agents.js';

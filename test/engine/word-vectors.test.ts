@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { compileAgent } from '../../server/src/engine/compile.js';
-import { FUSED_MODEL, loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router.js';
+import { FUSED_MODEL, loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router/index.js';
 import { route } from '../../server/src/engine/run.js';
 import { WordVectors } from '../../server/src/engine/word-vectors.js';
 import { loadVectors, useVectors } from '../../server/src/service/vectors.js';

@@ -7,7 +7,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Config } from '../../server/src/config.js';
-import { FUSED_MODEL, ROUTER_MODEL } from '../../server/src/engine/router.js';
+import { FUSED_MODEL, ROUTER_MODEL } from '../../server/src/engine/router/index.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { FAKE_EMBEDDING_DIMS, startFakeEmbeddings, type FakeEmbeddings } from '../helpers/fake-embeddings.js';

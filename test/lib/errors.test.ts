@@ -1,7 +1,7 @@
 // Errors that cross into the HTTP layer keep what they came from, for the operator's log.
 import { describe, expect, it } from 'vitest';
 import { AppError, UnavailableError } from '../../server/src/errors.js';
-import { Router, TrainingTooLargeError } from '../../server/src/engine/router.js';
+import { Router, TrainingTooLargeError } from '../../server/src/engine/router/index.js';
 import { RouterService } from '../../server/src/service/routers.js';
 import { systemClock } from '../../server/src/lib/clock.js';
 import { mapDbError } from '../../server/src/store/db-errors.js';

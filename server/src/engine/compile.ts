@@ -7,7 +7,7 @@ import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
-import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router.js';
+import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router/index.js';
 import { NO_VECTORS, type LexicalReason, type VectorsStatus } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';
 import { isTimeZone } from './dates.js';

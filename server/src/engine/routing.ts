@@ -2,7 +2,7 @@
 // fallback, and (when the embedded router cannot place a message) the model provider.
 import type { ContextEnvelope } from '@switchboard/contract';
 import type { CompiledAgent, CompiledCapability, SemanticRouter } from './compile.js';
-import type { Scored } from './router.js';
+import type { Scored } from './router/index.js';
 import type { EmbedReply, EngineReply, EngineRequest, LlmRouteReply, RouteDecision, Step, TurnState } from './turn.js';
 
 /**

@@ -8,7 +8,7 @@ import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type 
 import { cutUtf8 } from '../lib/utf8.js';
 import { prefillSlots, type Prefill } from './prefill.js';
 import { isTimeZone, type DateFrame } from './dates.js';
-import type { Scored } from './router.js';
+import type { Scored } from './router/index.js';
 import { RenderBudget, RenderBudgetExceeded, type CompiledCondition, type CompiledText, type Scope } from './templates.js';
 
 export interface RouteDecision {

@@ -3,7 +3,7 @@
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
 import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../engine/compile.js';
-import type { Router } from '../engine/router.js';
+import type { Router } from '../engine/router/index.js';
 import { NO_VECTORS, type VectorsStatus } from '../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { runTests } from './test-runner.js';

@@ -32,7 +32,7 @@ import {
 } from '../engine/run.js';
 import type { LlmRouter } from '../actions/llm-router.js';
 import { ModelRefusal, type ModelGate } from './model-gate.js';
-import type { Scored } from '../engine/router.js';
+import type { Scored } from '../engine/router/index.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';

@@ -17,7 +17,7 @@ import {
   TrainingTooLargeError,
   trainingTexts,
   type RoutableCapability,
-} from '../engine/router.js';
+} from '../engine/router/index.js';
 import type { WordVectors } from '../engine/word-vectors.js';
 import { sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';

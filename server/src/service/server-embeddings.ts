@@ -2,7 +2,7 @@
 // texts of a definition in batches, and each routed message within routing's own time limit.
 // Every call goes through the model gate, so it counts against the tenant's daily tokens and
 // takes a slot of the tenant's share of the model server.
-import { SERVER_EMBEDDINGS, type DenseTable } from '../engine/router.js';
+import { SERVER_EMBEDDINGS, type DenseTable } from '../engine/router/index.js';
 import { estimateTextTokens } from '../engine/tokens.js';
 import type { EmbedReply } from '../engine/turn.js';
 import { ModelRefusal, type ModelGate } from './model-gate.js';

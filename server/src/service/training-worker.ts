@@ -2,7 +2,7 @@
 // server's event loop. Receives { id, caps, outOfScope, vectors, maxBytes }; answers { id, state } (the router's stored
 // layout) or { id, error, tooLarge }. The main thread's word vectors arrive as workerData, shared.
 import { parentPort, workerData } from 'node:worker_threads';
-import { embedderFor, Router, storeRouter, TrainingTooLargeError, type DenseTable, type RoutableCapability } from '../engine/router.js';
+import { embedderFor, Router, storeRouter, TrainingTooLargeError, type DenseTable, type RoutableCapability } from '../engine/router/index.js';
 import { WordVectors } from '../engine/word-vectors.js';
 
 export interface TrainRequest {

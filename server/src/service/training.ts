@@ -9,7 +9,7 @@
 import { Worker } from 'node:worker_threads';
 import { AppError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../engine/router.js';
+import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../engine/router/index.js';
 import type { WordVectors } from '../engine/word-vectors.js';
 import type { TrainRequest } from './training-worker.js';
 
