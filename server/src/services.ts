@@ -53,6 +53,8 @@ export interface ServiceDeps {
   hostChecker?: HostChecker;
   /** How actions resolve names (tests give one whose name server never answers). */
   actionLookup?: Lookup;
+  /** The training worker's script (tests give one whose trainings block). */
+  trainingWorkerUrl?: URL;
 }
 
 export interface Services {
@@ -95,7 +97,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   // share them, and its agents route with them; another app in the process may have others.
   const vectors = useVectors(config.routerVectors);
   if (vectors.loadedNow) logger.info({ vectors: vectors.vectors?.id ?? null, reason: vectors.reason }, vectors.detail);
-  const training = new TrainingPool(config.training, vectors.vectors);
+  const training = new TrainingPool({ ...config.training, workerUrl: deps.trainingWorkerUrl }, vectors.vectors);
   const models = config.llm ? [...new Set([config.llm.model, ...(config.llm.models ?? [])])] : undefined;
   const renderBudgets = new RenderBudgets(config.renderBudget, config.tenantRenderMsPerSecond);
   // The gate is made below (it reports to metrics, which read the agents): the embeddings reach it when they call.

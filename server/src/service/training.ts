@@ -19,6 +19,8 @@ export interface TrainingBudget {
   workers: number;
   /** How long a worker waits idle before it is ended (its heap returned); WORKER_IDLE_MS by default. */
   idleMs?: number;
+  /** The worker's script (tests give one whose trainings block); the training worker by default. */
+  workerUrl?: URL;
 }
 
 /**
@@ -94,7 +96,7 @@ export class TrainingPool {
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
     const make = (execArgv: string[]) =>
-      new Worker(workerUrl, {
+      new Worker(this.budget.workerUrl ?? workerUrl, {
         execArgv,
         resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
         // The app's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
