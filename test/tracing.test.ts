@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { orderLookupAgent } from './helpers/agents.js';
 import { freePort, json, startBackend, type Backend } from './helpers/servers.js';
+import { waitUntil } from './helpers/wait.js';
 
 interface OtlpSpan {
   traceId: string;
@@ -106,10 +107,7 @@ describe('traces', () => {
       const first = await converse(server.base, 'where is my order');
       await converse(server.base, 'A-1', first.conversation_id);
       let converseSpans: OtlpSpan[] = [];
-      for (let i = 0; i < 100 && converseSpans.length < 2; i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        converseSpans = spans.filter((s) => s.name === 'switchboard.converse');
-      }
+      await waitUntil('both converse spans exported', () => (converseSpans = spans.filter((s) => s.name === 'switchboard.converse')).length >= 2, 10_000, 100);
       expect(converseSpans).toHaveLength(2);
       // The second call: the one with the action.
       const root = converseSpans.find((s) => spans.some((c) => c.parentSpanId === s.spanId && c.name === 'switchboard.action'))!;
@@ -138,8 +136,7 @@ describe('traces', () => {
       const erase = await fetch(`${server.base}/api/v1/users/u-secret-42/conversations`, { method: 'DELETE', headers: { 'tenant-id': 'acme' } });
       expect(erase.status).toBe(200);
       expect(orders.requests.at(-1)!.url).toContain('trace-s3cret-value');
-      for (let i = 0; i < 100 && !spans.some((s) => s.name.startsWith('DELETE')); i++) await new Promise((r) => setTimeout(r, 100));
-      expect(spans.some((s) => s.name.startsWith('DELETE'))).toBe(true);
+      await waitUntil('the erasure span exported', () => spans.some((s) => s.name.startsWith('DELETE')), 10_000, 100);
       expect(JSON.stringify(spans)).not.toContain('trace-s3cret-value');
       expect(JSON.stringify(spans)).not.toContain('u-secret-42');
       expect(outgoing.find((s) => s.kind === 3)!.attributes).toContainEqual({

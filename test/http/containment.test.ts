@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { databases, eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const T = { 'tenant-id': 'acme' };
 
@@ -318,10 +319,12 @@ eachDatabase('test conversations and replays on $name', (database) => {
     const meanwhile = await app().get(`/api/v1/agents/g/replays/${started.body.id}`).set(R).expect(200);
     expect(meanwhile.body.status).toBe('running');
     let r = meanwhile.body;
-    for (let i = 0; i < 600 && r.status === 'running'; i++) {
-      await new Promise((res) => setTimeout(res, 50));
-      r = (await app().get(`/api/v1/agents/g/replays/${started.body.id}`).set(R)).body;
-    }
+    await waitUntil(
+      'the replay to finish',
+      async () => (r = (await app().get(`/api/v1/agents/g/replays/${started.body.id}`).set(R)).body).status !== 'running',
+      30_000,
+      50,
+    );
     expect(r.status).toBe('done');
     expect(r.summary.conversations).toBe(1);
   });
