@@ -4,6 +4,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { embedderFor, Router, storeRouter, TrainingTooLargeError, type DenseTable, type RoutableCapability } from '../engine/router/index.js';
 import { WordVectors } from '../engine/word-vectors.js';
+import { collectNow } from '../lib/collect.js';
 
 export interface TrainRequest {
   id: number;
@@ -22,8 +23,7 @@ const words = shared ? WordVectors.fromShared(shared) : null;
 // several times the router it produced) instead of keeping them until a collection it may never
 // need on an idle thread. V8's flags are the process's: started with --expose-gc (as the server
 // is), the worker has `gc` too; without it, V8 collects when it will.
-const exposed = (globalThis as { gc?: unknown }).gc;
-const collect = typeof exposed === 'function' ? (exposed as () => void) : () => undefined;
+const collect = collectNow;
 
 // Loaded and ready: the pool starts a training's clock only from here.
 parentPort?.postMessage({ ready: true });
