@@ -19,7 +19,7 @@ import type { AgentRow, AgentStore } from '../store/agent-store.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { Logger } from 'pino';
 import { ReleasedBytes } from '../lib/collect.js';
-import { RouterService, SEMANTIC_RETRY_MS } from './routers.js';
+import { RouterService } from './routers.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -77,8 +77,6 @@ export class AgentService {
   private readonly words: VectorsStatus;
   /** Where each compiled version came from (its cache key, tenant and digest), for its router of server embeddings. */
   private readonly origins = new WeakMap<CompiledAgent, { key: string; tenantId: string; digest: string }>();
-  /** When a definition's router of server embeddings was last dropped for an embedding of another length. */
-  private readonly semanticMismatched = new LRUCache<string, number>({ max: 10_000 });
 
   constructor(
     private readonly store: AgentStore,
@@ -377,9 +375,8 @@ export class AgentService {
   /**
    * A message's embedding had another length than the version's router of server embeddings was
    * trained on: the model behind the name has changed. The version drops that router (its own
-   * answers) and one is trained for the new length, replacing the stored one; at most once per
-   * definition every SEMANTIC_RETRY_MS, so a server that keeps changing cannot spend the
-   * tenant's tokens on trainings.
+   * answers) and one is trained for the new length, replacing the stored one, as often as the
+   * routers service allows (mayRetrainSemantic).
    */
   semanticMismatch(compiled: CompiledAgent, dims: number): void {
     const origin = this.origins.get(compiled);
@@ -387,14 +384,8 @@ export class AgentService {
     if (!origin || !semantic || semantic.router.dims === dims) return;
     compiled.semantic = null;
     compiled.bytes = Math.max(1, compiled.bytes - semantic.router.bytes);
-    const at = `${origin.tenantId}:${origin.digest}`;
-    const last = this.semanticMismatched.get(at);
     const error = `the model server now answers embeddings of ${dims} numbers; the router was trained on ${semantic.router.dims}`;
-    if (last !== undefined && Date.now() - last < SEMANTIC_RETRY_MS) {
-      this.routers.semanticFailed.set(at, { error: `${error}, and was trained again less than ${SEMANTIC_RETRY_MS / 60_000} minutes ago`, at: Date.now() });
-      return;
-    }
-    this.semanticMismatched.set(at, Date.now());
+    if (!this.routers.mayRetrainSemantic(origin.tenantId, origin.digest, error)) return;
     this.opts.log?.warn({ tenant: origin.tenantId, digest: origin.digest, dims, trained: semantic.router.dims }, `${error}: training it again`);
     this.attachSemantic(compiled, dims);
   }
@@ -403,8 +394,8 @@ export class AgentService {
   semanticUnavailable(compiled: CompiledAgent): string | null {
     if (compiled.semantic) return null;
     const origin = this.origins.get(compiled);
-    const failed = origin ? this.routers.semanticFailed.get(`${origin.tenantId}:${origin.digest}`) : undefined;
-    return failed ? `training the router of server embeddings failed: ${failed.error}` : 'the router of server embeddings is being trained';
+    const failed = origin ? this.routers.semanticFailure(origin.tenantId, origin.digest) : null;
+    return failed ? `training the router of server embeddings failed: ${failed}` : 'the router of server embeddings is being trained';
   }
 
   /** How this process came by its routers (switchboard_routers_total). */

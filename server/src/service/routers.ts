@@ -50,7 +50,7 @@ export interface RouterServiceOptions {
 }
 
 /** How long after a failed training of a router of server embeddings (budget, server down) it is tried again. */
-export const SEMANTIC_RETRY_MS = 10 * 60_000;
+const SEMANTIC_RETRY_MS = 10 * 60_000;
 
 export class RouterService {
   readonly counts: RouterCounts = { trained: 0, stored: 0, retrained: 0, converted: 0 };
@@ -59,7 +59,9 @@ export class RouterService {
   /** Routers of server embeddings being trained or loaded, by tenant and definition digest. */
   private readonly semanticPending = new Map<string, Promise<Router | null>>();
   /** Why a definition has no router of server embeddings (a failed training), by tenant and digest. */
-  readonly semanticFailed = new LRUCache<string, { error: string; at: number }>({ max: 10_000 });
+  private readonly semanticFailed = new LRUCache<string, { error: string; at: number }>({ max: 10_000 });
+  /** When a definition's router of server embeddings was last trained again for embeddings of another length. */
+  private readonly semanticRetrained = new LRUCache<string, number>({ max: 10_000 });
 
   constructor(
     private readonly clock: Clock,
@@ -156,6 +158,27 @@ export class RouterService {
       }
       return router;
     };
+  }
+
+  /** Why the definition has no router of server embeddings, when its training failed lately. */
+  semanticFailure(tenantId: string, digest: string): string | null {
+    return this.semanticFailed.get(`${tenantId}:${digest}`)?.error ?? null;
+  }
+
+  /**
+   * Whether the definition's router of server embeddings may be trained again for embeddings of
+   * another length (`error` says what changed): once every SEMANTIC_RETRY_MS, so a server that
+   * keeps changing cannot spend the tenant's tokens on trainings; otherwise the failure is kept.
+   */
+  mayRetrainSemantic(tenantId: string, digest: string, error: string): boolean {
+    const at = `${tenantId}:${digest}`;
+    const last = this.semanticRetrained.get(at);
+    if (last !== undefined && Date.now() - last < SEMANTIC_RETRY_MS) {
+      this.semanticFailed.set(at, { error: `${error}, and was trained again less than ${SEMANTIC_RETRY_MS / 60_000} minutes ago`, at: Date.now() });
+      return false;
+    }
+    this.semanticRetrained.set(at, Date.now());
+    return true;
   }
 
   /**
