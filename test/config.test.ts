@@ -32,4 +32,16 @@ describe('configuration grants', () => {
     expect(loadConfig({ SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') }).secretsKey).toHaveLength(32);
     expect(() => loadConfig({ SECRETS_KEY: 'short' })).toThrow(ConfigError);
   });
+
+  it('is frozen all the way down: nothing that holds the configuration can change what another part reads', () => {
+    const c = loadConfig({ ACTION_ALLOWED_HOSTS: 'demo=10.0.0.5', SWITCHBOARD_SECRET_A: 'a', SWITCHBOARD_SECRET_A_TENANTS: 'demo' });
+    expect(Object.isFrozen(c)).toBe(true);
+    for (const inner of [c.training, c.rateLimit, c.retention, c.retention.tenants, c.actionAllowedHosts, c.actionAllowedHosts.demo, c.secrets, c.secrets.A]) {
+      expect(Object.isFrozen(inner)).toBe(true);
+    }
+    expect(() => {
+      (c.training as { workers: number }).workers = 64;
+    }).toThrow(TypeError);
+    expect(c.training.workers).toBe(2);
+  });
 });

@@ -121,93 +121,6 @@ const EnvSchema = z.object({
     .default(''),
 });
 
-export interface Config {
-  port: number;
-  host: string;
-  /** The URL clients reach this server at (behind a proxy); else /openapi.json names the request's own origin. */
-  publicUrl: string | undefined;
-  databaseUrl: string;
-  authMode: 'header' | 'api_key';
-  trustTenantHeader: boolean;
-  logLevel: string;
-  /** json: one JSON object per line; pretty: pino-pretty's human-readable lines. */
-  logFormat: 'json' | 'pretty';
-  /** GET /metrics: open when null, else `authorization: Bearer <token>`. */
-  metricsToken: string | null;
-  /** Whether metrics carry the tenant label. */
-  metricsTenantLabel: boolean;
-  /**
-   * Label values a process gives names to: tenants, and per tenant each of agent, capability and
-   * action names; the rest are counted under `other` (tenants choose these names).
-   */
-  metricsLabels: { maxTenants: number; maxNamesPerTenant: number };
-  /** Per tenant (`*`: every tenant), `host` or `host:port` entries HTTP actions and webhooks may reach although they are loopback or private. */
-  actionAllowedHosts: Readonly<Record<string, readonly string[]>>;
-  maxMessageChars: number;
-  bodyLimitBytes: number;
-  agentBodyLimitBytes: number;
-  actionMaxResponseBytes: number;
-  /**
-   * Operator secrets, `SWITCHBOARD_SECRET_<NAME>` → `secrets.NAME` in action templates, each
-   * granted to the tenants listed in `SWITCHBOARD_SECRET_<NAME>_TENANTS` (`*`: every tenant).
-   */
-  secrets: Readonly<Record<string, OperatorSecret>>;
-  /** Key of the audit chain's HMAC (AUDIT_CHAIN_KEY); without it entries are chained with SHA-256 alone. */
-  auditChainKey?: Buffer;
-  /** Key that encrypts tenants' own secrets at rest (AES-256-GCM); without it the secrets API is off. */
-  secretsKey?: Buffer;
-  /** What all template rendering of one turn may spend: time spent rendering (never waiting) and characters produced. */
-  renderBudget: { timeMs: number; outputChars: number };
-  /** Template time one tenant may spend per second in one process (bursts up to four turns' budget). */
-  tenantRenderMsPerSecond: number;
-  /** The most one turn may say (UTF-8 bytes); a longer reply is cut there and audited. */
-  maxReplyBytes: number;
-  /** Router training runs in worker threads, within this time and heap, one at a time per tenant. */
-  training: { timeoutMs: number; memoryMb: number; workers: number };
-  /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
-  routerCacheMb: number;
-  /** Stored routers one tenant keeps in the database, in MiB; the oldest are deleted first. */
-  routerStoreTenantMb: number;
-  /** Word vectors for routing (docs/routing.md, "Word vectors"): `auto` uses them when installed. */
-  routerVectors: VectorsSetting;
-  /** A database query that has not answered by then fails (and its connection is dropped): 503. */
-  dbQueryTimeoutMs: number;
-  /** How long a server holds a conversation it is answering before another may take it over (renewed while it works). */
-  conversationLeaseMs: number;
-  /** Webhook deliveries under way at once, in all and per tenant. */
-  webhookConcurrency: { total: number; perTenant: number };
-  /** Open event streams allowed per tenant and per conversation. */
-  sseLimits: { perTenant: number; perConversation: number };
-  agentsDir?: string;
-  agentsTenant: string;
-  dbPoolMax: number;
-  /** How long a request waits for a database connection before answering 503. */
-  dbAcquireTimeoutMs: number;
-  /** Per-tenant request rate (per second, 0: off) and extra burst; shared through Redis when REDIS_URL is set. */
-  rateLimit: { rps: number; burst: number; redisUrl?: string };
-  maxTurnsPerConversation: number;
-  maxContextBytes: number;
-  /** Slots and action results a conversation may hold, as JSON. */
-  maxStateBytes: number;
-  /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
-  sweepIntervalMs: number;
-  /** How often due webhook deliveries are attempted (0: never). */
-  webhookIntervalMs: number;
-  sseHeartbeatMs: number;
-  /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
-  retention: { days: number; tenants: Readonly<Record<string, number>>; idempotencyHours: number };
-  /**
-   * On SIGTERM: how long to keep accepting while /readyz answers 503 (for a load balancer to
-   * notice), and the most the whole drain may take before the process exits anyway.
-   */
-  shutdown: { delayMs: number; timeoutMs: number };
-  /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
-  /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
-  llm?: LlmConfig;
-  /** How long the routing fallback waits for the provider (shorter than a generative call). */
-  routerLlmTimeoutMs: number;
-}
-
 export interface OperatorSecret {
   value: string;
   /** Tenants it is granted to; `*` only when the operator wrote it. */
@@ -317,6 +230,124 @@ function llmConfig(e: z.infer<typeof EnvSchema>): LlmConfig | undefined {
   };
 }
 
+function vectorsSetting(e: z.infer<typeof EnvSchema>): VectorsSetting {
+  return e.ROUTER_VECTORS === 'off' ? { mode: 'off' } : { mode: 'auto', ...(e.ROUTER_VECTORS_FILE ? { file: e.ROUTER_VECTORS_FILE } : {}) };
+}
+
+/** Freezes an object and every object it holds; buffers (which cannot be frozen) are left as they are. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value !== 'object' || value === null || ArrayBuffer.isView(value) || Object.isFrozen(value)) return value;
+  for (const v of Object.values(value)) deepFreeze(v);
+  return Object.freeze(value);
+}
+
+/**
+ * The configuration a server runs with, from the checked environment. Its type is `Config`: the
+ * variables are named once in `EnvSchema` and mapped once here.
+ */
+function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    /** The URL clients reach this server at (behind a proxy); else /openapi.json names the request's own origin. */
+    publicUrl: e.PUBLIC_URL,
+    databaseUrl: e.DATABASE_URL,
+    authMode: e.AUTH_MODE,
+    trustTenantHeader: e.TRUST_TENANT_HEADER,
+    logLevel: e.LOG_LEVEL,
+    /** json: one JSON object per line; pretty: pino-pretty's human-readable lines. */
+    logFormat: e.LOG_FORMAT,
+    /** GET /metrics: open when null, else `authorization: Bearer <token>`. */
+    metricsToken: e.METRICS_TOKEN ?? null,
+    /** Whether metrics carry the tenant label. */
+    metricsTenantLabel: e.METRICS_TENANT_LABEL,
+    /**
+     * Label values a process gives names to: tenants, and per tenant each of agent, capability and
+     * action names; the rest are counted under `other` (tenants choose these names).
+     */
+    metricsLabels: { maxTenants: e.METRICS_MAX_TENANTS, maxNamesPerTenant: e.METRICS_MAX_NAMES },
+    /** Per tenant (`*`: every tenant), `host` or `host:port` entries HTTP actions and webhooks may reach although they are loopback or private. */
+    actionAllowedHosts: parseHostGrants(e.ACTION_ALLOWED_HOSTS),
+    maxMessageChars: e.MAX_MESSAGE_CHARS,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    agentBodyLimitBytes: e.AGENT_BODY_LIMIT_BYTES,
+    actionMaxResponseBytes: e.ACTION_MAX_RESPONSE_BYTES,
+    /**
+     * Operator secrets, `SWITCHBOARD_SECRET_<NAME>` → `secrets.NAME` in action templates, each
+     * granted to the tenants listed in `SWITCHBOARD_SECRET_<NAME>_TENANTS` (`*`: every tenant).
+     */
+    secrets: parseSecrets(env) as Readonly<Record<string, OperatorSecret>>,
+    /** Key that encrypts tenants' own secrets at rest (AES-256-GCM); without it the secrets API is off. */
+    secretsKey: parseKey(e.SECRETS_KEY),
+    /** Key of the audit chain's HMAC (AUDIT_CHAIN_KEY); without it entries are chained with SHA-256 alone. */
+    auditChainKey: parseKey(e.AUDIT_CHAIN_KEY, 'AUDIT_CHAIN_KEY'),
+    /** What all template rendering of one turn may spend: time spent rendering (never waiting) and characters produced. */
+    renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
+    /** Template time one tenant may spend per second in one process (bursts up to four turns' budget). */
+    tenantRenderMsPerSecond: e.RENDER_TENANT_MS_PER_SECOND,
+    /** The most one turn may say (UTF-8 bytes); a longer reply is cut there and audited. */
+    maxReplyBytes: e.MAX_REPLY_BYTES,
+    /** Router training runs in worker threads, within this time and heap, one at a time per tenant. */
+    training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
+    /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
+    routerCacheMb: e.ROUTER_CACHE_MB,
+    /** Stored routers one tenant keeps in the database, in MiB; the oldest are deleted first. */
+    routerStoreTenantMb: e.ROUTER_STORE_TENANT_MB,
+    /** Word vectors for routing (docs/routing.md, "Word vectors"): `auto` uses them when installed. */
+    routerVectors: vectorsSetting(e),
+    /** A database query that has not answered by then fails (and its connection is dropped): 503. */
+    dbQueryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
+    /** How long a server holds a conversation it is answering before another may take it over (renewed while it works). */
+    conversationLeaseMs: e.CONVERSATION_LEASE_MS,
+    /** Webhook deliveries under way at once, in all and per tenant. */
+    webhookConcurrency: { total: e.WEBHOOK_CONCURRENCY, perTenant: e.WEBHOOK_TENANT_CONCURRENCY },
+    /** Open event streams allowed per tenant and per conversation. */
+    sseLimits: { perTenant: e.SSE_MAX_PER_TENANT, perConversation: e.SSE_MAX_PER_CONVERSATION },
+    agentsDir: e.AGENTS_DIR,
+    agentsTenant: e.AGENTS_TENANT,
+    dbPoolMax: e.DB_POOL_MAX,
+    /** How long a request waits for a database connection before answering 503. */
+    dbAcquireTimeoutMs: e.DB_ACQUIRE_TIMEOUT_MS,
+    /** Per-tenant request rate (per second, 0: off) and extra burst; shared through Redis when REDIS_URL is set. */
+    rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) },
+    maxTurnsPerConversation: e.MAX_TURNS_PER_CONVERSATION,
+    maxContextBytes: e.MAX_CONTEXT_BYTES,
+    /** Slots and action results a conversation may hold, as JSON. */
+    maxStateBytes: e.MAX_STATE_BYTES,
+    /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
+    sweepIntervalMs: e.SWEEP_INTERVAL_MS,
+    /** How often due webhook deliveries are attempted (0: never). */
+    webhookIntervalMs: e.WEBHOOK_INTERVAL_MS,
+    sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
+    /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
+    retention: {
+      days: e.RETENTION_DAYS,
+      idempotencyHours: e.IDEMPOTENCY_TTL_HOURS,
+      tenants: Object.fromEntries(
+        e.TENANT_RETENTION_DAYS.split(',')
+          .map((p) => p.trim())
+          .filter(Boolean)
+          .map((p) => {
+            const [t, d] = p.split('=').map((x) => x.trim());
+            return [t, Number(d)];
+          }),
+      ),
+    },
+    /**
+     * On SIGTERM: how long to keep accepting while /readyz answers 503 (for a load balancer to
+     * notice), and the most the whole drain may take before the process exits anyway.
+     */
+    shutdown: { delayMs: e.SHUTDOWN_DELAY_MS, timeoutMs: e.SHUTDOWN_TIMEOUT_MS },
+    /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
+    /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
+    llm: llmConfig(e),
+    /** How long the routing fallback waits for the provider (shorter than a generative call). */
+    routerLlmTimeoutMs: e.ROUTER_LLM_TIMEOUT_MS,
+  };
+}
+
+export type Config = Readonly<ReturnType<typeof fromEnv>>;
+
 /**
  * Reads and checks the environment. `purpose: 'tool'` is for the command-line tools (keys, agents),
  * which share the server's settings but serve nothing, so the checks that guard what the server
@@ -337,67 +368,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
       'invalid configuration:\n  METRICS_TOKEN: required with AUTH_MODE=api_key, or /metrics names every tenant, agent, capability and action to anyone who asks (openssl rand -hex 24); METRICS_PUBLIC=true serves it open on purpose',
     );
   }
-  const config: Config = {
-    port: e.PORT,
-    host: e.HOST,
-    publicUrl: e.PUBLIC_URL,
-    databaseUrl: e.DATABASE_URL,
-    authMode: e.AUTH_MODE,
-    trustTenantHeader: e.TRUST_TENANT_HEADER,
-    logLevel: e.LOG_LEVEL,
-    logFormat: e.LOG_FORMAT,
-    metricsToken: e.METRICS_TOKEN ?? null,
-    metricsTenantLabel: e.METRICS_TENANT_LABEL,
-    metricsLabels: { maxTenants: e.METRICS_MAX_TENANTS, maxNamesPerTenant: e.METRICS_MAX_NAMES },
-    actionAllowedHosts: parseHostGrants(e.ACTION_ALLOWED_HOSTS),
-    maxMessageChars: e.MAX_MESSAGE_CHARS,
-    bodyLimitBytes: e.BODY_LIMIT_BYTES,
-    agentBodyLimitBytes: e.AGENT_BODY_LIMIT_BYTES,
-    actionMaxResponseBytes: e.ACTION_MAX_RESPONSE_BYTES,
-    secrets: Object.freeze(parseSecrets(env)),
-    secretsKey: parseKey(e.SECRETS_KEY),
-    auditChainKey: parseKey(e.AUDIT_CHAIN_KEY, 'AUDIT_CHAIN_KEY'),
-    renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
-    tenantRenderMsPerSecond: e.RENDER_TENANT_MS_PER_SECOND,
-    maxReplyBytes: e.MAX_REPLY_BYTES,
-    training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
-    routerCacheMb: e.ROUTER_CACHE_MB,
-    routerStoreTenantMb: e.ROUTER_STORE_TENANT_MB,
-    routerVectors: e.ROUTER_VECTORS === 'off' ? { mode: 'off' } : { mode: 'auto', ...(e.ROUTER_VECTORS_FILE ? { file: e.ROUTER_VECTORS_FILE } : {}) },
-    dbQueryTimeoutMs: e.DB_QUERY_TIMEOUT_MS,
-    conversationLeaseMs: e.CONVERSATION_LEASE_MS,
-    webhookConcurrency: { total: e.WEBHOOK_CONCURRENCY, perTenant: e.WEBHOOK_TENANT_CONCURRENCY },
-    sseLimits: { perTenant: e.SSE_MAX_PER_TENANT, perConversation: e.SSE_MAX_PER_CONVERSATION },
-    agentsDir: e.AGENTS_DIR,
-    agentsTenant: e.AGENTS_TENANT,
-    dbPoolMax: e.DB_POOL_MAX,
-    dbAcquireTimeoutMs: e.DB_ACQUIRE_TIMEOUT_MS,
-    rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST, redisUrl: e.REDIS_URL },
-    maxTurnsPerConversation: e.MAX_TURNS_PER_CONVERSATION,
-    maxContextBytes: e.MAX_CONTEXT_BYTES,
-    maxStateBytes: e.MAX_STATE_BYTES,
-    sweepIntervalMs: e.SWEEP_INTERVAL_MS,
-    webhookIntervalMs: e.WEBHOOK_INTERVAL_MS,
-    sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
-    retention: {
-      days: e.RETENTION_DAYS,
-      idempotencyHours: e.IDEMPOTENCY_TTL_HOURS,
-      tenants: Object.fromEntries(
-        e.TENANT_RETENTION_DAYS.split(',')
-          .map((p) => p.trim())
-          .filter(Boolean)
-          .map((p) => {
-            const [t, d] = p.split('=').map((x) => x.trim());
-            return [t, Number(d)];
-          }),
-      ),
-    },
-    shutdown: { delayMs: e.SHUTDOWN_DELAY_MS, timeoutMs: e.SHUTDOWN_TIMEOUT_MS },
-    llm: llmConfig(e),
-    routerLlmTimeoutMs: e.ROUTER_LLM_TIMEOUT_MS,
-    ...overrides,
-  };
-  return Object.freeze(config);
+  return deepFreeze({ ...fromEnv(e, env), ...overrides });
 }
 
 /** True for addresses only this machine can reach: the header auth mode is safe only there. */
