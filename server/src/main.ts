@@ -1,6 +1,7 @@
 // Entry point: configuration → database (migrated) → agent files → app → listen; drains on SIGTERM.
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import type { HostChecker } from './actions/ssrf.js';
 import { canCollect } from './lib/collect.js';
 import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
@@ -16,7 +17,8 @@ export interface Running {
   stop(): Promise<void>;
 }
 
-export async function start(config: Config, opts: { logger?: Logger } = {}): Promise<Running> {
+/** `hostChecker`: the checks of hosts that definitions name (its own name servers, bounds); one of the defaults otherwise. */
+export async function start(config: Config, opts: { logger?: Logger; hostChecker?: HostChecker } = {}): Promise<Running> {
   const logger = opts.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   if (config.authMode === 'header' && !isLoopbackHost(config.host) && !config.trustTenantHeader) {
     throw new ConfigError(
@@ -47,7 +49,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
     throw err;
   });
   logger.info({ dialect: db.dialect, migrations: applied }, applied.length ? 'database migrated' : 'database up to date');
-  const built = createApp(config, { db, logger });
+  const built = createApp(config, { db, logger, ...(opts.hostChecker ? { hostChecker: opts.hostChecker } : {}) });
   // A promise that fails with nobody to handle it is a bug, but one request's bug: it is logged
   // and counted, and the process goes on serving every other tenant (Node's default ends it).
   const onRejection = (reason: unknown) => {
@@ -76,7 +78,7 @@ export async function start(config: Config, opts: { logger?: Logger } = {}): Pro
             `agent ${r.slug}: ${file} differs from the current version ${r.replaced} and replaces it as version ${r.version} (a version applied by hand is no longer current)`,
           );
         } else logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
-        for (const w of r.warnings.filter((x) => x.code === 'unreachable_host'))
+        for (const w of r.warnings.filter((x) => x.code === 'unreachable_host' || x.code === 'host_not_checked'))
           logger.warn({ slug: r.slug, path: w.path, file }, `agent ${r.slug}: ${w.message}`);
       } catch (err) {
         logger.error(describeDefinitionError(file, err));

@@ -96,12 +96,13 @@ cli
   });
 
 /**
- * The warnings of a stored definition: every unreachable host (a broken address is never one
- * to miss), then the first routing and slot warnings.
+ * The warnings of a stored definition: every host that is unreachable or was not checked (a
+ * broken address is never one to miss), then the first routing and slot warnings.
  */
 function printWarnings(warnings: DefinitionWarning[]): void {
-  const hosts = warnings.filter((w) => w.code === 'unreachable_host');
-  const others = warnings.filter((w) => w.code !== 'unreachable_host');
+  const isHost = (w: DefinitionWarning) => w.code === 'unreachable_host' || w.code === 'host_not_checked';
+  const hosts = warnings.filter(isHost);
+  const others = warnings.filter((w) => !isHost(w));
   for (const w of hosts) console.log(`  warning: ${w.message}`);
   for (const w of others.slice(0, 5)) console.log(`  warning: ${w.message}`);
   if (others.length > 5) console.log(`  … and ${others.length - 5} more warning(s)`);

@@ -231,9 +231,9 @@ export class AgentService {
         message: `${h.shown} is not reachable for this tenant (unknown host, or a private address not in ACTION_ALLOWED_HOSTS): every call to it will fail (${h.paths.join(', ')})`,
       });
     });
-    if (notChecked.length) out.push({ code: 'unreachable_host', message: `not checked: ${notChecked.join('; ')}` });
+    if (notChecked.length) out.push({ code: 'host_not_checked', message: `not checked: ${notChecked.join('; ')}` });
     if (hosts.size > MAX_HOSTS_CHECKED) {
-      out.push({ code: 'unreachable_host', message: `${hosts.size - MAX_HOSTS_CHECKED} more host(s) not checked (at most ${MAX_HOSTS_CHECKED} a definition)` });
+      out.push({ code: 'host_not_checked', message: `${hosts.size - MAX_HOSTS_CHECKED} more host(s) not checked (at most ${MAX_HOSTS_CHECKED} a definition)` });
     }
     return out;
   }
