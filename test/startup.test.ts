@@ -12,8 +12,23 @@ import { ensureDatabase } from '../server/src/store/db.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PG_URL } from './helpers/databases.js';
 import { freePort } from './helpers/servers.js';
+import { waitUntil } from './helpers/wait.js';
+import { startNameServer } from './helpers/dns.js';
+import { HostChecker } from '../server/src/actions/ssrf.js';
 
 const run = promisify(execFile);
+/** Whether `url` answers 2xx; a refused connection is no answer. */
+const up = (url: string) =>
+  fetch(url).then(
+    (r) => r.ok,
+    () => false,
+  );
+/** Whether anything answers at `url` at all. */
+const reachable = (url: string) =>
+  fetch(url).then(
+    () => true,
+    () => false,
+  );
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-startup-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -91,15 +106,15 @@ describe('start-up failures', () => {
       });
       try {
         const base = `http://127.0.0.1:${port}`;
-        let ready = false;
-        for (let i = 0; i < 300 && !ready && child.exitCode === null; i++) {
-          ready = await fetch(`${base}/readyz`).then(
-            (r) => r.ok,
-            () => false,
-          );
-          if (!ready) await new Promise((r) => setTimeout(r, 100));
-        }
-        expect(ready).toBe(true);
+        await waitUntil(
+          'the demo to answer /readyz',
+          async () => {
+            if (child.exitCode !== null) throw new Error(`the demo exited with ${child.exitCode}`);
+            return up(`${base}/readyz`);
+          },
+          30_000,
+          100,
+        );
         const say = async (body: object) =>
           (await (
             await fetch(`${base}/api/v1/agents/acme-support/converse`, {
@@ -151,15 +166,7 @@ describe('start-up failures', () => {
         child.stdout.on('data', (d: Buffer) => (printed += d.toString()));
         child.stderr.on('data', (d: Buffer) => (printed += d.toString()));
         try {
-          let ok = false;
-          for (let i = 0; i < 150 && !ok; i++) {
-            ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-              (r) => r.ok,
-              () => false,
-            );
-            if (!ok) await new Promise((r) => setTimeout(r, 100));
-          }
-          expect(ok).toBe(true);
+          await waitUntil('the server to answer /readyz', () => up(`http://127.0.0.1:${port}/readyz`), 15_000, 100);
         } finally {
           child.kill('SIGTERM');
           await new Promise((r) => child.once('exit', r));
@@ -193,25 +200,9 @@ describe('npm run serve under a process manager', () => {
       stdio: 'ignore',
     });
     const base = `http://127.0.0.1:${port}`;
-    let ok = false;
-    for (let i = 0; i < 150 && !ok; i++) {
-      ok = await fetch(`${base}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (!ok) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(ok).toBe(true);
+    await waitUntil('npm run serve to answer /healthz', () => up(`${base}/healthz`), 15_000, 100);
     npm.kill('SIGTERM');
-    let down = false;
-    for (let i = 0; i < 100 && !down; i++) {
-      down = await fetch(`${base}/healthz`).then(
-        () => false,
-        () => true,
-      );
-      if (!down) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(down).toBe(true);
+    await waitUntil('the server to stop answering after npm got SIGTERM', async () => !(await reachable(`${base}/healthz`)), 10_000, 100);
   });
 });
 
@@ -233,7 +224,7 @@ async function loggedStart(file: string, agents: string) {
   });
   const lines: string[] = [];
   const logger = pino({ level: 'info' }, new Writable({ write: (c, _e, cb) => (lines.push(String(c)), cb()) }));
-  return { start: () => start(config, { logger }), lines };
+  return { start: (opts: { hostChecker?: HostChecker } = {}) => start(config, { logger, ...opts }), lines };
 }
 
 describe('agent files at start-up', () => {
@@ -254,6 +245,52 @@ describe('agent files at start-up', () => {
     expect(warning?.msg).toBe(
       `agent bot: ${join(agents, 'bot.yaml')} differs from the current version 2 and replaces it as version 3 (a version applied by hand is no longer current)`,
     );
+  });
+
+  it('does not wait on a name server that never answers: the hosts of each file are "not checked", asked once each', async () => {
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const agents = join(dir, 'silent-dns');
+    mkdirSync(agents, { recursive: true });
+    for (const n of [1, 2, 3]) {
+      const actions = Object.fromEntries(
+        [1, 2, 3].map((a) => [`call_${a}`, { type: 'http', method: 'GET', url: `https://api-${n}-${a}.example.com/x`, timeout_ms: 3000 }]),
+      );
+      writeFileSync(
+        join(agents, `silent-${n}.json`),
+        JSON.stringify({ name: `Silent ${n}`, actions, capabilities: [{ name: 'a', examples: ['hi'], phases: [{ id: 'p', say: 'Hello.' }] }] }),
+      );
+    }
+    const blackHole = await startNameServer({ blackHole: true });
+    try {
+      const { start, lines } = await loggedStart('silent-dns.db', agents);
+      const running = await start({ hostChecker: new HostChecker({ servers: [blackHole.address] }) });
+      try {
+        const loaded = lines.map((l) => JSON.parse(l));
+        for (const n of [1, 2, 3]) {
+          expect(loaded.find((l) => l.slug === `silent-${n}` && l.msg === 'agent loaded')).toBeDefined();
+          const warnings = loaded.filter((l) => l.level === 40 && l.slug === `silent-${n}`).map((l) => l.msg);
+          expect(warnings).toEqual([
+            expect.stringMatching(new RegExp(`^agent silent-${n}: not checked: api-${n}-1\\.example\\.com \\(the name server did not answer`)),
+          ]);
+          expect(warnings[0]).not.toMatch(/is not reachable/);
+        }
+        // One try per name (A and AAAA at most), never the ten seconds of the system resolver's retries.
+        const perName = new Map<string, number>();
+        for (const q of blackHole.queries) perName.set(q, (perName.get(q) ?? 0) + 1);
+        expect(perName.size).toBe(9);
+        for (const count of perName.values()) expect(count).toBeLessThanOrEqual(2);
+        const r = await fetch(`${running.url}/api/v1/agents/silent-1/converse`, {
+          method: 'POST',
+          headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hi' }),
+        });
+        expect(r.status).toBe(200);
+      } finally {
+        await running.stop();
+      }
+    } finally {
+      await blackHole.close();
+    }
   });
 
   it('warns, under the production server, that the example agent calls a backend this tenant may not reach (npm start runs and grants it)', async () => {

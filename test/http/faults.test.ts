@@ -61,12 +61,7 @@ describe.skipIf(!postgres)(`the database going away${PG_URL ? '' : ' (SKIPPED: s
     }
     expect((await request(app.app).get('/healthz')).status).toBe(200);
     proxy.restore();
-    let ready = 0;
-    for (let i = 0; i < 20 && ready !== 200; i++) {
-      ready = (await request(app.app).get('/readyz')).status;
-      if (ready !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(ready).toBe(200);
+    await waitUntil('/readyz to answer 200 once the database is back', async () => (await request(app.app).get('/readyz')).status === 200, 2000, 100);
     const turns = await direct.knex('turns').where({ conversation_id: id }).orderBy('idx');
     expect(turns.map((t) => t.message)).toEqual(['echo this', 'Say something.']);
     expect(Number((await direct.knex('conversations').count({ n: '*' }).first())!.n)).toBe(1);
@@ -93,12 +88,7 @@ describe.skipIf(!postgres)(`a database that stops answering${PG_URL ? '' : ' (SK
       expect(r.body.code).toBe('unavailable');
     }
     proxy.restore();
-    let ready = 0;
-    for (let i = 0; i < 40 && ready !== 200; i++) {
-      ready = (await request(app.app).get('/readyz')).status;
-      if (ready !== 200) await new Promise((r) => setTimeout(r, 100));
-    }
-    expect(ready).toBe(200);
+    await waitUntil('/readyz to answer 200 once the database is back', async () => (await request(app.app).get('/readyz')).status === 200, 4000, 100);
     expect((await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'back again', conversation_id: id })).status).toBe(200);
   });
 });
