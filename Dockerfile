@@ -1,4 +1,4 @@
-# Switchboard's production image: compiled JavaScript (npm run build) with the console built in,
+# Switchboard's production image: compiled JavaScript (npm run build) with the console and the web chat widget built in,
 # production dependencies only, run as the unprivileged user `node`, node as PID 1 receiving
 # signals directly (SIGTERM starts the drain; see docs/deployment.md).
 #
@@ -31,6 +31,7 @@ COPY contract/package.json contract/
 COPY client/package.json client/
 COPY server/package.json server/
 COPY console/package.json console/
+COPY widget/package.json widget/
 
 # Production dependencies of the server (and the workspaces it imports), nothing else. Install
 # scripts are skipped but for the one addon that needs its own (no telemetry, no root `prepare`).
@@ -54,7 +55,8 @@ COPY contract contract
 COPY client client
 COPY server server
 COPY console console
-RUN npm run build:console && npm run build && npm run -s vectors
+COPY widget widget
+RUN npm run build:console && npm run build:widget && npm run build && npm run -s vectors
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AUTH_MODE=api_key DATABASE_URL=sqlite:///app/data/switchboard.db

@@ -84,6 +84,7 @@ function seeded(i: number, agentId: string): { write: WriteRows; stats: StatDelt
     inactiveAfter: null,
     erasedAt: null,
     eventSeq: 0,
+    channel: null,
   };
   const draft = { conversation, isNew: true, expectedAuditSeq: 0, previousAuditHash: null, turns: [], audit, requestId: `seed-${i}` };
   return { write: writeRows(draft), stats: statDeltas(draft, 'fallback'), closes: closeDeltas(draft) };

@@ -88,6 +88,7 @@ function seeded(i: number, agentId: string): TurnWrite {
     inactiveAfter: null,
     erasedAt: null,
     eventSeq: 0,
+    channel: null,
   };
   return {
     conversation,

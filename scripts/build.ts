@@ -57,10 +57,13 @@ for (const ws of ['contract', 'client', 'server']) {
 
 const consoleBuilt = existsSync(join(root, 'console/dist/index.html'));
 if (consoleBuilt) cpSync(join(root, 'console/dist'), join(DIST, 'console/dist'), { recursive: true });
+const widgetBuilt = existsSync(join(root, 'widget/dist/v1.js'));
+if (widgetBuilt) cpSync(join(root, 'widget/dist'), join(DIST, 'widget/dist'), { recursive: true });
 
 console.log(
   `build: ${js.length} JavaScript files in dist/ (${rewritten} with workspace imports made relative), ` +
     (linked.length ? `dist/{${linked.join(',')}}/node_modules linked to the workspaces' own, ` : '') +
     `${consoleBuilt ? 'console copied to dist/console/dist' : 'no console build found (npm run build:console first)'}, ` +
+    `${widgetBuilt ? 'widget copied to dist/widget/dist' : 'no widget build found (npm run build:widget first)'}, ` +
     `in ${((performance.now() - started) / 1000).toFixed(1)} s; run it with: node --expose-gc dist/server/src/main.js`,
 );

@@ -13,7 +13,7 @@ import { checkRequestBody, checkResponse, OPERATIONS } from './helpers/openapi-r
 
 type Json = Record<string, any>;
 const doc = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8')) as Json;
-const routes = { ...contract.api, ...contract.ops } as Record<string, AppRoute>;
+const routes = { ...contract.api, ...contract.ops, ...contract.widget } as Record<string, AppRoute>;
 const named = (ref: string) => ref.split('/').pop() as ExampleName;
 const resolve = (r: Json): Json => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()] : r);
 const refs = (media: Json | undefined) => Object.values((media?.examples ?? {}) as Record<string, { $ref: string }>).map((e) => named(e.$ref));
@@ -76,6 +76,7 @@ describe('the examples of openapi.json', () => {
       'TrainingBudgetExceeded',
       'Unauthorized',
       'ValidationError',
+      'WidgetOriginRefused',
     ]);
     // Each is a valid answer, at its own status, of every operation that shows it.
     let shown = 0;

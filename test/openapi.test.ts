@@ -17,7 +17,7 @@ describe('openapi.json', () => {
   it('documents every route of the contract with a summary, a description and every error response', () => {
     const doc = JSON.parse(renderOpenApi());
     const resolve = (r: { $ref?: string; description?: string }) => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r);
-    const routes = [...Object.values(contract.api), ...Object.values(contract.ops)];
+    const routes = [...Object.values(contract.api), ...Object.values(contract.ops), ...Object.values(contract.widget)];
     for (const route of routes) {
       const path = route.path.replace(/:([a-z_]+)/g, '{$1}');
       const op = doc.paths[path]?.[route.method.toLowerCase()];

@@ -13,6 +13,15 @@ export const Turn = z.object({
 });
 export type Turn = z.infer<typeof Turn>;
 
+export const ConversationChannel = z
+  .object({
+    kind: z.literal('web'),
+    origin: z.string().describe('The origin of the page the widget ran on (checked against the key)'),
+    page_url: z.string().nullable().describe('The page, as the widget reported it'),
+  })
+  .nullable()
+  .describe('Where the conversation came from: the web chat widget, or null for the API');
+
 const RecordBase = z.object({
   id: z.string().uuid(),
   agent_id: z.string().uuid(),
@@ -31,6 +40,7 @@ export type ConversationRecord = z.infer<typeof ConversationRecord>;
 export const ConversationSummary = RecordBase.extend({
   capability: z.string(),
   turn_count: z.number().int(),
+  channel: ConversationChannel,
 });
 export type ConversationSummary = z.infer<typeof ConversationSummary>;
 
@@ -42,6 +52,7 @@ export const ConversationDetail = ConversationRecord.extend({
   slots: z.record(z.unknown()),
   context: ContextEnvelope.nullable(),
   erased_at: Timestamp.nullable().describe('When turns, slots, context and user id were erased'),
+  channel: ConversationChannel,
 }).describe('A conversation with its turns and live state');
 export type ConversationDetail = z.infer<typeof ConversationDetail>;
 
@@ -49,6 +60,7 @@ export const ListConversationsQuery = z.object({
   status: ConversationStatus.optional(),
   user_id: z.string().min(1).max(256).optional(),
   capability: z.string().min(1).max(64).optional(),
+  channel: z.enum(['api', 'web']).optional().describe('web: started in the web chat widget; api: through the API'),
   created_after: TimeFilter.optional(),
   created_before: TimeFilter.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),

@@ -20,6 +20,25 @@ export const LocalizedText = z.union(
   { errorMap: (issue, ctx) => ({ message: issue.code === 'invalid_union' ? 'expected text, or a map of language → text' : ctx.defaultError }) },
 );
 
+const LanguageCode = z.string().regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'must be a language code such as en or pt-BR');
+
+/** The web chat widget's presentation of an agent: plain text and a colour, never markup. */
+export const WidgetDef = z
+  .object({
+    title: z.string().trim().min(1).max(80).optional().describe("The panel's title; the agent's name when absent"),
+    greeting: z
+      .union([z.string().max(500), z.record(LanguageCode, z.string().max(500))])
+      .optional()
+      .describe('Shown before the first message: text, or a map of language → text'),
+    accent: z
+      .string()
+      .regex(/^#[0-9a-fA-F]{6}$/, 'must be a colour such as #1f6feb')
+      .optional()
+      .describe('The colour of the launcher, the header and the visitor’s messages'),
+    languages: z.array(LanguageCode).max(20).optional().describe('Languages the visitor may choose among; the first is the default'),
+  })
+  .strict();
+
 export const OptionDef = z
   .object({
     label: LocalizedText,
@@ -205,6 +224,7 @@ export const AgentDefinition = z
     llm: LlmDef.optional().describe("Defaults for this agent's model calls"),
     knowledge: z.array(KnowledgeDef).max(1000).optional().describe('Documents generative phases may answer from'),
     webhooks: z.array(WebhookDef).max(20).optional(),
+    widget: WidgetDef.optional().describe('How the web chat widget presents this agent (docs/widget.md)'),
   })
   .strict()
   .describe('Agent definition (see docs/agents.md)');

@@ -13,6 +13,8 @@ const REQUEST = '451438ac-91a0-4e0c-b453-5c1e6bb576e9';
 const REPLAY = '9bb9a43a-f02f-492e-b3d2-51a0db89c937';
 const KEY = 'af5f3a1d-e68a-4bcd-8f31-2357c91b5513';
 const T0 = '2026-11-24T10:05:19.828Z';
+const WIDGET_KEY_ID = '3c0a9e12-f0b4-4a57-9d0e-6b1c2d3e4f50';
+const WIDGET_KEY = 'pk_3c0a9e12f0b44a579d0e6b1c2d3e4f50';
 const T1 = '2026-11-24T10:05:42.033Z';
 const ASK = 'What is your order number? It has six digits (try 100001, 100002 or 999999).';
 const SHIPPED = 'Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.';
@@ -154,7 +156,7 @@ export const EXAMPLES = {
   },
   ConversationPage: {
     summary: 'One page of conversations',
-    value: { data: [{ ...summary, capability: 'order_status', turn_count: 4 }], next_cursor: null },
+    value: { data: [{ ...summary, capability: 'order_status', turn_count: 4, channel: null }], next_cursor: null },
   },
   Conversation: {
     summary: 'A conversation with its state',
@@ -167,6 +169,7 @@ export const EXAMPLES = {
       slots: { order_id: '100001', eta: '2026-11-24' },
       context,
       erased_at: null,
+      channel: null,
     },
   },
   History: { summary: 'A conversation with its turns, oldest first', value: record },
@@ -356,6 +359,7 @@ export const EXAMPLES = {
       name: 'dashboards',
       prefix: 'sbk_af5f3a1d',
       scopes: ['read'],
+      widget: null,
       created_at: T0,
       revoked_at: null,
       key: 'sbk_af5f3a1de68a4bcd8f312357c91b5513_HfSPe4im0a48ikW_37D0K9QCLZCkbF54MwbZ6teaesA',
@@ -363,7 +367,54 @@ export const EXAMPLES = {
   },
   KeyList: {
     summary: "The tenant's keys (never the key itself)",
-    value: { data: [{ id: KEY, name: 'dashboards', prefix: 'sbk_af5f3a1d', scopes: ['read'], created_at: T0, revoked_at: null }] },
+    value: {
+      data: [
+        { id: KEY, name: 'dashboards', prefix: 'sbk_af5f3a1d', scopes: ['read'], widget: null, created_at: T0, revoked_at: null },
+        {
+          id: WIDGET_KEY_ID,
+          name: 'shop widget',
+          prefix: 'pk_3c0a9e12f',
+          scopes: [],
+          widget: { agents: ['acme-support'], origins: ['https://shop.example.com'], key: WIDGET_KEY },
+          created_at: T0,
+          revoked_at: null,
+        },
+      ],
+    },
+  },
+  WidgetKeyRequest: {
+    summary: 'A publishable key for the web chat widget on one site',
+    value: { name: 'shop widget', widget: { agents: ['acme-support'], origins: ['https://shop.example.com'] } },
+  },
+  WidgetSettings: {
+    summary: 'How the widget presents the agent',
+    value: {
+      agent: 'acme-support',
+      title: 'Acme support',
+      greeting: 'Hi! Ask me about an order, a refund, or talk to a person.',
+      accent: '#1f6feb',
+      languages: ['en', 'es'],
+    },
+  },
+  WidgetConverseStart: {
+    summary: "A visitor's first message",
+    value: { message: 'where is my order?', language: 'en', page_url: 'https://shop.example.com/orders' },
+  },
+  WidgetConversation: {
+    summary: "The visitor's conversation, as a reload shows it again",
+    value: {
+      conversation_id: CONVERSATION,
+      status: 'active',
+      awaiting_input: true,
+      turns: [
+        { index: 0, role: 'user', message: 'where is my order?', timestamp: T0 },
+        { index: 1, role: 'agent', message: ASK, timestamp: T0, options: [] },
+      ],
+    },
+  },
+  WidgetOriginRefused: {
+    summary: 'A page of an origin the key does not allow',
+    value: problem(403, 'Forbidden', 'forbidden', "This key does not allow pages of https://elsewhere.example: add the origin to the key's allowed origins"),
   },
   SecretRequest: { summary: 'A token for the orders API', value: { value: 'orders-api-token-5f2a9c' } },
   SecretList: { summary: 'Names and dates only', value: { data: [{ name: 'ORDERS_TOKEN', created_at: T0, updated_at: T0 }] } },
@@ -447,7 +498,15 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   runTests: { request: ['TestsRequest'], response: ['TestsResult'] },
   activateVersion: { response: ['Agent'] },
   listAgents: { response: ['AgentList'] },
-  createKey: { request: ['KeyRequest'], response: ['CreatedKey'] },
+  createKey: { request: ['KeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
+  getWidget: { response: ['WidgetSettings'], problems: { 403: ['WidgetOriginRefused'] } },
+  widgetConverse: {
+    request: ['WidgetConverseStart'],
+    response: ['ConverseAsked', 'ConverseDone'],
+    problems: { 403: ['WidgetOriginRefused'], 409: ['ConversationClosed'] },
+  },
+  getWidgetConversation: { response: ['WidgetConversation'] },
+  widgetEvents: { response: ['ConversationEvents'] },
   listKeys: { response: ['KeyList'] },
   revokeKey: { response: [] },
   putSecret: { request: ['SecretRequest'], response: [] },

@@ -26,6 +26,7 @@ import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 import { RunTests, TestResults } from './tests.js';
 import { Replay, ReplaySummary, ReplaysQuery, StartReplay } from './replays.js';
 import { AgentAnalytics, AnalyticsQuery } from './analytics.js';
+import { VisitorHeaders, WidgetConversation, WidgetConverseRequest, WidgetQuery, WidgetSettings, WidgetSettingsQuery } from './widget.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -37,6 +38,7 @@ export * from './secrets.js';
 export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
+export * from './widget.js';
 export { EXAMPLES, OPERATION_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
 const c = initContract();
@@ -427,5 +429,79 @@ export const opsContract = c.router(
   { strictStatusCodes: true },
 );
 
-export const contract = c.router({ api: apiContract, ops: opsContract });
+const widgetProblem = (description: string) => Problem.describe(description);
+
+/** The web chat widget's routes: publishable keys only, in every AUTH_MODE (docs/widget.md). */
+export const widgetContract = c.router(
+  {
+    getWidget: {
+      method: 'GET',
+      path: '/agents/:slug',
+      pathParams: SlugParams,
+      query: WidgetSettingsQuery,
+      responses: { 200: WidgetSettings },
+      summary: 'How the widget presents an agent: title, greeting, colour, languages',
+    },
+    widgetConverse: {
+      method: 'POST',
+      path: '/agents/:slug/converse',
+      pathParams: SlugParams,
+      query: WidgetQuery,
+      headers: VisitorHeaders,
+      body: WidgetConverseRequest,
+      responses: {
+        200: ConverseResponse,
+        409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+        422: Problem.describe('A conversation over its turn or state limit (`limit_exceeded`)'),
+      },
+      summary: "A visitor's message: starts a conversation, or continues one the same visitor started",
+      description: "With `accept: text/event-stream` the answer streams as server-sent events, as the API's converse does (`delta`, then `done` or `error`).",
+    },
+    getWidgetConversation: {
+      method: 'GET',
+      path: '/agents/:slug/conversations/:id',
+      pathParams: ConversationParams,
+      query: WidgetQuery,
+      headers: VisitorHeaders,
+      responses: { 200: WidgetConversation },
+      summary: "A visitor's own conversation with its turns (a reload resumes it)",
+    },
+    widgetEvents: {
+      method: 'GET',
+      path: '/agents/:slug/conversations/:id/events',
+      pathParams: ConversationParams,
+      query: WidgetQuery,
+      headers: VisitorHeaders.extend({
+        'last-event-id': z
+          .string()
+          .regex(/^\d{1,18}-\d{1,6}$/, 'must be an event id such as 42-3')
+          .optional()
+          .describe('Resume after this event'),
+      }),
+      responses: {
+        200: c.otherResponse({
+          contentType: 'text/event-stream',
+          body: z.string().describe("Server-sent events of this conversation, as the API's events stream (docs/lifecycle.md)"),
+        }),
+      },
+      summary: "Follow a visitor's own conversation: a person's replies, status changes",
+    },
+  },
+  {
+    pathPrefix: '/widget/v1',
+    commonResponses: {
+      400: widgetProblem('Invalid input (`validation_error`)'),
+      403: widgetProblem('The page is not on an origin the key allows, or the key does not name this agent (`forbidden`)'),
+      404: widgetProblem('Unknown or revoked key, unknown agent, or a conversation this visitor did not start'),
+      413: widgetProblem('Body over the size limit (`payload_too_large`)'),
+      415: widgetProblem('A body that is not application/json (`unsupported_media_type`)'),
+      429: widgetProblem('A limit of the key, the visitor or the address (`rate_limited`); see retry-after'),
+      500: widgetProblem('Unexpected failure (`internal_error`)'),
+      503: widgetProblem('The service is unavailable for a moment (`unavailable`); see retry-after'),
+    },
+    strictStatusCodes: true,
+  },
+);
+
+export const contract = c.router({ api: apiContract, ops: opsContract, widget: widgetContract });
 export type Contract = typeof contract;

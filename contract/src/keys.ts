@@ -5,16 +5,54 @@ import { Timestamp } from './common.js';
 export const Scope = z.enum(['converse', 'read', 'admin']);
 export type Scope = z.infer<typeof Scope>;
 
-export const CreateKey = z.object({
-  name: z.string().trim().min(1).max(100).optional().describe('A label for people'),
-  scopes: z.array(Scope).min(1).describe('converse: send messages; read: conversations, audit, events; admin: agents, keys, operators, erasure'),
-});
+/** An origin a web page is served from: scheme, host and port, nothing more. */
+export const WebOrigin = z
+  .string()
+  .max(255)
+  .regex(
+    /^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)(:\d{1,5})?$/,
+    'must be an origin such as https://shop.example.com (scheme, host, port; no path)',
+  )
+  .transform((o) => o.toLowerCase());
+
+export const CreateKey = z
+  .object({
+    name: z.string().trim().min(1).max(100).optional().describe('A label for people'),
+    scopes: z
+      .array(Scope)
+      .min(1)
+      .optional()
+      .describe('converse: send messages; read: conversations, audit, events; admin: agents, keys, operators, erasure. Not with `widget`'),
+    widget: z
+      .object({
+        agents: z
+          .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be an agent slug'))
+          .min(1)
+          .max(50)
+          .describe('The agents (slugs) the widget may talk to'),
+        origins: z.array(WebOrigin).min(1).max(20).describe('The origins of the pages the widget may run on'),
+      })
+      .optional()
+      .describe('A publishable key for the web chat widget instead of a secret key (docs/widget.md)'),
+  })
+  .refine((k) => (k.scopes === undefined) !== (k.widget === undefined), {
+    message: 'give either scopes (a secret key) or widget (a publishable key)',
+    path: ['scopes'],
+  });
 
 export const ApiKey = z.object({
   id: z.string().uuid(),
   name: z.string().nullable(),
   prefix: z.string().describe('The start of the key, to recognise it'),
-  scopes: z.array(Scope),
+  scopes: z.array(Scope).describe('Empty for a publishable key'),
+  widget: z
+    .object({
+      agents: z.array(z.string()),
+      origins: z.array(z.string()),
+      key: z.string().describe('The publishable key itself: public by design, shown in the snippet'),
+    })
+    .nullable()
+    .describe('A publishable key: its agents and allowed origins; null for a secret key'),
   created_at: Timestamp,
   revoked_at: Timestamp.nullable(),
 });

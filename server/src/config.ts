@@ -112,6 +112,12 @@ const EnvSchema = z.object({
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(0).default(24),
+  WIDGET_KEY_PER_MINUTE: z.coerce.number().int().min(1).default(3000),
+  WIDGET_VISITOR_PER_MINUTE: z.coerce.number().int().min(1).default(30),
+  WIDGET_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  WIDGET_NEW_CONVERSATIONS_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  WIDGET_STREAMS_PER_VISITOR: z.coerce.number().int().min(1).max(100).default(3),
+  WIDGET_MAX_MESSAGE_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
   TENANT_RETENTION_DAYS: z
     .string()
     .regex(
@@ -338,6 +344,15 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
      * notice), and the most the whole drain may take before the process exits anyway.
      */
     shutdown: { delayMs: e.SHUTDOWN_DELAY_MS, timeoutMs: e.SHUTDOWN_TIMEOUT_MS },
+    /** What one publishable key, visitor and client address may do (docs/widget.md, "Limits"). */
+    widget: {
+      keyPerMinute: e.WIDGET_KEY_PER_MINUTE,
+      visitorPerMinute: e.WIDGET_VISITOR_PER_MINUTE,
+      addressPerMinute: e.WIDGET_ADDRESS_PER_MINUTE,
+      newConversationsPerHour: e.WIDGET_NEW_CONVERSATIONS_PER_HOUR,
+      streamsPerVisitor: e.WIDGET_STREAMS_PER_VISITOR,
+      maxMessageChars: Math.min(e.WIDGET_MAX_MESSAGE_CHARS, e.MAX_MESSAGE_CHARS),
+    },
     /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
     /** The OpenAI-compatible provider of generative phases and the routing fallback (LLM_*, or the older ROUTER_LLM_* names). */
     llm: llmConfig(e),

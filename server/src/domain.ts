@@ -48,6 +48,15 @@ export interface Conversation {
   erasedAt: string | null;
   /** Number of the conversation's newest event row (event ids are `seq-index`, per conversation). */
   eventSeq: number;
+  /** Where the conversation came from when not the API: the web chat widget, on a page of `origin`. */
+  channel: Channel | null;
+}
+
+/** A conversation started through the web chat widget: the page's origin (checked against the key) and URL (as the page said). */
+export interface Channel {
+  kind: 'web';
+  origin: string;
+  pageUrl: string | null;
 }
 
 type EventType = 'turn.created' | 'status.changed' | 'phase.changed';

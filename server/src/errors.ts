@@ -79,8 +79,8 @@ export class LimitError extends AppError {
 }
 
 export class RateLimitedError extends AppError {
-  constructor(retryAfterSeconds: number) {
-    super(429, 'rate_limited', 'Too many requests for this tenant; retry later', undefined, { 'retry-after': String(retryAfterSeconds) });
+  constructor(retryAfterSeconds: number, message = 'Too many requests for this tenant; retry later') {
+    super(429, 'rate_limited', message, undefined, { 'retry-after': String(retryAfterSeconds) });
   }
 }
 

@@ -21,6 +21,7 @@ import { KeyService } from './service/keys.js';
 import { LifecycleService } from './service/lifecycle.js';
 import { Metrics } from './service/metrics.js';
 import { SecretService } from './service/secrets.js';
+import { WidgetService } from './service/widget.js';
 import { Sweeper } from './service/sweeper.js';
 import { TrainingPool } from './service/training.js';
 import { WebhookLog } from './service/webhook-log.js';
@@ -69,6 +70,8 @@ export interface Services {
   secrets: SecretService;
   replays: ReplayService;
   streams: EventStreams;
+  /** The web chat widget's keys, visitors and limits. */
+  widget: WidgetService;
   training: TrainingPool;
   store: ConversationStore;
   logger: Logger;
@@ -129,7 +132,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     heartbeatMs: config.sseHeartbeatMs,
     perTenant: config.sseLimits.perTenant,
     perConversation: config.sseLimits.perConversation,
-    revoked: config.authMode === 'api_key' ? (ids) => keys.revokedAmong(ids) : undefined,
+    // Streams opened with a key (API keys; the widget's publishable keys in every mode) end when it is revoked.
+    revoked: (ids) => keys.revokedAmong(ids),
     log: logger,
   });
   const pool = (deps.db.knex.client as { pool?: TarnPool }).pool;
@@ -196,9 +200,11 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
   const sweeper = new Sweeper(lifecycle, logger);
+  const widget = new WidgetService({ keys, agents, conversations, streams, secrets, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
 
   return {
+    widget,
     agents,
     analytics: new AnalyticsService(agents, new AnalyticsStore(deps.db), clock),
     conversations,

@@ -337,6 +337,7 @@ eachDatabase('API on $name', (database) => {
           completed_at: null,
           capability: 'echo',
           turn_count: 2,
+          channel: null,
         });
         const seen = [...page1.body.data];
         let cursor = page1.body.next_cursor;

@@ -37,6 +37,7 @@ function conversation(tenantId: string, agentId: string, over: Partial<Conversat
     erasedAt: null,
     auditHash: null,
     eventSeq: 0,
+    channel: null,
     ...over,
   };
 }
@@ -283,6 +284,7 @@ eachDatabase('migrations on $name', (database) => {
         '014_stored_router_model',
         '015_lighter_turn_indexes',
         '016_stored_router_definition',
+        '017_widget',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

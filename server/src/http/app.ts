@@ -19,6 +19,7 @@ import { tenantRateLimit, type TenantRateLimit } from './rate-limit.js';
 import { recordRoute, requestLog, requestMetrics } from './request-log.js';
 import { requestId } from './request-id.js';
 import { createRouter } from './routes.js';
+import { widgetCors, widgetScriptRouter } from './widget.js';
 import { requireTenant } from './tenant.js';
 
 export interface HttpApp {
@@ -41,6 +42,8 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     if (services.drain.draining) res.setHeader('connection', 'close');
     next();
   });
+  // The widget's preflights are answered before anything reads a body (widget.ts).
+  app.use('/widget/v1', widgetCors(services.keys));
   app.use(requestMetrics(services.metrics));
   app.use(requestLog({ logger: services.logger }));
   app.use(mediaType);
@@ -117,6 +120,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     swaggerUi.setup(openapi, docsOptions),
   );
   app.use('/console', consoleRouter());
+  app.use('/widget', widgetScriptRouter());
 
   // A path of the contract asked with another method is 405 with the methods it takes; any other is 404.
   const routes = contractRoutes(contract).map((r) => ({

@@ -13,7 +13,8 @@ const scopeOf = new Map<string, Scope>(
   Object.entries(contract.api).map(([name, route]) => [key(route as AppRoute), routeScopes[name as keyof typeof routeScopes]]),
 );
 
-const publicRoutes = new Set(Object.values(contract.ops).map((r) => key(r as AppRoute)));
+// Operations routes are open; the widget's routes take publishable keys only (widget.ts checks them).
+const publicRoutes = new Set([...Object.values(contract.ops), ...Object.values(contract.widget)].map((r) => key(r as AppRoute)));
 
 export function apiKeyAuth(keys: KeyService) {
   return async (req: Request, res: Response, next: NextFunction) => {

@@ -58,6 +58,9 @@ const NAMED: Record<string, ZodTypeAny> = {
   Webhook: c.WebhookDef,
   LocalizedText: c.LocalizedText,
   WebhookDelivery: c.WebhookDelivery,
+  WidgetSettings: c.WidgetSettings,
+  WidgetConversation: c.WidgetConversation,
+  WidgetConverseRequest: c.WidgetConverseRequest,
   ApiKey: c.ApiKey,
   CreatedKey: c.CreatedKey,
   SecretInfo: c.SecretInfo,
@@ -91,11 +94,17 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
   { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
   { name: 'Secrets', description: "The tenant's own secrets for action templates (write-only)", routes: ['putSecret', 'listSecrets', 'deleteSecret'] },
   { name: 'Operations', description: 'Liveness, readiness and metrics', routes: ['healthz', 'readyz', 'metrics'] },
+  {
+    name: 'Web chat widget',
+    description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor id of its own (docs/widget.md)',
+    routes: ['getWidget', 'widgetConverse', 'getWidgetConversation', 'widgetEvents'],
+  },
 ];
 const tagOf = new Map(TAGS.flatMap((t) => t.routes.map((r) => [r, t.name] as const)));
 const routeName = new Map<AppRoute, string>([
   ...Object.entries(c.contract.api).map(([k, r]) => [r as AppRoute, k] as const),
   ...Object.entries(c.contract.ops).map(([k, r]) => [r as AppRoute, k] as const),
+  ...Object.entries(c.contract.widget).map(([k, r]) => [r as AppRoute, k] as const),
 ]);
 const scopes = c.routeScopes as Record<string, string>;
 
@@ -287,24 +296,38 @@ const SHARED_RESPONSES: Record<string, string> = {
 /** Every operation of the document, as objects that can be changed in place. */
 const operations = (doc: Json): Json[] => Object.values(obj(doc.paths)).flatMap((item) => Object.values(obj(item)).map(obj));
 
+/** The operations under paths that start with `prefix`. */
+const operationsUnder = (doc: Json, prefix: string): Json[] =>
+  Object.entries(obj(doc.paths))
+    .filter(([path]) => path.startsWith(prefix))
+    .flatMap(([, item]) => Object.values(obj(item)).map(obj));
+
 function shareResponses(doc: Json): Json {
   const responses: Record<string, unknown> = {};
-  // The most common form of each shared status becomes the component; operations with exactly it refer to it.
-  for (const [status, name] of Object.entries(SHARED_RESPONSES)) {
-    const counts = new Map<string, { n: number; r: unknown }>();
-    for (const op of operations(doc)) {
-      const r = obj(op.responses)[status];
-      if (!r) continue;
-      const k = canonical(r);
-      counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, r });
-    }
-    const best = [...counts.values()].sort((a, b) => b.n - a.n).at(0);
-    if (!best || best.n < 2) continue;
-    responses[name] = best.r;
-    const key = canonical(best.r);
-    for (const op of operations(doc)) {
-      const rs = obj(op.responses);
-      if (rs[status] && canonical(rs[status]) === key) rs[status] = { $ref: `#/components/responses/${name}` };
+  // For the API's operations and the widget's, the most common form of each shared status becomes
+  // a component (the widget's named Widget…); operations with exactly it refer to it.
+  for (const [prefix, namePrefix] of [
+    ['/api/', ''],
+    ['/widget/', 'Widget'],
+  ] as const) {
+    const ops = operationsUnder(doc, prefix);
+    for (const [status, shared] of Object.entries(SHARED_RESPONSES)) {
+      const name = `${namePrefix}${shared}`;
+      const counts = new Map<string, { n: number; r: unknown }>();
+      for (const op of ops) {
+        const r = obj(op.responses)[status];
+        if (!r) continue;
+        const k = canonical(r);
+        counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, r });
+      }
+      const best = [...counts.values()].sort((a, b) => b.n - a.n).at(0);
+      if (!best || best.n < 2) continue;
+      responses[name] = best.r;
+      const key = canonical(best.r);
+      for (const op of ops) {
+        const rs = obj(op.responses);
+        if (rs[status] && canonical(rs[status]) === key) rs[status] = { $ref: `#/components/responses/${name}` };
+      }
     }
   }
   return { ...doc, components: { ...obj(doc.components), responses } };

@@ -5,6 +5,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
+import type { Request, Response } from 'express';
+import type { WidgetRequest } from '../service/widget.js';
 import { streamConverse, wantsStream } from './converse-stream.js';
 
 const s = initServer();
@@ -19,8 +21,28 @@ function carriesToken(header: string | undefined, token: string): boolean {
   return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
 }
 
+/** What a widget request says of its key, page and visitor (the visitor headers are checked by the contract). */
+function widgetRequest(
+  req: Request,
+  res: Response,
+  slug: string,
+  key: string,
+  h: { 'x-visitor-id'?: string; 'x-user-id'?: string; 'x-user-hash'?: string },
+): WidgetRequest {
+  return {
+    key,
+    slug,
+    origin: req.headers.origin,
+    visitorId: h['x-visitor-id'],
+    userIdClaim: h['x-user-id'],
+    userHash: h['x-user-hash'],
+    address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    requestId: requestId(res),
+  };
+}
+
 export function createRouter(
-  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, drain, logger }: Services,
+  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, drain, logger, widget }: Services,
   opts: { metricsToken: string | null },
 ) {
   return s.router(contract, {
@@ -100,7 +122,12 @@ export function createRouter(
         status: 200,
         body: await webhookLog.list(headers['tenant-id'], params.slug, query),
       }),
-      createKey: async ({ headers, body }) => ({ status: 201, body: await keys.create(headers['tenant-id'], body.scopes, body.name) }),
+      createKey: async ({ headers, body }) => ({
+        status: 201,
+        body: body.widget
+          ? await keys.createPublishable(headers['tenant-id'], body.widget, body.name)
+          : await keys.create(headers['tenant-id'], body.scopes!, body.name),
+      }),
       listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),
       revokeKey: async ({ headers, params }) => {
         await keys.revoke(headers['tenant-id'], params.id);
@@ -138,6 +165,33 @@ export function createRouter(
       deleteAgent: async ({ params, headers }) => {
         await agents.archive(headers['tenant-id'], params.slug);
         return { status: 204, body: undefined };
+      },
+    },
+    widget: {
+      getWidget: async ({ params, query, req, res }) => {
+        const { key } = await widget.admit(widgetRequest(req, res, params.slug, query.key, {}));
+        return { status: 200, body: await widget.settings(key, params.slug, query.language) };
+      },
+      widgetConverse: async ({ params, query, headers, body, req, res }) => {
+        const caller = await widget.caller(widgetRequest(req, res, params.slug, query.key, headers));
+        if (!wantsStream(req)) return { status: 200, body: await widget.converse(caller, params.slug, body) };
+        const stream = streamConverse(res, (onDelta) => widget.converse(caller, params.slug, body, onDelta), logger);
+        return { status: 200, body: stream as unknown as ConverseResponse };
+      },
+      getWidgetConversation: async ({ params, query, headers, req, res }) => {
+        const caller = await widget.caller(widgetRequest(req, res, params.slug, query.key, headers));
+        return { status: 200, body: await widget.conversation(caller, params.slug, params.id) };
+      },
+      widgetEvents: async ({ params, query, headers, req, res }) => {
+        const caller = await widget.caller(widgetRequest(req, res, params.slug, query.key, headers));
+        const gone = new AbortController();
+        req.on('close', () => gone.abort());
+        const stream = await widget.events(caller, params.slug, params.id, headers['last-event-id'] ?? null, gone.signal);
+        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+        res.setHeader('cache-control', 'no-cache, no-transform');
+        res.setHeader('x-accel-buffering', 'no');
+        res.flushHeaders();
+        return { status: 200, body: stream as unknown as string };
       },
     },
     ops: {

@@ -12,7 +12,7 @@ import type {
   ConverseResponse,
   Turn,
 } from '@switchboard/contract';
-import type { Conversation, TurnRow } from '../domain.js';
+import type { Channel, Conversation, TurnRow } from '../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
@@ -54,6 +54,8 @@ export interface ConverseCall {
   idempotencyKey?: string;
   /** Receives the reply as it is written (a streamed converse call). */
   onDelta?: (text: string) => void;
+  /** A call of the web chat widget: a new conversation records it; a continued one must have come from it too. */
+  channel?: Channel;
 }
 
 export interface ConversationServiceOptions {
@@ -215,6 +217,8 @@ export class ConversationService {
             { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' },
           );
       const prior = opened?.conversation ?? null;
+      if (prior && call.channel && prior.channel?.kind !== call.channel.kind)
+        throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
       if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
       }
@@ -271,6 +275,7 @@ export class ConversationService {
           storage_ms: ctx.storageMs + (opened?.loadMs ?? 0),
         },
         idempotency: ctx.idem,
+        channel: call.channel ?? null,
       });
       await unit.commit(write);
       return response;
@@ -458,6 +463,13 @@ export class ConversationService {
     return c;
   }
 
+  /** A conversation of the web chat widget with its turns, for the visitor who started it only (else 404). */
+  async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation & { turns: TurnRow[] }> {
+    const c = await this.owned(tenantId, slug, id);
+    if (c.userId !== userId || c.erasedAt || c.channel?.kind !== 'web') throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
+    return { ...c, turns: await this.store.turns(tenantId, c.id) };
+  }
+
   private record(c: Conversation, turns: TurnRow[]): ConversationRecord {
     return {
       id: c.id,
@@ -494,6 +506,7 @@ export class ConversationService {
       slots: c.flow.slots,
       context: c.context,
       erased_at: c.erasedAt,
+      channel: channelOf(c),
     };
   }
 
@@ -504,6 +517,7 @@ export class ConversationService {
       status?: ListFilters['status'];
       user_id?: string;
       capability?: string;
+      channel?: 'api' | 'web';
       created_after?: string;
       created_before?: string;
       limit: number;
@@ -518,6 +532,7 @@ export class ConversationService {
         status: q.status,
         userId: q.user_id,
         capability: q.capability,
+        channel: q.channel,
         createdAfter: q.created_after ? iso(new Date(q.created_after)) : undefined,
         createdBefore: q.created_before ? iso(new Date(q.created_before)) : undefined,
       },
@@ -528,7 +543,7 @@ export class ConversationService {
     return {
       data: page.map((c) => {
         const { turns: _turns, ...rest } = this.record(c, []);
-        return { ...rest, capability: c.capability, turn_count: c.turnCount };
+        return { ...rest, capability: c.capability, turn_count: c.turnCount, channel: channelOf(c) };
       }),
       next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
     };
@@ -565,3 +580,6 @@ export class ConversationService {
     };
   }
 }
+
+/** A conversation's channel as the API shows it. */
+const channelOf = (c: Conversation) => (c.channel ? { kind: c.channel.kind, origin: c.channel.origin, page_url: c.channel.pageUrl } : null);

@@ -1,5 +1,8 @@
 // API keys: `sbk_<id>_<secret>`, each bound to one tenant with scopes. Only a SHA-256 of the
 // secret is stored; a presented key is found by its id and its secret compared in constant time.
+// Publishable keys (`pk_<32 hex>`) are the web chat widget's: public by design (they sit in a
+// page's source), bound to a tenant, some agents and some origins, and accepted by the widget's
+// routes alone; they carry no scope of the API.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { ApiKey, Scope } from '@switchboard/contract';
 import { NotFoundError } from '../errors.js';
@@ -19,11 +22,27 @@ export interface KeyPrincipal {
   scopes: Scope[];
 }
 
-const toApi = (r: Pick<ApiKeyTableRow, 'id' | 'name' | 'prefix' | 'scopes' | 'created_at' | 'revoked_at'>): ApiKey => ({
+const PUBLISHABLE = /^pk_[0-9a-f]{32}$/;
+
+/** What a publishable key allows: one tenant, these agents, pages of these origins. */
+export interface PublishableKey {
+  keyId: string;
+  tenantId: string;
+  agents: readonly string[];
+  origins: readonly string[];
+}
+
+const jsonList = (text: string | null | undefined): string[] => {
+  const v: unknown = text ? JSON.parse(text) : [];
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+};
+
+const toApi = (r: ApiKeyTableRow): ApiKey => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
-  scopes: r.scopes.split(',') as Scope[],
+  scopes: r.public_key ? [] : (r.scopes.split(',') as Scope[]),
+  widget: r.public_key ? { agents: jsonList(r.agents), origins: jsonList(r.origins), key: r.public_key } : null,
   created_at: r.created_at,
   revoked_at: r.revoked_at,
 });
@@ -56,6 +75,37 @@ export class KeyService {
     return { ...toApi(row), key };
   }
 
+  /** A publishable key for the web chat widget: public, bound to `agents` and the pages of `origins`. */
+  async createPublishable(tenantId: string, widget: { agents: string[]; origins: string[] }, name?: string): Promise<ApiKey & { key: string }> {
+    const id = randomUUID();
+    const key = `pk_${id.replace(/-/g, '')}`;
+    const row: ApiKeyTableRow = {
+      id,
+      tenant_id: tenantId,
+      name: name ?? null,
+      prefix: key.slice(0, 12),
+      // Never a secret key's: the widget's key proves nothing, so nothing is hashed to compare.
+      secret_hash: '',
+      scopes: 'widget',
+      created_at: iso(this.clock.now()),
+      revoked_at: null,
+      agents: JSON.stringify([...new Set(widget.agents)]),
+      origins: JSON.stringify([...new Set(widget.origins)]),
+      public_key: key,
+    };
+    await this.store.insert(row);
+    return { ...toApi(row), key };
+  }
+
+  /** The publishable key's tenant, agents and origins; null for a malformed, unknown or revoked one. */
+  async publishable(presented: string): Promise<PublishableKey | null> {
+    if (!PUBLISHABLE.test(presented)) return null;
+    const h = presented.slice(3);
+    const row = await this.store.byId(`${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`);
+    if (!row || row.revoked_at || row.public_key !== presented) return null;
+    return { keyId: row.id, tenantId: row.tenant_id, agents: jsonList(row.agents), origins: jsonList(row.origins) };
+  }
+
   async list(tenantId: string): Promise<ApiKey[]> {
     return (await this.store.list(tenantId)).map(toApi);
   }
@@ -78,7 +128,7 @@ export class KeyService {
     const row = await this.store.byId(id);
     const expected = row ? Buffer.from(row.secret_hash, 'hex') : DECOY;
     const matches = timingSafeEqual(expected, hashOf(m[2]));
-    if (!row || !matches || row.revoked_at) return null;
+    if (!row || !matches || row.revoked_at || row.public_key) return null;
     return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes.split(',') as Scope[] };
   }
 }

@@ -2,7 +2,7 @@
 // both turns, the audit entries (ending with turn_timing, which chains the turns' hashes), the
 // events, the webhook deliveries and the idempotency record. Pure: no I/O, no clock.
 import type { ContextEnvelope, ConverseResponse } from '@switchboard/contract';
-import type { Conversation, EventDraft, TurnRow } from '../domain.js';
+import type { Channel, Conversation, EventDraft, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { TurnResult } from '../engine/run.js';
 import { turnHash } from '../lib/audit-chain.js';
@@ -32,6 +32,8 @@ export interface TurnWriteInput {
   requestId: string;
   timing: TurnTiming;
   idempotency?: { key: string; hash: string };
+  /** Where a new conversation comes from (the web chat widget); null or absent: the API. */
+  channel?: Channel | null;
 }
 
 export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response: ConverseResponse } {
@@ -61,6 +63,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
     erasedAt: null,
     auditHash: prior?.auditHash ?? null, // the store chains this call's entries onto it
     eventSeq: prior?.eventSeq ?? 0, // the store numbers this call's event row after it
+    channel: prior ? prior.channel : (i.channel ?? null),
   };
   const response: ConverseResponse = {
     conversation_id: conversationId,

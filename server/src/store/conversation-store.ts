@@ -22,6 +22,8 @@ export interface ListFilters {
   status?: ConversationStatus;
   userId?: string;
   capability?: string;
+  /** web: conversations of the web chat widget; api: the others. */
+  channel?: 'api' | 'web';
   createdAfter?: string;
   createdBefore?: string;
 }
@@ -278,6 +280,8 @@ export class ConversationStore {
     if (f.status) q.andWhere('status', f.status);
     if (f.userId) q.andWhere('user_id', f.userId);
     if (f.capability) q.andWhere('capability', f.capability);
+    if (f.channel === 'web') q.andWhere('channel', 'web');
+    if (f.channel === 'api') q.whereNull('channel');
     if (f.createdAfter) q.andWhere('created_at', '>', f.createdAfter);
     if (f.createdBefore) q.andWhere('created_at', '<', f.createdBefore);
     // A row-value comparison, which both databases answer with one range of the index.

@@ -19,6 +19,7 @@ import * as m013 from './migrations/013_stored_routers.js';
 import * as m014 from './migrations/014_stored_router_model.js';
 import * as m015 from './migrations/015_lighter_turn_indexes.js';
 import * as m016 from './migrations/016_stored_router_definition.js';
+import * as m017 from './migrations/017_widget.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -66,6 +67,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '014_stored_router_model': m014,
   '015_lighter_turn_indexes': m015,
   '016_stored_router_definition': m016,
+  '017_widget': m017,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 interface PgConnection {
@@ -34,7 +34,7 @@ const rest = (first: number) => `t as (${insertFrom('turns', `$${first}`)}),
   d as (${insertFrom('agent_closes', `$${first + 6}`)} ${CLOSE_UPSERT_TAIL})
 select count(*)::int as n from c`;
 
-const UPDATABLE = COLUMNS.conversations.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
+const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
 
 const STATEMENTS = {
   agentBySlug: 'select * from agents where tenant_id = $1 and slug = $2',

@@ -36,6 +36,9 @@ export interface ConversationTableRow {
   event_seq: Int | null;
   lease_id?: string | null;
   lease_until?: string | null;
+  channel?: string | null;
+  origin?: string | null;
+  page_url?: string | null;
 }
 
 export interface TurnTableRow {
@@ -85,6 +88,10 @@ export interface ApiKeyTableRow {
   scopes: string;
   created_at: string;
   revoked_at: string | null;
+  /** Publishable (widget) keys: the agents' slugs and the allowed origins, as JSON arrays, and the key itself. */
+  agents?: string | null;
+  origins?: string | null;
+  public_key?: string | null;
 }
 
 export interface AgentVersionTableRow {

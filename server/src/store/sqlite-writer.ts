@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, STABLE_INDEXED, STAT_UPSERT_TAIL, type StableIndexed, type WriteRows } from './turn-rows.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, STABLE_INDEXED, STAT_UPSERT_TAIL, type StableIndexed, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
@@ -34,7 +34,7 @@ interface Connection {
 const insertSql = (table: string, columns: readonly string[]) =>
   `insert into ${table} (${columns.join(', ')}) values (${columns.map((c) => `@${c}`).join(', ')})`;
 
-const UPDATABLE = COLUMNS.conversations.filter((c) => !['id', 'tenant_id', 'agent_id', 'created_at'].includes(c));
+const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
 /** The columns every update sets: all but the indexed ones a write may leave unchanged (turn-rows.ts, STABLE_INDEXED). */
 const ALWAYS_SET = UPDATABLE.filter((c) => !(STABLE_INDEXED as readonly string[]).includes(c));
 

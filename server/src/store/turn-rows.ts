@@ -66,6 +66,7 @@ export function rowToConversation(r: ConversationTableRow): Conversation {
     inactiveAfter: r.inactive_after ?? null,
     erasedAt: r.erased_at ?? null,
     eventSeq: Number(r.event_seq ?? 0),
+    channel: r.channel === 'web' ? { kind: 'web', origin: r.origin ?? '', pageUrl: r.page_url ?? null } : null,
   };
 }
 
@@ -94,6 +95,9 @@ function conversationToRow(c: Conversation, head: { auditHash: string | null; ev
     inactive_after: c.inactiveAfter,
     erased_at: c.erasedAt,
     event_seq: head.eventSeq,
+    channel: c.channel?.kind ?? null,
+    origin: c.channel?.origin ?? null,
+    page_url: c.channel?.pageUrl ?? null,
   };
 }
 
@@ -308,7 +312,13 @@ const CONVERSATION_COLUMNS = [
   'erased_at',
   'audit_hash',
   'event_seq',
+  'channel',
+  'origin',
+  'page_url',
 ];
+
+/** Columns a conversation's first write sets and no later one changes (updates leave them out). */
+export const INSERT_ONLY_COLUMNS: readonly string[] = ['id', 'tenant_id', 'agent_id', 'created_at', 'channel', 'origin', 'page_url'];
 const EVENT_COLUMNS = ['tenant_id', 'conversation_id', 'seq', 'events', 'created_at'];
 const WEBHOOK_COLUMNS = [
   'id',

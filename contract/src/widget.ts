@@ -1,0 +1,76 @@
+// The web chat widget's routes (/widget/v1): a page's script talks to one agent with a publishable
+// key (`?key=pk_…`, in the URL so that preflights name it too) and a visitor id of its own. They
+// answer only for the key's agents, on pages of the key's origins, and a conversation only to
+// the visitor who started it (docs/widget.md).
+import { z } from 'zod';
+import { ConversationStatus, Option } from './converse.js';
+import { Timestamp } from './common.js';
+
+export const WidgetQuery = z.object({
+  key: z
+    .string()
+    .regex(/^pk_[0-9a-f]{32}$/, 'must be a publishable key (pk_…)')
+    .describe('The publishable key (public by design: it is in the page)'),
+});
+
+export const VisitorHeaders = z.object({
+  'x-visitor-id': z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{22,64}$/, 'must be 22 to 64 characters of A-Z, a-z, 0-9, _ and -')
+    .describe("The browser's own random id for its visitor (kept in its storage); only this visitor may continue or follow the conversations it starts"),
+  'x-user-id': z.string().min(1).max(256).optional().describe("The site's id for a signed-in user; taken only with a valid x-user-hash"),
+  'x-user-hash': z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be 64 hexadecimal digits')
+    .optional()
+    .describe("HMAC-SHA-256 of x-user-id under the tenant's widget identity secret, computed by the site's server"),
+  'x-request-id': z.string().max(200).optional(),
+});
+
+export const WidgetSettings = z
+  .object({
+    agent: z.string().describe("The agent's slug"),
+    title: z.string(),
+    greeting: z.string().nullable().describe('In the language asked for (`language`), else the first one given'),
+    accent: z.string().describe('A colour such as #1f6feb'),
+    languages: z.array(z.string()).describe('Languages the visitor may choose among (none: the browser’s)'),
+  })
+  .describe('How the widget presents the agent');
+export type WidgetSettings = z.infer<typeof WidgetSettings>;
+
+export const WidgetSettingsQuery = WidgetQuery.extend({
+  language: z
+    .string()
+    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/i)
+    .optional(),
+});
+
+export const WidgetConverseRequest = z.object({
+  message: z.string().trim().min(1, 'must not be empty'),
+  conversation_id: z.string().uuid().optional().describe('Omit to start a conversation; give to continue one this visitor started'),
+  language: z
+    .string()
+    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/i, 'must be a language code such as en or pt-BR')
+    .optional()
+    .describe("The visitor's language: preferences.language of the conversation"),
+  page_url: z.string().url().max(2048).optional().describe('The page the widget runs on (recorded with a new conversation)'),
+});
+
+export const WidgetTurn = z.object({
+  index: z.number().int().describe("The turn's place in the conversation, from 0"),
+  role: z.enum(['user', 'agent']),
+  message: z.string(),
+  timestamp: Timestamp,
+  options: z.array(Option).optional(),
+  author: z.string().optional().describe('Replies of a person (an escalated conversation) name them'),
+});
+
+export const WidgetConversation = z
+  .object({
+    conversation_id: z.string().uuid(),
+    status: ConversationStatus,
+    awaiting_input: z.boolean(),
+    turns: z.array(WidgetTurn).describe('Oldest first; each turn.created event names its index, so a stream opened first and this list merge without a gap'),
+  })
+  .describe("A visitor's conversation as the widget shows it");
+export type WidgetConversation = z.infer<typeof WidgetConversation>;
