@@ -210,6 +210,14 @@ eachDatabase('the web chat widget ($name)', (database) => {
     expect((await say('billing problem', 6)).status).toBe(200);
   });
 
+  it('forgets the page a conversation came from when it is erased, and the visitor no longer finds it', async () => {
+    const id = (await say('billing problem', 8, undefined, { page_url: `${SHOP}/account?email=ann@example.com` })).body.conversation_id;
+    await request(f.app.app).delete(`/api/v1/agents/help-desk/conversations/${id}`).set(T).expect(204);
+    const detail = await request(f.app.app).get(`/api/v1/agents/help-desk/conversations/${id}`).set(T);
+    expect(detail.body.channel).toEqual({ kind: 'web', origin: SHOP, page_url: null });
+    expect((await widget('get', `help-desk/conversations/${id}`, { visitor: 8 })).status).toBe(404);
+  });
+
   it('ends at revocation: the key starts nothing more', async () => {
     await request(f.app.app).delete(`/api/v1/keys/${keyId}`).set(T).expect(204);
     expect((await widget('get', 'help-desk')).status).toBe(404);

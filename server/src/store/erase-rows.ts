@@ -114,7 +114,7 @@ export async function eraseConversationRows(
     // on. The id list lets SQLite's planner drive the update from the primary key.
     const result: unknown = await trx.raw(
       `with v as materialized (${dialect.jsonRows('conversations', ['id', 'audit_seq', 'audit_hash', 'state'])})
-       update conversations as t set user_id = null, context = null, state = v.state, erased_at = ?, updated_at = ?,
+       update conversations as t set user_id = null, context = null, page_url = null, state = v.state, erased_at = ?, updated_at = ?,
          audit_seq = v.audit_seq + 1, audit_hash = v.audit_hash${leased ? ', lease_id = null, lease_until = null' : ''}
        from v
        where t.tenant_id = ? and t.id in (${chunk.map(() => '?').join(', ')}) and t.id = v.id and t.audit_seq = v.audit_seq`,
