@@ -177,6 +177,7 @@ export function mount(o: WidgetOptions): WidgetHandle {
   let notice: HTMLElement | null = null;
   let events: AbortController | null = null;
   let busy = false;
+  const held: Parameters<typeof showTurn>[0][] = [];
   let started = false;
   const life = new AbortController();
 
@@ -255,6 +256,11 @@ export function mount(o: WidgetOptions): WidgetHandle {
   /** One turn of the conversation's record or its event stream, shown once whichever brings it first. */
   function showTurn(t: { index: number; role: 'user' | 'agent'; message: string; author?: string }): void {
     if (shown.has(t.index)) return;
+    // A turn of the message under way may come on the stream before its answer: it waits for it.
+    if (busy) {
+      held.push(t);
+      return;
+    }
     const mine = provisional.findIndex((p) => p.role === t.role && p.text === t.message);
     if (mine >= 0) {
       shown.set(t.index, provisional[mine].node);
@@ -264,8 +270,14 @@ export function mount(o: WidgetOptions): WidgetHandle {
     shown.set(t.index, bubble(t.role, t.message, t.author));
   }
 
-  async function call(url: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
-    const res = await fetch(url, { ...init, signal, headers: { ...headers, ...(init.headers as Record<string, string>) }, credentials: 'omit' });
+  /** A request of the widget's routes; `visitor: false` sends no header of its own, so that it needs no preflight. */
+  async function call(url: string, init: RequestInit, signal?: AbortSignal, visitor = true): Promise<Response> {
+    const res = await fetch(url, {
+      ...init,
+      signal,
+      headers: { ...(visitor ? headers : {}), ...(init.headers as Record<string, string>) },
+      credentials: 'omit',
+    });
     if (res.ok) return res;
     const problem = (await res.json().catch(() => ({}))) as Problem;
     const after = Number(res.headers.get('retry-after'));
@@ -370,6 +382,7 @@ export function mount(o: WidgetOptions): WidgetHandle {
     } finally {
       busy = false;
       send.disabled = status === 'completed' || status === 'abandoned';
+      for (const t of held.splice(0)) showTurn(t);
     }
   }
 
@@ -437,7 +450,8 @@ export function mount(o: WidgetOptions): WidgetHandle {
     started = true;
     for (let attempt = 1; ; attempt++) {
       try {
-        const res = await call(`${base}?${q}&language=${encodeURIComponent(language)}`, {}, life.signal);
+        // Without preflight: a page of an origin the key does not allow can read why it is refused.
+        const res = await call(`${base}?${q}&language=${encodeURIComponent(language)}`, {}, life.signal, false);
         settings = (await res.json()) as WidgetSettings;
         break;
       } catch (err) {
