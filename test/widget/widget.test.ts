@@ -228,7 +228,7 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
         .evaluate((a) => [a.getAttribute('href'), a.getAttribute('rel')]),
     ).toEqual(['https://example.com/help?a=1', 'noopener noreferrer nofollow ugc']);
     expect(await widget(p).getByRole('button', { name: '<i>x</i>' }).count()).toBe(1);
-    expect(await p.evaluate(() => [window.pwned, window.pwned2, window.pwned3])).toEqual([undefined, undefined]);
+    expect(await p.evaluate(() => [window.pwned, window.pwned2, window.pwned3])).toEqual([undefined, undefined, undefined]);
     await p.close();
   });
 
