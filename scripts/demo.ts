@@ -2,12 +2,15 @@
 // tenant "demo" and the example orders backend running beside it (allow-listed for actions).
 import type { Server } from 'node:http';
 import { startOrdersBackend } from '../examples/orders-backend.js';
+import { startShopPage, type ShopPage } from '../examples/shop-page.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
 import { start, stopOnSignals, type Running } from '../server/src/main.js';
 import { describeStartupError } from '../server/src/startup-errors.js';
 
 const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
+const shopPort = Number(process.env.EXAMPLE_SHOP_PORT ?? 3002);
 let backend: Server | null = null;
+let shop: ShopPage | null = null;
 let config: Config | null = null;
 let running: Running;
 try {
@@ -22,7 +25,17 @@ try {
   // Readable log lines for a person at a terminal; JSON when the output goes elsewhere.
   const logFormat = process.stdout.isTTY ? 'pretty' : 'json';
   config = loadConfig({ AGENTS_DIR: 'agents', LOG_FORMAT: logFormat, ...process.env, ACTION_ALLOWED_HOSTS: allowed });
+  shop = await startShopPage(shopPort).catch((err) => {
+    throw Object.assign(err, { what: 'The example shop page', portSetting: 'EXAMPLE_SHOP_PORT' });
+  });
   running = await start(config);
+  // The pretend shop's page, with the widget on the example agent under a publishable key that
+  // allows that page's origin (made once, found again on the next start).
+  const keys = running.app.keys;
+  const origin = shop.origin;
+  const found = (await keys.list(tenant)).find((k) => !k.revoked_at && k.widget?.origins.includes(origin) && k.widget.agents.includes('acme-support'));
+  const key = found?.widget?.key ?? (await keys.createPublishable(tenant, { agents: ['acme-support'], origins: [origin] }, 'demo shop page')).key;
+  shop.show({ service: running.url, agent: 'acme-support', key });
 } catch (err) {
   const e = err as { what?: string; portSetting?: string };
   const line =
@@ -31,11 +44,16 @@ try {
       : describeStartupError(err, { databaseUrl: config?.databaseUrl ?? process.env.DATABASE_URL ?? 'sqlite://', what: e.what, portSetting: e.portSetting });
   console.error(line ?? err);
   backend?.close();
+  shop?.server.close();
   process.exit(1);
 }
 console.log(`\nSwitchboard is running at ${running.url} (example orders backend on 127.0.0.1:${backendPort})`);
 console.log(`Console: ${running.url}/console (sign in as the tenant "demo")`);
+console.log(`Web chat widget on a pretend shop's page: ${shop!.origin}/ (docs/widget.md)`);
 console.log(
   `Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`,
 );
-stopOnSignals(running, config.shutdown, () => backend?.close());
+stopOnSignals(running, config.shutdown, () => {
+  backend?.close();
+  shop?.server.close();
+});

@@ -66,6 +66,7 @@ describe('conformance against npm start behind the Prism validating proxy', () =
           PORT: String(port),
           HOST: '127.0.0.1',
           EXAMPLE_BACKEND_PORT: String(backendPort),
+          EXAMPLE_SHOP_PORT: '0',
           DATABASE_URL: `sqlite://${join(dir, 'demo.db')}`,
           LOG_LEVEL: 'info',
         },

@@ -73,7 +73,7 @@ describe('start-up failures', () => {
   it("the example backend's port in use under npm start: one line naming EXAMPLE_BACKEND_PORT", async () => {
     const busy = await listen();
     try {
-      const r = await fails({ PORT: '0', EXAMPLE_BACKEND_PORT: String(portOf(busy)) }, 'scripts/demo.ts');
+      const r = await fails({ PORT: '0', EXAMPLE_BACKEND_PORT: String(portOf(busy)), EXAMPLE_SHOP_PORT: '0' }, 'scripts/demo.ts');
       expect(r.code).toBe(1);
       expect(oneLine(r.stderr)).toEqual([
         `The example orders backend cannot listen on 127.0.0.1:${portOf(busy)}: the port is in use. Stop what listens there, or set EXAMPLE_BACKEND_PORT to another port.`,
@@ -101,7 +101,14 @@ describe('start-up failures', () => {
       u.pathname = `/${name}`;
       const [port, backendPort] = [await freePort(), await freePort()];
       const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
-        env: { ...process.env, LOG_LEVEL: 'silent', DATABASE_URL: u.toString(), PORT: String(port), EXAMPLE_BACKEND_PORT: String(backendPort) },
+        env: {
+          ...process.env,
+          LOG_LEVEL: 'silent',
+          DATABASE_URL: u.toString(),
+          PORT: String(port),
+          EXAMPLE_BACKEND_PORT: String(backendPort),
+          EXAMPLE_SHOP_PORT: '0',
+        },
         stdio: 'ignore',
       });
       try {

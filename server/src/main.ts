@@ -5,7 +5,7 @@ import type { HostChecker } from './actions/ssrf.js';
 import { canCollect } from './lib/collect.js';
 import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
-import { createApp } from './app.js';
+import { createApp, type App } from './app.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase } from './store/db.js';
 import { describeStartupError } from './startup-errors.js';
@@ -15,6 +15,8 @@ export interface Running {
   url: string;
   logger: Logger;
   stop(): Promise<void>;
+  /** The services it serves (the demo makes its shop page's widget key with them). */
+  app: App;
 }
 
 /** `hostChecker`: the checks of hosts that definitions name (its own name servers, bounds); one of the defaults otherwise. */
@@ -123,7 +125,7 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
       process.off('unhandledRejection', onRejection);
       logger.info('stopped');
     })());
-  return { server, url, logger, stop };
+  return { server, url, logger, stop, app: built };
 }
 
 /**

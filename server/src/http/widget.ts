@@ -58,18 +58,22 @@ export function widgetCors(keys: Pick<KeyService, 'publishable'>) {
 
 const DEFAULT_FILE = fileURLToPath(new URL('../../../widget/dist/v1.js', import.meta.url));
 
-/** The built widget script, and its Subresource Integrity hash (null until it is built). */
-function widgetScript(file = DEFAULT_FILE): { body: Buffer; integrity: string } | null {
+/** The built widget script, its Subresource Integrity hash and its version (a digest prefix); null until it is built. */
+function widgetScript(file = DEFAULT_FILE): { body: Buffer; integrity: string; version: string } | null {
   if (!existsSync(file)) return null;
   const body = readFileSync(file);
-  return { body, integrity: `sha384-${createHash('sha384').update(body).digest('base64')}` };
+  return {
+    body,
+    integrity: `sha384-${createHash('sha384').update(body).digest('base64')}`,
+    version: createHash('sha256').update(body).digest('hex').slice(0, 16),
+  };
 }
 
 /**
  * GET /widget/v1.js: the script under one name per major version. It changes with a release, so
- * it is cached for an hour and revalidated by its ETag, and its bytes at a given release are named
- * by `/widget/v1.js?v=<sha384 prefix>` (cached for a year, immutable): the snippet may use either,
- * and an SRI hash pins them (docs/widget.md).
+ * it is cached for an hour and revalidated by its ETag; its bytes at one release are also named
+ * `/widget/v1.js?v=<version>` (the ETag's value), cached for a year as immutable. The headers
+ * x-widget-version and x-widget-integrity (the SRI hash) say what to pin (docs/widget.md).
  */
 export function widgetScriptRouter(file = DEFAULT_FILE): Router {
   const router = express.Router();
@@ -81,14 +85,15 @@ export function widgetScriptRouter(file = DEFAULT_FILE): Router {
       next(new NotFoundError('not_found', 'The widget is not built: run `npm run build:widget` (npm ci runs it)'));
       return;
     }
-    const etag = `"${script.integrity.slice(7, 39)}"`;
-    const pinned = typeof req.query.v === 'string' && etag.includes(req.query.v) && req.query.v.length >= 8;
+    const etag = `"${script.version}"`;
+    const pinned = req.query.v === script.version;
     res.setHeader('content-type', 'text/javascript; charset=utf-8');
     res.setHeader('x-content-type-options', 'nosniff');
     res.setHeader('cross-origin-resource-policy', 'cross-origin');
     res.setHeader('access-control-allow-origin', '*');
     res.setHeader('etag', etag);
     res.setHeader('x-widget-integrity', script.integrity);
+    res.setHeader('x-widget-version', script.version);
     res.setHeader('cache-control', pinned ? 'public, max-age=31536000, immutable' : 'public, max-age=3600, must-revalidate');
     if (req.headers['if-none-match'] === etag) {
       res.status(304).end();
