@@ -322,6 +322,34 @@ describe('npm run keys', () => {
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run keys --/);
     }
   });
+
+  it('makes a publishable key for the widget and prints its snippet; refuses a muddled one with exit 2', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-keys-'));
+    const env = { ...process.env, DATABASE_URL: `sqlite://${join(dir, 'keys.db')}`, PUBLIC_URL: 'https://switchboard.example.com', LOG_LEVEL: 'silent' };
+    const cli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/src/cli/keys.ts', ...args], { env });
+    try {
+      const { stdout } = await cli('create', '--tenant', 'acme', '--widget', '--agent', 'acme-support', '--origin', 'https://Shop.example.com');
+      const key = /key \(public by design; list shows it again\): (pk_[0-9a-f]{32})/.exec(stdout)?.[1];
+      expect(key).toBeDefined();
+      expect(stdout).toContain(
+        `snippet for acme-support: <script src="https://switchboard.example.com/widget/v1.js" data-agent="acme-support" data-key="${key}" async></script>`,
+      );
+      expect((await cli('list', '--tenant', 'acme')).stdout).toContain(`widget ${key} agents acme-support origins https://shop.example.com`);
+      for (const args of [
+        ['--widget', '--agent', 'acme-support'],
+        ['--widget', '--agent', 'acme-support', '--origin', 'https://shop.example.com/path'],
+        ['--widget', '--agent', 'acme-support', '--origin', 'https://shop.example.com', '--scopes', 'read'],
+      ]) {
+        const failed = await cli('create', '--tenant', 'acme', ...args).catch((e: { code: number; stderr: string }) => e);
+        expect(failed, args.join(' ')).toMatchObject({ code: 2 });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the example help agent (knowledge only)', () => {

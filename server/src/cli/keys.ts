@@ -1,7 +1,9 @@
-// `npm run keys -- create --tenant acme --scopes converse,read [--name web]`, `list --tenant acme`,
-// `revoke --tenant acme --id ID`: manages API keys in the database named by DATABASE_URL.
+// `npm run keys -- create --tenant acme --scopes converse,read [--name web]`, `create --tenant acme
+// --widget --agent acme-support --origin https://shop.example.com` (a publishable key for the web
+// chat widget, printed with its snippet), `list --tenant acme`, `revoke --tenant acme --id ID`:
+// manages keys in the database named by DATABASE_URL.
 import { InvalidArgumentError } from 'commander';
-import { Scope } from '@switchboard/contract';
+import { Scope, WebOrigin } from '@switchboard/contract';
 import { loadConfig } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { KeyService } from '../service/keys.js';
@@ -32,16 +34,41 @@ const scopes = (v: string): Scope[] => {
   return parsed.data;
 };
 
+const origin = (v: string, previous: string[] = []): string[] => {
+  const parsed = WebOrigin.safeParse(v);
+  if (!parsed.success) throw new InvalidArgumentError('an origin such as https://shop.example.com (scheme, host and port; no path)');
+  return [...previous, parsed.data];
+};
+const collect = (v: string, previous: string[] = []): string[] => [...previous, v];
+
+/** The script tag a site pastes, for a service at PUBLIC_URL (or this machine's default). */
+const snippet = (agent: string, key: string) =>
+  `<script src="${loadConfig(process.env, {}, 'tool').publicUrl ?? 'http://127.0.0.1:3000'}/widget/v1.js" data-agent="${agent}" data-key="${key}" async></script>`;
+
 const cli = program('npm run keys --', 'Manage API keys (AUTH_MODE=api_key) in the database named by DATABASE_URL');
 
 cli
   .command('create')
-  .description('create a key for a tenant; the key is printed once')
+  .description('create an API key for a tenant (printed once), or with --widget a publishable key for the web chat widget')
   .requiredOption('--tenant <tenant>', 'the tenant the key belongs to')
-  .requiredOption('--scopes <scopes>', 'converse, read and/or admin, comma-separated', scopes)
+  .option('--scopes <scopes>', 'converse, read and/or admin, comma-separated', scopes)
+  .option('--widget', 'a publishable key for the web chat widget (with --agent and --origin)')
+  .option('--agent <slug>', 'an agent the widget may talk to (repeat for more)', collect)
+  .option('--origin <origin>', 'an origin whose pages may run the widget (repeat for more)', origin)
   .option('--name <label>', 'a label for people')
-  .action(async (o: { tenant: string; scopes: Scope[]; name?: string }) => {
-    const k = await withKeys((keys) => keys.create(o.tenant, o.scopes, o.name));
+  .action(async (o: { tenant: string; scopes?: Scope[]; widget?: boolean; agent?: string[]; origin?: string[]; name?: string }) => {
+    if (o.widget) {
+      if (o.scopes || !o.agent?.length || !o.origin?.length) {
+        cli.error('error: --widget takes --agent and --origin (each at least once), and no --scopes', { exitCode: 2 });
+      }
+      const k = await withKeys((keys) => keys.createPublishable(o.tenant, { agents: o.agent!, origins: o.origin! }, o.name));
+      console.log(`created publishable key ${k.id} for tenant ${o.tenant}: agents ${k.widget!.agents.join(', ')}; origins ${k.widget!.origins.join(', ')}`);
+      console.log(`key (public by design; list shows it again): ${k.key}`);
+      for (const agent of k.widget!.agents) console.log(`snippet for ${agent}: ${snippet(agent, k.key)}`);
+      return;
+    }
+    if (!o.scopes) cli.error("error: required option '--scopes <scopes>' not specified (or --widget)", { exitCode: 2 });
+    const k = await withKeys((keys) => keys.create(o.tenant, o.scopes!, o.name));
     console.log(`created key ${k.id} for tenant ${o.tenant} with scopes ${k.scopes.join(',')}`);
     console.log(`key (shown once, store it now): ${k.key}`);
   });
@@ -52,10 +79,12 @@ cli
   .requiredOption('--tenant <tenant>', 'the tenant')
   .action(async (o: { tenant: string }) => {
     const list = await withKeys((keys) => keys.list(o.tenant));
-    for (const k of list)
-      console.log(
-        `${k.id}  ${k.prefix}…  ${k.scopes.join(',').padEnd(20)} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`,
-      );
+    for (const k of list) {
+      const what = k.widget
+        ? `widget ${k.widget.key} agents ${k.widget.agents.join(',')} origins ${k.widget.origins.join(',')}`
+        : k.scopes.join(',').padEnd(20);
+      console.log(`${k.id}  ${k.prefix}…  ${what} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`);
+    }
     console.log(`${list.length} key(s) for tenant ${o.tenant}`);
   });
 
