@@ -41,7 +41,9 @@ function buildConsole(): void {
 
 // The console as the sources say now (npm ci builds it too, but sources may have changed since).
 beforeAll(() => {
-  if (hasBrowser) buildConsole();
+  if (!hasBrowser) return;
+  buildConsole();
+  execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build-widget.ts'], { stdio: 'ignore' });
 }, 120_000);
 
 describe.skipIf(!hasBrowser)('the console in Chromium', () => {
@@ -312,6 +314,32 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(await page.locator('.results').textContent()).toContain('came back: order_status · ask_order · active');
     await shot('tests');
     await accessible();
+  });
+
+  it('installs the agent on a site: a publishable key for its origins, the snippet pinned by its SRI hash, and revocation', async () => {
+    await page.goto(url('/agents/support/install'));
+    await page.getByLabel('Allowed origins (one per line)').fill('https://shop.example.com\nhttps://www.shop.example.com');
+    await page.getByRole('button', { name: 'Make a publishable key' }).click();
+    const snippet = page.getByLabel('Snippet', { exact: true }).first();
+    await snippet.waitFor();
+    const text = await snippet.inputValue();
+    const key = /data-key="(pk_[0-9a-f]{32})"/.exec(text)?.[1];
+    expect(text).toBe(`<script src="${server.url}/widget/v1.js" data-agent="support" data-key="${key}" async></script>`);
+    const pinned = await page
+      .getByLabel(/Pinned to this release/)
+      .first()
+      .inputValue();
+    const script = await fetch(`${server.url}/widget/v1.js`);
+    expect(pinned).toContain(`?v=${script.headers.get('x-widget-version')}" integrity="${script.headers.get('x-widget-integrity')}" crossorigin="anonymous"`);
+    const keys = await server.sb.api.listKeys();
+    expect(keys.status === 200 && keys.body.data.find((k) => k.widget?.key === key)?.widget?.origins).toEqual([
+      'https://shop.example.com',
+      'https://www.shop.example.com',
+    ]);
+    await accessible();
+    await shot('install');
+    await page.getByRole('button', { name: 'Revoke' }).first().click();
+    await expect.poll(async () => page.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
   });
 
   it('erases a conversation after a confirmation', async () => {

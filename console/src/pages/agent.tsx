@@ -1,4 +1,4 @@
-// One agent: its tabs (overview, conversations, versions, playground, replays, tests), each
+// One agent: its tabs (overview, conversations, versions, playground, replays, tests, install), each
 // its own address under /console/agents/:slug.
 import { Link, Route, Switch, useLocation } from 'wouter-preact';
 import { ok, useLoad } from '../api';
@@ -11,6 +11,7 @@ import { Versions } from './versions';
 import { Playground } from './playground';
 import { Replays, ReplayView } from './replays';
 import { Tests } from './tests';
+import { Install } from './install';
 
 const TABS = [
   ['/', 'Overview'],
@@ -19,6 +20,7 @@ const TABS = [
   ['/playground', 'Playground'],
   ['/replays', 'Replays'],
   ['/tests', 'Tests'],
+  ['/install', 'Install'],
 ] as const;
 
 export function AgentPage({ slug }: { slug: string }) {
@@ -66,6 +68,9 @@ export function AgentPage({ slug }: { slug: string }) {
         <Route path="/replays/:id">{(p) => <ReplayView agent={a} id={p.id} />}</Route>
         <Route path="/tests">
           <Tests agent={a} />
+        </Route>
+        <Route path="/install">
+          <Install agent={a} />
         </Route>
         <Route>
           <Empty title="No such page">
