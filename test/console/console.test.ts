@@ -338,6 +338,19 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     ]);
     await accessible();
     await shot('install');
+    // A visitor's conversation through that key shows its channel in the list, filtered by it.
+    const visitor = await fetch(`${server.url}/widget/v1/agents/support/converse?key=${key}`, {
+      method: 'POST',
+      headers: { origin: 'https://shop.example.com', 'x-visitor-id': 'console-test-visitor-0123456789', 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'track my package', page_url: 'https://shop.example.com/orders' }),
+    });
+    expect(visitor.status).toBe(200);
+    await page.goto(url('/agents/support/conversations'));
+    await page.getByLabel('Channel').selectOption('web');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => page.locator('table.conversations tbody tr').count()).toBe(1);
+    expect(await page.locator('table.conversations tbody tr td').nth(5).textContent()).toBe('web · https://shop.example.com');
+    await page.goto(url('/agents/support/install'));
     await page.getByRole('button', { name: 'Revoke' }).first().click();
     await expect.poll(async () => page.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
   });

@@ -78,6 +78,19 @@ export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
           <dd>{detail.user_id ?? '—'}</dd>
         </div>
         <div>
+          <dt>Channel</dt>
+          <dd>
+            {detail.channel ? (
+              <>
+                web chat widget on {detail.channel.origin}
+                {detail.channel.page_url && <span class="muted small"> · {detail.channel.page_url}</span>}
+              </>
+            ) : (
+              'API'
+            )}
+          </dd>
+        </div>
+        <div>
           <dt>Started</dt>
           <dd>
             <Time iso={detail.created_at} />

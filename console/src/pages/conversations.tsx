@@ -14,10 +14,11 @@ interface Filters {
   status: string;
   capability: string;
   user_id: string;
+  channel: string;
   created_after: string;
   created_before: string;
 }
-const NO_FILTERS: Filters = { status: '', capability: '', user_id: '', created_after: '', created_before: '' };
+const NO_FILTERS: Filters = { status: '', capability: '', user_id: '', channel: '', created_after: '', created_before: '' };
 
 /** A datetime-local input's value as an ISO time (it is in the browser's zone). */
 const isoOf = (local: string) => (local ? new Date(local).toISOString() : undefined);
@@ -45,6 +46,7 @@ export function Conversations({ agent }: { agent: Agent }) {
             ...(filters.status ? { status: filters.status as ConversationStatus } : {}),
             ...(filters.capability ? { capability: filters.capability } : {}),
             ...(filters.user_id ? { user_id: filters.user_id } : {}),
+            ...(filters.channel === 'api' || filters.channel === 'web' ? { channel: filters.channel } : {}),
             ...(filters.created_after ? { created_after: isoOf(filters.created_after) } : {}),
             ...(filters.created_before ? { created_before: isoOf(filters.created_before) } : {}),
           },
@@ -98,6 +100,9 @@ export function Conversations({ agent }: { agent: Agent }) {
           )}
         </Field>
         <Field label="User id">{(id) => <input id={id} value={draft.user_id} maxLength={256} onInput={set('user_id')} />}</Field>
+        <Field label="Channel">
+          {(id) => <AnySelect id={id} value={draft.channel} options={['api', 'web']} onChange={(v) => setDraft({ ...draft, channel: v })} />}
+        </Field>
         <Field label="Started after">{(id) => <input id={id} type="datetime-local" value={draft.created_after} onInput={set('created_after')} />}</Field>
         <Field label="Started before">{(id) => <input id={id} type="datetime-local" value={draft.created_before} onInput={set('created_before')} />}</Field>
         <div class="row">
@@ -129,7 +134,7 @@ export function Conversations({ agent }: { agent: Agent }) {
       {rows && rows.length > 0 && (
         <TableWrap label="Conversations">
           <table class="conversations">
-            <Head cols={['Conversation', 'Status', 'Capability', 'Outcome', 'User', 'Turns', 'Started', 'Updated']} />
+            <Head cols={['Conversation', 'Status', 'Capability', 'Outcome', 'User', 'Channel', 'Turns', 'Started', 'Updated']} />
             <tbody>
               {rows.map((r) => (
                 <tr key={r.id} class={fresh.has(r.id) ? 'fresh' : undefined}>
@@ -144,6 +149,7 @@ export function Conversations({ agent }: { agent: Agent }) {
                   <td>{r.capability}</td>
                   <td>{r.outcome ?? <span class="muted">—</span>}</td>
                   <td>{r.user_id ?? <span class="muted">—</span>}</td>
+                  <td title={r.channel ? r.channel.origin : undefined}>{r.channel ? `web · ${r.channel.origin}` : 'api'}</td>
                   <td>{r.turn_count}</td>
                   <td>
                     <Time iso={r.created_at} />
