@@ -57,6 +57,11 @@ const RULES: Rule[] = [
     why: 'the console calls the API through the typed client only',
   },
   { layer: 'server/src', forbidden: /^(preact|wouter-preact|chart\.js|diff|vite)(\/|$)/, why: 'the server has no front-end packages' },
+  {
+    layer: 'widget/src',
+    forbidden: /^(server|console|client)\/|^@switchboard\/(server|console|client)|^node:|^(preact|zod|@ts-rest\/core)(\/|$)/,
+    why: "the widget runs in any page: the contract's types, fetch and a small parser, nothing more",
+  },
 ];
 
 describe('architecture', () => {

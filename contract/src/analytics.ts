@@ -36,5 +36,8 @@ export const AgentAnalytics = z.object({
     .describe('Per capability, most conversations first'),
   outcomes: z.array(z.object({ outcome: z.string(), count: Count })).describe('Closes per outcome, most first'),
   series: z.array(Counts.extend({ start: Timestamp })).describe('Every bucket of the window, empty ones included, oldest first'),
+  channels: z
+    .array(Counts.extend({ channel: z.enum(['api', 'web']) }))
+    .describe('The same counts per channel: web, conversations of the web chat widget; api, the others'),
 });
 export type AgentAnalytics = z.infer<typeof AgentAnalytics>;

@@ -210,6 +210,7 @@ export const SlotFilledData = z.object({
 
 export const ContextChangedData = z.object({
   context: z.unknown().describe("The conversation's context envelope from this turn on, as merged (emptied by erasure)"),
+  channel: ConversationChannel.optional().describe('On the first entry of a conversation of the web chat widget: where it came from'),
   erased,
 });
 

@@ -300,6 +300,10 @@ export const EXAMPLES = {
         { start: '2026-11-23T00:00:00.000Z', started: 17, completed: 14, escalated: 2, abandoned: 1 },
         { start: '2026-11-24T00:00:00.000Z', started: 21, completed: 17, escalated: 3, abandoned: 1 },
       ],
+      channels: [
+        { channel: 'api', started: 80, completed: 66, escalated: 10, abandoned: 4 },
+        { channel: 'web', started: 40, completed: 30, escalated: 8, abandoned: 2 },
+      ],
     },
   },
   ReplayRequest: { summary: 'Replay the last completed conversations on version 2', value: { version: 2, status: 'completed', limit: 50 } },

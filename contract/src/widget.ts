@@ -17,13 +17,13 @@ export const VisitorHeaders = z.object({
   'x-visitor-id': z
     .string()
     .regex(/^[A-Za-z0-9_-]{22,64}$/, 'must be 22 to 64 characters of A-Z, a-z, 0-9, _ and -')
-    .describe("The browser's own random id for its visitor (kept in its storage); only this visitor may continue or follow the conversations it starts"),
-  'x-user-id': z.string().min(1).max(256).optional().describe("The site's id for a signed-in user; taken only with a valid x-user-hash"),
+    .describe("The browser's random id for its visitor; only it may continue or follow its conversations"),
+  'x-user-id': z.string().min(1).max(256).optional().describe("A signed-in user's id, taken only with a valid x-user-hash"),
   'x-user-hash': z
     .string()
     .regex(/^[0-9a-f]{64}$/, 'must be 64 hexadecimal digits')
     .optional()
-    .describe("HMAC-SHA-256 of x-user-id under the tenant's widget identity secret, computed by the site's server"),
+    .describe('HMAC-SHA-256 of x-user-id under WIDGET_IDENTITY_SECRET (docs/widget.md)'),
   'x-request-id': z.string().max(200).optional(),
 });
 
@@ -47,17 +47,17 @@ export const WidgetSettingsQuery = WidgetQuery.extend({
 
 export const WidgetConverseRequest = z.object({
   message: z.string().trim().min(1, 'must not be empty'),
-  conversation_id: z.string().uuid().optional().describe('Omit to start a conversation; give to continue one this visitor started'),
+  conversation_id: z.string().uuid().optional().describe('Omit to start a conversation'),
   language: z
     .string()
     .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/i, 'must be a language code such as en or pt-BR')
     .optional()
     .describe("The visitor's language: preferences.language of the conversation"),
-  page_url: z.string().url().max(2048).optional().describe('The page the widget runs on (recorded with a new conversation)'),
+  page_url: z.string().url().max(2048).optional().describe('The page (recorded with a new conversation)'),
 });
 
 export const WidgetTurn = z.object({
-  index: z.number().int().describe("The turn's place in the conversation, from 0"),
+  index: z.number().int().describe('From 0, as turn.created events name it'),
   role: z.enum(['user', 'agent']),
   message: z.string(),
   timestamp: Timestamp,
@@ -70,7 +70,7 @@ export const WidgetConversation = z
     conversation_id: z.string().uuid(),
     status: ConversationStatus,
     awaiting_input: z.boolean(),
-    turns: z.array(WidgetTurn).describe('Oldest first; each turn.created event names its index, so a stream opened first and this list merge without a gap'),
+    turns: z.array(WidgetTurn).describe('Oldest first'),
   })
   .describe("A visitor's conversation as the widget shows it");
 export type WidgetConversation = z.infer<typeof WidgetConversation>;

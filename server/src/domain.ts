@@ -132,11 +132,18 @@ export type StatDelta = {
   outcome: string;
 } & Record<StatCounter, number>;
 
-/** A conversation closed (completed or abandoned) in an hour, for the medians of analytics (service/agent-stats.ts). */
+/** The measures of agent_closes that count the web chat widget's conversations: `web_started`, `web_completed`, … (value 0). */
+export const CHANNEL_MEASURES = ['started', 'completed', 'escalated', 'abandoned'] as const;
+
+/**
+ * A row's worth of agent_closes (service/agent-stats.ts): a conversation closed (completed or
+ * abandoned) in an hour, for the medians of analytics, or one of the web chat widget's
+ * conversations started or closed in it.
+ */
 export interface CloseDelta {
   hour: string;
-  /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound. */
-  measure: 'turns' | 'seconds';
+  /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound; `web_<counter>` (value 0): a widget conversation counted. */
+  measure: 'turns' | 'seconds' | `web_${(typeof CHANNEL_MEASURES)[number]}`;
   value: number;
   n: number;
 }

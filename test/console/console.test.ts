@@ -135,6 +135,9 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(Number(await started.textContent())).toBeGreaterThanOrEqual(2);
     expect(await page.locator('canvas[role="img"]').count()).toBe(3);
     expect(await page.locator('canvas[aria-label^="Conversations per day by status"]').getAttribute('aria-label')).toMatch(/1 completed, 1 escalated/);
+    const byChannel = page.getByRole('region', { name: 'Conversations by channel' }).locator('tbody tr');
+    expect((await byChannel.allTextContents()).map((t) => t.replace(/\d+.*$/, ''))).toEqual(['API', 'web chat widget']);
+    expect(await byChannel.first().locator('td').nth(1).textContent()).toBe(await started.textContent());
     await shot('overview');
     await accessible();
   });

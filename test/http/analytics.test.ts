@@ -62,6 +62,10 @@ eachDatabase('analytics on $name', (database) => {
         { start: '2026-11-01T00:00:00.000Z', started: 0, completed: 0, escalated: 0, abandoned: 0 },
         { start: '2026-11-02T00:00:00.000Z', started: 0, completed: 0, escalated: 0, abandoned: 0 },
       ],
+      channels: [
+        { channel: 'api', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+        { channel: 'web', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+      ],
     });
   });
 

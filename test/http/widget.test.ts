@@ -210,6 +210,30 @@ eachDatabase('the web chat widget ($name)', (database) => {
     expect((await say('billing problem', 6)).status).toBe(200);
   });
 
+  it('counts conversations per channel in analytics, and audits where a widget conversation came from', async () => {
+    const channels = async () => {
+      const r = await request(f.app.app).get('/api/v1/agents/help-desk/analytics?interval=hour').set(T);
+      expect(r.status).toBe(200);
+      return Object.fromEntries((r.body.channels as { channel: string }[]).map(({ channel, ...counts }) => [channel, counts])) as Record<
+        string,
+        Record<string, number>
+      >;
+    };
+    const before = await channels();
+    const web = await say('billing problem', 9, undefined, { page_url: `${SHOP}/help` });
+    expect((await say('last', 9, web.body.conversation_id)).body.state.status).toBe('completed');
+    const api = await request(f.app.app).post('/api/v1/agents/help-desk/converse').set(T).send({ message: 'talk to a human' });
+    expect(api.body.state.status).toBe('escalated');
+    const after = await channels();
+    const delta = (ch: string, k: string) => after[ch][k] - before[ch][k];
+    expect([delta('web', 'started'), delta('web', 'completed'), delta('web', 'escalated')]).toEqual([1, 1, 0]);
+    expect([delta('api', 'started'), delta('api', 'completed'), delta('api', 'escalated')]).toEqual([1, 0, 1]);
+
+    const audit = await request(f.app.app).get(`/api/v1/agents/help-desk/conversations/${web.body.conversation_id}/audit-logs?type=context_changed`).set(T);
+    expect(audit.body.data[0].data.channel).toEqual({ kind: 'web', origin: SHOP, page_url: `${SHOP}/help` });
+    expect(audit.body.data.slice(1).every((e: { data: object }) => !('channel' in e.data))).toBe(true);
+  });
+
   it('forgets the page a conversation came from when it is erased, and the visitor no longer finds it', async () => {
     const id = (await say('billing problem', 8, undefined, { page_url: `${SHOP}/account?email=ann@example.com` })).body.conversation_id;
     await request(f.app.app).delete(`/api/v1/agents/help-desk/conversations/${id}`).set(T).expect(204);

@@ -116,9 +116,8 @@ export function Install({ agent }: { agent: Agent }) {
           To show a signed-in user’s conversations under their own id, store a secret as the tenant secret <code>WIDGET_IDENTITY_SECRET</code>, and have your
           server sign each user’s id with it; the page passes both:
         </p>
-        <pre class="mono small">{`// Node, on your server
-import { createHmac } from 'node:crypto';
-const userHash = createHmac('sha256', process.env.WIDGET_IDENTITY_SECRET).update(user.id).digest('hex');
+        <pre class="mono small">{`// Node, on your server (crypto is node:crypto)
+const userHash = crypto.createHmac('sha256', process.env.WIDGET_IDENTITY_SECRET).update(user.id).digest('hex');
 // in the page: data-user-id="\${user.id}" data-user-hash="\${userHash}"`}</pre>
       </section>
     </div>

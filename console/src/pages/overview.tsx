@@ -153,6 +153,10 @@ function Figures({ a }: { a: AgentAnalytics }) {
             table={<CapabilityTable a={a} />}
           />
           <figure class="chart">
+            <figcaption>By channel</figcaption>
+            <ChannelTable a={a} />
+          </figure>
+          <figure class="chart">
             <figcaption>Outcomes</figcaption>
             {a.outcomes.length === 0 ? (
               <p class="muted">No conversation closed in this window.</p>
@@ -212,6 +216,27 @@ function CapabilityTable({ a }: { a: AgentAnalytics }) {
             <tr key={c.name}>
               <td>{c.name}</td>
               <td>{c.conversations}</td>
+              <td>{c.completed}</td>
+              <td>{c.escalated}</td>
+              <td>{c.abandoned}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </TableWrap>
+  );
+}
+
+function ChannelTable({ a }: { a: AgentAnalytics }) {
+  return (
+    <TableWrap label="Conversations by channel">
+      <table>
+        <Head cols={['Channel', 'Started', 'Completed', 'Escalated', 'Abandoned']} />
+        <tbody>
+          {a.channels.map((c) => (
+            <tr key={c.channel}>
+              <td>{c.channel === 'web' ? 'web chat widget' : 'API'}</td>
+              <td>{c.started}</td>
               <td>{c.completed}</td>
               <td>{c.escalated}</td>
               <td>{c.abandoned}</td>

@@ -4,7 +4,7 @@
 // that went to the fallback apart. The analytics API sums these rows instead of reading every
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
 // transaction, so the counters are exact (test/http/analytics.test.ts recounts them).
-import type { AuditDraft, CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
+import type { AuditDraft, CHANNEL_MEASURES, CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
 import { secondsBucket } from '../lib/seconds-bucket.js';
 
 const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
@@ -41,16 +41,39 @@ export function statDeltas(w: { conversation: Conversation; isNew: boolean; audi
 }
 
 /** A conversation that a write closes (completed or abandoned): its turns and duration, in its close hour. */
-export function closeDeltas(w: { conversation: Conversation; audit: AuditDraft[] }): CloseDelta[] {
+export function closeDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isNew?: boolean }): CloseDelta[] {
   const closing = w.audit.findLast(
     (a) => a.type === 'status_change' && ((a.data as { to: string }).to === 'completed' || (a.data as { to: string }).to === 'abandoned'),
   );
   const c = w.conversation;
-  if (!closing || !c.completedAt) return [];
+  const out = channelDeltas(w);
+  if (!closing || !c.completedAt) return out;
   const hour = hourOf(c.completedAt);
   const seconds = (Date.parse(c.completedAt) - Date.parse(c.createdAt)) / 1000;
-  return [
-    { hour, measure: 'turns', value: c.turnCount, n: 1 },
-    { hour, measure: 'seconds', value: secondsBucket(seconds), n: 1 },
-  ];
+  return [{ hour, measure: 'turns', value: c.turnCount, n: 1 }, { hour, measure: 'seconds', value: secondsBucket(seconds), n: 1 }, ...out];
+}
+
+/**
+ * Conversations of the web chat widget started and closed, as rows of agent_closes (measure
+ * `web_<counter>`, value 0), so that analytics split by channel from the same hourly table, exact
+ * and written in the same transaction; the API's are the totals less these.
+ */
+function channelDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isNew?: boolean }): CloseDelta[] {
+  const c = w.conversation;
+  if (c.channel?.kind !== 'web') return [];
+  const byKey = new Map<string, CloseDelta>();
+  const add = (timestamp: string, counter: (typeof CHANNEL_MEASURES)[number]) => {
+    const hour = hourOf(timestamp);
+    const measure = `web_${counter}` as const;
+    const d = byKey.get(`${hour} ${measure}`) ?? { hour, measure, value: 0, n: 0 };
+    d.n++;
+    byKey.set(`${hour} ${measure}`, d);
+  };
+  if (w.isNew) add(c.createdAt, 'started');
+  for (const a of w.audit) {
+    if (a.type !== 'status_change') continue;
+    const { to } = a.data as { to: string };
+    if (to === 'completed' || to === 'escalated' || to === 'abandoned') add(a.timestamp, to);
+  }
+  return [...byKey.values()].sort((a, b) => (a.hour + a.measure < b.hour + b.measure ? -1 : 1));
 }

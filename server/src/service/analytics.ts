@@ -38,12 +38,13 @@ export class AnalyticsService {
     }
     const window = { tenantId, agentId: agent.id, fromHour: iso(from).slice(0, 13), toHour: iso(to).slice(0, 13) };
     const span = { tenantId, agentId: agent.id, from: iso(from), to: iso(to) };
-    const [capabilities, outcomes, series, active, medians] = await Promise.all([
+    const [capabilities, outcomes, series, active, medians, web] = await Promise.all([
       this.store.byCapability(window),
       this.store.byOutcome(window),
       this.store.series(window, q.interval === 'day' ? 10 : 13),
       this.store.stillOpen(span),
       this.store.closedMedians(window),
+      this.store.webCounts(window),
     ]);
 
     const total = Object.fromEntries(STAT_COUNTERS.map((k) => [k, capabilities.reduce((n, c) => n + c[k], 0)])) as Record<StatCounter, number>;
@@ -76,6 +77,10 @@ export class AnalyticsService {
         .sort((a, b) => b.conversations - a.conversations || a.name.localeCompare(b.name)),
       outcomes: outcomes.sort((a, b) => b.count - a.count || a.outcome.localeCompare(b.outcome)),
       series: buckets,
+      channels: (['api', 'web'] as const).map((channel) => {
+        const of = (k: 'started' | 'completed' | 'escalated' | 'abandoned') => (channel === 'web' ? (web[k] ?? 0) : Math.max(0, total[k] - (web[k] ?? 0)));
+        return { channel, started: of('started'), completed: of('completed'), escalated: of('escalated'), abandoned: of('abandoned') };
+      }),
     };
   }
 }

@@ -250,7 +250,14 @@ export class ConversationService {
       });
       // The context a turn ran with, whenever it changes: what a replay needs to run it again.
       if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
-        result.audit.unshift({ type: 'context_changed', turnIndex: prior ? prior.turnCount : 0, timestamp: now, durationMs: null, data: { context } });
+        const channel = !prior && call.channel ? { channel: { kind: call.channel.kind, origin: call.channel.origin, page_url: call.channel.pageUrl } } : {};
+        result.audit.unshift({
+          type: 'context_changed',
+          turnIndex: prior ? prior.turnCount : 0,
+          timestamp: now,
+          durationMs: null,
+          data: { context, ...channel },
+        });
       }
       if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
         throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);

@@ -103,7 +103,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, { from: prior?.status ?? null, seq: (prior?.auditSeq ?? 0) + statusIdx + 1, now }) : [],
       audit,
       stats: statDeltas({ conversation, isNew: prior === null, audit }, agent.fallback.name),
-      closes: closeDeltas({ conversation, audit }),
+      closes: closeDeltas({ conversation, audit, isNew: prior === null }),
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
     },

@@ -2,6 +2,7 @@
 // the hourly counters (agent_stats) and distributions (agent_closes), each by its primary key,
 // and the conversations started in the window still open (conversations_status_idx). The same
 // statements on both databases.
+import { CHANNEL_MEASURES } from '../domain.js';
 import type { Knex } from 'knex';
 import { STAT_COUNTERS, type StatDelta } from '../domain.js';
 import type { Database } from './db.js';
@@ -42,6 +43,21 @@ export class AnalyticsStore {
       .groupBy('capability')
       .orderBy('capability')) as Record<string, unknown>[];
     return rows.map((r) => ({ capability: String(r.capability), ...toSums(r) }));
+  }
+
+  /** Conversations of the web chat widget started and closed in the window (agent_closes' `web_*` rows). */
+  async webCounts(w: AgentWindow): Promise<Record<string, number>> {
+    const rows: { measure: string; n: unknown }[] = await this.knex('agent_closes')
+      .where({ tenant_id: w.tenantId, agent_id: w.agentId })
+      .where('hour', '>=', w.fromHour)
+      .where('hour', '<', w.toHour)
+      .whereIn(
+        'measure',
+        CHANNEL_MEASURES.map((m) => `web_${m}`),
+      )
+      .select('measure', this.knex.raw('sum(n) as n'))
+      .groupBy('measure');
+    return Object.fromEntries(rows.map((r) => [r.measure.slice(4), Number(r.n)]));
   }
 
   /** Closes per outcome. */
