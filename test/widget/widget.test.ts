@@ -20,7 +20,7 @@ import { ordersHandler, startBackend, type Backend } from '../helpers/servers.js
 warnIfBrowserSkipped();
 
 // What the functions given to page.evaluate read: the page's globals (the tests' own program has no DOM types).
-declare const document: any, window: any, localStorage: any, MutationObserver: any, getComputedStyle: any;
+declare const document: any, window: any, localStorage: any, MutationObserver: any, getComputedStyle: any, navigator: any;
 
 const T = { 'tenant-id': 'acme' };
 
@@ -230,6 +230,72 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     expect(await widget(p).getByRole('button', { name: '<i>x</i>' }).count()).toBe(1);
     expect(await p.evaluate(() => [window.pwned, window.pwned2, window.pwned3])).toEqual([undefined, undefined, undefined]);
     await p.close();
+  });
+
+  it('says what happened when it is rate limited or offline, and sends the message by itself afterwards', async () => {
+    const p = await context.newPage();
+    await p.goto(shop.origin);
+    await p.evaluate(() => localStorage.clear());
+    await p.reload();
+    let refused = 0;
+    await p.route(/\/widget\/v1\/agents\/support\/converse/, async (route) => {
+      if (route.request().method() === 'POST' && refused++ === 0) {
+        await route.fulfill({
+          status: 429,
+          headers: {
+            'content-type': 'application/problem+json',
+            'retry-after': '1',
+            'access-control-allow-origin': shop.origin,
+            'access-control-expose-headers': 'retry-after',
+          },
+          body: JSON.stringify({ status: 429, code: 'rate_limited', detail: 'Too many requests for this visitor; retry later' }),
+        });
+      } else await route.continue();
+    });
+    await widget(p).getByRole('button', { name: 'Open chat' }).click();
+    await send('where is my order?', p);
+    await expect.poll(() => widget(p).getByRole('alert').textContent()).toBe('Too many messages at once: sending again in 1 s.');
+    await expect.poll(() => messages(p).last().textContent(), { timeout: 10_000 }).toBe('What is your order number?');
+    expect(refused).toBe(2);
+    // The alert is emptied (and so hidden) once the message went.
+    expect(await widget(p).locator('.error').textContent()).toBe('');
+    await context.setOffline(true);
+    await send('100001', p);
+    await expect.poll(() => widget(p).getByRole('alert').textContent()).toBe('You are offline: your message is kept and sent when you are back.');
+    await context.setOffline(false);
+    await expect.poll(() => messages(p).last().textContent()).toMatch(/^Order 100001 shipped/);
+    await p.close();
+  });
+
+  it('follows the visitor’s dark mode and a right-to-left language, and another tab’s conversation', async () => {
+    const p = await context.newPage();
+    await p.emulateMedia({ colorScheme: 'dark' });
+    await p.goto(shop.origin);
+    await p.evaluate(() => localStorage.clear());
+    await p.reload();
+    await widget(p).getByRole('button', { name: 'Open chat' }).click();
+    const background = await widget(p)
+      .getByRole('dialog')
+      .evaluate((d) => getComputedStyle(d).backgroundColor);
+    expect(background).toBe('rgb(22, 25, 29)');
+    await send('where is my order?', p);
+    await expect.poll(() => messages(p).count()).toBe(3);
+    // Another tab of the site shows the same conversation.
+    const other = await context.newPage();
+    await other.goto(shop.origin);
+    await widget(other).getByRole('button', { name: 'Open chat' }).click();
+    await expect.poll(() => messages(other).allTextContents()).toEqual(await messages(p).allTextContents());
+    await other.close();
+    await p.close();
+    const arabic = await context.newPage();
+    await arabic.addInitScript(() => Object.defineProperty(navigator, 'language', { get: () => 'ar-EG' }));
+    await arabic.goto(shop.origin);
+    expect(
+      await widget(arabic)
+        .locator('.root')
+        .evaluate((r) => [r.dir, r.lang]),
+    ).toEqual(['rtl', 'ar-EG']);
+    await arabic.close();
   });
 
   it('says clearly that it cannot run on a page of an origin the key does not allow, and starts nothing', async () => {

@@ -117,12 +117,15 @@ export function mount(o: WidgetOptions): WidgetHandle {
   const server = o.server.replace(/\/+$/, '');
   const language = o.language ?? navigator.language;
   const saved = store(`switchboard-widget:${server}:${o.agent}:${o.userId ?? ''}`);
-  const state = saved.get();
-  if (!state.visitor) saved.set({ ...state, visitor: randomId() });
-  const visitor = saved.get().visitor;
+  /** The visitor's id as this browser keeps it (made when there is none: a first visit, or storage cleared in another tab). */
+  const visitorId = () => {
+    const s = saved.get();
+    if (!s.visitor) saved.set({ ...s, visitor: randomId() });
+    return saved.get().visitor;
+  };
   const base = `${server}/widget/v1/agents/${encodeURIComponent(o.agent)}`;
   const q = `key=${encodeURIComponent(o.key)}`;
-  const headers: Record<string, string> = { 'x-visitor-id': visitor };
+  const headers: Record<string, string> = { 'x-visitor-id': visitorId() };
   if (o.userId) headers['x-user-id'] = o.userId;
   if (o.userHash) headers['x-user-hash'] = o.userHash;
 
@@ -481,10 +484,12 @@ export function mount(o: WidgetOptions): WidgetHandle {
       if (lastTurn?.role === 'agent' && c.awaiting_input) setOptions(lastTurn.options ?? []);
       setStatus(c.status);
     } catch (err) {
-      // A conversation that is gone (erased, another visitor's) starts afresh.
+      // A conversation that is gone (erased, another visitor's) starts afresh; it is forgotten
+      // only if it is still the one kept (another tab may have started another since).
       if (err instanceof HttpError && err.status === 404) {
         events?.abort();
-        remember(null);
+        if (saved.get().conversation === conversationId) remember(null);
+        conversationId = null;
         greet();
       } else setError(explain(err).text);
     }
@@ -527,7 +532,9 @@ export function mount(o: WidgetOptions): WidgetHandle {
   window.addEventListener(
     'storage',
     (e) => {
-      if (!e.key?.startsWith('switchboard-widget:')) return;
+      if (e.key !== null && !e.key.startsWith('switchboard-widget:')) return;
+      // The visitor may have changed too (storage cleared in another tab).
+      headers['x-visitor-id'] = visitorId();
       const id = saved.get().conversation ?? null;
       if (id !== conversationId && started) {
         log.replaceChildren();
