@@ -44,6 +44,12 @@ export { EXAMPLES, OPERATION_EXAMPLES, type ExampleName, type OpenApiExample } f
 const c = initContract();
 
 const SlugParams = z.object({ slug: Slug });
+/** The event id an event stream resumes after (the `last-event-id` header). */
+const LastEventId = z
+  .string()
+  .regex(/^\d{1,18}-\d{1,6}$/, 'must be an event id such as 42-3')
+  .optional()
+  .describe('Resume after this event');
 const ConversationParams = z.object({ slug: Slug, id: Uuid.describe('Conversation id') });
 
 export const conversationsContract = c.router({
@@ -111,11 +117,7 @@ export const conversationsContract = c.router({
     path: '/agents/:slug/conversations/:id/events',
     pathParams: ConversationParams,
     headers: TenantHeaders.extend({
-      'last-event-id': z
-        .string()
-        .regex(/^\d{1,18}-\d{1,6}$/, 'must be an event id such as 42-3')
-        .optional()
-        .describe('Resume after this event'),
+      'last-event-id': LastEventId,
     }),
     responses: {
       200: c.otherResponse({
@@ -472,11 +474,7 @@ export const widgetContract = c.router(
       pathParams: ConversationParams,
       query: WidgetQuery,
       headers: VisitorHeaders.extend({
-        'last-event-id': z
-          .string()
-          .regex(/^\d{1,18}-\d{1,6}$/, 'must be an event id such as 42-3')
-          .optional()
-          .describe('Resume after this event'),
+        'last-event-id': LastEventId,
       }),
       responses: {
         200: c.otherResponse({

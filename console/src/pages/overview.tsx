@@ -207,35 +207,29 @@ function SeriesTable({ a, labels }: { a: AgentAnalytics; labels: string[] }) {
 }
 
 function CapabilityTable({ a }: { a: AgentAnalytics }) {
-  return (
-    <TableWrap label="Capabilities">
-      <table>
-        <Head cols={['Capability', 'Started', 'Completed', 'Escalated', 'Abandoned']} />
-        <tbody>
-          {a.capabilities.map((c) => (
-            <tr key={c.name}>
-              <td>{c.name}</td>
-              <td>{c.conversations}</td>
-              <td>{c.completed}</td>
-              <td>{c.escalated}</td>
-              <td>{c.abandoned}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableWrap>
-  );
+  return <CountsTable label="Capabilities" first="Capability" rows={a.capabilities.map((c) => ({ ...c, started: c.conversations }))} />;
 }
 
 function ChannelTable({ a }: { a: AgentAnalytics }) {
   return (
-    <TableWrap label="Conversations by channel">
+    <CountsTable
+      label="Conversations by channel"
+      first="Channel"
+      rows={a.channels.map((c) => ({ ...c, name: c.channel === 'web' ? 'web chat widget' : 'API' }))}
+    />
+  );
+}
+
+/** Started and closed conversations, a row per name. */
+function CountsTable(p: { label: string; first: string; rows: { name: string; started: number; completed: number; escalated: number; abandoned: number }[] }) {
+  return (
+    <TableWrap label={p.label}>
       <table>
-        <Head cols={['Channel', 'Started', 'Completed', 'Escalated', 'Abandoned']} />
+        <Head cols={[p.first, 'Started', 'Completed', 'Escalated', 'Abandoned']} />
         <tbody>
-          {a.channels.map((c) => (
-            <tr key={c.channel}>
-              <td>{c.channel === 'web' ? 'web chat widget' : 'API'}</td>
+          {p.rows.map((c) => (
+            <tr key={c.name}>
+              <td>{c.name}</td>
               <td>{c.started}</td>
               <td>{c.completed}</td>
               <td>{c.escalated}</td>
