@@ -114,14 +114,14 @@ function buildImage(): void {
       TAG,
       '-c',
       'id -u; for p in typescript tsx vitest vite eslint prettier; do [ -e node_modules/$p ] && echo "dev dependency: $p"; done; ' +
-        'find dist -name "*.ts" ! -name "*.d.ts" | head -3; [ -f dist/console/dist/index.html ] || echo "no console"; true',
+        'find dist -name "*.ts" ! -name "*.d.ts" | head -3; [ -f dist/console/dist/index.html ] || echo "no console"; [ -f dist/widget/dist/v1.js ] || echo "no widget"; true',
     ],
     { check: true },
   ).out.trim();
   const [uid, ...problems] = inside.split('\n').filter(Boolean);
   if (uid === '0') throw new Error('the container runs as root');
   if (problems.length) throw new Error(`the image carries what production does not need:\n${problems.join('\n')}`);
-  step(`runs as uid ${uid} with a HEALTHCHECK; no development dependencies, no TypeScript sources; the console is built in`);
+  step(`runs as uid ${uid} with a HEALTHCHECK; no development dependencies, no TypeScript sources; the console and the widget are built in`);
 }
 
 /** The image's embedded default: SQLite in /app/data, written by the unprivileged user. */
@@ -216,12 +216,14 @@ async function runContainer(pg: string): Promise<void> {
       const unauthorised = await fetch(`http://127.0.0.1:${PORT}/api/v1/agents/acme-support/conversations`).then((r) => r.status);
       const metrics = await fetch(`http://127.0.0.1:${PORT}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } }).then((r) => r.text());
       const page = await fetch(`http://127.0.0.1:${PORT}/console/`).then((r) => r.text());
+      const widget = await fetch(`http://127.0.0.1:${PORT}/widget/v1.js`);
+      if (widget.status !== 200 || !widget.headers.get('x-widget-integrity')?.startsWith('sha384-')) throw new Error(`/widget/v1.js answered ${widget.status}`);
       if (unauthorised !== 401) throw new Error(`a call without a key answered ${unauthorised}`);
       if (!/switchboard_turns_total|switchboard_/.test(metrics)) throw new Error('/metrics did not answer with its token');
       if (!/<div id="app"|<script/.test(page)) throw new Error('the console page is not served');
       const health = podman(['healthcheck', 'run', name], { check: false });
       if (health.code !== 0) throw new Error(`podman healthcheck run: ${health.all}`);
-      step('401 without a key, /metrics with its token, the console page, the HEALTHCHECK healthy');
+      step('401 without a key, /metrics with its token, the console page, the widget script, the HEALTHCHECK healthy');
 
       // SIGTERM during a turn whose action takes 1.5 s.
       const other = await sb.api.converse({ params: { slug: 'acme-support' }, body: { message: 'track my order' } });
