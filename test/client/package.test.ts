@@ -2,7 +2,7 @@
 // no workspace, only the package and its dependencies; and packed, installed into fresh
 // CommonJS and ES module projects, type-checked strictly and run, as another team would.
 import { execFile } from 'node:child_process';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -61,7 +61,11 @@ console.log(JSON.stringify({ put: put.status, reply: second.body.response.messag
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const packed = join(consumer, 'packed');
     mkdirSync(packed, { recursive: true });
-    const { stdout: tarball } = await run('npm', ['pack', pkg, '--pack-destination', packed, '--silent']);
+    // The README's command as written, from the repository's root.
+    const readme = /`(npm pack [^`]+)`/.exec(readFileSync('README.md', 'utf8'))?.[1];
+    expect(readme).toBe('npm pack ./build/client-package');
+    expect(join(process.cwd(), readme!.split(' ')[2])).toBe(pkg);
+    const { stdout: tarball } = await run('npm', [...readme!.split(' ').slice(1), '--pack-destination', packed, '--silent'], { cwd: process.cwd() });
     const tgz = join(packed, tarball.trim().split('\n').at(-1)!);
     const tsc = join(process.cwd(), 'node_modules/typescript/bin/tsc');
     const apps = {
