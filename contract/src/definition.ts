@@ -160,9 +160,20 @@ export const LlmDef = z
 
 export const WebhookEventName = z.enum(['conversation.completed', 'conversation.escalated', 'conversation.abandoned']);
 
+/** Why a URL with `${NAME}` in it is refused: only agent files have variables. */
+export const FILE_VARIABLE_HINT =
+  '${…} is filled in only in agent files (npm run agents -- validate/apply, AGENTS_DIR); a definition sent to the API takes literal values';
+
 export const WebhookDef = z
   .object({
-    url: z.string().url().max(2000).describe('http(s) URL; the same address rules as HTTP actions apply'),
+    url: z
+      .string()
+      .url()
+      .max(2000)
+      .superRefine((u, ctx) => {
+        if (/\$\{[A-Za-z_]/.test(u)) ctx.addIssue({ code: 'custom', message: FILE_VARIABLE_HINT });
+      })
+      .describe('http(s) URL; the same address rules as HTTP actions apply'),
     events: z.array(WebhookEventName).min(1),
     secret_name: z
       .string()

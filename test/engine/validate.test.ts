@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AgentDefinition } from '@switchboard/contract';
+import { FILE_VARIABLE_HINT, AgentDefinition } from '@switchboard/contract';
 import { validateDefinition } from '../../server/src/engine/compile.js';
 import { definitionProblems } from '../../server/src/engine/definition-problems.js';
 import { slotWarnings } from '../../server/src/engine/report.js';
@@ -54,6 +54,19 @@ describe('definition validation', () => {
     );
     expect(paths.some((p) => p.startsWith('capabilities[1].phases.q.next[0].if: invalid condition'))).toBe(true);
     expect(paths.some((p) => p.startsWith('capabilities[1].phases.t.collect.pattern: invalid regular expression'))).toBe(true);
+  });
+
+  it("says that a file's ${…} variables are not filled in for a definition sent to the API", () => {
+    const def = AgentDefinition.parse({
+      name: 'Vars',
+      actions: { orders: { type: 'http', method: 'GET', url: '${ORDERS_URL:-http://127.0.0.1:3001}/orders/1' } },
+      capabilities: [{ name: 'a', examples: ['hi'], phases: [{ id: 'p', call: 'orders', say: 'ok' }] }],
+    });
+    const hint =
+      'must be an http:// or https:// URL: ${…} is filled in only in agent files (npm run agents -- validate/apply, AGENTS_DIR); a definition sent to the API takes literal values';
+    expect(validateDefinition(def).map((p) => `${p.path}: ${p.message}`)).toEqual(expect.arrayContaining([`actions.orders.url: ${hint}`]));
+    const hook = AgentDefinition.safeParse({ ...def, webhooks: [{ url: '${HOOK_URL}', events: ['conversation.completed'] }] });
+    expect(hook.error?.issues.map((i) => i.message)).toContain(FILE_VARIABLE_HINT);
   });
 
   it('names capabilities and phases in paths, and says what to write for a JavaScript operator', () => {

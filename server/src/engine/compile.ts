@@ -5,6 +5,7 @@ import { schemaCostProblem } from './schema-cost.js';
 import { compileBounded, MAX_DEFINITION_PATTERN_COST, MAX_PATTERN_COST, patternCost, PatternTooLargeError } from './patterns.js';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, LocalizedText, PhaseDef } from '@switchboard/contract';
+import { FILE_VARIABLE_HINT } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
 import { KnowledgeIndex, MAX_KNOWLEDGE_CHARS } from './knowledge.js';
 import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router/index.js';
@@ -227,12 +228,12 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
   }
   for (const [k, t] of Object.entries(def.messages ?? {})) tryText(`messages.${k}`, t);
   def.webhooks?.forEach((h, i) => {
-    if (!/^https?:\/\//i.test(h.url)) add(`webhooks[${i}].url`, 'must be an http:// or https:// URL');
+    if (!/^https?:\/\//i.test(h.url)) add(`webhooks[${i}].url`, notUrl(h.url));
   });
   for (const [name, a] of Object.entries(def.actions ?? {})) {
     const ap = `actions.${name}`;
     tryTemplate(`${ap}.url`, a.url, true);
-    if (!/^\s*(https?:\/\/|\{\{)/i.test(a.url)) add(`${ap}.url`, 'must be an http:// or https:// URL');
+    if (!/^\s*(https?:\/\/|\{\{)/i.test(a.url)) add(`${ap}.url`, notUrl(a.url));
     for (const [h, v] of Object.entries(a.headers ?? {})) {
       if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)) add(`${ap}.headers.${h}`, 'invalid header name');
       tryTemplate(`${ap}.headers.${h}`, v, true);
@@ -602,4 +603,9 @@ export async function compileAgent(
     knowledge,
     historyTurns: generative.reduce((n, g) => Math.max(n, g.history), 0),
   };
+}
+
+/** Why a URL is refused: `${NAME}` is a file's variable, which only the agents CLI and AGENTS_DIR fill in. */
+function notUrl(url: string): string {
+  return /\$\{[A-Za-z_]/.test(url) ? `must be an http:// or https:// URL: ${FILE_VARIABLE_HINT}` : 'must be an http:// or https:// URL';
 }
