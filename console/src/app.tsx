@@ -31,11 +31,11 @@ export function App() {
         <Link href="/" class="brand">
           Switchboard
         </Link>
-        {session && (
-          <nav aria-label="Main">
-            <Link href="/">Agents</Link>
-          </nav>
-        )}
+        <nav aria-label="Main">
+          {session && <Link href="/">Agents</Link>}
+          {/* The API's interactive docs, served by the same server (outside the console's routes). */}
+          <a href="/docs">API docs</a>
+        </nav>
         {session && (
           <div class="who">
             <span>{session.credentials.mode === 'tenant' ? `Tenant ${session.credentials.tenantId}` : 'Signed in with an API key'}</span>

@@ -440,11 +440,15 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(await page.getByRole('link', { name: 'Go to the agents' }).count()).toBe(1);
   });
 
-  it('renders the API docs page under its content security policy', async () => {
-    await page.goto(`${server.url}/docs/`);
+  it('renders the API docs page under its content security policy, and the console and the docs link to each other', async () => {
+    await page.goto(url('/'));
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API docs' }).click();
+    await page.waitForURL(/\/docs\/?$/);
     await page.getByText('/api/v1/agents/{slug}/converse').first().waitFor();
     // A policy that refused one of the page's own scripts or styles shows in the console (checked below).
     expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
+    // Swagger UI opens the description's links in a new tab.
+    expect(await page.getByRole('link', { name: '/console' }).getAttribute('href')).toBe('/console');
   });
 
   it('wrote nothing to the browser console on any page', () => {

@@ -408,7 +408,7 @@ export function getOpenApi(): Record<string, unknown> {
         title: 'Switchboard',
         version: pkg.version,
         description:
-          'Multi-tenant service that hosts conversational agents. Every /api/v1 call names its tenant with the `tenant-id` header, or (AUTH_MODE=api_key) with an API key that names it. Errors are RFC 9457 problem details (application/problem+json).',
+          'Multi-tenant service that hosts conversational agents. Every /api/v1 call names its tenant with the `tenant-id` header, or (AUTH_MODE=api_key) with an API key that names it. Errors are RFC 9457 problem details (application/problem+json). The web console is at [/console](/console); the web chat widget at /widget/v1.js (docs/widget.md).',
         license: { name: pkg.license, identifier: pkg.license },
         contact: { name: 'Switchboard maintainers' },
       },
