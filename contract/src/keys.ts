@@ -22,18 +22,18 @@ export const CreateKey = z
       .array(Scope)
       .min(1)
       .optional()
-      .describe('converse: send messages; read: conversations, audit, events; admin: agents, keys, operators, erasure. Not with `widget`'),
+      .describe('converse: send messages; read: conversations, audit, events; admin: all that, and agents, keys, operators, erasure'),
     widget: z
       .object({
         agents: z
           .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'must be an agent slug'))
           .min(1)
           .max(50)
-          .describe('The agents (slugs) the widget may talk to'),
-        origins: z.array(WebOrigin).min(1).max(20).describe('The origins of the pages the widget may run on'),
+          .describe('Agents the widget may talk to'),
+        origins: z.array(WebOrigin).min(1).max(20).describe('Origins of the pages it may run on'),
       })
       .optional()
-      .describe('A publishable key for the web chat widget instead of a secret key (docs/widget.md)'),
+      .describe('A publishable key for the web chat widget (docs/widget.md)'),
   })
   .refine((k) => (k.scopes === undefined) !== (k.widget === undefined), {
     message: 'give either scopes (a secret key) or widget (a publishable key)',

@@ -68,6 +68,16 @@ eachDatabase('API keys on $name', (database) => {
     expect((await as(keys.adminA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
   });
 
+  it('lets an admin key alone read and converse: admin implies the other scopes', async () => {
+    const adminOnly = (await app.keys.create('a', ['admin'])).key;
+    const c = await as(adminOnly)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this' }));
+    expect(c.status).toBe(200);
+    expect((await as(adminOnly)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
+    expect((await as(adminOnly)(request(app.app).get('/api/v1/agents'))).status).toBe(200);
+    // The other scopes imply nothing.
+    expect((await as(keys.readB, 'b')(request(app.app).put('/api/v1/agents/x').send(echoAgent))).status).toBe(403);
+  });
+
   it('lets only an admin key choose the version a conversation starts on', async () => {
     const pinned = await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this', version: 1 }));
     expect(pinned.status).toBe(403);

@@ -31,7 +31,8 @@ export function apiKeyAuth(keys: KeyService) {
       const principal = res.locals.principal ?? (bearer ? await keys.authenticate(bearer) : null);
       if (!principal) throw new UnauthorizedError();
       if (principal.tenantId !== req.headers['tenant-id']) throw new ForbiddenError('This key belongs to another tenant');
-      if (!principal.scopes.includes(scope)) throw new ForbiddenError(`This key lacks the "${scope}" scope`);
+      // admin is the widest scope: it may also read and converse, as people expect of it.
+      if (!principal.scopes.includes(scope) && !principal.scopes.includes('admin')) throw new ForbiddenError(`This key lacks the "${scope}" scope`);
       // Long-lived responses (event streams) end when this key is revoked.
       res.locals.keyId = principal.keyId;
       res.locals.scopes = principal.scopes;
