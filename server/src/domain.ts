@@ -19,6 +19,8 @@ export interface FlowState {
   prefilled?: string[];
   /** Input and output tokens the conversation's model calls have spent. */
   tokens?: number;
+  /** A person has answered the escalated conversation: the agent says nothing automatic in it any more (it only closes from here). */
+  answered?: true;
 }
 
 export interface Conversation {

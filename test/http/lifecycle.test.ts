@@ -174,6 +174,10 @@ eachDatabase('lifecycle on $name', (database) => {
         .send({ message: 'Hi, Sam here. How can I help?', author: 'sam' });
       expect(op.status).toBe(201);
       expect(op.body).toMatchObject({ conversation_id: id, turn_index: 4, turn: { role: 'agent', message: 'Hi, Sam here. How can I help?', author: 'sam' } });
+      // Once a person has answered, the agent says nothing automatic to the user's next messages.
+      const after = await say('my order is late', id);
+      expect(after.body.response).toMatchObject({ message: '', awaiting_input: true });
+      expect(after.body.state.status).toBe('escalated');
       expect((await setStatus(id, { status: 'paused' })).body.code).toBe('invalid_transition');
       const done = await setStatus(id, { status: 'completed', outcome: 'refund_issued' });
       expect(done.body).toMatchObject({ status: 'completed', outcome: 'refund_issued', completed_at: expect.any(String) });
@@ -184,6 +188,8 @@ eachDatabase('lifecycle on $name', (database) => {
         'user',
         'agent',
         'agent:sam',
+        'user',
+        'agent',
       ]);
       expect((await say('thanks', id)).status).toBe(409);
       const late = await request(app.app).post(`/api/v1/agents/life/conversations/${id}/messages`).set(T).send({ message: 'one more thing' });

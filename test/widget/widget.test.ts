@@ -188,6 +188,15 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     const id = list.body.data[0].id;
     await request(f.app.app).post(`/api/v1/agents/support/conversations/${id}/messages`).set(T).send({ message: 'Hi, Sam here.', author: 'Sam' }).expect(201);
     await expect.poll(() => messages().last().textContent(), { timeout: 10_000 }).toBe('SamHi, Sam here.');
+    // The agent is silent once the person has answered: the visitor's next message gets no automatic bubble.
+    await send('my parcel is late');
+    await expect.poll(() => messages().last().textContent()).toBe('my parcel is late');
+    await expect
+      .poll(async () => (await request(f.app.app).get(`/api/v1/agents/support/conversations/${id}/history`).set(T)).body.turns.at(-1))
+      .toMatchObject({ role: 'agent', message: '' });
+    await expect.poll(() => widget().getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+    expect(await messages().last().textContent()).toBe('my parcel is late');
+    expect(await widget().locator('.msg.agent').last().textContent()).toBe('SamHi, Sam here.');
   });
 
   it('streams a generative reply as the model writes it', async () => {

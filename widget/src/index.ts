@@ -174,7 +174,7 @@ export function mount(o: WidgetOptions): WidgetHandle {
   let settings: WidgetSettings | null = null;
   let conversationId: string | null = saved.get().conversation ?? null;
   let status: ConverseResponse['state']['status'] | null = null;
-  const shown = new Map<number, HTMLElement>();
+  const shown = new Map<number, HTMLElement | null>();
   let provisional: { role: 'user' | 'agent'; text: string; node: HTMLElement }[] = [];
   let options: HTMLElement | null = null;
   let notice: HTMLElement | null = null;
@@ -259,6 +259,11 @@ export function mount(o: WidgetOptions): WidgetHandle {
   /** One turn of the conversation's record or its event stream, shown once whichever brings it first. */
   function showTurn(t: { index: number; role: 'user' | 'agent'; message: string; author?: string }): void {
     if (shown.has(t.index)) return;
+    // An empty reply (the agent is silent once a person has answered) shows nothing.
+    if (t.role === 'agent' && !t.message) {
+      shown.set(t.index, null);
+      return;
+    }
     // A turn of the message under way may come on the stream before its answer: it waits for it.
     if (busy) {
       held.push(t);
@@ -353,10 +358,10 @@ export function mount(o: WidgetOptions): WidgetHandle {
           setError('');
           const isNew = conversationId !== done.conversation_id;
           remember(done.conversation_id);
-          if (!reply) {
+          if (!reply && done.response.message) {
             reply = { role: 'agent', text: done.response.message, node: bubble('agent', done.response.message) };
             provisional.push(reply);
-          } else if (reply.text !== done.response.message) {
+          } else if (reply && reply.text !== done.response.message) {
             reply.text = done.response.message;
             const body = reply.node.lastElementChild as HTMLElement;
             body.replaceChildren();

@@ -39,8 +39,9 @@ export function* runTurn(input: TurnInput): Generator<EngineRequest, TurnResult,
 function* turn(t: TurnState, input: TurnInput): Generator<EngineRequest, TurnResult, EngineReply> {
   if (!input.prior) t.note('status_change', { from: null, to: 'active', reason: 'created', outcome: null });
   // An escalated conversation belongs to a human: the turn is recorded and answered, nothing moves.
+  // Once a person has answered in it, the agent says nothing more of its own (an empty reply).
   if (t.status === 'escalated') {
-    t.say(t.text(t.agent.messages.escalated));
+    if (!t.flow.answered) t.say(t.text(t.agent.messages.escalated));
     return t.result(true);
   }
   if (t.status === 'paused') t.setStatus('active', 'user_message', null);

@@ -232,6 +232,7 @@ export class TurnState {
           wait: prior.flow.wait,
           ...(prior.flow.prefilled?.length ? { prefilled: [...prior.flow.prefilled] } : {}),
           ...(prior.flow.tokens ? { tokens: prior.flow.tokens } : {}),
+          ...(prior.flow.answered ? { answered: true as const } : {}),
         }
       : { slots: {}, actions: {}, attempts: 0, wait: 'open' };
     this.status = prior ? prior.status : 'active';

@@ -269,7 +269,14 @@ export class LifecycleService {
           data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, turn) }] },
         },
       ];
-      const next: Conversation = { ...c, turnCount: c.turnCount + 1, auditSeq: c.auditSeq + audit.length, updatedAt: now };
+      const next: Conversation = {
+        ...c,
+        turnCount: c.turnCount + 1,
+        auditSeq: c.auditSeq + audit.length,
+        updatedAt: now,
+        // A person answering an escalated conversation silences the agent's automatic reply to it.
+        flow: c.status === 'escalated' ? { ...c.flow, answered: true } : c.flow,
+      };
       await unit.commit({
         conversation: next,
         isNew: false,
