@@ -104,11 +104,15 @@ describe('npm run agents -- chat', () => {
     const r = await piped(['acme-support', '--url', header.url, '--tenant', 'acme'], 'billing question\n2\n\n/history\ntalk to a human\n');
     expect(r.code).toBe(0);
     const order = [
+      '> billing question',
       'Which billing topic is it?',
       '[billing · topic · confidence',
+      '> 2',
       'Which email address',
       '[billing · refund_email',
+      '> /history',
       'user     refund',
+      '> talk to a human',
       '[human · handoff',
     ];
     let at = 0;

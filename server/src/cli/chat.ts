@@ -130,6 +130,8 @@ export async function chat(slug: string, o: RemoteOptions & { user?: string; jso
     if (interactive) rl.prompt();
     for await (const raw of rl) {
       const line = raw.trim();
+      // Piped input is not echoed by a terminal: the transcript shows each line as a prompt would.
+      if (!interactive && !o.json && line) say(`> ${line}`);
       if (line.startsWith('/')) {
         if (await command(line.split(/\s+/)[0])) break;
       } else if (line) {
