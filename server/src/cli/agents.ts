@@ -3,6 +3,7 @@
 // agent routes (evaluation.ts).
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { createLogger } from '../lib/logger.js';
+import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { createServices } from '../services.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { ConversationStatus, type DefinitionWarning } from '@switchboard/contract';
@@ -38,7 +39,7 @@ const cli = program('npm run agents --', 'Check agent definition files, and appl
 
 cli
   .command('validate')
-  .description('check files (YAML or JSON, slug = file name) without touching the database')
+  .description('check files (YAML or JSON, slug = file name) without touching the database, with every warning that needs no server')
   .argument('<files...>', 'agent files')
   .action(async (files: string[]) => {
     let failed = 0;
@@ -47,6 +48,8 @@ cli
         const { slug, definition, substitutions } = await readAgentFile(f);
         console.log(`ok      ${f} (slug ${slug}, ${definition.capabilities.length} capabilities)`);
         for (const line of describeSubstitutions(substitutions)) console.log(line);
+        // Every warning that needs no server: slots read but never filled, thin or overlapping capabilities.
+        printWarnings([...slotWarnings(definition), ...routingWarnings(definition)]);
       } catch (err) {
         failed++;
         console.error(`invalid ${describeDefinitionError(f, err)}`);
