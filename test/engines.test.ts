@@ -20,6 +20,6 @@ describe('engines', () => {
       .map(([path, range]) => `${path} wants node ${range}`);
     expect(refusing).toEqual([]);
     const [major, minor] = oldest.split('.');
-    expect(readFileSync('README.md', 'utf8')).toContain(`Needs Node.js ${major}.${minor} or newer.`);
+    expect(readFileSync('README.md', 'utf8')).toContain(`Needs Node.js ${major}.${minor} or newer`);
   });
 });
