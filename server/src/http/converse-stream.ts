@@ -16,16 +16,21 @@ export function wantsStream(req: Request): boolean {
   return req.accepts(['application/json', 'text/event-stream']) === 'text/event-stream';
 }
 
+/** Sends the headers of a server-sent event stream at once (no proxy buffering, no transformation). */
+export function beginEventStream(res: Response): void {
+  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
+  res.setHeader('cache-control', 'no-cache, no-transform');
+  res.setHeader('x-accel-buffering', 'no');
+  res.flushHeaders();
+}
+
 export function streamConverse(
   res: Response,
   run: (onDelta: (text: string) => void) => Promise<ConverseResponse>,
   log: { error(obj: object, msg: string): void },
 ): PassThrough {
   const out = new PassThrough();
-  res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-  res.setHeader('cache-control', 'no-cache, no-transform');
-  res.setHeader('x-accel-buffering', 'no');
-  res.flushHeaders();
+  beginEventStream(res);
   let deltas = 0;
   const send = (event: string, data: unknown) => {
     if (!out.writableEnded) out.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);

@@ -2,7 +2,7 @@
 // Express's own `Locals` (as Hono declares its context variables), so every reader is typed and
 // no reader casts.
 import type { SourceDocument } from '../lib/yaml-source.js';
-import type { KeyPrincipal } from '../service/keys.js';
+import type { KeyPrincipal, PublishableKey } from '../service/keys.js';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -17,6 +17,8 @@ declare global {
       route?: string;
       /** A YAML body as sent, for the positions of its problems (input-guards.ts). */
       source?: SourceDocument;
+      /** The publishable key the widget's CORS looked up (widget.ts), so that the route does not read it again. */
+      widgetKey?: { presented: string; key: PublishableKey | null };
     }
   }
 }

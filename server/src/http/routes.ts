@@ -7,7 +7,7 @@ import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
 import type { Request, Response } from 'express';
 import type { WidgetRequest } from '../service/widget.js';
-import { streamConverse, wantsStream } from './converse-stream.js';
+import { beginEventStream, streamConverse, wantsStream } from './converse-stream.js';
 
 const s = initServer();
 
@@ -38,6 +38,7 @@ function widgetRequest(
     userHash: h['x-user-hash'],
     address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
     requestId: requestId(res),
+    known: res.locals.widgetKey,
   };
 }
 
@@ -95,10 +96,7 @@ export function createRouter(
           keyId: res.locals.keyId ?? null,
           signal: gone.signal,
         });
-        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-        res.setHeader('cache-control', 'no-cache, no-transform');
-        res.setHeader('x-accel-buffering', 'no');
-        res.flushHeaders();
+        beginEventStream(res);
         // ts-rest pipes a stream body to the response as it is written.
         return { status: 200, body: stream as unknown as string };
       },
@@ -187,10 +185,7 @@ export function createRouter(
         const gone = new AbortController();
         req.on('close', () => gone.abort());
         const stream = await widget.events(caller, params.slug, params.id, headers['last-event-id'] ?? null, gone.signal);
-        res.setHeader('content-type', 'text/event-stream; charset=utf-8');
-        res.setHeader('cache-control', 'no-cache, no-transform');
-        res.setHeader('x-accel-buffering', 'no');
-        res.flushHeaders();
+        beginEventStream(res);
         return { status: 200, body: stream as unknown as string };
       },
     },

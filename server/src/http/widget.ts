@@ -30,6 +30,7 @@ export function widgetCors(keys: Pick<KeyService, 'publishable'>) {
     try {
       const presented = typeof req.query.key === 'string' && KEY.test(req.query.key) ? req.query.key : null;
       const key = presented ? await keys.publishable(presented) : null;
+      if (presented) res.locals.widgetKey = { presented, key };
       const allowed = !!key && key.origins.includes(origin.toLowerCase());
       if (allowed) {
         res.setHeader('access-control-allow-origin', origin);

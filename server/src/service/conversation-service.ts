@@ -470,11 +470,16 @@ export class ConversationService {
     return c;
   }
 
-  /** A conversation of the web chat widget with its turns, for the visitor who started it only (else 404). */
-  async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation & { turns: TurnRow[] }> {
+  /** A conversation of the web chat widget, for the visitor who started it only (else 404). */
+  async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation> {
     const c = await this.owned(tenantId, slug, id);
     if (c.userId !== userId || c.erasedAt || c.channel?.kind !== 'web') throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
-    return { ...c, turns: await this.store.turns(tenantId, c.id) };
+    return c;
+  }
+
+  /** A conversation's turns, oldest first. */
+  turnsOf(c: Conversation): Promise<TurnRow[]> {
+    return this.store.turns(c.tenantId, c.id);
   }
 
   private record(c: Conversation, turns: TurnRow[]): ConversationRecord {

@@ -51,6 +51,8 @@ export interface WidgetRequest {
   userHash?: string;
   address: string;
   requestId: string;
+  /** The key as the request's CORS check already read it, if it did (the same `key`). */
+  known?: { presented: string; key: PublishableKey | null };
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -105,9 +107,9 @@ export class WidgetService {
    * revoked, 403 for a page of another origin (or none: a publishable key works from pages only)
    * or an agent the key does not name. The origin is checked here, not only by the browser.
    */
-  async admit(r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address'>): Promise<{ key: PublishableKey; origin: string }> {
+  async admit(r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address' | 'known'>): Promise<{ key: PublishableKey; origin: string }> {
     await this.consume(this.perAddress, r.address, 'from this address');
-    const key = await this.deps.keys.publishable(r.key);
+    const key = r.known?.presented === r.key ? r.known.key : await this.deps.keys.publishable(r.key);
     if (!key) throw new NotFoundError('not_found', 'No such publishable key (it may have been revoked)');
     await this.consume(this.perKey, key.keyId, 'for this key');
     const origin = r.origin?.toLowerCase();
@@ -179,11 +181,12 @@ export class WidgetService {
 
   async conversation(c: WidgetCaller, slug: string, id: string): Promise<WidgetConversation> {
     const record = await this.deps.conversations.ownedBy(c.key.tenantId, slug, id, c.userId);
+    const turns = await this.deps.conversations.turnsOf(record);
     return {
       conversation_id: record.id,
       status: record.status,
       awaiting_input: record.awaitingInput,
-      turns: record.turns.map((t) => ({
+      turns: turns.map((t) => ({
         index: t.idx,
         role: t.role,
         message: t.message,
