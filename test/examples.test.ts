@@ -190,6 +190,7 @@ describe('npm run agents', () => {
       ['test', '--help'],
       ['chat', '--help'],
       ['replay', '--help'],
+      ['route', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
@@ -215,16 +216,22 @@ describe('npm run agents', () => {
       });
       const conversation = ((await hello.json()) as { conversation_id: string }).conversation_id;
       const changed = join(dir, 'acme-support.yaml');
-      writeFileSync(changed, readFileSync(EXAMPLE, 'utf8').replace('en: "Hello{% if user.name %}', 'en: "Hi{% if user.name %}'));
+      writeFileSync(
+        changed,
+        readFileSync(EXAMPLE, 'utf8')
+          .replace('en: "Hello{% if user.name %}', 'en: "Hi{% if user.name %}')
+          .replace('  - name: greeting\n', '  - name: welcome\n'),
+      );
       const draft = await cli('apply', '--url', url, '--tenant', 'acme', '--activate', 'false', changed);
       expect(draft.stdout).toContain('draft     acme-support version 2 (current stays 1)');
       const versions = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme');
-      expect(versions.stdout).toMatch(/^2 +\S+ +greeting/m);
+      expect(versions.stdout).toMatch(/^2 +\S+ +welcome/m);
       expect(versions.stdout).toMatch(/^1\* +\S+ +greeting/m);
       const replayed = await cli('replay', 'acme-support', '--version', '2', '--url', url, '--tenant', 'acme');
       expect(replayed.stdout).toMatch(/^replay \S+: done; 1 conversation\(s\): 0 identical, 1 changed, 0 error\(s\)$/m);
-      expect(replayed.stdout).toContain(`${conversation}: turn 0, reply\n  - recorded: "Hello! I can track an order`);
+      expect(replayed.stdout).toContain(`${conversation}: turn 0, reply\n  user: "hello"\n  - recorded: "Hello! I can track an order`);
       expect(replayed.stdout).toContain('  + replayed: "Hi! I can track an order');
+      expect(replayed.stdout).toContain('\n  capability: "greeting" -> "welcome"\n');
       expect(replayed.stderr).toContain('replaying acme-support against version 2 [##############################] 1/1');
       const activated = await cli('activate', 'acme-support', '2', '--url', url, '--tenant', 'acme');
       expect(activated.stdout).toContain('activated acme-support version 2 (was 1)');
@@ -271,6 +278,8 @@ describe('npm run agents', () => {
     expect(bad.stdout).toContain(
       '  ✗ wrong expectations\n      step 1 ("where is my order?"):\n        capability: expected "billing", got "order_status"\n        reply: expected /^Hello/, got "What is your order number?',
     );
+    // A misrouted step shows what the router weighed, best first.
+    expect(bad.stdout).toMatch(/\n {8}routed by classifier \(best match\): order_status 0\.\d{3}, \w+ 0\.\d{3}, \w+ 0\.\d{3}\n/);
     expect(bad.stdout).toContain('  ✓ right ones');
     expect(bad.stdout).toMatch(/^1 passed, 1 failed/m);
     const xml = readFileSync(join(dir, 'bad.xml'), 'utf8');
@@ -280,6 +289,19 @@ describe('npm run agents', () => {
     const broken = await cli('test', tests).catch((e) => e);
     expect(broken.code).toBe(1);
     expect(broken.stderr).toContain(`${tests}: tests.0.steps: Required`);
+  });
+
+  it('shows how one message routes, as the console would: the decision, its reason and every candidate', async () => {
+    const weather = await cli('route', EXAMPLE, "what's the weather like?");
+    expect(weather.stdout).toContain(`${EXAMPLE}: "what's the weather like?"\nfallback by fallback (background), score `);
+    expect(weather.stdout).toMatch(/^ {2}order_status +0\.\d{3}/m);
+    expect(weather.stdout).toMatch(/^ {2}priority_support +0\.\d{3} +not eligible \(not_entitled\)$/m);
+    expect(weather.stdout).toMatch(/^reply: "Sorry, I can't help with that yet/m);
+    const entitled = await cli('route', EXAMPLE, 'please ring me on the phone', '--context', '{"entitlements":{"tier":"gold"}}');
+    expect(entitled.stdout).toMatch(/^priority_support by classifier \(best match\), score 0\.\d{3}, threshold/m);
+    const bad = await cli('route', EXAMPLE, 'hi', '--context', '[1]').catch((e) => e);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("option '--context <json>' argument '[1]' is invalid. must be a JSON object");
   });
 
   it('reports how well an agent routes: cross-validated, or on labelled messages in CSV or YAML', async () => {

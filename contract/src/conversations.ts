@@ -236,6 +236,7 @@ const entry = <T extends string, D extends z.ZodTypeAny>(type: T, data: D) =>
   });
 
 export const RoutingDecisionEntry = entry('routing_decision', RoutingDecisionData);
+export type RoutingDecisionData = z.infer<typeof RoutingDecisionData>;
 export const ActionCallEntry = entry('action_call', ActionCallData);
 export const PhaseTransitionEntry = entry('phase_transition', PhaseTransitionData);
 export const StatusChangeEntry = entry('status_change', StatusChangeData);

@@ -16,8 +16,11 @@ export const StartReplay = z
   })
   .strict();
 
+const TurnField = z.enum(['reply', 'capability', 'phase', 'status', 'outcome']);
+
 export const ReplayDifference = z.object({
   turn_index: z.number().int().describe('Index of the user turn whose answer differed'),
+  message: z.string().optional().describe('What the user said at that turn'),
   field: z
     .enum(['reply', 'capability', 'phase', 'status', 'outcome', 'unrecorded_action', 'action_request'])
     .describe(
@@ -25,6 +28,10 @@ export const ReplayDifference = z.object({
     ),
   recorded: z.unknown(),
   replayed: z.unknown(),
+  changes: z
+    .array(z.object({ field: TurnField, recorded: z.unknown(), replayed: z.unknown() }))
+    .optional()
+    .describe('Every answer field that differed at that turn, `field` among them when it is one'),
 });
 
 export const ReplayResult = z.object({

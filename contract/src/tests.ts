@@ -87,6 +87,14 @@ export const TestResults = z
             expected: z.record(z.unknown()),
             actual: Observed,
             failures: z.array(z.string()).describe('What did not match, one line each'),
+            routing: z
+              .object({
+                strategy: z.string(),
+                reason: z.string().optional(),
+                candidates: z.array(z.object({ capability: z.string(), score: z.number() })),
+              })
+              .optional()
+              .describe('How the message was routed, when it was: the top candidates and their scores'),
           }),
         ),
       }),

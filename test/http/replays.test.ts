@@ -78,10 +78,27 @@ eachDatabase('replays on $name', (database) => {
     expect(reply.summary).toMatchObject({ identical: 1, changed: 1 });
     expect(reply.results.find((x: any) => x.conversation_id === greeting)).toMatchObject({
       verdict: 'changed',
-      first_difference: { turn_index: 0, field: 'reply', recorded: 'Hello!', replayed: 'Hi there!' },
+      first_difference: {
+        turn_index: 0,
+        message: 'hello',
+        field: 'reply',
+        recorded: 'Hello!',
+        replayed: 'Hi there!',
+        changes: [{ field: 'reply', recorded: 'Hello!', replayed: 'Hi there!' }],
+      },
     });
     const renamed = await replay({ version: await draft(shop(orders.url, { greetingName: 'welcome' })), conversations: [greeting] });
     expect(renamed.results[0].first_difference).toMatchObject({ field: 'capability', recorded: 'greeting', replayed: 'welcome' });
+    // Every field that differed at that turn, not only the first.
+    const both = await replay({ version: await draft(shop(orders.url, { greetingName: 'welcome', greeting: 'Hi there!' })), conversations: [greeting] });
+    expect(both.results[0].first_difference).toMatchObject({
+      message: 'hello',
+      field: 'reply',
+      changes: [
+        { field: 'reply', recorded: 'Hello!', replayed: 'Hi there!' },
+        { field: 'capability', recorded: 'greeting', replayed: 'welcome' },
+      ],
+    });
   });
 
   it('finds an action call that was never recorded', async () => {
@@ -173,11 +190,19 @@ eachDatabase('replays on $name', (database) => {
     expect(after.results[0]).toEqual({
       conversation_id: c.conversation_id,
       verdict: 'changed',
-      first_difference: { turn_index: 0, field: 'reply', recorded: null, replayed: null },
+      first_difference: {
+        turn_index: 0,
+        message: '',
+        field: 'reply',
+        recorded: null,
+        replayed: null,
+        changes: [{ field: 'reply', recorded: null, replayed: null }],
+      },
     });
     const row = await f.db.knex('replays').where({ id: r.id }).first();
     expect(row.results).not.toContain('Hello!');
     expect(row.results).not.toContain('Good day!');
+    expect(row.results).not.toMatch(/"message":"hello"/);
   });
 
   it('lists the replays kept, newest first and without their results, a page at a time', async () => {

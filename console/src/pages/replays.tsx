@@ -168,7 +168,7 @@ export function ReplayView({ agent, id }: { agent: Agent; id: string }) {
       {differing.length > 0 && (
         <TableWrap label="Differences">
           <table>
-            <Head cols={['Conversation', 'Verdict', 'Turn', 'Field', 'Recorded', 'Replayed']} />
+            <Head cols={['Conversation', 'Verdict', 'Turn', 'User said', 'Field', 'Recorded', 'Replayed']} />
             <tbody>
               {differing.map((x) => (
                 <tr key={x.conversation_id}>
@@ -179,7 +179,17 @@ export function ReplayView({ agent, id }: { agent: Agent; id: string }) {
                   </td>
                   <td>{x.verdict}</td>
                   <td>{x.first_difference?.turn_index ?? '—'}</td>
-                  <td>{x.first_difference?.field ?? x.error ?? '—'}</td>
+                  <td>{x.first_difference?.message ?? ''}</td>
+                  <td>
+                    {x.first_difference?.field ?? x.error ?? '—'}
+                    {x.first_difference?.changes
+                      ?.filter((c) => c.field !== x.first_difference?.field)
+                      .map((c) => (
+                        <div key={c.field} class="muted small">
+                          also {c.field}: {show(c.recorded)} → {show(c.replayed)}
+                        </div>
+                      ))}
+                  </td>
                   <td class="del">{x.first_difference ? show(x.first_difference.recorded) : ''}</td>
                   <td class="ins">{x.first_difference ? show(x.first_difference.replayed) : ''}</td>
                 </tr>

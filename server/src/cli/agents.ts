@@ -13,7 +13,7 @@ import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
-import { runTestFiles } from './testing.js';
+import { routeMessage, runTestFiles } from './testing.js';
 import { program, run } from './program.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
@@ -180,6 +180,27 @@ cli
   .option('--key <key>', 'API key for --url (api_key auth mode)')
   .action(async (paths: string[], opts: { junit?: string; url?: string; tenant?: string; key?: string }) => {
     await runTestFiles(paths, { junit: opts.junit, remote: opts.url ? { url: opts.url, tenant: opts.tenant, key: opts.key } : undefined });
+  });
+
+cli
+  .command('route')
+  .description(
+    'train an agent in memory and show how it routes one message: the decision, the reason and every candidate with its score, as the console shows it',
+  )
+  .argument('<file>', 'agent file (YAML or JSON)')
+  .argument('<message>', 'the message, as the first of a conversation')
+  .option('--context <json>', "the context envelope's `context` (preferences, entitlements…), as JSON", (v) => {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(v);
+    } catch {
+      throw new InvalidArgumentError('must be a JSON object');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object');
+    return parsed as Record<string, unknown>;
+  })
+  .action(async (file: string, message: string, opts: { context?: Record<string, unknown> }) => {
+    await routeMessage(file, message, opts);
   });
 
 remoteOptions(

@@ -1,5 +1,6 @@
 // `npm run agents -- replay SLUG --version N`: starts a replay on a server, shows its progress
-// while it runs, and prints the summary and each changed conversation's first difference.
+// while it runs, and prints the summary and, for each changed conversation, the first turn that
+// differed: what the user said there and every field of the answer that changed.
 import type { ConversationStatus, Replay } from '@switchboard/contract';
 import { literalHost } from '../actions/ssrf.js';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
@@ -39,6 +40,7 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
     if (x.verdict === 'changed' && x.first_difference) {
       const d = x.first_difference;
       console.log(`\n${x.conversation_id}: turn ${d.turn_index}, ${d.field}`);
+      if (d.message !== undefined) console.log(`  user: ${show(d.message)}`);
       if (d.field === 'unrecorded_action') console.log(`  calls ${show(d.replayed)}, which the conversation never recorded`);
       else if (d.field === 'action_request') {
         // "action METHOD URL": the host as the address policy reads it.
@@ -51,6 +53,8 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
         console.log(`  - recorded: ${show(d.recorded)}`);
         console.log(`  + replayed: ${show(d.replayed)}`);
       }
+      // The other answer fields that differed at the same turn, one line each.
+      for (const c of d.changes ?? []) if (c.field !== d.field) console.log(`  ${c.field}: ${show(c.recorded)} -> ${show(c.replayed)}`);
     } else if (x.verdict === 'error') console.log(`\n${x.conversation_id}: not replayed: ${x.error ?? 'error'}`);
   }
   if (r.status === 'failed') {

@@ -9,7 +9,9 @@ import { parse as parseYaml } from 'yaml';
 import { TestFile, type TestResults } from '@switchboard/contract';
 import { describeDefinitionError, readAgentFile } from '../agents-loader.js';
 import { compileAgent } from '../engine/compile.js';
-import { runTests } from '../service/test-runner.js';
+import { answer, runTests } from '../service/test-runner.js';
+import { OfflineConversation } from '../service/offline-conversation.js';
+import type { RoutingDecisionData } from '@switchboard/contract';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -57,6 +59,17 @@ async function definitionBeside(file: string, agent: string): Promise<string> {
   throw new Error(`no definition ${agent}.yaml (or .yml, .json) beside the test file`);
 }
 
+type Routing = NonNullable<TestResults['results'][number]['steps'][number]['routing']>;
+
+/** One line: "routed by classifier (below threshold): hours 0.412, fallback 0.301, billing 0.120". */
+function describeRouting(r: Routing): string {
+  const top = r.candidates
+    .slice(0, 3)
+    .map((c) => `${c.capability} ${c.score.toFixed(3)}`)
+    .join(', ');
+  return `routed by ${r.strategy}${r.reason ? ` (${r.reason.replace(/_/g, ' ')})` : ''}${top ? `: ${top}` : ''}`;
+}
+
 function report(results: TestResults): number {
   for (const r of results.results) {
     console.log(`  ${r.passed ? '✓' : '✗'} ${r.name}`);
@@ -65,6 +78,8 @@ function report(results: TestResults): number {
       if (s.passed) return;
       console.log(`      step ${i + 1} (${JSON.stringify(s.user)}):`);
       for (const f of s.failures) console.log(`        ${f}`);
+      // A misrouted step: what the router weighed, best first.
+      if (s.routing && s.failures.some((f) => f.startsWith('capability:'))) console.log(`        ${describeRouting(s.routing)}`);
     });
   }
   return results.failed;
@@ -124,4 +139,42 @@ export async function runTestFiles(paths: string[], opts: { junit?: string; remo
   }
   console.log(`${passed} passed, ${failed} failed${broken ? `, ${broken} file(s) could not be run` : ''} (${files.length} file(s))`);
   if (failed || broken) process.exitCode = 1;
+}
+
+/**
+ * `agents route FILE "message"`: the agent trained in memory as the server would, one message
+ * routed as the first of a conversation, and the decision printed as the console shows it (the
+ * strategy and reason, score against threshold, similarity, every candidate's score). Nothing
+ * goes out: an action the first phase calls fails as unanswered, and no model is asked.
+ */
+export async function routeMessage(file: string, message: string, o: { context?: Record<string, unknown> }): Promise<void> {
+  const { definition } = await readAgentFile(file).catch((err: unknown) => {
+    throw new Error(`invalid ${describeDefinitionError(file, err)}`);
+  });
+  const agent = await compileAgent(NIL_UUID, 0, definition);
+  const conversation = new OfflineConversation(agent, { conversationId: NIL_UUID, userId: null });
+  const context = o.context ? { version: 'v1' as const, context: o.context } : null;
+  const now = new Date().toISOString();
+  // Answered as a test that scripts nothing: no action answers, no model replies.
+  const r = await conversation.turn(message, { now, context }, (request) => answer({ name: 'route', steps: [{ user: message }] }, request, 0, now, []));
+  const d = r.audit.find((a) => a.type === 'routing_decision')?.data as RoutingDecisionData | undefined;
+  console.log(`${file}: ${JSON.stringify(message)}`);
+  if (!d) {
+    console.log(`not routed: the conversation stays where it is (${r.capability.name})`);
+    return;
+  }
+  const sim =
+    d.similarity !== undefined ? `, similarity ${d.similarity.toFixed(3)}${d.min_similarity !== undefined ? ` (min ${d.min_similarity.toFixed(3)})` : ''}` : '';
+  console.log(
+    `${d.selected.capability} by ${d.strategy}${d.reason ? ` (${d.reason.replace(/_/g, ' ')})` : ''}, score ${d.selected.score.toFixed(3)}, threshold ${d.threshold.toFixed(3)}${sim}`,
+  );
+  if (d.background !== undefined) console.log(`background (everyday talk) ${d.background.toFixed(3)}`);
+  const width = Math.max(...d.candidates.map((c) => c.capability.length), 10);
+  for (const c of d.candidates) {
+    const bar = '#'.repeat(Math.round(Math.min(Math.max(c.score, 0), 1) * 20));
+    console.log(
+      `  ${c.capability.padEnd(width)} ${c.score.toFixed(3)} ${bar.padEnd(20)}${c.eligible ? '' : ` not eligible (${c.reason ?? 'not entitled'})`}`.trimEnd(),
+    );
+  }
+  console.log(`reply: ${JSON.stringify(r.reply)}`);
 }

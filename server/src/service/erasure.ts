@@ -56,8 +56,13 @@ export const ERASURE: ErasureRules = {
   },
   replayResult(r) {
     // The verdict and where the replay differed stay; what was said on either side goes.
-    const d = r.first_difference as Record<string, unknown> | null | undefined;
-    return { ...r, first_difference: d ? { ...d, recorded: null, replayed: null } : null };
+    const d = r.first_difference as (Record<string, unknown> & { changes?: { field: string }[] }) | null | undefined;
+    if (!d) return { ...r, first_difference: null };
+    const changes = d.changes?.map((c) => ({ field: c.field, recorded: null, replayed: null }));
+    return {
+      ...r,
+      first_difference: { ...d, recorded: null, replayed: null, ...(d.message !== undefined ? { message: '' } : {}), ...(changes ? { changes } : {}) },
+    };
   },
   webhookPayload(p) {
     const data = p.data as Record<string, unknown> | undefined;

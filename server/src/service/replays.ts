@@ -288,14 +288,14 @@ export class ReplayService {
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       check();
       const missing: { call: string | null } = { call: null };
-      let moved: Difference | null = null;
+      const moved: { diff: Difference | null } = { diff: null };
       const answer = async (request: EngineRequest): Promise<EngineReply> => {
         if (request.kind === 'action') {
           const asked = `${request.method} ${request.masked.url}`;
           const found = recordings.answer(request.action.name, request.method, request.masked.url);
           if (!found) missing.call ??= `${request.action.name} ${asked}`;
           else if (found.was)
-            moved ??= {
+            moved.diff ??= {
               turn_index: user.idx,
               field: 'action_request',
               recorded: `${request.action.name} ${found.was}`,
@@ -319,11 +319,13 @@ export class ReplayService {
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);
       const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };
-      let diff: Difference | null = missing.call ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call } : moved;
-      for (const field of ['reply', 'capability', 'phase', 'status', 'outcome'] as const) {
-        if (!diff && recorded[field] !== replayed[field]) diff = { turn_index: user.idx, field, recorded: recorded[field], replayed: replayed[field] };
-      }
-      if (diff) return { conversation_id: c.id, verdict: 'changed', first_difference: diff };
+      const changes = (['reply', 'capability', 'phase', 'status', 'outcome'] as const)
+        .filter((field) => recorded[field] !== replayed[field])
+        .map((field) => ({ field, recorded: recorded[field], replayed: replayed[field] }));
+      const first: Difference | null = missing.call
+        ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call }
+        : (moved.diff ?? (changes[0] ? { turn_index: user.idx, ...changes[0] } : null));
+      if (first) return { conversation_id: c.id, verdict: 'changed', first_difference: { ...first, message: user.message, changes } };
     }
     return { conversation_id: c.id, verdict: 'identical', first_difference: null };
   }

@@ -4,7 +4,7 @@
 // `npm run agents -- test` (no server, no database) and by POST /agents/:slug/tests.
 import { RE2JS } from 're2js';
 import { compileBounded } from '../engine/patterns.js';
-import type { TestCase, TestResults } from '@switchboard/contract';
+import type { RoutingDecisionData, TestCase, TestResults } from '@switchboard/contract';
 import type { AuditDraft } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { EngineReply, EngineRequest } from '../engine/run.js';
@@ -44,7 +44,7 @@ function compare(expect: NonNullable<TestCase['steps'][number]['expect']>, actua
 }
 
 /** The engine's requests answered from the test: recorded action answers and scripted model replies. */
-function answer(test: TestCase, request: EngineRequest, turnIndex: number, now: string, llmQueue: NonNullable<TestCase['llm']>): EngineReply {
+export function answer(test: TestCase, request: EngineRequest, turnIndex: number, now: string, llmQueue: NonNullable<TestCase['llm']>): EngineReply {
   if (request.kind === 'action') {
     const given = test.actions?.[request.action.name];
     const result = given
@@ -85,6 +85,17 @@ function answer(test: TestCase, request: EngineRequest, turnIndex: number, now: 
   return { capability: null, model: 'test', durationMs: 0, error: 'no model in tests' };
 }
 
+/** The turn's routing decision, as a test step reports it: the strategy, the reason and the top candidates. */
+function routingOf(audit: AuditDraft[]): StepResult['routing'] {
+  const d = audit.find((a) => a.type === 'routing_decision')?.data as RoutingDecisionData | undefined;
+  if (!d) return undefined;
+  return {
+    strategy: d.strategy,
+    ...(d.reason ? { reason: d.reason } : {}),
+    candidates: d.candidates.map((c) => ({ capability: c.capability, score: c.score })),
+  };
+}
+
 /** The context envelope's user id, when the test's context names one. */
 function userIdOf(context: TestCase['context']): string | null {
   const id = (context?.identity as { user_id?: unknown } | undefined)?.user_id;
@@ -111,7 +122,8 @@ async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date, b
       slots: r.flow.slots,
     };
     const failures = step.expect ? compare(step.expect, actual) : [];
-    steps.push({ user: step.user, passed: failures.length === 0, expected: step.expect ?? {}, actual, failures });
+    const routing = routingOf(r.audit);
+    steps.push({ user: step.user, passed: failures.length === 0, expected: step.expect ?? {}, actual, failures, ...(routing ? { routing } : {}) });
     if (r.status === 'completed' || r.status === 'abandoned') {
       const rest = test.steps.slice(steps.length);
       for (const s of rest) {
