@@ -1,6 +1,7 @@
 // `npm start`: the service on the embedded SQLite default, with the example agents loaded into
 // tenant "demo" and the example orders backend running beside it (allow-listed for actions).
 import type { Server } from 'node:http';
+import { PARAMETER_EXAMPLES } from '@switchboard/contract';
 import { startOrdersBackend } from '../examples/orders-backend.js';
 import { startShopPage, type ShopPage } from '../examples/shop-page.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
@@ -9,6 +10,29 @@ import { describeStartupError } from '../server/src/startup-errors.js';
 
 const backendPort = Number(process.env.EXAMPLE_BACKEND_PORT ?? 3001);
 const shopPort = Number(process.env.EXAMPLE_SHOP_PORT ?? 3002);
+/**
+ * The README's conversation ("where is my order?", then "100001"), held under the id the OpenAPI
+ * document's examples name, so that every example at /docs and in the REST collections answers
+ * as it is. It runs through the engine and the example backend like any other; once made, it
+ * stays.
+ */
+async function holdReadmeConversation(r: Running, tenant: string): Promise<void> {
+  const id = String(PARAMETER_EXAMPLES['path:id']);
+  const slug = 'acme-support';
+  const conversations = r.app.conversations;
+  if (
+    await conversations.owned(tenant, slug, id).then(
+      () => true,
+      () => false,
+    )
+  )
+    return;
+  const context = { version: 'v1' as const, context: { identity: { user_id: 'u-42' } } };
+  await conversations.converse({ tenantId: tenant, slug, body: { message: 'where is my order?', context }, requestId: 'readme-1', newConversationId: id });
+  await conversations.converse({ tenantId: tenant, slug, body: { message: '100001', conversation_id: id }, requestId: 'readme-2' });
+  console.log(`The README's conversation is ${id} (the id the examples at /docs use)`);
+}
+
 let backend: Server | null = null;
 let shop: ShopPage | null = null;
 let config: Config | null = null;
@@ -36,6 +60,7 @@ try {
   const found = (await keys.list(tenant)).find((k) => !k.revoked_at && k.widget?.origins.includes(origin) && k.widget.agents.includes('acme-support'));
   const key = found?.widget?.key ?? (await keys.createPublishable(tenant, { agents: ['acme-support'], origins: [origin] }, 'demo shop page')).key;
   shop.show({ service: running.url, agent: 'acme-support', key });
+  await holdReadmeConversation(running, tenant);
 } catch (err) {
   const e = err as { what?: string; portSetting?: string };
   const line =

@@ -29,32 +29,14 @@ interface Held {
   statuses: string[];
 }
 
-const OPENAPI_FETCH_CONSUMER = `import createClient from 'openapi-fetch';
-import type { paths } from './api.js';
-
-const slug = 'acme-support';
-// Converse answers JSON or, asked for it, an event stream: this program reads JSON.
-const client = createClient<paths, 'application/json'>({ baseUrl: process.env.BASE_URL, headers: { 'tenant-id': 'demo' } });
-const first = await client.POST('/api/v1/agents/{slug}/converse', {
-  params: { path: { slug } },
-  body: { message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } },
-});
-if (!first.data) throw new Error(\`converse: \${first.response.status}\`);
-const id: string = first.data.conversation_id;
-const second = await client.POST('/api/v1/agents/{slug}/converse', { params: { path: { slug } }, body: { message: '100001', conversation_id: id } });
-if (!second.data) throw new Error(\`converse: \${second.response.status}\`);
-const history = await client.GET('/api/v1/agents/{slug}/conversations/{id}/history', { params: { path: { slug, id } } });
-const audit = await client.GET('/api/v1/agents/{slug}/conversations/{id}/audit-logs', { params: { path: { slug, id }, query: { limit: 100 } } });
-if (!history.data || !audit.data) throw new Error('history or audit log missing');
-const candidates: string[] = [];
-const statuses: string[] = [];
-for (const e of audit.data.data) {
-  if (e.type === 'routing_decision') candidates.push(...e.data.candidates.map((c) => c.capability));
-  else if (e.type === 'status_change') statuses.push(e.data.to);
+/** The openapi-fetch program docs/api.md shows, as a reader copies it. */
+function documentedConsumer(): string {
+  const docs = readFileSync(join(root, 'docs/api.md'), 'utf8');
+  const at = docs.indexOf('<!-- test/generated-clients.test.ts compiles this program');
+  const block = /```ts\n([\s\S]*?)```/.exec(docs.slice(at));
+  if (at < 0 || !block) throw new Error('docs/api.md has no openapi-fetch program');
+  return block[1];
 }
-const status: string = second.data.state.status;
-console.log(JSON.stringify({ reply: second.data.response.message, status, turns: history.data.turns.length, candidates, statuses }));
-`;
 
 const HEY_API_CONSUMER = `import { client } from './hey/client.gen.js';
 import { converse, getAuditLogs, getHistory } from './hey/sdk.gen.js';
@@ -141,9 +123,9 @@ describe('clients generated from openapi.json', () => {
     expect(held.statuses).toEqual(expect.arrayContaining(['active', 'completed']));
   };
 
-  it('openapi-typescript with openapi-fetch: compiles strictly, narrows audit entries and holds the conversation', async () => {
+  it("openapi-typescript with openapi-fetch, docs/api.md's program: compiles strictly, narrows audit entries and holds the conversation", async () => {
     const types = astToString(await openapiTS(JSON.parse(readFileSync(DOCUMENT, 'utf8'))));
-    expectTheConversation(await compileAndRun('openapi-fetch', { 'api.d.ts': types, 'main.ts': OPENAPI_FETCH_CONSUMER }, ['*.ts']));
+    expectTheConversation(await compileAndRun('openapi-fetch', { 'api.d.ts': types, 'main.ts': documentedConsumer() }, ['*.ts']));
   }, 120_000);
 
   it('@hey-api/openapi-ts (fetch client): compiles strictly, narrows audit entries and holds the conversation', async () => {

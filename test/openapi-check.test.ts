@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const app = express();
 let answer: unknown = { data: [] };
 app.get('/api/v1/agents', (_req, res) => {
+  res.setHeader('x-request-id', 'r-1');
   res.json(answer);
 });
 

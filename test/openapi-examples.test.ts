@@ -47,7 +47,7 @@ describe('the examples of openapi.json', () => {
           method: op.method,
           url: urlOf(op.key.split(' ')[1]),
           status: Number(status),
-          headers: { 'content-type': media },
+          headers: { 'content-type': media, 'x-request-id': 'example' },
           body: value,
           hasBody: true,
         });
@@ -89,7 +89,7 @@ describe('the examples of openapi.json', () => {
             method: op.method,
             url: urlOf(op.path),
             status: value.status,
-            headers: { 'content-type': 'application/problem+json' },
+            headers: { 'content-type': 'application/problem+json', 'x-request-id': 'example', 'retry-after': '2' },
             body: value,
             hasBody: true,
           });

@@ -306,7 +306,7 @@ export const EXAMPLES = {
       ],
     },
   },
-  ReplayRequest: { summary: 'Replay the last completed conversations on version 2', value: { version: 2, status: 'completed', limit: 50 } },
+  ReplayRequest: { summary: 'Replay the last completed conversations on version 1', value: { version: 1, status: 'completed', limit: 50 } },
   ReplayStarted: { summary: 'The replay runs in the background', value: { id: REPLAY, status: 'running' } },
   ReplayPage: { summary: 'Replays, newest first', value: { data: [replay], next_cursor: null } },
   Replay: {
@@ -320,9 +320,11 @@ export const EXAMPLES = {
           verdict: 'changed',
           first_difference: {
             turn_index: 1,
+            message: 'I want to talk to a person',
             field: 'reply',
             recorded: "I'm handing you over to a colleague.",
             replayed: 'A colleague will take over here shortly.',
+            changes: [{ field: 'reply', recorded: "I'm handing you over to a colleague.", replayed: 'A colleague will take over here shortly.' }],
           },
         },
       ],
@@ -519,4 +521,40 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   healthz: { response: ['Healthy'] },
   readyz: { response: ['Healthy'] },
   metrics: { response: ['Metrics'] },
+};
+
+/**
+ * An example of each parameter, by `in:name`, or `operationId in:name` where one name means
+ * another thing: values that work against `npm start`, which holds the README's conversation
+ * under its id here (scripts/demo.ts). Optional parameters whose only valid values the server
+ * hands out (a cursor, last-event-id, a user hash) have none, so that converters leave them out
+ * rather than send a made-up one.
+ */
+export const PARAMETER_EXAMPLES: Partial<Record<string, string | number>> = {
+  'path:slug': 'acme-support',
+  'path:id': CONVERSATION,
+  'getReplay path:id': REPLAY,
+  'revokeKey path:id': KEY,
+  'path:version': 1,
+  'path:name': 'ORDERS_TOKEN',
+  'path:user_id': 'u-42',
+  'header:user-id': 'u-42',
+  'header:idempotency-key': 'order-100001-check',
+  'header:x-request-id': 'readme-conversation-1',
+  'header:x-visitor-id': 'readme-visitor-0000000001',
+  'query:key': WIDGET_KEY,
+  'query:user_id': 'u-42',
+  'query:conversation_id': CONVERSATION,
+  'query:capability': 'order_status',
+  'query:created_after': '2026-11-01T00:00:00Z',
+  'query:created_before': '2026-12-01T00:00:00Z',
+  'query:from': '2026-11-01T00:00:00Z',
+  'query:to': '2026-12-01T00:00:00Z',
+  'query:language': 'en',
+  'query:status': 'completed',
+  'listWebhookDeliveries query:status': 'failed',
+  'query:channel': 'api',
+  'query:type': 'routing_decision',
+  'query:activate': 'true',
+  'query:interval': 'day',
 };

@@ -39,7 +39,7 @@ export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
 export * from './widget.js';
-export { EXAMPLES, OPERATION_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
+export { EXAMPLES, OPERATION_EXAMPLES, PARAMETER_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
 const c = initContract();
 

@@ -1,7 +1,8 @@
 // Builds the OpenAPI 3.1 document from the contract (served at /openapi.json, committed as
 // openapi.json): @ts-rest/open-api generates the operations; this module then names the shared
-// schemas as components (so generators produce a `Conversation` type and the document stays
-// small), declares the security schemes each operation needs, tags operations by resource, and
+// schemas, parameters and responses as components (so generators produce a `Conversation` type
+// and the document stays small), gives every parameter an example, declares the headers every
+// response carries, declares the security schemes each operation needs, tags operations by resource, and
 // states the version, licence and servers.
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -400,6 +401,79 @@ function addExamples(doc: Json): Json {
   return { ...doc, components: { ...obj(doc.components), examples } };
 }
 
+/** Component names clearer than the parameter's own. */
+const PARAMETER_NAMES: Record<string, string> = { 'path:id': 'ConversationId', 'path:name': 'SecretName', 'query:key': 'PublishableKey' };
+
+const pascal = (s: string) => s.replace(/(^|[-_])([a-z0-9])/g, (_m, _sep: string, ch: string) => ch.toUpperCase());
+
+/**
+ * Parameters: each gets its example (contract/src/examples.ts), and every parameter that two
+ * operations or more share word for word becomes a component they refer to, named after it
+ * (`Slug`, `XRequestId`, `ConversationId`; `LimitQuery`… where the name is taken).
+ */
+function shareParameters(doc: Json): Json {
+  for (const op of operations(doc)) {
+    for (const p of arr(op.parameters).map(obj)) {
+      const key = `${str(p.in)}:${str(p.name)}`;
+      const example = c.PARAMETER_EXAMPLES[`${str(op.operationId)} ${key}`] ?? c.PARAMETER_EXAMPLES[key];
+      if (example !== undefined) p.example = example;
+      if (p.name === 'x-request-id' && !p.description) p.description = 'Trace id; echoed back, generated when absent';
+    }
+  }
+  const counts = new Map<string, { n: number; p: Json }>();
+  for (const op of operations(doc))
+    for (const p of arr(op.parameters).map(obj)) {
+      const k = canonical(p);
+      counts.set(k, { n: (counts.get(k)?.n ?? 0) + 1, p });
+    }
+  const parameters: Record<string, Json> = {};
+  const nameOf = new Map<string, string>();
+  for (const [k, { n, p }] of [...counts].sort((a, b) => b[1].n - a[1].n)) {
+    if (n < 2) continue;
+    const base = PARAMETER_NAMES[`${str(p.in)}:${str(p.name)}`] ?? pascal(str(p.name) ?? 'Parameter');
+    let name = base in parameters ? `${base}${pascal(str(p.in) ?? '')}` : base;
+    for (let i = 2; name in parameters; i++) name = `${base}${i}`;
+    parameters[name] = p;
+    nameOf.set(k, name);
+  }
+  for (const op of operations(doc)) {
+    if (!op.parameters) continue;
+    op.parameters = arr(op.parameters).map((p) => {
+      const name = nameOf.get(canonical(p));
+      return name ? { $ref: `#/components/parameters/${name}` } : p;
+    });
+  }
+  return { ...doc, components: { ...obj(doc.components), parameters } };
+}
+
+/** Headers every response carries, and those of 429 and 503, as header components. */
+const RESPONSE_HEADERS: Record<string, Json> = {
+  RequestId: {
+    description: "The request's trace id: the caller's x-request-id when it was a sane token, else a fresh one",
+    required: true,
+    schema: { type: 'string', pattern: '^[A-Za-z0-9._:/+=-]{1,200}$' },
+  },
+  RetryAfter: { description: 'Seconds to wait before trying again', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+};
+
+function declareHeaders(doc: Json): Json {
+  const statusOf = new Map(Object.entries(SHARED_RESPONSES).flatMap(([status, name]) => [[name, status] as const, [`Widget${name}`, status] as const]));
+  const all = [
+    ...operations(doc).flatMap((op) => Object.entries(obj(op.responses))),
+    ...Object.entries(obj(obj(doc.components).responses)).map(([name, r]) => [statusOf.get(name) ?? name, r] as const),
+  ];
+  for (const [status, response] of all) {
+    const r = obj(response);
+    if (r.$ref) continue;
+    r.headers = {
+      ...obj(r.headers),
+      'x-request-id': { $ref: '#/components/headers/RequestId' },
+      ...(status === '429' || status === '503' ? { 'retry-after': { $ref: '#/components/headers/RetryAfter' } } : {}),
+    };
+  }
+  return { ...doc, components: { ...obj(doc.components), headers: RESPONSE_HEADERS } };
+}
+
 export function getOpenApi(): Record<string, unknown> {
   const generated = generateOpenApi(
     c.contract,
@@ -415,7 +489,7 @@ export function getOpenApi(): Record<string, unknown> {
     },
     { setOperationId: true, operationMapper: (op, route) => mapOperation(op, route) as typeof op },
   ) as Json;
-  const doc = mapDiscriminators(addExamples(shareResponses(nameSchemas(to31(generated) as Json))));
+  const doc = declareHeaders(shareParameters(mapDiscriminators(addExamples(shareResponses(nameSchemas(to31(generated) as Json))))));
   return {
     openapi: '3.1.0',
     info: doc.info,
@@ -425,6 +499,8 @@ export function getOpenApi(): Record<string, unknown> {
     components: {
       schemas: obj(doc.components).schemas,
       responses: obj(doc.components).responses,
+      parameters: obj(doc.components).parameters,
+      headers: obj(doc.components).headers,
       examples: obj(doc.components).examples,
       securitySchemes: {
         tenantHeader: { type: 'apiKey', in: 'header', name: 'tenant-id', description: 'AUTH_MODE=header: the tenant, trusted from a gateway in front' },

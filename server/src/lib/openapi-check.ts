@@ -1,5 +1,5 @@
 // A response checked against an OpenAPI 3.1 document: the status must be documented for the
-// operation, the content type declared, and a JSON body valid against the document's schema
+// operation, its declared headers present, the content type declared, and a JSON body valid against the document's schema
 // (JSON Schema 2020-12, with ajv). Objects are read as closed here (no property the document does
 // not name), so an undocumented field is a violation; the published document leaves them open
 // so that clients keep working when a field is added. The test suite checks every response it
@@ -128,6 +128,19 @@ export class OpenApiChecker {
       at = response.$ref.slice(1);
       response = (this.doc.components as { responses: Json }).responses[response.$ref.split('/').pop()!] as Json;
     }
+    // Declared headers (inline or components/headers): a required one must be there, and match its schema's pattern.
+    for (const [name, declared] of Object.entries((response.headers as Json | undefined) ?? {})) {
+      let header = declared as { $ref?: string; required?: boolean; schema?: { pattern?: string } };
+      if (header.$ref) header = (this.doc.components as { headers?: Record<string, typeof header> }).headers?.[header.$ref.split('/').pop()!] ?? {};
+      const value = r.headers[name.toLowerCase()];
+      if (value === undefined) {
+        if (header.required) throw new Error(`${this.name}: ${where} lacks the header ${name}`);
+        continue;
+      }
+      const pattern = header.schema?.pattern;
+      if (pattern && !new RegExp(pattern).test(String(value)))
+        throw new Error(`${this.name}: ${where} header ${name} (${String(value)}) does not match ${pattern}`);
+    }
     const content = response.content as Json | undefined;
     const type = mediaType(r.headers['content-type']);
     if (!content) {
@@ -138,10 +151,6 @@ export class OpenApiChecker {
     // Media types compare without their parameters (`text/plain; version=0.0.4` is text/plain).
     const declared = Object.keys(content).find((k) => mediaType(k) === type);
     if (!declared) throw new Error(`${this.name}: ${where} answered ${type || 'no content type'}, the document declares ${Object.keys(content).join(', ')}`);
-    for (const [name, header] of Object.entries((response.headers as Json | undefined) ?? {})) {
-      if ((header as { required?: boolean }).required && r.headers[name.toLowerCase()] === undefined)
-        throw new Error(`${this.name}: ${where} lacks the header ${name}`);
-    }
     if (type !== 'application/json' && !type.endsWith('+json')) return op.key;
     const validate = this.validator(`${at}/content/${pointer([declared, 'schema'])}`);
     if (!validate(r.body)) {

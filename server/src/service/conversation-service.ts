@@ -56,6 +56,8 @@ export interface ConverseCall {
   onDelta?: (text: string) => void;
   /** A call of the web chat widget: a new conversation records it; a continued one must have come from it too. */
   channel?: Channel;
+  /** The id a new conversation takes (the demo's README conversation); a random one otherwise. */
+  newConversationId?: string;
 }
 
 export interface ConversationServiceOptions {
@@ -205,7 +207,7 @@ export class ConversationService {
   ): Promise<ConverseResponse> {
     const { tenantId, body } = call;
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
-    const conversationId = body.conversation_id ?? randomUUID();
+    const conversationId = body.conversation_id ?? call.newConversationId ?? randomUUID();
     const isNew = body.conversation_id === undefined;
 
     const response = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit) => {
