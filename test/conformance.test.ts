@@ -1,14 +1,17 @@
 // `npm run conformance` (server/src/cli/conformance.ts) against live servers: the service as
-// `npm start` runs it behind Stoplight Prism's validating proxy, each database with header auth
+// `npm start` runs it behind Stoplight Prism's validating proxy (where the REST clients'
+// collections run too: the Postman collection with newman, switchboard.http with httpyac), each database with header auth
 // and with an API key, something that is not Switchboard, and a deployment whose answers break
 // the document.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import newman, { type NewmanRunSummary } from 'newman';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { COLLECTION_FILES } from '../scripts/collections.js';
 import { runConformance } from '../server/src/cli/conformance.js';
 import { eachDatabase } from './helpers/databases.js';
 import { listen, startBackend, testApp } from './helpers/servers.js';
@@ -104,6 +107,85 @@ describe('conformance against npm start behind the Prism validating proxy', () =
     expect(code).toBe(0);
   }, 120_000);
 
+  it("holds the README's conversation under the id the document's examples name", async () => {
+    const id = '6f1c2c49-5f0e-4f4b-9a39-7b8f0f2d6a10';
+    const r = await fetch(`${proxy}/api/v1/agents/acme-support/conversations/${id}/history`, { headers: { 'tenant-id': 'demo' } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('sl-violations')).toBeNull();
+    expect(((await r.json()) as { turns: { message: string }[] }).turns.map((t) => t.message)).toEqual([
+      'where is my order?',
+      expect.stringMatching(/^What is your order number/),
+      '100001',
+      expect.stringMatching(/^Order 100001 shipped/),
+    ]);
+  });
+
+  it("runs the Postman collection with newman: the README's folder passes its tests, and every reading request answers 2xx within the document", async () => {
+    const collection = JSON.parse(readFileSync(join(root, 'collections', COLLECTION_FILES.collection), 'utf8'));
+    const environment = JSON.parse(readFileSync(join(root, 'collections', COLLECTION_FILES.environment), 'utf8'));
+    type Item = { name: string; item?: Item[]; request?: { method: string; header?: { key: string; value: string; disabled?: boolean }[] } };
+    // The README's folder as it is; of the other folders, the requests that only read (not the
+    // event streams, which never end, nor the widget's, which need a browser's origin and key).
+    const [readme, ...folders] = collection.item as Item[];
+    const reads = folders
+      .filter((f) => f.name !== 'Web chat widget')
+      .flatMap((f) => f.item ?? [])
+      .filter((i) => i.request?.method === 'GET' && !i.request.header?.some((h) => h.key === 'Accept' && h.value === 'text/event-stream'));
+    expect(readme.name).toBe("The README's conversation");
+    expect(reads.length).toBeGreaterThan(15);
+    const run = {
+      ...collection,
+      item: [readme, { name: 'Reading', item: reads }],
+      event: [
+        {
+          listen: 'test',
+          script: {
+            type: 'text/javascript',
+            exec: [
+              "pm.test('keeps to openapi.json (the Prism proxy reports no violation)', () => pm.expect(pm.response.headers.has('sl-violations')).to.be.false);",
+              "pm.test('answers 2xx', () => pm.expect(pm.response.code).to.be.within(200, 299));",
+            ],
+          },
+        },
+      ],
+    };
+    const summary = await new Promise<NewmanRunSummary>((resolve, reject) =>
+      newman.run({ collection: run, environment, envVar: [{ key: 'baseUrl', value: proxy }], reporters: [], timeoutRequest: 20_000 }, (err, s) =>
+        err ? reject(err) : resolve(s),
+      ),
+    );
+    const failures = summary.run.failures.map((f) => `${f.source?.name ?? '?'}: ${f.error.message}`);
+    expect(failures).toEqual([]);
+    expect(summary.run.stats.requests).toMatchObject({ total: 7 + reads.length, failed: 0 });
+    expect(summary.run.stats.assertions.failed).toBe(0);
+    expect(summary.run.stats.assertions.total).toBeGreaterThan(2 * (7 + reads.length));
+  }, 120_000);
+
+  it("runs switchboard.http with httpyac: every request's checks pass", async () => {
+    // The committed file with the proxy's address, in a folder of its own (httpyac reads files under its working directory).
+    const at = mkdtempSync(join(tmpdir(), 'switchboard-http-'));
+    try {
+      const text = readFileSync(join(root, 'collections', COLLECTION_FILES.http), 'utf8');
+      expect(text).toMatch(/^@baseUrl = http:\/\/127\.0\.0\.1:3000$/m);
+      writeFileSync(join(at, 'switchboard.http'), text.replace(/^@baseUrl = .*$/m, `@baseUrl = ${proxy}`));
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [join(root, 'node_modules/httpyac/bin/httpyac.js'), 'send', 'switchboard.http', '--all', '--json'],
+        {
+          cwd: at,
+        },
+      );
+      const report = JSON.parse(stdout) as {
+        summary: Record<string, number>;
+        requests: { title: string; response?: { statusCode: number; headers: Record<string, string> } }[];
+      };
+      expect(report.summary).toMatchObject({ totalRequests: 5, successRequests: 5, totalTests: 5, successTests: 5, failedTests: 0, erroredTests: 0 });
+      for (const r of report.requests) expect(r.response?.headers['sl-violations'], r.title).toBeUndefined();
+    } finally {
+      rmSync(at, { recursive: true, force: true });
+    }
+  }, 120_000);
+
   it('fails, exit code 1, when the answers break the document', async () => {
     // A gateway that adds a field to the health answer.
     const target = proxy;
@@ -118,7 +200,10 @@ describe('conformance against npm start behind the Prism validating proxy', () =
       }).then(async (r) => {
         let text = await r.text();
         if (req.url === '/healthz') text = JSON.stringify({ ...(JSON.parse(text) as object), uptime: 12 });
-        res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'text/plain' });
+        res.writeHead(r.status, {
+          'content-type': r.headers.get('content-type') ?? 'text/plain',
+          ...Object.fromEntries(['x-request-id', 'retry-after'].flatMap((h) => (r.headers.get(h) ? [[h, r.headers.get(h)!]] : []))),
+        });
         res.end(text);
       });
     });

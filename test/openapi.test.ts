@@ -8,11 +8,30 @@ import { describe, expect, it } from 'vitest';
 import { contract } from '@switchboard/contract';
 import { lintOpenApi } from '../scripts/lint-openapi.js';
 import { OPENAPI_FILE, renderOpenApi } from '../scripts/openapi.js';
+import { COLLECTION_FILES, COLLECTIONS_DIR, renderCollections } from '../scripts/collections.js';
 
 describe('openapi.json', () => {
   it('is what the contract generates now (run `npm run openapi` after changing the contract)', () => {
     expect(readFileSync(OPENAPI_FILE, 'utf8')).toBe(renderOpenApi());
   });
+
+  it("has its REST clients' collections converted from it now (run `npm run openapi`), every request with no made-up value", async () => {
+    const files = await renderCollections(JSON.parse(renderOpenApi()));
+    expect(Object.keys(files).sort()).toEqual(Object.values(COLLECTION_FILES).sort());
+    for (const [name, text] of Object.entries(files)) expect(readFileSync(new URL(name, COLLECTIONS_DIR), 'utf8'), name).toBe(text);
+    // Path variables are the examples npm start answers, or the variables the README's folder sets.
+    const collection = JSON.parse(files[COLLECTION_FILES.collection]);
+    const requests = (list: { item?: unknown[]; request?: { url: { variable?: { key: string; value: string }[] } } }[]): typeof list =>
+      list.flatMap((i) => (i.item ? requests(i.item as typeof list) : [i]));
+    const values = requests(collection.item).flatMap((i) => (i.request?.url.variable ?? []).map((v) => v.value));
+    expect(values.length).toBeGreaterThan(40);
+    for (const v of values) expect(v).toMatch(/^(acme-support|1|u-42|ORDERS_TOKEN|\{\{conversation_id\}\}|\{\{replay_id\}\}|[0-9a-f-]{36})$/);
+    expect(files[COLLECTION_FILES.collection]).not.toContain('<string>');
+    // The REST Client file reads the id the named first request answered.
+    const rest = files[COLLECTION_FILES.restClient];
+    expect(rest).toContain('# @name start');
+    expect(rest.match(/\{\{start\.response\.body\.\$\.conversation_id\}\}/g)).toHaveLength(3);
+  }, 60_000);
 
   it('documents every route of the contract with a summary, a description and every error response', () => {
     const doc = JSON.parse(renderOpenApi());
@@ -31,8 +50,29 @@ describe('openapi.json', () => {
       }
     }
     const converse = doc.paths['/api/v1/agents/{slug}/converse'].post;
-    const headers = converse.parameters.filter((p: { in: string }) => p.in === 'header').map((p: { name: string }) => p.name);
-    expect(headers).toEqual(expect.arrayContaining(['user-id', 'x-request-id', 'idempotency-key']));
+    const parameter = (p: { $ref?: string }) => (p.$ref ? doc.components.parameters[p.$ref.split('/').pop()!] : p);
+    const headers = converse.parameters.map(parameter).filter((p: { in: string }) => p.in === 'header');
+    expect(headers.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['user-id', 'x-request-id', 'idempotency-key']));
+    // Every path parameter has an example that npm start answers (the README's conversation, version 1).
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { parameters?: { $ref?: string }[] }>>))
+      for (const [method, op] of Object.entries(item))
+        for (const p of (op.parameters ?? []).map(parameter).filter((x: { in: string }) => x.in === 'path'))
+          expect(p.example, `${method} ${path} ${p.name}`).toBeDefined();
+    expect(parameter(doc.paths['/api/v1/agents/{slug}/conversations/{id}/history'].get.parameters[1])).toMatchObject({
+      name: 'id',
+      example: '6f1c2c49-5f0e-4f4b-9a39-7b8f0f2d6a10',
+    });
+    expect(doc.components.examples.ReplayRequest.value.version).toBe(1);
+    // Optional parameters have a valid example or none: never one a server refuses.
+    expect(doc.components.parameters.Cursor.example).toBeUndefined();
+    // Every response declares x-request-id; 429 and 503 declare retry-after.
+    const response = (r: { $ref?: string }) => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r);
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, { responses: Record<string, { $ref?: string }> }>>))
+      for (const [method, op] of Object.entries(item))
+        for (const [status, r] of Object.entries(op.responses)) {
+          expect(Object.keys(response(r).headers ?? {}), `${method} ${path} ${status}`).toContain('x-request-id');
+          if (status === '429' || status === '503') expect(Object.keys(response(r).headers), `${method} ${path} ${status}`).toContain('retry-after');
+        }
     // The tenant comes through a security scheme: the header, or an API key that names it.
     expect(converse.security).toEqual([{ tenantHeader: [] }, { apiKey: [] }]);
     expect(doc.components.securitySchemes.tenantHeader).toMatchObject({ type: 'apiKey', in: 'header', name: 'tenant-id' });
