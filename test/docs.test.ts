@@ -57,5 +57,16 @@ describe('whole definitions in the docs', () => {
       .set('content-type', b.lang === 'json' ? 'application/json' : 'application/yaml')
       .send(b.text);
     expect(r.status, JSON.stringify(r.body.errors ?? r.body)).toBe(200);
+    // A copied example teaches the recommended fallback: none whose examples replace the class of everyday messages.
+    expect(r.body.warnings.filter((w: { code: string }) => w.code === 'thin_fallback')).toEqual([]);
+  });
+
+  it("sends an off-topic message to agents.md's complete example's fallback", async () => {
+    const b = whole.find((x) => x.file === 'docs/agents.md' && /routing:\s*\n\s*fallback: fallback/.test(x.text))!;
+    await request(f.app.app).put('/api/v1/agents/complete').set('tenant-id', 'docs').set('content-type', 'application/yaml').send(b.text).expect(200);
+    for (const message of ["what's the weather like?", 'my car broke down']) {
+      const r = await request(f.app.app).post('/api/v1/agents/complete/converse').set('tenant-id', 'docs').send({ message }).expect(200);
+      expect(r.body.state.capability, message).toBe('fallback');
+    }
   });
 });

@@ -160,15 +160,17 @@ describe('npm run agents', () => {
     expect(checked.stdout).toContain('  ${ORDERS_URL} = "http://127.0.0.1:4555" (from SWITCHBOARD_VAR_ORDERS_URL)');
   });
 
-  it('validates offline with the warnings a PUT would give: a slot read but never filled', async () => {
+  it('validates offline with the warnings a PUT would give: a slot read but never filled, a fallback of placeholders', async () => {
     const typo = join(dir, 'typo.yaml');
     writeFileSync(
       typo,
-      'name: Typo\ncapabilities:\n  - name: a\n    examples: [one, two, three, four, five]\n    phases:\n      - { id: p, say: "Which class?", collect: { slot: class, type: text }, next: q }\n      - { id: q, say: "Class {{ slots.clas }} it is." }\n',
+      'name: Typo\ncapabilities:\n  - name: a\n    examples: [one, two, three, four, five]\n    phases:\n      - { id: p, say: "Which class?", collect: { slot: class, type: text }, next: q }\n      - { id: q, say: "Class {{ slots.clas }} it is." }\n' +
+        '  - name: fallback\n    examples: [something else, none of these]\n    phases: [{ id: s, say: "Sorry." }]\n',
     );
     const checked = await cli('validate', typo);
     expect(checked.stdout).toContain('ok      ');
     expect(checked.stdout).toContain('  warning: "slots.clas" is read here, but no phase collects it and no action saves it: it is always empty');
+    expect(checked.stdout).toContain('  warning: the fallback "fallback" has placeholder examples ("something else", "none of these")');
   });
 
   it('refuses a broken file with its problems and a non-zero exit', async () => {

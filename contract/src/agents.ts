@@ -20,9 +20,9 @@ export type Agent = z.infer<typeof Agent>;
 
 export const DefinitionWarning = z.object({
   code: z
-    .enum(['thin_capability', 'duplicate_example', 'example_closer_to_other', 'unknown_slot', 'unreachable_host', 'host_not_checked'])
+    .enum(['thin_capability', 'thin_fallback', 'duplicate_example', 'example_closer_to_other', 'unknown_slot', 'unreachable_host', 'host_not_checked'])
     .describe(
-      "thin_capability: fewer than 5 examples; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own; unknown_slot: a template or condition reads a slot that nothing collects or saves; unreachable_host: an action or webhook names a host this tenant may not reach (unknown, or a private address not in ACTION_ALLOWED_HOSTS); host_not_checked: a host whose check could not be made now (its name server did not answer in time, too many checks under way, or more hosts than are checked for one definition)",
+      "thin_capability: fewer than 5 examples; thin_fallback: the fallback has fewer than 8 examples, or placeholders, which replace the router's class of everyday messages; duplicate_example: one example under two capabilities; example_closer_to_other: an example nearer to another capability's examples than to its own; unknown_slot: a template or condition reads a slot that nothing collects or saves; unreachable_host: an action or webhook names a host this tenant may not reach (unknown, or a private address not in ACTION_ALLOWED_HOSTS); host_not_checked: a host whose check could not be made now (its name server did not answer in time, too many checks under way, or more hosts than are checked for one definition)",
     ),
   capability: z.string().optional().describe('The capability concerned ("*" for a line that counts further warnings)'),
   path: z.string().optional().describe('Where in the definition, as in validation problems'),

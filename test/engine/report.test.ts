@@ -44,6 +44,36 @@ describe('routing warnings', () => {
     for (const x of w) expect(x.message.length).toBeGreaterThan(20);
   });
 
+  it('warns of a fallback whose few or placeholder examples would replace the class of everyday messages', () => {
+    const withFallback = (examples?: string[]) =>
+      routingWarnings(
+        parseDefinition({
+          ...shop,
+          capabilities: [...shop.capabilities.slice(0, 1), { name: 'fallback', ...(examples ? { examples } : {}), phases: say('Sorry.') }],
+        }),
+      ).filter((w) => w.code === 'thin_fallback');
+    expect(withFallback(['something else', 'none of these'])).toEqual([
+      expect.objectContaining({ capability: 'fallback', message: expect.stringContaining('placeholder examples ("something else", "none of these")') }),
+    ]);
+    expect(withFallback(['cancel my gym membership', 'sell me a car'])).toEqual([
+      expect.objectContaining({ message: expect.stringMatching(/has 2 examples .*leave them out, or give 8 or more/) }),
+    ]);
+    // Eight real ones with a placeholder among them still warn; none, or eight real ones, do not.
+    const real = [
+      'cancel my gym membership',
+      'sell me a car',
+      'book a flight',
+      'fix my boiler',
+      'what is the capital of peru',
+      'tell me a joke',
+      'play some music',
+      'order a pizza',
+    ];
+    expect(withFallback([...real, 'Something else.'])).toHaveLength(1);
+    expect(withFallback(real)).toEqual([]);
+    expect(withFallback()).toEqual([]);
+  });
+
   it('has nothing to say about a well-separated agent', () => {
     const clean = parseDefinition({ ...shop, capabilities: shop.capabilities.slice(0, 1) });
     expect(routingWarnings(clean)).toEqual([]);

@@ -45,6 +45,7 @@ export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWI
     }
   }
   out.push(...listed(thin));
+  out.push(...thinFallback(def));
   const owner = new Map<string, string>();
   const duplicates: DefinitionWarning[] = [];
   for (const c of caps) {
@@ -65,6 +66,36 @@ export function routingWarnings(def: AgentDefinition, pairwiseLimit = PUT_PAIRWI
   const total = caps.reduce((n, c) => n + c.examples.length, 0);
   if (caps.length > 1 && total <= pairwiseLimit) out.push(...listed(closerToOther(caps)));
   return out;
+}
+
+/** A fallback's examples that say nothing about what to turn away. */
+const PLACEHOLDER = /^(something else|anything else|none of (these|the above)|other|others|none|n\/a|misc|unknown|fallback)$/;
+/** Fewer examples than this, and a fallback's examples stand in for the background class poorly. */
+const MIN_FALLBACK_EXAMPLES = 8;
+
+/**
+ * A fallback with a few or placeholder examples: they replace the router's built-in background
+ * class of everyday messages, so off-topic messages ("what's the weather like?") go to the closest
+ * capability instead of the fallback (docs/agents.md, small agents).
+ */
+function thinFallback(def: AgentDefinition): DefinitionWarning[] {
+  const name = def.routing?.fallback ?? 'fallback';
+  const examples = def.capabilities.find((c) => c.name === name)?.examples ?? [];
+  if (examples.length === 0) return [];
+  const placeholders = examples.filter((e) => PLACEHOLDER.test(normal(e).replace(/[.!?]+$/, '')));
+  if (examples.length >= MIN_FALLBACK_EXAMPLES && placeholders.length === 0) return [];
+  const shown = (placeholders.length ? placeholders : examples)
+    .slice(0, 3)
+    .map((e) => `"${e}"`)
+    .join(', ');
+  const what = placeholders.length ? `placeholder examples (${shown})` : `${examples.length} example${examples.length === 1 ? '' : 's'} (${shown})`;
+  return [
+    {
+      code: 'thin_fallback',
+      capability: name,
+      message: `the fallback "${name}" has ${what}: a fallback's examples replace the built-in class of everyday messages, so off-topic messages ("what's the weather like?") go to the closest capability; leave them out, or give ${MIN_FALLBACK_EXAMPLES} or more real messages the agent should turn away`,
+    },
+  ];
 }
 
 /** Names of the slots a text reads: `slots.name` and `slots['name']`. */
