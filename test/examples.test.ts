@@ -256,8 +256,8 @@ describe('npm run agents', () => {
   it("runs the example agents' test files in memory, and reports a failing step readably, with a JUnit file", async () => {
     const ok = await cli('test', 'agents/', '--junit', join(dir, 'ok.xml'));
     expect(ok.stdout).toContain('✓ shipped order');
-    expect(ok.stdout).toMatch(/^9 passed, 0 failed \(2 file\(s\)\)$/m);
-    expect(readFileSync(join(dir, 'ok.xml'), 'utf8')).toContain('<testsuites tests="9" failures="0" errors="0"');
+    expect(ok.stdout).toMatch(/^11 passed, 0 failed \(2 file\(s\)\)$/m);
+    expect(readFileSync(join(dir, 'ok.xml'), 'utf8')).toContain('<testsuites tests="11" failures="0" errors="0"');
     const tests = join(dir, 'acme-support.test.yaml');
     writeFileSync(join(dir, 'acme-support.yaml'), readFileSync(EXAMPLE, 'utf8'));
     writeFileSync(
