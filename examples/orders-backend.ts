@@ -32,3 +32,13 @@ export function startOrdersBackend(port: number, host = '127.0.0.1'): Promise<Se
     server.listen(port, host, () => resolve(server));
   });
 }
+
+// `node dist/examples/orders-backend.js` (the image carries it): the backend on its own, as
+// compose.yaml runs it beside the service; HOST and PORT say where (127.0.0.1:3001 by default).
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const host = process.env.HOST ?? '127.0.0.1';
+  const port = Number(process.env.PORT ?? 3001);
+  const server = await startOrdersBackend(port, host);
+  console.log(`example orders backend listening on ${host}:${port} (orders 100001-100003; 999999 answers 503)`);
+  process.once('SIGTERM', () => server.close(() => process.exit(0)));
+}

@@ -11,7 +11,9 @@
 //      chain verified, the console page, /metrics behind its token, the health check;
 //   5. SIGTERM while a conversation is in flight: /readyz turns 503, the reply still arrives,
 //      the container exits 0;
-//   6. deploy/kubernetes played with `podman kube play`: three replicas started together, each ready.
+//   6. compose.yaml's switchboard and orders services with the file's environment: the README
+//      conversation, its action answered by the orders container;
+//   7. deploy/kubernetes played with `podman kube play`: three replicas started together, each ready.
 // Prints each step; exits 1 on the first failure. Needs podman (and debootstrap without NODE_IMAGE).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -34,6 +36,8 @@ const RUNTIME = process.env.PODMAN_RUNTIME ?? (existsSync('/usr/sbin/runc') ? '/
 const PORT = Number(process.env.IMAGE_TEST_PORT ?? 3390);
 const BACKEND_PORT = PORT + 1;
 const DELAYED_PORT = PORT + 2;
+const COMPOSE_PORT = PORT + 3;
+const COMPOSE_ORDERS_PORT = PORT + 4;
 const KUBE_PORT = 3000; // the container port the manifests name
 
 // This machine's kernel refuses containers whose limits it cannot set, so they are given
@@ -251,6 +255,81 @@ async function runContainer(pg: string): Promise<void> {
   }
 }
 
+/**
+ * compose.yaml's switchboard and orders services, run from the image with the file's own
+ * environment: the database is a fresh one on the host's server, and host networking puts the
+ * orders API on a free port, which the service's URL and grant follow (`orders` names loopback).
+ * The README conversation must hold, its action answered by the orders container.
+ */
+async function runCompose(pg: string): Promise<void> {
+  const compose = parseAllDocuments(readFileSync(join(root, 'compose.yaml'), 'utf8'))[0].toJS({ merge: true }) as {
+    services: Record<string, { entrypoint?: string[]; environment: Record<string, string> }>;
+  };
+  const service = compose.services['switchboard-1'];
+  const orders = compose.services.orders;
+  const declared = `orders:${orders.environment.PORT}`;
+  const moved = `orders:${COMPOSE_ORDERS_PORT}`;
+  const env = Object.entries({ ...service.environment, DATABASE_URL: pg, PORT: String(COMPOSE_PORT) }).map(
+    ([k, v]) => `${k}=${String(v).replace(declared, moved)}`,
+  );
+  if (!env.some((e) => e.startsWith('SWITCHBOARD_VAR_ORDERS_URL=') && e.includes(moved)))
+    throw new Error(`compose.yaml: the service does not call ${declared}`);
+  const names = { orders: `switchboard-orders-${process.pid}`, service: `switchboard-compose-${process.pid}` };
+  const [entry, ...args] = orders.entrypoint ?? [];
+  podman([
+    'run',
+    '-d',
+    '--name',
+    names.orders,
+    '--network',
+    'host',
+    ...limits,
+    '-e',
+    'HOST=127.0.0.1',
+    '-e',
+    `PORT=${COMPOSE_ORDERS_PORT}`,
+    '--entrypoint',
+    entry,
+    TAG,
+    ...args,
+  ]);
+  try {
+    const t0 = performance.now();
+    podman(['run', '-d', '--name', names.service, '--network', 'host', '--add-host', 'orders:127.0.0.1', ...limits, ...env.flatMap((e) => ['-e', e]), TAG]);
+    try {
+      await waitFor('the compose service ready', async () => (await readyz(COMPOSE_PORT)) === 200);
+      const key = podman([
+        'exec',
+        names.service,
+        'node',
+        'dist/server/src/cli/keys.js',
+        'create',
+        '--tenant',
+        'acme',
+        '--scopes',
+        'converse,read,admin',
+      ]).out.match(/sbk_\S+/)?.[0];
+      if (!key) throw new Error('the keys CLI printed no key');
+      const sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${COMPOSE_PORT}`, apiKey: key });
+      const first = await sb.api.converse({ params: { slug: 'acme-support' }, body: { message: 'where is my order?' } });
+      if (first.status !== 200) throw new Error(`first turn: ${first.status} ${JSON.stringify(first.body)}`);
+      const second = await sb.api.converse({ params: { slug: 'acme-support' }, body: { message: '100001', conversation_id: first.body.conversation_id } });
+      if (second.status !== 200 || !/^Order 100001 shipped on 2026-11-18/.test(second.body.response.message))
+        throw new Error(`compose.yaml's README conversation: ${second.status} ${JSON.stringify(second.body)}`);
+      step(
+        `compose.yaml's switchboard and orders services (its environment) hold the README conversation in ${seconds(t0)}: "${second.body.response.message}"`,
+      );
+    } catch (err) {
+      console.error(podman(['logs', names.service], { check: false }).all.slice(-3000));
+      throw err;
+    } finally {
+      podman(['rm', '-f', names.service], { check: false });
+    }
+  } finally {
+    podman(['rm', '-f', names.orders], { check: false });
+  }
+}
+
 // Kubernetes resources as parsed YAML: free-form, read and rewritten field by field.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Manifest = Record<string, any>;
@@ -294,7 +373,7 @@ async function runKube(pg: string): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-kube-'));
   const network = (JSON.parse(podman(['network', 'inspect', 'podman']).out) as [{ subnets: { subnet: string; gateway: string }[] }])[0].subnets[0];
   const bridge = await bridgeToPostgres(pg, network.subnet);
-  const docs = ['configmap.yaml', 'secret.yaml', 'deployment.yaml'].flatMap((f) =>
+  const docs = ['configmap.yaml', 'example-secret/secret.yaml', 'deployment.yaml'].flatMap((f) =>
     parseAllDocuments(readFileSync(join(root, 'deploy/kubernetes', f), 'utf8')).map((d) => d.toJS() as Manifest),
   );
   const secret = docs.find((d) => d.kind === 'Secret')!;
@@ -393,6 +472,12 @@ async function main(): Promise<void> {
     await runContainer(db.url);
   } finally {
     await db.drop();
+  }
+  const composed = await freshPostgres(PG, 'compose');
+  try {
+    await runCompose(composed.url);
+  } finally {
+    await composed.drop();
   }
   const kube = await freshPostgres(PG, 'kube');
   try {

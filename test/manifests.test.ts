@@ -3,13 +3,14 @@
 // configuration, the Dockerfile. Every setting they name must be one the server reads, with a
 // value it accepts. `npm run test:image` runs the image and plays the manifests with podman.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { CONFIG_VARIABLES, loadConfig } from '../server/src/config.js';
@@ -19,15 +20,21 @@ const kubeDir = join(root, 'deploy/kubernetes');
 const read = (p: string) => readFileSync(join(root, p), 'utf8');
 
 type Doc = Record<string, any>;
-const docs: Doc[] = readdirSync(kubeDir)
-  .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
-  .flatMap((f) => parseAllDocuments(readFileSync(join(kubeDir, f), 'utf8')).map((d) => ({ ...(d.toJS() as Doc), __file: f })));
+/** The resources of one folder's files (its kustomization aside), each with its file's name. */
+const resourcesIn = (dir: string): Doc[] =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
+    .flatMap((f) => parseAllDocuments(readFileSync(join(dir, f), 'utf8')).map((d) => ({ ...(d.toJS() as Doc), __file: f })));
+const OVERLAYS = ['example-secret', 'ingress'];
+// The base's resources and the overlays', as one set (each kind once).
+const base = resourcesIn(kubeDir);
+const docs: Doc[] = [...base, ...OVERLAYS.flatMap((o) => resourcesIn(join(kubeDir, o)).map((d) => ({ ...d, __file: `${o}/${d.__file}` })))];
 const one = (kind: string): Doc => {
   const found = docs.filter((d) => d.kind === kind);
   expect(found, kind).toHaveLength(1);
   return found[0];
 };
-const models: Record<string, new (data: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, NetworkPolicy };
+const models: Record<string, new (data: any) => { validate(): void }> = { Deployment, ConfigMap, Secret, Service, PodDisruptionBudget, NetworkPolicy, Ingress };
 
 /** Real values of the right shape for what the Secret leaves to the operator. */
 const filledSecret = {
@@ -49,7 +56,39 @@ describe('deploy/kubernetes', () => {
       expect(() => new Model(resource).validate(), __file).not.toThrow();
     }
     const kustomization = parse(readFileSync(join(kubeDir, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
-    expect([...kustomization.resources].sort()).toEqual([...new Set(docs.map((d) => d.__file))].sort());
+    expect([...kustomization.resources].sort()).toEqual([...new Set(base.map((d) => d.__file))].sort());
+    // Each overlay is the base and its own files.
+    for (const o of OVERLAYS) {
+      const overlay = parse(readFileSync(join(kubeDir, o, 'kustomization.yaml'), 'utf8')) as { resources: string[] };
+      expect(overlay.resources, o).toEqual(['..', ...resourcesIn(join(kubeDir, o)).map((d) => d.__file)]);
+    }
+  });
+
+  it('applying the base leaves a Secret made from a secret store alone: the example Secret is an overlay', () => {
+    expect(base.map((d) => d.kind)).not.toContain('Secret');
+    expect(one('Secret').__file).toBe('example-secret/secret.yaml');
+    expect(read('docs/deployment.md')).toContain('kubectl apply -k deploy/kubernetes/example-secret');
+  });
+
+  it('the Ingress serves PUBLIC_URL over TLS to the Service, unbuffered, with room for the largest agent definition', () => {
+    const ingress = one('Ingress');
+    const host = new URL(one('ConfigMap').data.PUBLIC_URL).host;
+    expect(new URL(one('ConfigMap').data.PUBLIC_URL).protocol).toBe('https:');
+    expect(ingress.spec.tls).toEqual([{ hosts: [host], secretName: 'switchboard-tls' }]);
+    const rule = ingress.spec.rules[0];
+    expect(rule.host).toBe(host);
+    const service = one('Service');
+    expect(rule.http.paths[0].backend.service).toEqual({ name: service.metadata.name, port: { name: service.spec.ports[0].name } });
+    expect(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-buffering']).toBe('off');
+    const mib = Number(String(ingress.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size']).replace(/m$/, ''));
+    expect(mib * 1024 * 1024).toBeGreaterThan(loadConfig({}).agentBodyLimitBytes);
+  });
+
+  it("the README builds the image under the tag the Deployment runs, the package's version", () => {
+    const image = one('Deployment').spec.template.spec.containers[0].image;
+    expect(image).toBe(`switchboard:${JSON.parse(read('package.json')).version}`);
+    expect(read('README.md')).toContain(`podman build -t ${image} .`);
+    expect(read('docs/deployment.md')).toContain('kubectl exec deploy/switchboard -- node dist/server/src/cli/keys.js create');
   });
 
   it('a schema error is caught (the check can fail)', () => {
@@ -154,6 +193,19 @@ describe('compose.yaml', () => {
     expect(compose.services.proxy.ports).toEqual(['127.0.0.1:3000:3000']);
   });
 
+  it("runs the example orders API the example agent calls, granted to the agents' tenant, so the README conversation holds", () => {
+    const orders = compose.services.orders;
+    expect(orders.entrypoint).toEqual(['node', 'dist/examples/orders-backend.js']);
+    expect(orders.image).toBe(compose.services['switchboard-1'].image);
+    for (const name of replicas) {
+      const env = compose.services[name].environment;
+      const url = new URL(env.SWITCHBOARD_VAR_ORDERS_URL);
+      expect(url.host).toBe(`orders:${orders.environment.PORT}`);
+      expect(loadConfig({ ...env, HOST: '0.0.0.0' }).actionAllowedHosts[env.AGENTS_TENANT]).toContain(url.host);
+    }
+    expect(read('agents/acme-support.yaml')).toContain('url: "${ORDERS_URL:-');
+  });
+
   it('the proxy balances over exactly those replicas, checking /readyz', () => {
     const cfg = read('deploy/compose/haproxy.cfg');
     expect([...cfg.matchAll(/^\s*server (\S+) (\S+):(\d+)/gm)].map((m) => [m[1], m[2]])).toEqual(replicas.map((r) => [r, r]));
@@ -167,7 +219,52 @@ describe('compose.yaml', () => {
   });
 });
 
+/** The shell command of the first RUN after `after` in the Dockerfile, its continuation lines joined, its --mount flags left out. */
+function runCommand(dockerfile: string, after: string): string {
+  const from = dockerfile.indexOf(after);
+  const at = dockerfile.indexOf('\nRUN ', from) + 1;
+  const lines: string[] = [];
+  for (const line of dockerfile.slice(at).split('\n')) {
+    lines.push(line.replace(/\\$/, ''));
+    if (!line.endsWith('\\')) break;
+  }
+  // As the builder joins them: the backslash and the line break go.
+  return lines
+    .join('')
+    .replace(/^RUN /, '')
+    .replace(/--mount=\S+\s+/g, '');
+}
+
 describe('Dockerfile', () => {
+  it('checks each install for what it must have produced, in the same step, and names what is missing', () => {
+    const dockerfile = read('Dockerfile');
+    for (const stage of ['FROM manifests AS deps', 'FROM manifests AS build']) {
+      const run = runCommand(dockerfile, stage);
+      expect(run, stage).toMatch(/npm ci /);
+      expect(run, stage).toMatch(/exit 1/);
+      expect(run, stage).toContain('A failed install');
+    }
+    expect(read('docs/deployment.md')).toContain('**A failed install.**');
+    // The build install's check, run where npm "succeeded" without some tools: it stops and names them.
+    const check = runCommand(dockerfile, 'FROM manifests AS build').replace(/^.*?npm ci --ignore-scripts && npm rebuild esbuild/s, 'true');
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-install-'));
+    try {
+      mkdirSync(join(dir, 'node_modules/.bin'), { recursive: true });
+      const tool = (name: string) => writeFileSync(join(dir, 'node_modules/.bin', name), '#!/bin/sh\nexit 0\n', { mode: 0o755 });
+      tool('tsc');
+      tool('tsx');
+      const broken = spawnSync('sh', ['-c', check], { cwd: dir, encoding: 'utf8' });
+      expect(broken.status).toBe(1);
+      expect(broken.stderr).toContain('npm ci exited 0 without: vite esbuild');
+      tool('vite');
+      tool('esbuild');
+      const whole = spawnSync('sh', ['-c', check], { cwd: dir, encoding: 'utf8' });
+      expect(whole.status, whole.stderr).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   const dockerfile = read('Dockerfile');
   it('based on the official Node.js image of the major version the project runs on, as a non-root user, with a health check', () => {
     const base = dockerfile.match(/^ARG NODE_IMAGE=(\S+)$/m)?.[1];
