@@ -10,7 +10,7 @@
 //     if (e.type === 'delta') process.stdout.write(e.text);
 //     else console.log('\n', e.response.state);
 //   }
-import { initClient, type InitClientArgs } from '@ts-rest/core';
+import { initClient, type ApiFetcher } from '@ts-rest/core';
 import { createParser } from 'eventsource-parser';
 import { contract, type ConverseRequest, type ConverseResponse, type Problem } from '@switchboard/contract';
 
@@ -93,29 +93,36 @@ export class SwitchboardError extends Error {
 const { streamEvents: _stream, ...jsonApi } = contract.api;
 const clientContract = { api: jsonApi, ops: contract.ops };
 
+/**
+ * What the calls are made with, written out: the declarations then name no optional property as
+ * `| undefined`, which consumers checking with `exactOptionalPropertyTypes` would refuse.
+ */
+type ClientArgs = { baseUrl: string; baseHeaders: { 'tenant-id': string }; throwOnUnknownStatus: true; api?: ApiFetcher };
+
 export function createSwitchboardClient(opts: SwitchboardClientOptions) {
   const baseUrl = opts.baseUrl.replace(/\/+$/, '');
   const baseHeaders: Record<string, string> = { ...(opts.tenantId ? { 'tenant-id': opts.tenantId } : {}), ...(opts.headers ?? {}) };
   if (opts.apiKey) baseHeaders.authorization = `Bearer ${opts.apiKey}`;
   if (opts.userId) baseHeaders['user-id'] = opts.userId;
   const doFetch = opts.fetch ?? fetch;
-  const args = {
+  const custom = opts.fetch;
+  const args: ClientArgs = {
     baseUrl,
     baseHeaders: baseHeaders as { 'tenant-id': string },
     throwOnUnknownStatus: true,
-    ...(opts.fetch
+    ...(custom
       ? {
-          api: async (a: { path: string; method: string; headers: Record<string, string>; body?: RequestInit['body'] }) => {
-            const res = await opts.fetch!(a.path, { method: a.method, headers: a.headers, body: a.body });
+          api: (async (a) => {
+            const res = await custom(a.path, { method: a.method, headers: a.headers, body: a.body ?? null });
             const text = await res.text();
-            return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
-          },
+            return { status: res.status, body: text ? (JSON.parse(text) as unknown) : undefined, headers: res.headers };
+          }) satisfies ApiFetcher,
         }
       : {}),
-  } satisfies InitClientArgs;
+  };
   const client = initClient(clientContract as typeof contract, args) as unknown as {
-    api: Omit<ReturnType<typeof initClient<typeof contract, typeof args>>['api'], 'streamEvents'>;
-    ops: ReturnType<typeof initClient<typeof contract, typeof args>>['ops'];
+    api: Omit<ReturnType<typeof initClient<typeof contract, ClientArgs>>['api'], 'streamEvents'>;
+    ops: ReturnType<typeof initClient<typeof contract, ClientArgs>>['ops'];
   };
 
   /**

@@ -56,7 +56,7 @@ console.log(JSON.stringify({ put: put.status, reply: second.body.response.messag
     expect(JSON.parse(stdout)).toEqual({ put: 200, reply: 'You said: from plain node', turns: 4, schema: false });
   });
 
-  it('installs from its npm pack tarball into a fresh CommonJS app and a fresh ES module app, type-checks strictly and talks', async () => {
+  it('installs from its npm pack tarball into a fresh CommonJS app and a fresh ES module app, type-checks under @tsconfig/strictest and talks', async () => {
     const run = promisify(execFile);
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const packed = join(consumer, 'packed');
@@ -68,13 +68,15 @@ console.log(JSON.stringify({ put: put.status, reply: second.body.response.messag
     const { stdout: tarball } = await run('npm', [...readme!.split(' ').slice(1), '--pack-destination', packed, '--silent'], { cwd: process.cwd() });
     const tgz = join(packed, tarball.trim().split('\n').at(-1)!);
     const tsc = join(process.cwd(), 'node_modules/typescript/bin/tsc');
+    const strictest = (JSON.parse(readFileSync('node_modules/@tsconfig/strictest/tsconfig.json', 'utf8')) as { compilerOptions: Record<string, unknown> }).compilerOptions;
+    expect(strictest).toMatchObject({ strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true });
     const apps = {
       cjs: {
         type: 'commonjs',
         source: `import { createSwitchboardClient, type AuditEntry } from '@switchboard/client';
 declare const process: { argv: string[] };
 async function main(): Promise<void> {
-  const sb = createSwitchboardClient({ baseUrl: process.argv[2], tenantId: 'acme' });
+  const sb = createSwitchboardClient({ baseUrl: process.argv[2] ?? '', tenantId: 'acme' });
   const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
   if (first.status !== 200) throw new Error(String(first.status));
   const audit = await sb.api.getAuditLogs({ params: { slug: 'echo', id: first.body.conversation_id }, query: {} });
@@ -91,11 +93,13 @@ void main();
         type: 'module',
         source: `import { createSwitchboardClient } from '@switchboard/client';
 declare const process: { argv: string[] };
-const sb = createSwitchboardClient({ baseUrl: process.argv[2], tenantId: 'acme' });
+const sb = createSwitchboardClient({ baseUrl: process.argv[2] ?? '', tenantId: 'acme' });
 const first = await sb.api.converse({ params: { slug: 'echo' }, body: { message: 'echo this' } });
 if (first.status !== 200) throw new Error(String(first.status));
 const audit = await sb.api.getAuditLogs({ params: { slug: 'echo', id: first.body.conversation_id }, query: {} });
 if (audit.status !== 200) throw new Error(String(audit.status));
+const health = await sb.ops.healthz();
+if (health.status !== 200) throw new Error(String(health.status));
 console.log(JSON.stringify({ reply: first.body.response.message, changes: audit.body.data.filter((e) => e.type === 'status_change').length }));
 `,
         module: 'nodenext',
@@ -111,11 +115,12 @@ console.log(JSON.stringify({ reply: first.body.response.message, changes: audit.
       writeFileSync(
         join(dir, 'tsconfig.json'),
         JSON.stringify({
+          // @tsconfig/strictest (exactOptionalPropertyTypes, noUncheckedIndexedAccess, …), the package's declarations checked too.
           compilerOptions: {
+            ...strictest,
             target: 'ES2022',
             module: a.module,
             moduleResolution: a.resolution,
-            strict: true,
             skipLibCheck: false,
             lib: ['ES2023', 'DOM'],
             types: [],
