@@ -68,7 +68,8 @@ console.log(JSON.stringify({ put: put.status, reply: second.body.response.messag
     const { stdout: tarball } = await run('npm', [...readme!.split(' ').slice(1), '--pack-destination', packed, '--silent'], { cwd: process.cwd() });
     const tgz = join(packed, tarball.trim().split('\n').at(-1)!);
     const tsc = join(process.cwd(), 'node_modules/typescript/bin/tsc');
-    const strictest = (JSON.parse(readFileSync('node_modules/@tsconfig/strictest/tsconfig.json', 'utf8')) as { compilerOptions: Record<string, unknown> }).compilerOptions;
+    const strictest = (JSON.parse(readFileSync('node_modules/@tsconfig/strictest/tsconfig.json', 'utf8')) as { compilerOptions: Record<string, unknown> })
+      .compilerOptions;
     expect(strictest).toMatchObject({ strict: true, exactOptionalPropertyTypes: true, noUncheckedIndexedAccess: true });
     const apps = {
       cjs: {
