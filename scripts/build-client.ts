@@ -1,11 +1,12 @@
 // `npm run build:client`: compiles the typed client and the contract it is built on into a
 // standalone package (build/client-package) that a plain Node.js app can install and import or
-// require: ES modules and CommonJS (cjs/), each with declarations, the contract inlined,
+// require: ES modules and CommonJS (cjs/), each with the client's declarations as plain types, the contract inlined,
 // @ts-rest/core, eventsource-parser and zod as dependencies.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { clientDeclarations } from './client-declarations.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const CLIENT_PACKAGE = join(root, 'build/client-package');
@@ -28,6 +29,13 @@ export function buildClient(): string {
       if (!rel.startsWith('.')) rel = `./${rel}`;
       writeFileSync(f, readFileSync(f, 'utf8').replace(/(['"])@switchboard\/contract\1/g, `'${rel}'`));
     }
+  }
+  // Declarations: the client's own, written as plain types (scripts/client-declarations.ts) in
+  // place of tsc's, which carry the contract's Zod types; the contract's declarations go with them.
+  const declarations = clientDeclarations(root);
+  for (const base of [CLIENT_PACKAGE, join(CLIENT_PACKAGE, 'cjs')]) {
+    for (const f of files(base)) if (/\.d\.ts(\.map)?$/.test(f)) rmSync(f);
+    writeFileSync(join(base, 'client/src/index.d.ts'), declarations);
   }
   // The package is "type": "module"; the CommonJS build says what it is for its own folder.
   writeFileSync(join(CLIENT_PACKAGE, 'cjs/package.json'), `${JSON.stringify({ type: 'commonjs' })}\n`);

@@ -2,7 +2,7 @@
 // no workspace, only the package and its dependencies; and packed, installed into fresh
 // CommonJS and ES module projects, type-checked strictly and run, as another team would.
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -36,6 +36,20 @@ describe('the built client package', () => {
     await new Promise((r) => server?.close(r));
     await drop?.();
     rmSync(consumer, { recursive: true, force: true });
+  });
+
+  it("ships its declarations as plain types, without the contract's Zod types: under 500 KB for each entry", () => {
+    const declarations = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? declarations(join(dir, e.name)) : e.name.endsWith('.d.ts') ? [join(dir, e.name)] : [],
+      );
+    const all = declarations(pkg);
+    expect(all.map((f) => f.slice(pkg.length + 1)).sort()).toEqual(['cjs/client/src/index.d.ts', 'client/src/index.d.ts']);
+    const text = readFileSync(join(pkg, 'client/src/index.d.ts'), 'utf8');
+    expect(text.length).toBeLessThan(500 * 1024);
+    expect(text).not.toMatch(/ZodObject|objectOutputType|ZodOptional/);
+    expect(text).toMatch(/^export type ConverseResponse = \{ conversation_id: string;/m);
+    expect(text).toMatch(/^ {2}converse\(args: \{ params: \{ slug: string \}; body: ConverseRequest;/m);
   });
 
   it('talks to the service from a plain JavaScript app', async () => {
