@@ -2,13 +2,9 @@
 // or to a running server (--url); list an agent's versions and activate one; report how well an
 // agent routes (evaluation.ts).
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
-import { createLogger } from '../lib/logger.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
-import { createServices } from '../services.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
 import { ConversationStatus, type DefinitionWarning } from '@switchboard/contract';
-import { loadConfig } from '../config.js';
-import { migrate, openDatabase } from '../store/db.js';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
@@ -72,6 +68,14 @@ cli
     if (opts.url) return applyRemote(files, { url: opts.url, tenant: opts.tenant, key: opts.key }, opts.activate);
     if (!opts.tenant) this.error("error: required option '--tenant <tenant>' not specified (the database's agents belong to a tenant)");
     const tenant = opts.tenant;
+    // The server's services load only for the command that uses the database: validate, test,
+    // route and eval start without them (half the start-up of a command).
+    const [{ loadConfig }, { migrate, openDatabase }, { createServices }, { createLogger }] = await Promise.all([
+      import('../config.js'),
+      import('../store/db.js'),
+      import('../services.js'),
+      import('../lib/logger.js'),
+    ]);
     const config = loadConfig(process.env, {}, 'tool');
     const db = openDatabase(config.databaseUrl);
     let failed = 0;
