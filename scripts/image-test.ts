@@ -145,28 +145,17 @@ async function runSqlite(): Promise<void> {
   }
 }
 
+/** An admin key for tenant acme, made by the image's own CLI run as `podman <how> dist/server/src/cli/keys.js create …`. */
+function keyFrom(how: string[]): string {
+  const key = podman([...how, 'dist/server/src/cli/keys.js', 'create', '--tenant', 'acme', '--scopes', 'converse,read,admin']).out.match(/sbk_\S+/)?.[0];
+  if (!key) throw new Error('the keys CLI printed no key');
+  return key;
+}
+
 async function runContainer(pg: string): Promise<void> {
   const name = `switchboard-test-${process.pid}`;
   const metricsToken = randomUUID();
-  const key = podman([
-    'run',
-    '--rm',
-    '--network',
-    'host',
-    ...limits,
-    '-e',
-    `DATABASE_URL=${pg}`,
-    '--entrypoint',
-    'node',
-    TAG,
-    'dist/server/src/cli/keys.js',
-    'create',
-    '--tenant',
-    'acme',
-    '--scopes',
-    'converse,read,admin',
-  ]).out.match(/sbk_\S+/)?.[0];
-  if (!key) throw new Error('the keys CLI printed no key');
+  const key = keyFrom(['run', '--rm', '--network', 'host', ...limits, '-e', `DATABASE_URL=${pg}`, '--entrypoint', 'node', TAG]);
   step('an API key made with the image’s CLI (node dist/server/src/cli/keys.js create)');
 
   const backend = await startOrdersBackend(BACKEND_PORT);
@@ -298,18 +287,7 @@ async function runCompose(pg: string): Promise<void> {
     podman(['run', '-d', '--name', names.service, '--network', 'host', '--add-host', 'orders:127.0.0.1', ...limits, ...env.flatMap((e) => ['-e', e]), TAG]);
     try {
       await waitFor('the compose service ready', async () => (await readyz(COMPOSE_PORT)) === 200);
-      const key = podman([
-        'exec',
-        names.service,
-        'node',
-        'dist/server/src/cli/keys.js',
-        'create',
-        '--tenant',
-        'acme',
-        '--scopes',
-        'converse,read,admin',
-      ]).out.match(/sbk_\S+/)?.[0];
-      if (!key) throw new Error('the keys CLI printed no key');
+      const key = keyFrom(['exec', names.service, 'node']);
       const sb = createSwitchboardClient({ baseUrl: `http://127.0.0.1:${COMPOSE_PORT}`, apiKey: key });
       const first = await sb.api.converse({ params: { slug: 'acme-support' }, body: { message: 'where is my order?' } });
       if (first.status !== 200) throw new Error(`first turn: ${first.status} ${JSON.stringify(first.body)}`);
