@@ -48,6 +48,9 @@ describe('the built client package', () => {
     const text = readFileSync(join(pkg, 'client/src/index.d.ts'), 'utf8');
     expect(text.length).toBeLessThan(500 * 1024);
     expect(text).not.toMatch(/ZodObject|objectOutputType|ZodOptional/);
+    // Nor do they load Zod's or ts-rest's declarations, which a consumer would check too.
+    expect(text).not.toMatch(/from 'zod'|@ts-rest/);
+    expect(text).toMatch(/^export declare const ConverseRequest: Schema<ConverseRequest>;$/m);
     expect(text).toMatch(/^export type ConverseResponse = \{ conversation_id: string;/m);
     expect(text).toMatch(/^ {2}converse\(args: \{ params: \{ slug: string \}; body: ConverseRequest;/m);
   });
