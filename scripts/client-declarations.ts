@@ -1,14 +1,16 @@
 // The client package's declarations, written from the TypeScript checker's view of the client:
 // every type the client exports (the contract's among them) as a plain structural type under its
 // own name, the calls of `sb.api` and `sb.ops` as interfaces of plain argument and response
-// types, and the Zod schemas as `Schema<Name>` (what they parse to). tsc's own declarations of the client carry the
-// contract's Zod types (about 4 MB, which a consumer's type-check instantiates through ts-rest's
-// inference: tens of seconds with skipLibCheck off); these say the same in a few hundred KB.
+// types, and the Zod schemas as `Schema<Name>` (what they parse to). tsc's own declarations of
+// the client carry the contract's Zod types (about 4 MB, which a consumer's type-check
+// instantiates through ts-rest's inference: tens of seconds with skipLibCheck off); these say the
+// same in under 100 KB and import nothing (`npm run bench:client`).
 // No library prints a checker's types as standalone declarations (typeToString inlines every
 // named type and prints Zod's own generics for passthrough objects), hence this printer.
 import ts from 'typescript';
 import { join } from 'node:path';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { contract } from '@switchboard/contract';
 
 /** A printer of types as plain TypeScript, naming the types registered by name. */
 class Printer {
@@ -16,29 +18,18 @@ class Printer {
   readonly names = new Map<string, string>();
   private readonly fullMemo = new Map<ts.Type, string>();
   private readonly namedMemo = new Map<ts.Type, string>();
-  private readonly external = new Set<string>();
 
   constructor(private readonly checker: ts.TypeChecker) {}
 
-  /** Names from @ts-rest/core that the declarations import. */
-  get imports(): string[] {
-    return [...this.external].sort();
-  }
-
+  /** The platform's types (lib.*.d.ts, @types/node), printed by their names; every other is expanded. */
   private isExternal(t: ts.Type): boolean {
     // Aliases (Record, Omit, Partial…) are expanded: their arguments may be the client's own types.
     if (t.aliasSymbol) return false;
     const sym = t.getSymbol();
     // An anonymous type literal (`__type`) is expanded wherever it was written.
     if (!sym || sym.name.startsWith('__')) return false;
-    const file = sym?.declarations?.[0]?.getSourceFile().fileName ?? '';
-    // The platform's types (lib.*.d.ts, @types/node) by their names; Zod's are expanded.
-    if (/\/typescript\/lib\/lib\..*\.d\.ts$/.test(file) || file.includes('/node_modules/@types/') || file.includes('/node_modules/undici-types/')) return true;
-    if (file.includes('/@ts-rest/')) {
-      this.external.add(sym!.name);
-      return true;
-    }
-    return false;
+    const file = sym.declarations?.[0]?.getSourceFile().fileName ?? '';
+    return /\/typescript\/lib\/lib\..*\.d\.ts$/.test(file) || file.includes('/node_modules/@types/') || file.includes('/node_modules/undici-types/');
   }
 
   /** The structure with nothing named: what identifies a type. */
@@ -91,13 +82,7 @@ class Printer {
         .getTypeArguments(t as ts.TypeReference)
         .map(rec)
         .join(', ')}]`;
-    if (this.isExternal(t)) {
-      try {
-        return c.typeToString(t, undefined, ts.TypeFormatFlags.NoTruncation).replace(/\bimport\("[^"]+"\)\./g, '');
-      } catch (e) {
-        throw new Error(`printing ${(t.aliasSymbol ?? t.getSymbol())?.name}: ${(e as Error).message}`);
-      }
-    }
+    if (this.isExternal(t)) return c.typeToString(t, undefined, ts.TypeFormatFlags.NoTruncation).replace(/\bimport\("[^"]+"\)\./g, '');
     // A Zod schema inside a value (a helper's result) is not described further.
     if (f & ts.TypeFlags.Object && t.getProperty('_def') && t.getProperty('safeParse')) return 'Schema<unknown>';
     if (f & ts.TypeFlags.Object) {
@@ -110,13 +95,7 @@ class Printer {
         const optional = (p.flags & ts.SymbolFlags.Optional) !== 0;
         const key = /^[A-Za-z_$][\w$]*$/.test(p.name) ? p.name : JSON.stringify(p.name);
         const readonly = decl && ts.getCombinedModifierFlags(decl as ts.Declaration) & ts.ModifierFlags.Readonly ? 'readonly ' : '';
-        let printed: string;
-        try {
-          printed = rec(type);
-        } catch (e) {
-          throw new Error(`${p.name}.${(e as Error).message}`);
-        }
-        members.push(`${readonly}${key}${optional ? '?' : ''}: ${printed}`);
+        members.push(`${readonly}${key}${optional ? '?' : ''}: ${rec(type)}`);
       }
       for (const info of c.getIndexInfosOfType(t)) members.push(`[key: ${c.typeToString(info.keyType)}]: ${rec(info.type)}`);
       return members.length ? `{ ${members.join('; ')} }` : '{}';
@@ -128,7 +107,7 @@ class Printer {
     return /[|&]|=>/.test(s) && !/^\{.*\}$/.test(s) ? `(${s})` : s;
   }
 
-  signature(s: ts.Signature, rec: (x: ts.Type) => string = (x) => this.print(x)): string {
+  private signature(s: ts.Signature, rec: (x: ts.Type) => string): string {
     const c = this.checker;
     const params = s.getParameters().map((p) => {
       const decl = p.valueDeclaration as ts.ParameterDeclaration | undefined;
@@ -155,25 +134,18 @@ function probe(root: string, routes: { group: string; name: string }[]): string 
   ].join('\n');
 }
 
-/**
- * The declarations of client/src/index.ts for the package, as one self-contained file that imports
- * only @ts-rest/core's and Zod's small base types.
- */
+/** The declarations of client/src/index.ts for the package, as one self-contained file. */
 export function clientDeclarations(root: string): string {
   const config = ts.getParsedCommandLineOfConfigFile(join(root, 'tsconfig.json'), {}, { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => undefined })!;
   // Which calls there are: the contract's api (the event stream aside, served by `events()`) and ops.
-  const routes: { group: string; name: string }[] = [];
+  const routes = (['api', 'ops'] as const).flatMap((group) =>
+    Object.keys(contract[group])
+      .filter((name) => !(group === 'api' && name === 'streamEvents'))
+      .map((name) => ({ group, name })),
+  );
   const dir = mkdtempSync(join(root, 'client/src/.declarations-'));
   const file = join(dir, 'probe.ts');
   try {
-    const first = ts.createProgram([join(root, 'client/src/index.ts')], config.options);
-    const fc = first.getTypeChecker();
-    const contractFile = first.getSourceFile(join(root, 'contract/src/index.ts'))!;
-    const contractSym = fc.getExportsOfModule(fc.getSymbolAtLocation(contractFile)!).find((s) => s.name === 'contract')!;
-    const contractType = fc.getTypeOfSymbol(contractSym);
-    for (const group of ['api', 'ops'])
-      for (const r of fc.getPropertiesOfType(fc.getTypeOfSymbol(contractType.getProperty(group)!)))
-        if (!(group === 'api' && r.name === 'streamEvents')) routes.push({ group, name: r.name });
     writeFileSync(file, probe(root, routes));
     const program = ts.createProgram([file, join(root, 'client/src/index.ts')], config.options);
     const c = program.getTypeChecker();
@@ -184,21 +156,12 @@ export function clientDeclarations(root: string): string {
     const typeNamed = exports.filter(
       (s) => s.flags & (ts.SymbolFlags.TypeAlias | ts.SymbolFlags.Interface) && !['SwitchboardClient', 'Contract'].includes(s.name),
     );
-    // Smaller types first, so that larger ones print with their names.
     const declared = typeNamed.map((s) => ({ name: s.name, type: c.getDeclaredTypeOfSymbol(s) }));
     const schemaTyped = declared.filter((d) => d.type.getProperty('_def') && d.type.getProperty('safeParse'));
     if (schemaTyped.length) throw new Error(`exported types that are Zod schemas: ${schemaTyped.map((d) => d.name).join(', ')}`);
     // Each structure is named once (the first name in the client's export order); a type that is
     // another's under a second name is an alias of it.
-    for (const d of declared) {
-      let full: string;
-      try {
-        full = printer.full(d.type);
-      } catch (e) {
-        throw new Error(`${d.name}: ${(e as Error).message}`);
-      }
-      if (!printer.names.has(full)) printer.names.set(full, d.name);
-    }
+    for (const d of declared) if (!printer.names.has(printer.full(d.type))) printer.names.set(printer.full(d.type), d.name);
     const aliases = declared.map((d) => {
       const named = printer.names.get(printer.full(d.type))!;
       return `export type ${d.name} = ${named === d.name ? printer.body(d.type) : named};`;
@@ -247,10 +210,8 @@ export function clientDeclarations(root: string): string {
     const method = (name: string) => printer.print(c.getTypeOfSymbol(made.getProperty(name)!));
     const eventsSig = method('events');
     const streamSig = method('converseStream');
-    const external = printer.imports.filter((n) => !['ApiFetcher'].includes(n));
     return [
       '// Generated by scripts/client-declarations.ts (npm run build:client) from the client and the contract: plain types.',
-      ...(external.length ? [`import type { ${external.join(', ')} } from '@ts-rest/core';`] : []),
       '',
       ...aliases,
       ...shared,

@@ -244,49 +244,50 @@ const httpRequest = (s: HttpStep, agent: string) => [
   ...(s.body !== undefined ? ['content-type: application/json', '', JSON.stringify(s.body, null, 2)] : []),
 ];
 
+/** An .http file of the README's conversation: its intro, the variables, then each step as `step` writes it. */
+function httpDocument(intro: string[], id: string, step: (s: HttpStep, request: string[]) => string[]): string {
+  const agent = `{{baseUrl}}/api/v1/agents/${String(PARAMETER_EXAMPLES['path:slug'])}`;
+  return [
+    ...intro,
+    '@baseUrl = http://127.0.0.1:3000',
+    '@tenant = demo',
+    ...httpSteps(id).flatMap((s) => ['', `### ${s.title}`, ...step(s, httpRequest(s, agent))]),
+    '',
+  ].join('\n');
+}
+
 /**
  * For the JetBrains HTTP Client and httpyac (CLI and VS Code extension): response handler scripts
  * (`> {% … %}`) check each answer and keep the conversation id in a global variable.
  */
-function httpFile(): string {
-  const agent = `{{baseUrl}}/api/v1/agents/${String(PARAMETER_EXAMPLES['path:slug'])}`;
-  return [
-    "# The README's conversation with the example agent, for the JetBrains HTTP Client and httpyac",
-    '# (`npx httpyac send collections/switchboard.http --all`); VS Code REST Client: switchboard.rest-client.http.',
-    '# Start the service with `npm start`.',
-    '@baseUrl = http://127.0.0.1:3000',
-    '@tenant = demo',
-    ...httpSteps('{{conversation_id}}').flatMap((s) => [
-      '',
-      `### ${s.title}`,
-      ...httpRequest(s, agent),
+const httpFile = () =>
+  httpDocument(
+    [
+      "# The README's conversation with the example agent, for the JetBrains HTTP Client and httpyac",
+      '# (`npx httpyac send collections/switchboard.http --all`); VS Code REST Client: switchboard.rest-client.http.',
+      '# Start the service with `npm start`.',
+    ],
+    '{{conversation_id}}',
+    (s, request) => [
+      ...request,
       '',
       '> {%',
       `  client.test(${JSON.stringify(s.title)}, () => client.assert(response.status < 300 && ${s.check}, "answered " + response.status));`,
       ...(s.keepsId ? ['  client.global.set("conversation_id", response.body.conversation_id);'] : []),
       '%}',
-    ]),
-    '',
-  ].join('\n');
-}
+    ],
+  );
 
 /** For VS Code's REST Client: the first request is named, and the others read its id as a request variable. */
-function restClientFile(): string {
-  const agent = `{{baseUrl}}/api/v1/agents/${String(PARAMETER_EXAMPLES['path:slug'])}`;
-  return [
-    "# The README's conversation with the example agent, for VS Code's REST Client",
-    '# (JetBrains HTTP Client and httpyac: switchboard.http). Start the service with `npm start`.',
-    '@baseUrl = http://127.0.0.1:3000',
-    '@tenant = demo',
-    ...httpSteps('{{start.response.body.$.conversation_id}}').flatMap((s) => [
-      '',
-      `### ${s.title}`,
-      ...(s.keepsId ? ['# @name start'] : []),
-      ...httpRequest(s, agent),
-    ]),
-    '',
-  ].join('\n');
-}
+const restClientFile = () =>
+  httpDocument(
+    [
+      "# The README's conversation with the example agent, for VS Code's REST Client",
+      '# (JetBrains HTTP Client and httpyac: switchboard.http). Start the service with `npm start`.',
+    ],
+    '{{start.response.body.$.conversation_id}}',
+    (s, request) => [...(s.keepsId ? ['# @name start'] : []), ...request],
+  );
 
 /** The files, by name, as text. */
 export async function renderCollections(doc: Json): Promise<Record<string, string>> {

@@ -61,13 +61,16 @@ async function definitionBeside(file: string, agent: string): Promise<string> {
 
 type Routing = NonNullable<TestResults['results'][number]['steps'][number]['routing']>;
 
+/** A routing decision's reason as words, in brackets: " (below threshold)". */
+const reasonText = (reason: string | undefined) => (reason ? ` (${reason.replace(/_/g, ' ')})` : '');
+
 /** One line: "routed by classifier (below threshold): hours 0.412, fallback 0.301, billing 0.120". */
 function describeRouting(r: Routing): string {
   const top = r.candidates
     .slice(0, 3)
     .map((c) => `${c.capability} ${c.score.toFixed(3)}`)
     .join(', ');
-  return `routed by ${r.strategy}${r.reason ? ` (${r.reason.replace(/_/g, ' ')})` : ''}${top ? `: ${top}` : ''}`;
+  return `routed by ${r.strategy}${reasonText(r.reason)}${top ? `: ${top}` : ''}`;
 }
 
 function report(results: TestResults): number {
@@ -166,7 +169,7 @@ export async function routeMessage(file: string, message: string, o: { context?:
   const sim =
     d.similarity !== undefined ? `, similarity ${d.similarity.toFixed(3)}${d.min_similarity !== undefined ? ` (min ${d.min_similarity.toFixed(3)})` : ''}` : '';
   console.log(
-    `${d.selected.capability} by ${d.strategy}${d.reason ? ` (${d.reason.replace(/_/g, ' ')})` : ''}, score ${d.selected.score.toFixed(3)}, threshold ${d.threshold.toFixed(3)}${sim}`,
+    `${d.selected.capability} by ${d.strategy}${reasonText(d.reason)}, score ${d.selected.score.toFixed(3)}, threshold ${d.threshold.toFixed(3)}${sim}`,
   );
   if (d.background !== undefined) console.log(`background (everyday talk) ${d.background.toFixed(3)}`);
   const width = Math.max(...d.candidates.map((c) => c.capability.length), 10);
