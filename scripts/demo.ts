@@ -1,7 +1,7 @@
 // `npm start`: the service on the embedded SQLite default, with the example agents loaded into
 // tenant "demo" and the example orders backend running beside it (allow-listed for actions).
 import type { Server } from 'node:http';
-import { PARAMETER_EXAMPLES } from '@switchboard/contract';
+import { ConverseRequest, EXAMPLES, PARAMETER_EXAMPLES } from '@switchboard/contract';
 import { startOrdersBackend } from '../examples/orders-backend.js';
 import { startShopPage, type ShopPage } from '../examples/shop-page.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
@@ -18,7 +18,7 @@ const shopPort = Number(process.env.EXAMPLE_SHOP_PORT ?? 3002);
  */
 async function holdReadmeConversation(r: Running, tenant: string): Promise<void> {
   const id = String(PARAMETER_EXAMPLES['path:id']);
-  const slug = 'acme-support';
+  const slug = String(PARAMETER_EXAMPLES['path:slug']);
   const conversations = r.app.conversations;
   if (
     await conversations.owned(tenant, slug, id).then(
@@ -27,9 +27,15 @@ async function holdReadmeConversation(r: Running, tenant: string): Promise<void>
     )
   )
     return;
-  const context = { version: 'v1' as const, context: { identity: { user_id: 'u-42' } } };
-  await conversations.converse({ tenantId: tenant, slug, body: { message: 'where is my order?', context }, requestId: 'readme-1', newConversationId: id });
-  await conversations.converse({ tenantId: tenant, slug, body: { message: '100001', conversation_id: id }, requestId: 'readme-2' });
+  // The two requests the document's examples show.
+  await conversations.converse({
+    tenantId: tenant,
+    slug,
+    body: ConverseRequest.parse(EXAMPLES.ConverseStart.value),
+    requestId: 'readme-1',
+    newConversationId: id,
+  });
+  await conversations.converse({ tenantId: tenant, slug, body: ConverseRequest.parse(EXAMPLES.ConverseContinue.value), requestId: 'readme-2' });
   console.log(`The README's conversation is ${id} (the id the examples at /docs use)`);
 }
 
