@@ -209,6 +209,13 @@ export const AgentDefinition = z
           .optional()
           .describe("Lowest similarity to the capability's closest example at which it is chosen; calibrated when absent, 0 turns the check off"),
         fallback: Identifier.optional(),
+        out_of_scope: z
+          .array(z.string().min(1).max(1000))
+          .max(5_000)
+          .optional()
+          .describe(
+            "Messages no capability handles (the review inbox's `add_out_of_scope` adds them): they join the fallback capability's examples, or, with the built-in fallback, the router's class of everyday messages",
+          ),
         switching: z
           .object({
             enabled: z.boolean().default(true),

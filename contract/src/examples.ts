@@ -16,6 +16,9 @@ const T0 = '2026-11-24T10:05:19.828Z';
 const WIDGET_KEY_ID = '3c0a9e12-f0b4-4a57-9d0e-6b1c2d3e4f50';
 const WIDGET_KEY = 'pk_3c0a9e12f0b44a579d0e6b1c2d3e4f50';
 const T1 = '2026-11-24T10:05:42.033Z';
+const REVIEW_ITEM = '0c6f1e0b-6a57-4d0e-9a0f-3f2b8e1d7c41';
+const MISSED = '2b7e4f61-93d2-4c0a-8e55-1a9c6d0f3b72';
+const EVALUATION = 'c5a1d7e3-2f48-4b96-a0c7-8e3d5f1b9a24';
 const ASK = 'What is your order number? It has six digits (try 100001, 100002 or 999999).';
 const SHIPPED = 'Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.';
 const context = { version: 'v1', context: { identity: { user_id: 'u-42' } } };
@@ -128,6 +131,62 @@ const replay = {
   updated_at: '2026-11-24T10:05:44.902Z',
   expires_at: '2026-12-01T10:05:42.033Z',
 };
+
+const reviewItem = {
+  id: REVIEW_ITEM,
+  reason: 'fallback',
+  status: 'open',
+  message: 'my parcel never turned up',
+  count: 2,
+  capability: 'fallback',
+  first_seen_at: T0,
+  last_seen_at: T1,
+  occurrences: [
+    {
+      conversation_id: MISSED,
+      turn_index: 0,
+      audit_sequence: 2,
+      version: 1,
+      capability: 'fallback',
+      message: 'my parcel never turned up',
+      detail: { routing_reason: 'below_threshold', best: { capability: 'order_status', score: 0.41 } },
+      at: T1,
+    },
+  ],
+  action: null,
+};
+
+const evaluation = {
+  id: EVALUATION,
+  version: 3,
+  baseline: 1,
+  status: 'done',
+  stage: 'done',
+  progress: { done: 15, total: 15 },
+  error: null,
+  created_by: KEY,
+  created_at: T1,
+  updated_at: '2026-11-24T10:06:31.512Z',
+  expires_at: '2026-12-24T10:05:42.033Z',
+};
+
+const side = (labelled: number, accuracy: number) => ({
+  cross_validation: {
+    total: 40,
+    accuracy,
+    capabilities: [{ name: 'order_status', support: 14, precision: 1, recall: 0.93 }],
+    confused: [{ expected: 'order_status', got: 'billing', count: 1, messages: ['my delivery is late'] }],
+    matrix: {
+      labels: ['billing', 'order_status'],
+      counts: [
+        [26, 0],
+        [1, 13],
+      ],
+    },
+  },
+  labelled: { total: 3, as_reviewed: labelled },
+  tests: { total: 11, passed: 11, failed: [] },
+});
 
 export interface OpenApiExample {
   summary: string;
@@ -330,6 +389,80 @@ export const EXAMPLES = {
       ],
     },
   },
+  ReviewPage: {
+    summary: 'One message that fell to the fallback, twice',
+    value: {
+      data: [reviewItem],
+      counts: {
+        fallback: { items: 1, messages: 2 },
+        out_of_scope: { items: 0, messages: 0 },
+        low_margin: { items: 0, messages: 0 },
+        switched: { items: 0, messages: 0 },
+        rephrased: { items: 0, messages: 0 },
+        escalated: { items: 0, messages: 0 },
+        slot_failed: { items: 0, messages: 0 },
+      },
+      next_cursor: null,
+    },
+  },
+  ReviewAddExample: {
+    summary: 'Add a message to the examples of order_status',
+    value: { items: [REVIEW_ITEM], action: 'add_example', capability: 'order_status' },
+  },
+  ReviewDismiss: { summary: 'Dismiss a message', value: { items: [REVIEW_ITEM], action: 'dismiss' } },
+  ReviewActed: {
+    summary: 'Added to a new draft',
+    value: {
+      acted: 1,
+      draft: {
+        version: 2,
+        based_on: 1,
+        added: [{ path: 'capabilities[1].examples', example: 'my parcel never turned up' }],
+        unchanged: [],
+        diff: '--- acme-support.yaml@1\n+++ acme-support.yaml@2\n@@ -46,4 +46,5 @@\n       - cuándo llega mi paquete\n       - mi pedido no ha llegado\n+      - my parcel never turned up\n',
+      },
+    },
+  },
+  ReviewItemClosed: {
+    summary: 'Another reviewer acted first',
+    value: problem(409, 'Conflict', 'review_item_closed', '1 of the items are no longer open: nothing was changed', [
+      { path: 'items', message: `${REVIEW_ITEM} is not open` },
+    ]),
+  },
+  TestSuite: {
+    summary: "The agent's test conversations",
+    value: {
+      tests: [{ name: 'order status', steps: [{ user: 'where is my order?', expect: { capability: 'order_status', phase: 'ask_order' } }] }],
+      updated_at: T1,
+    },
+  },
+  PutTestSuite: {
+    summary: 'Store one test conversation',
+    value: { tests: [{ name: 'order status', steps: [{ user: 'where is my order?', expect: { capability: 'order_status', phase: 'ask_order' } }] }] },
+  },
+  EvaluationRequest: { summary: 'Evaluate with a replay of the 100 newest conversations', value: { replay: 100, folds: 5 } },
+  EvaluationStarted: { summary: 'The evaluation runs in the background', value: { id: EVALUATION, status: 'running' } },
+  EvaluationPage: { summary: 'Evaluations, newest first', value: { data: [evaluation], next_cursor: null } },
+  Evaluation: {
+    summary: 'The draft routes the three reviewed messages as reviewers said, and breaks nothing',
+    value: {
+      ...evaluation,
+      result: {
+        draft: side(3, 0.95),
+        current: side(0, 0.925),
+        labelled: {
+          fixed: 3,
+          broken: 0,
+          messages: [
+            { message: 'my parcel never turned up', expected: 'order_status', draft: 'order_status', current: 'fallback' },
+            { message: 'where is the stuff I bought', expected: 'order_status', draft: 'order_status', current: 'fallback' },
+            { message: "what's the weather like?", expected: 'fallback', draft: 'fallback', current: 'billing' },
+          ],
+        },
+        replay: { replay_id: REPLAY, conversations: 100, identical: 97, changed: 3, errors: 0, capability: 3, outcome: 1, reply: 3, action: 0 },
+      },
+    },
+  },
   TestsRequest: {
     summary: 'One test conversation',
     value: { tests: [{ name: 'order status', steps: [{ user: 'where is my order?', expect: { capability: 'order_status', phase: 'ask_order' } }] }] },
@@ -502,6 +635,13 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   listReplays: { response: ['ReplayPage'] },
   getReplay: { response: ['Replay'] },
   runTests: { request: ['TestsRequest'], response: ['TestsResult'] },
+  listReview: { response: ['ReviewPage'] },
+  actOnReview: { request: ['ReviewAddExample', 'ReviewDismiss'], response: ['ReviewActed'], problems: { 409: ['ReviewItemClosed'] } },
+  getTestSuite: { response: ['TestSuite'] },
+  putTestSuite: { request: ['PutTestSuite'], response: ['TestSuite'] },
+  startEvaluation: { request: ['EvaluationRequest'], response: ['EvaluationStarted'] },
+  listEvaluations: { response: ['EvaluationPage'] },
+  getEvaluation: { response: ['Evaluation'] },
   activateVersion: { response: ['Agent'] },
   listAgents: { response: ['AgentList'] },
   createKey: { request: ['KeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
@@ -534,6 +674,11 @@ export const PARAMETER_EXAMPLES: Partial<Record<string, string | number>> = {
   'path:slug': 'acme-support',
   'path:id': CONVERSATION,
   'getReplay path:id': REPLAY,
+  'getEvaluation path:id': EVALUATION,
+  'query:reason': 'fallback',
+  'listReview query:status': 'open',
+  'query:since': '2026-11-01T00:00:00Z',
+  'query:until': '2026-12-01T00:00:00Z',
   'revokeKey path:id': KEY,
   'path:version': 1,
   'path:name': 'ORDERS_TOKEN',

@@ -26,6 +26,18 @@ import { PutSecret, SecretInfo, SecretName } from './secrets.js';
 import { RunTests, TestResults } from './tests.js';
 import { Replay, ReplaySummary, ReplaysQuery, StartReplay } from './replays.js';
 import { AgentAnalytics, AnalyticsQuery } from './analytics.js';
+import {
+  Evaluation,
+  EvaluationsQuery,
+  EvaluationSummary,
+  PutTestSuite,
+  ReviewAction,
+  ReviewActionResult,
+  ReviewPage,
+  ReviewQuery,
+  StartEvaluation,
+  TestSuite,
+} from './review.js';
 import { VisitorHeaders, WidgetConversation, WidgetConverseRequest, WidgetQuery, WidgetSettings, WidgetSettingsQuery } from './widget.js';
 
 export * from './agents.js';
@@ -38,6 +50,7 @@ export * from './secrets.js';
 export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
+export * from './review.js';
 export * from './widget.js';
 export { EXAMPLES, OPERATION_EXAMPLES, PARAMETER_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
@@ -256,6 +269,79 @@ export const agentsContract = c.router({
     responses: { 200: Replay },
     summary: "A replay's progress, summary and results",
   },
+  listReview: {
+    method: 'GET',
+    path: '/agents/:slug/review',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ReviewQuery,
+    responses: { 200: ReviewPage },
+    summary: "The review inbox: the agent's user messages worth a look, grouped, the most recently seen first, with counts by reason",
+    description:
+      'Messages that fell to the fallback or out of scope, were routed with a small margin, were left or rephrased right after the reply, were escalated soon after, or failed a slot until max_attempts; found as each turn is written (docs/improving.md). Erased conversations never appear.',
+  },
+  actOnReview: {
+    method: 'POST',
+    path: '/agents/:slug/review/actions',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: ReviewAction,
+    responses: {
+      200: ReviewActionResult,
+      409: Problem.describe('An item is no longer open (`review_item_closed`): nothing was changed'),
+    },
+    summary: "Add review items' messages to the agent's draft as examples or out of scope, or dismiss them",
+    description:
+      'The draft is the newest stored version when it is newer than the current one, else the current one: the changes are stored as a new version that is not current, with a diff. Items acted on leave the inbox, and record the key that acted.',
+  },
+  getTestSuite: {
+    method: 'GET',
+    path: '/agents/:slug/test-suite',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    responses: { 200: TestSuite },
+    summary: "The agent's stored test conversations, which every evaluation runs",
+  },
+  putTestSuite: {
+    method: 'PUT',
+    path: '/agents/:slug/test-suite',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: PutTestSuite,
+    responses: { 200: TestSuite },
+    summary: "Store the agent's test conversations (replacing those stored)",
+  },
+  startEvaluation: {
+    method: 'POST',
+    path: '/agents/:slug/versions/:version/evaluations',
+    pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+    headers: TenantHeaders,
+    body: StartEvaluation,
+    responses: {
+      202: z
+        .object({ id: z.string().uuid(), status: z.literal('running') })
+        .describe('The evaluation runs in the background: read it with GET …/evaluations/:id'),
+      429: Problem.describe('The tenant has an evaluation, or two replays, running already (`rate_limited`)'),
+    },
+    summary: 'Evaluate a version (a draft) beside the current one: cross-validated routing, reviewed messages, test conversations and a replay',
+  },
+  listEvaluations: {
+    method: 'GET',
+    path: '/agents/:slug/evaluations',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: EvaluationsQuery,
+    responses: { 200: Page(EvaluationSummary).describe("The agent's evaluations kept (thirty days), newest first, without their results") },
+    summary: "List an agent's evaluations, newest first",
+  },
+  getEvaluation: {
+    method: 'GET',
+    path: '/agents/:slug/evaluations/:id',
+    pathParams: z.object({ slug: Slug, id: Uuid.describe('Evaluation id') }),
+    headers: TenantHeaders,
+    responses: { 200: Evaluation },
+    summary: "An evaluation's progress and result, the draft beside the current version",
+  },
   runTests: {
     method: 'POST',
     path: '/agents/:slug/tests',
@@ -380,6 +466,13 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   getAnalytics: 'read',
   activateVersion: 'admin',
   runTests: 'read',
+  listReview: 'read',
+  actOnReview: 'admin',
+  getTestSuite: 'read',
+  putTestSuite: 'admin',
+  startEvaluation: 'admin',
+  listEvaluations: 'read',
+  getEvaluation: 'read',
   startReplay: 'admin',
   listReplays: 'read',
   getReplay: 'read',

@@ -109,6 +109,7 @@ const EnvSchema = z.object({
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
+  REVIEW_LOW_MARGIN: z.coerce.number().min(0).max(1).default(0.1),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(0).default(24),
@@ -320,6 +321,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     maxContextBytes: e.MAX_CONTEXT_BYTES,
     /** Slots and action results a conversation may hold, as JSON. */
     maxStateBytes: e.MAX_STATE_BYTES,
+    /** A routing whose two best capabilities are closer than this goes to the review inbox (low_margin). */
+    reviewLowMargin: e.REVIEW_LOW_MARGIN,
     /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
     sweepIntervalMs: e.SWEEP_INTERVAL_MS,
     /** How often due webhook deliveries are attempted (0: never). */

@@ -21,6 +21,20 @@ export interface FlowState {
   tokens?: number;
   /** A person has answered the escalated conversation: the agent says nothing automatic in it any more (it only closes from here). */
   answered?: true;
+  /** The last routed message, for the review inbox's findings of later turns (service/review-findings.ts); erasure drops it. */
+  review?: ReviewMark;
+}
+
+/** A routed message as the conversation remembers it for the review inbox. */
+export interface ReviewMark {
+  /** Its user turn's index. */
+  turn: number;
+  /** Its routing decision's audit sequence. */
+  seq: number;
+  capability: string;
+  /** Its first REVIEW_MESSAGE_CHARS characters. */
+  message: string;
+  version: number;
 }
 
 export interface Conversation {

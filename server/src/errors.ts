@@ -41,7 +41,11 @@ export class DefinitionError extends InputError {
 }
 
 export class NotFoundError extends AppError {
-  constructor(code: 'agent_not_found' | 'conversation_not_found' | 'version_not_found' | 'replay_not_found' | 'not_found', message: string) {
+  constructor(
+    code:
+      'agent_not_found' | 'conversation_not_found' | 'version_not_found' | 'replay_not_found' | 'review_item_not_found' | 'evaluation_not_found' | 'not_found',
+    message: string,
+  ) {
     super(404, code, message);
   }
 }

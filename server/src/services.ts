@@ -33,6 +33,9 @@ import { AnalyticsStore } from './store/analytics-store.js';
 import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
 import { ReplayStore } from './store/replay-store.js';
+import { ReviewStore } from './store/review-store.js';
+import { ReviewService } from './service/review.js';
+import { EvaluationService } from './service/evaluations.js';
 import { SecretStore } from './store/secret-store.js';
 import { WebhookStore } from './store/webhook-store.js';
 
@@ -69,6 +72,8 @@ export interface Services {
   metrics: Metrics;
   secrets: SecretService;
   replays: ReplayService;
+  review: ReviewService;
+  evaluations: EvaluationService;
   streams: EventStreams;
   /** The web chat widget's keys, visitors and limits. */
   widget: WidgetService;
@@ -189,6 +194,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     gate,
     llmTokensPerConversation: config.llm?.maxTokensPerConversation ?? 0,
     embeddings,
+    reviewLowMargin: config.reviewLowMargin,
   });
   const lifecycle = new LifecycleService({
     agents,
@@ -202,6 +208,9 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const sweeper = new Sweeper(lifecycle, logger);
   const widget = new WidgetService({ keys, agents, conversations, streams, secrets, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
+  const reviewStore = new ReviewStore(deps.db);
+  const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
+  const evaluations = new EvaluationService({ agents, store: reviewStore, replays, clock, trainer: (t) => agents.routers.unstored(t), log: logger });
 
   return {
     widget,
@@ -215,6 +224,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     metrics,
     secrets,
     replays,
+    review,
+    evaluations,
     streams,
     training,
     store,
@@ -228,6 +239,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     },
     close: async (graceMs = 10_000) => {
       await sweeper.stop();
+      await evaluations.close();
       await replays.close();
       streams.closeAll();
       const until = Date.now() + graceMs;

@@ -39,6 +39,7 @@ describe('the write of a converse call', () => {
       result,
       now: NOW,
       requestId: 'r1',
+      reviewLowMargin: 0.1,
       timing,
       idempotency: { key: 'k', hash: 'h' },
     });
@@ -86,6 +87,7 @@ describe('the write of a converse call', () => {
       result: turn(agent),
       now: NOW,
       requestId: 'r1',
+      reviewLowMargin: 0.1,
       timing,
     });
     const prior = { ...first.write.conversation, status: 'active' as const, completedAt: null, auditHash: 'h0', eventSeq: 4 };
@@ -101,6 +103,7 @@ describe('the write of a converse call', () => {
       result: turn(agent),
       now: later,
       requestId: 'r2',
+      reviewLowMargin: 0.1,
       timing,
     });
     expect(write.isNew).toBe(false);

@@ -223,6 +223,12 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
       }
     });
   });
+  if (def.routing?.out_of_scope?.length && def.routing.fallback === undefined && names.has(BUILTIN_FALLBACK)) {
+    add(
+      'routing.out_of_scope',
+      `a capability named "${BUILTIN_FALLBACK}" that is not routing.fallback would take these messages: make it routing.fallback, or rename it`,
+    );
+  }
   if (def.routing?.fallback !== undefined && !names.has(def.routing.fallback)) {
     add('routing.fallback', `unknown capability "${def.routing.fallback}"`);
   }
@@ -500,14 +506,25 @@ export interface SemanticRouter {
   minSimilarity: number;
 }
 
-/** What a definition's router is trained on: its capabilities with examples (the description counts as one) and the fallback's name. */
+/**
+ * What a definition's router is trained on: its capabilities with examples (the description counts
+ * as one) and the fallback's name. The agent's out-of-scope messages (routing.out_of_scope) are
+ * examples of its fallback capability when that has examples; else they are a class of their own
+ * under the built-in fallback's name, beside the router's class of everyday messages (a message
+ * it wins is routed to the built-in fallback, as out of scope).
+ */
 export function routingInput(def: AgentDefinition): { caps: RoutableCapability[]; outOfScope: string | null } {
-  return {
-    caps: def.capabilities
-      .filter((c) => (c.examples?.length ?? 0) > 0)
-      .map((c) => ({ name: c.name, examples: c.description ? [...c.examples!, c.description] : c.examples! })),
-    outOfScope: def.routing?.fallback ?? null,
-  };
+  const outOfScope = def.routing?.fallback ?? null;
+  const extra = def.routing?.out_of_scope ?? [];
+  const fallbackRoutes = outOfScope !== null && (def.capabilities.find((c) => c.name === outOfScope)?.examples?.length ?? 0) > 0;
+  const caps = def.capabilities
+    .filter((c) => (c.examples?.length ?? 0) > 0)
+    .map((c) => {
+      const examples = c.description ? [...c.examples!, c.description] : c.examples!;
+      return { name: c.name, examples: fallbackRoutes && c.name === outOfScope ? [...examples, ...extra] : examples };
+    });
+  if (!fallbackRoutes && extra.length) caps.push({ name: BUILTIN_FALLBACK, examples: extra });
+  return { caps, outOfScope };
 }
 
 /** A router of server embeddings with the definition's thresholds. */

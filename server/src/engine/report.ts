@@ -2,7 +2,7 @@
 // set), and the report of `npm run agents -- eval` (cross-validation over the agent's own
 // examples, or labelled data).
 import type { AgentDefinition, DefinitionWarning } from '@switchboard/contract';
-import { compileAgent, type CompiledAgent } from './compile.js';
+import { compileAgent, type CompiledAgent, type TrainRouter } from './compile.js';
 import { route } from './routing.js';
 
 /** Fewer examples than this, and a capability routes unreliably (docs/routing.md, small agents). */
@@ -270,7 +270,12 @@ function routeAll(agent: CompiledAgent, items: { message: string; expected: stri
  * are dealt into `folds` folds in turn; each fold is routed by an agent trained on the others.
  * A capability with fewer examples than folds keeps one always in training.
  */
-export async function crossValidate(def: AgentDefinition, folds = 5, progress?: (done: number, of: number) => void): Promise<Prediction[]> {
+export async function crossValidate(
+  def: AgentDefinition,
+  folds = 5,
+  progress?: (done: number, of: number) => void,
+  train?: TrainRouter,
+): Promise<Prediction[]> {
   const out: Prediction[] = [];
   for (let f = 0; f < folds; f++) {
     const held: { message: string; expected: string }[] = [];
@@ -283,7 +288,7 @@ export async function crossValidate(def: AgentDefinition, folds = 5, progress?: 
       });
       return { ...c, examples: ex.filter((_, k) => !isHeld(k)) };
     });
-    if (held.length) out.push(...routeAll(await compileAgent(NIL, 1, { ...def, capabilities }), held));
+    if (held.length) out.push(...routeAll(await compileAgent(NIL, 1, { ...def, capabilities }, train), held));
     progress?.(f + 1, folds);
   }
   return out;
@@ -293,6 +298,15 @@ export async function crossValidate(def: AgentDefinition, folds = 5, progress?: 
 export async function evaluateLabelled(def: AgentDefinition, items: { message: string; expected: string }[]): Promise<Prediction[]> {
   const agent = await compileAgent(NIL, 1, def);
   return routeAll(agent, items);
+}
+
+/** The confusion matrix of predictions: counts[i][j] messages of labels[i] routed to labels[j]. */
+export function confusionMatrix(predictions: Prediction[]): { labels: string[]; counts: number[][] } {
+  const labels = [...new Set(predictions.flatMap((p) => [p.expected, p.got]))].sort();
+  const at = new Map(labels.map((l, i) => [l, i]));
+  const counts = labels.map(() => labels.map(() => 0));
+  for (const p of predictions) counts[at.get(p.expected)!][at.get(p.got)!]++;
+  return { labels, counts };
 }
 
 /** Accuracy, per-capability precision and recall, and the most confused pairs. */

@@ -36,7 +36,8 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
   const minSimilarity = semantic?.minSimilarity ?? agent.minSimilarity;
   const router = semantic?.router ?? agent.router;
   const ranked = scored.scores.map((s) => {
-    const cap = agent.capabilities.get(s.name)!;
+    // The agent's out-of-scope messages are a class under the built-in fallback's name (compile.ts routingInput).
+    const cap = agent.capabilities.get(s.name) ?? agent.fallback;
     return { cap, score: s.score, eligible: entitled(cap, context) };
   });
   const candidates = ranked.slice(0, 5).map((s) => ({

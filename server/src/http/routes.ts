@@ -43,7 +43,24 @@ function widgetRequest(
 }
 
 export function createRouter(
-  { agents, analytics, conversations, lifecycle, streams, keys, secrets, webhookLog, replays, metrics, ping, drain, logger, widget }: Services,
+  {
+    agents,
+    analytics,
+    conversations,
+    lifecycle,
+    streams,
+    keys,
+    secrets,
+    webhookLog,
+    replays,
+    review,
+    evaluations,
+    metrics,
+    ping,
+    drain,
+    logger,
+    widget,
+  }: Services,
   opts: { metricsToken: string | null },
 ) {
   return s.router(contract, {
@@ -156,6 +173,19 @@ export function createRouter(
       startReplay: async ({ params, headers, body }) => ({ status: 202, body: await replays.start(headers['tenant-id'], params.slug, body) }),
       listReplays: async ({ params, headers, query }) => ({ status: 200, body: await replays.list(headers['tenant-id'], params.slug, query) }),
       getReplay: async ({ params, headers }) => ({ status: 200, body: await replays.get(headers['tenant-id'], params.slug, params.id) }),
+      listReview: async ({ params, headers, query }) => ({ status: 200, body: await review.list(headers['tenant-id'], params.slug, query) }),
+      actOnReview: async ({ params, headers, body, res }) => ({
+        status: 200,
+        body: await review.act(headers['tenant-id'], params.slug, body, res.locals.keyId ?? null),
+      }),
+      getTestSuite: async ({ params, headers }) => ({ status: 200, body: await review.testSuite(headers['tenant-id'], params.slug) }),
+      putTestSuite: async ({ params, headers, body }) => ({ status: 200, body: await review.putTestSuite(headers['tenant-id'], params.slug, body.tests) }),
+      startEvaluation: async ({ params, headers, body, res }) => ({
+        status: 202,
+        body: await evaluations.start(headers['tenant-id'], params.slug, params.version, body, res.locals.keyId ?? null),
+      }),
+      listEvaluations: async ({ params, headers, query }) => ({ status: 200, body: await evaluations.list(headers['tenant-id'], params.slug, query) }),
+      getEvaluation: async ({ params, headers }) => ({ status: 200, body: await evaluations.get(headers['tenant-id'], params.slug, params.id) }),
       runTests: async ({ params, headers, body }) => ({ status: 200, body: await agents.test(headers['tenant-id'], params.slug, body) }),
       activateVersion: async ({ params, headers }) => ({ status: 200, body: await agents.activate(headers['tenant-id'], params.slug, params.version) }),
       listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),

@@ -58,6 +58,16 @@ const MAX_HOSTS_CHECKED = 10;
 /** Steps of test conversations one request may run, all its tests together. */
 const MAX_TEST_STEPS = 1_000;
 
+/** Test conversations run in one request (or stored as an agent's suite) have at most MAX_TEST_STEPS steps in all. */
+export function checkTestSteps(tests: TestCase[]): void {
+  const steps = tests.reduce((n, t) => n + t.steps.length, 0);
+  if (steps > MAX_TEST_STEPS) {
+    throw new InputError(`The tests have ${steps} steps in all`, [
+      { path: 'tests', message: `at most ${MAX_TEST_STEPS} steps in one request: send them in several` },
+    ]);
+  }
+}
+
 export class AgentService {
   /**
    * Compiled versions are immutable, so an entry never goes stale; only memory bounds the cache
@@ -240,17 +250,20 @@ export class AgentService {
 
   /** Runs test conversations against a version (the current one by default) in memory. */
   async test(tenantId: string, slug: string, body: { version?: number; tests: TestCase[] }): Promise<TestResults> {
-    const steps = body.tests.reduce((n, t) => n + t.steps.length, 0);
-    if (steps > MAX_TEST_STEPS) {
-      throw new InputError(`The tests have ${steps} steps in all`, [
-        { path: 'tests', message: `at most ${MAX_TEST_STEPS} steps in one request: send them in several` },
-      ]);
-    }
+    checkTestSteps(body.tests);
     const row = await this.active(tenantId, slug);
     const version = body.version ?? row.currentVersion;
     const agent = await this.compiledVersion(tenantId, row.id, version);
     const budgets = this.opts.renderBudgets?.of(tenantId);
     return await runTests(agent, body.tests, { version, clock: () => this.clock.now(), budgets });
+  }
+
+  /** The agent's draft (its newest stored version, when newer than the current one), else its current version. */
+  async draftOrCurrent(tenantId: string, slug: string): Promise<{ version: number; definition: AgentDefinition }> {
+    const row = await this.active(tenantId, slug);
+    const newest = (await this.store.versions(tenantId, row.id, { limit: 1, before: null })).at(0);
+    const v = newest && newest.version > row.currentVersion ? newest : (await this.store.version(tenantId, row.id, row.currentVersion))!;
+    return { version: v.version, definition: v.definition as AgentDefinition };
   }
 
   /** Makes a stored version current: new conversations start on it, running ones keep theirs. */

@@ -187,6 +187,11 @@ export class ReplayService {
     };
   }
 
+  /** Resolves when this process's replay `id` has finished (at once when it runs elsewhere or is done). */
+  finished(id: string): Promise<void> {
+    return this.running.get(id)?.done ?? Promise.resolve();
+  }
+
   /** Stops the replays this process runs; they are marked failed. */
   async close(): Promise<void> {
     for (const job of this.running.values()) job.stop = true;

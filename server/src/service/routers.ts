@@ -80,6 +80,11 @@ export class RouterService {
           });
   }
 
+  /** Trains routers that are not stored (an evaluation's cross-validation folds) in the tenant's background turn of the training pool. */
+  unstored(tenantId: string): TrainRouter {
+    return this.trainFor(tenantId, true);
+  }
+
   /** Stores a router of the definition `digest` under `key` (the digest itself, or the key of its router of server embeddings). */
   private async save(tenantId: string, key: string, digest: string, router: Router, failure: string): Promise<void> {
     const state = storeRouter(router);

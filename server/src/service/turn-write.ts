@@ -9,6 +9,7 @@ import { turnHash } from '../lib/audit-chain.js';
 import type { TurnWrite } from '../store/conversation-store.js';
 import { closeDeltas, statDeltas } from './agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
+import { reviewFindings } from './review-findings.js';
 
 interface TurnTiming {
   total_ms: number;
@@ -34,11 +35,27 @@ export interface TurnWriteInput {
   idempotency?: { key: string; hash: string };
   /** Where a new conversation comes from (the web chat widget); null or absent: the API. */
   channel?: Channel | null;
+  /** A routing whose two best capabilities are closer than this is a review-inbox finding (REVIEW_LOW_MARGIN). */
+  reviewLowMargin: number;
 }
 
 export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response: ConverseResponse } {
   const { agent, prior, result, now, conversationId } = i;
   const turnIndex = prior ? prior.turnCount : 0;
+  const review = reviewFindings({
+    agent,
+    priorFlow: prior?.flow ?? null,
+    priorCapability: prior?.capability ?? null,
+    priorAuditSeq: prior?.auditSeq ?? 0,
+    message: i.message,
+    turnIndex,
+    audit: result.audit,
+    now,
+    lowMargin: i.reviewLowMargin,
+  });
+  const flow = { ...result.flow };
+  if (review.mark) flow.review = review.mark;
+  else delete flow.review;
   const conversation: Conversation = {
     id: conversationId,
     tenantId: i.tenantId,
@@ -51,7 +68,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
     capabilityId: result.capability.id,
     phase: result.phase,
     awaitingInput: result.awaitingInput,
-    flow: result.flow,
+    flow,
     context: i.context,
     turnCount: turnIndex + 2,
     auditSeq: (prior?.auditSeq ?? 0) + result.audit.length + 1,
@@ -104,6 +121,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       audit,
       stats: statDeltas({ conversation, isNew: prior === null, audit }, agent.fallback.name),
       closes: closeDeltas({ conversation, audit, isNew: prior === null }),
+      review: review.findings,
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
     },

@@ -9,7 +9,8 @@ import { ConcurrentUpdateError } from './writer.js';
 /**
  * Erases what conversations say about a person: their turns, slots, action results, context,
  * user id, event log and idempotency records; audit entries, webhook payloads and replay results keep what
- * the rules say, marked with the erasure time, and a chained `erasure` entry in each
+ * the rules say, marked with the erasure time; their review-inbox occurrences are deleted (a group
+ * left with none leaves the inbox), and a chained `erasure` entry in each
  * conversation records which entries it reduced.
  * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
  * `leased`: the conversations' leases are released with the update.
@@ -90,6 +91,8 @@ export async function eraseConversationRows(
       .update({ results: JSON.stringify(kept) });
   }
 
+  await eraseReviewOccurrences(trx, tenantId, ids);
+
   const next = conversations.map((c) => {
     const record = auditRows(
       {
@@ -123,4 +126,28 @@ export async function eraseConversationRows(
     updated += dialect.changedRows(result);
   }
   if (updated !== conversations.length) throw new ConcurrentUpdateError('a conversation changed underneath its erasure');
+}
+
+/** Deletes the conversations' review-inbox occurrences and counts their open groups again; a group left empty is deleted. */
+async function eraseReviewOccurrences(trx: Knex.Transaction, tenantId: string, ids: string[]): Promise<void> {
+  const touched: { agent_id: string; group_key: string }[] = await trx('review_occurrences')
+    .where('tenant_id', tenantId)
+    .whereIn('conversation_id', ids)
+    .whereNull('acted_group')
+    .distinct('agent_id', 'group_key');
+  await trx('review_occurrences').where('tenant_id', tenantId).whereIn('conversation_id', ids).delete();
+  const byAgent = new Map<string, string[]>();
+  for (const t of touched) byAgent.set(t.agent_id, [...(byAgent.get(t.agent_id) ?? []), t.group_key]);
+  for (const [agentId, keys] of byAgent) {
+    for (const chunk of chunks(keys)) {
+      const open = () => trx('review_groups').where({ tenant_id: tenantId, agent_id: agentId }).whereIn('open_key', chunk);
+      await open().update({
+        count: trx.raw(
+          `(select count(*) from review_occurrences o where o.tenant_id = review_groups.tenant_id and o.agent_id = review_groups.agent_id
+            and o.group_key = review_groups.group_key and o.acted_group is null)`,
+        ),
+      });
+      await open().where('count', 0).delete();
+    }
+  }
 }

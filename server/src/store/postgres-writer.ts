@@ -9,7 +9,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 interface PgConnection {
@@ -24,14 +24,16 @@ const cols = (table: Table, alias?: string) => COLUMNS[table].map((c) => (alias 
 const insertFrom = (table: Table, param: string) =>
   `insert into ${table} (${cols(table)}) select ${cols(table, 'r')} from json_populate_recordset(null::${table}, ${param}::json) r where exists (select 1 from c)`;
 
-/** The inserts that follow the conversation's write, from parameters `$first`…`$first+6`. */
+/** The inserts that follow the conversation's write, from parameters `$first`…`$first+8`. */
 const rest = (first: number) => `t as (${insertFrom('turns', `$${first}`)}),
   a as (${insertFrom('audit_entries', `$${first + 1}`)}),
   e as (${insertFrom('conversation_events', `$${first + 2}`)}),
   w as (${insertFrom('webhook_deliveries', `$${first + 3}`)}),
   i as (${insertFrom('idempotency_keys', `$${first + 4}`)}),
   s as (${insertFrom('agent_stats', `$${first + 5}`)} ${STAT_UPSERT_TAIL}),
-  d as (${insertFrom('agent_closes', `$${first + 6}`)} ${CLOSE_UPSERT_TAIL})
+  d as (${insertFrom('agent_closes', `$${first + 6}`)} ${CLOSE_UPSERT_TAIL}),
+  g as (${insertFrom('review_groups', `$${first + 7}`)} ${REVIEW_GROUP_UPSERT_TAIL}),
+  o as (${insertFrom('review_occurrences', `$${first + 8}`)})
 select count(*)::int as n from c`;
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
@@ -41,14 +43,14 @@ const STATEMENTS = {
   conversationOfAgent: 'select * from conversations where id = $1 and tenant_id = $2 and agent_id = $3',
   conversation: 'select * from conversations where id = $1 and tenant_id = $2',
   takeLease: 'update conversations set lease_id = $3, lease_until = $4 where id = $1 and tenant_id = $2 and (lease_id is null or lease_until < $5) returning *',
-  // $1 the conversation row, $2…$8 the other tables' rows.
+  // $1 the conversation row, $2…$10 the other tables' rows.
   insertTurn: `with c as (
     insert into conversations (${cols('conversations')})
     select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id),
   ${rest(2)}`,
   // $1 the conversation row, $2 the audit sequence it must still have, $3 the lease its writer
   // must hold (null: none; the write then leaves the lease columns alone, else releases the
-  // lease), $4…$10 the other tables' rows.
+  // lease), $4…$12 the other tables' rows.
   updateTurn: `with c as (
     update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
       select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
@@ -91,7 +93,9 @@ export class PostgresWriter implements TurnWriter {
   }
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {
-    const others = [w.turns, w.audit, w.events, w.webhooks, w.idempotency ? [w.idempotency] : [], w.stats, w.closes].map((rows) => JSON.stringify(rows));
+    const others = [w.turns, w.audit, w.events, w.webhooks, w.idempotency ? [w.idempotency] : [], w.stats, w.closes, w.reviewGroups, w.reviewOccurrences].map(
+      (rows) => JSON.stringify(rows),
+    );
     const row = JSON.stringify(w.conversation);
     try {
       const result = w.isNew

@@ -13,7 +13,16 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, STABLE_INDEXED, STAT_UPSERT_TAIL, type StableIndexed, type WriteRows } from './turn-rows.js';
+import {
+  CLOSE_UPSERT_TAIL,
+  COLUMNS,
+  INSERT_ONLY_COLUMNS,
+  REVIEW_GROUP_UPSERT_TAIL,
+  STABLE_INDEXED,
+  STAT_UPSERT_TAIL,
+  type StableIndexed,
+  type WriteRows,
+} from './turn-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 type Params = Record<string, unknown>;
@@ -63,6 +72,8 @@ function prepareStatements(conn: Connection) {
     insertWebhook: conn.prepare(insertSql('webhook_deliveries', COLUMNS.webhook_deliveries)),
     addStats: conn.prepare(`${insertSql('agent_stats', COLUMNS.agent_stats)} ${STAT_UPSERT_TAIL}`),
     addCloses: conn.prepare(`${insertSql('agent_closes', COLUMNS.agent_closes)} ${CLOSE_UPSERT_TAIL}`),
+    addReviewGroup: conn.prepare(`${insertSql('review_groups', COLUMNS.review_groups)} ${REVIEW_GROUP_UPSERT_TAIL}`),
+    insertReviewOccurrence: conn.prepare(insertSql('review_occurrences', COLUMNS.review_occurrences)),
   };
 }
 
@@ -189,6 +200,8 @@ function write(s: Statements, w: WriteRows): void {
   for (const h of w.webhooks) s.insertWebhook.run(h);
   for (const r of w.stats) s.addStats.run(r);
   for (const r of w.closes) s.addCloses.run(r);
+  for (const r of w.reviewGroups) s.addReviewGroup.run(r);
+  for (const r of w.reviewOccurrences) s.insertReviewOccurrence.run(r);
   if (w.idempotency) {
     try {
       s.insertIdempotency.run(w.idempotency);

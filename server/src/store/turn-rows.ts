@@ -16,6 +16,7 @@ import {
 } from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
+import type { ReviewFinding } from '../service/review-findings.js';
 
 /** Everything one call on a conversation commits, in one transaction. */
 export interface TurnWrite {
@@ -37,6 +38,8 @@ export interface TurnWrite {
   stats?: StatDelta[];
   /** The conversation's turns and duration when the write closes it (service/agent-stats.ts). */
   closes?: CloseDelta[];
+  /** Messages the turn shows are worth a review (service/review-findings.ts). */
+  review?: ReviewFinding[];
 }
 
 const toJson = (v: unknown) => (v === undefined ? null : JSON.stringify(v));
@@ -261,6 +264,64 @@ export interface WriteRows {
   idempotency: ReturnType<typeof idempotencyRow> | null;
   stats: StatRow[];
   closes: CloseRow[];
+  reviewGroups: ReturnType<typeof reviewRows>['groups'];
+  reviewOccurrences: ReturnType<typeof reviewRows>['occurrences'];
+}
+
+/** The review inbox's rows of a write: its findings, and the open groups they join (one row per group, counted). */
+function reviewRows(w: TurnWrite) {
+  const c = w.conversation;
+  const groups = new Map<
+    string,
+    {
+      id: string;
+      tenant_id: string;
+      agent_id: string;
+      reason: string;
+      group_key: string;
+      open_key: string;
+      count: number;
+      first_seen_at: string;
+      last_seen_at: string;
+      status: 'open';
+    }
+  >();
+  const occurrences = (w.review ?? []).map((f) => {
+    const g = groups.get(f.groupKey);
+    if (g) g.count++;
+    else {
+      groups.set(f.groupKey, {
+        id: randomUUID(),
+        tenant_id: c.tenantId,
+        agent_id: c.agentId,
+        reason: f.reason,
+        group_key: f.groupKey,
+        open_key: f.groupKey,
+        count: 1,
+        first_seen_at: f.at,
+        last_seen_at: f.at,
+        status: 'open',
+      });
+    }
+    return {
+      id: randomUUID(),
+      tenant_id: c.tenantId,
+      agent_id: c.agentId,
+      group_key: f.groupKey,
+      acted_group: null,
+      conversation_id: c.id,
+      turn_index: f.turnIndex,
+      audit_sequence: f.auditSequence,
+      agent_version: f.version,
+      reason: f.reason,
+      message: f.message,
+      capability: f.capability,
+      detail: JSON.stringify(f.detail),
+      created_at: f.at,
+    };
+  });
+  // Sorted by key, so that concurrent writes take the groups' rows in the same order.
+  return { groups: [...groups.values()].sort((a, b) => (a.group_key < b.group_key ? -1 : 1)), occurrences };
 }
 
 /** A row of agent_closes: one closed conversation's turns or duration bucket. */
@@ -285,6 +346,10 @@ export function writeRows(w: TurnWrite, chainKey?: Buffer): WriteRows {
     idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
     stats: (w.stats ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
     closes: (w.closes ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
+    ...(() => {
+      const r = reviewRows(w);
+      return { reviewGroups: r.groups, reviewOccurrences: r.occurrences };
+    })(),
   };
 }
 
@@ -357,6 +422,9 @@ const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
 export const STAT_UPSERT_TAIL = `on conflict (${STAT_KEY.join(', ')}) do update set ${STAT_COUNTERS.map((c) => `${c} = agent_stats.${c} + excluded.${c}`).join(', ')}`;
 /** Adds a row of agent_closes to the one with its key. */
 export const CLOSE_UPSERT_TAIL = 'on conflict (tenant_id, agent_id, hour, measure, value) do update set n = agent_closes.n + excluded.n';
+/** Joins a finding to its open group (the same statement on both databases). */
+export const REVIEW_GROUP_UPSERT_TAIL = `on conflict (tenant_id, agent_id, open_key) do update set count = review_groups.count + excluded.count,
+  last_seen_at = case when excluded.last_seen_at > review_groups.last_seen_at then excluded.last_seen_at else review_groups.last_seen_at end`;
 const IDEMPOTENCY_COLUMNS = ['tenant_id', 'agent_id', 'key', 'request_hash', 'conversation_id', 'response', 'created_at'];
 
 /** The columns each writer fills, per table: the keys of the rows above. */
@@ -369,4 +437,21 @@ export const COLUMNS = {
   idempotency_keys: IDEMPOTENCY_COLUMNS,
   agent_stats: STAT_COLUMNS,
   agent_closes: ['tenant_id', 'agent_id', 'hour', 'measure', 'value', 'n'],
+  review_groups: ['id', 'tenant_id', 'agent_id', 'reason', 'group_key', 'open_key', 'count', 'first_seen_at', 'last_seen_at', 'status'],
+  review_occurrences: [
+    'id',
+    'tenant_id',
+    'agent_id',
+    'group_key',
+    'acted_group',
+    'conversation_id',
+    'turn_index',
+    'audit_sequence',
+    'agent_version',
+    'reason',
+    'message',
+    'capability',
+    'detail',
+    'created_at',
+  ],
 } as const;

@@ -1,0 +1,262 @@
+// Evaluations of a draft (docs/improving.md): in the background, the version is measured beside
+// the agent's current one on the cross-validated routing of its own examples, the messages
+// reviewers labelled in the review inbox, the agent's stored test conversations, and a replay of
+// its newest recorded conversations. Trainings run in the tenant's background turn of the
+// training pool, the replay under the replay limits, the tests under the tenant's render budget;
+// one evaluation per tenant runs at a time. The result is kept for thirty days.
+import { randomUUID } from 'node:crypto';
+import type { AgentDefinition, Evaluation, ReplayResult, TestCase, TestResults } from '@switchboard/contract';
+import type { CompiledAgent, TrainRouter } from '../engine/compile.js';
+import { confusionMatrix, crossValidate, summarise, type Prediction } from '../engine/report.js';
+import { route } from '../engine/routing.js';
+import { NotFoundError, RateLimitedError } from '../errors.js';
+import { iso, type Clock } from '../lib/clock.js';
+import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import type { EvaluationRow, ReviewStore } from '../store/review-store.js';
+import type { AgentService } from './agent-service.js';
+import type { ReplayService } from './replays.js';
+
+const KEEP_MS = 30 * 24 * 3600 * 1000;
+/** A running evaluation whose row has not moved for this long belonged to a process that stopped. */
+const STALE_MS = 10 * 60 * 1000;
+/** Reviewed messages an evaluation routes, the newest first. */
+const MAX_LABELLED = 500;
+
+type Side = NonNullable<Evaluation['result']>['draft'];
+type Result = NonNullable<Evaluation['result']>;
+
+export interface EvaluationDeps {
+  agents: AgentService;
+  store: ReviewStore;
+  replays: ReplayService;
+  clock: Clock;
+  /** Trains the folds' routers (not stored) for a tenant. */
+  trainer: (tenantId: string) => TrainRouter;
+  log: { warn(o: object, m: string): void };
+}
+
+/** Where a version routes a message, as the server would with no context. */
+function routeWith(agent: CompiledAgent, message: string): string {
+  return route(agent, agent.router.score(message), null).capability.name;
+}
+
+function quality(def: AgentDefinition, predictions: Prediction[]): Side['cross_validation'] {
+  const r = summarise('cross-validation', def, predictions, []);
+  return { total: r.total, accuracy: r.accuracy, capabilities: r.capabilities, confused: r.confused, matrix: confusionMatrix(predictions) };
+}
+
+function testsOf(r: TestResults | null): Side['tests'] {
+  if (!r) return { total: 0, passed: 0, failed: [] };
+  return {
+    total: r.passed + r.failed,
+    passed: r.passed,
+    failed: r.results.flatMap((t) => {
+      const i = t.steps.findIndex((s) => !s.passed);
+      return t.passed || i < 0 ? [] : [{ name: t.name, step: i + 1, why: t.steps[i].failures.join('; ') }];
+    }),
+  };
+}
+
+/** The replay's conversations by what their first changed turn changed. */
+function replaySummary(id: string, results: ReplayResult[]): NonNullable<Result['replay']> {
+  const changed = results.filter((r) => r.verdict === 'changed');
+  const has = (r: ReplayResult, fields: string[]) => {
+    const d = r.first_difference!;
+    return fields.includes(d.field) || (d.changes ?? []).some((c) => fields.includes(c.field));
+  };
+  return {
+    replay_id: id,
+    conversations: results.length,
+    identical: results.filter((r) => r.verdict === 'identical').length,
+    changed: changed.length,
+    errors: results.filter((r) => r.verdict === 'error').length,
+    capability: changed.filter((r) => has(r, ['capability'])).length,
+    outcome: changed.filter((r) => has(r, ['status', 'outcome'])).length,
+    reply: changed.filter((r) => has(r, ['reply'])).length,
+    action: changed.filter((r) => has(r, ['unrecorded_action', 'action_request'])).length,
+  };
+}
+
+export class EvaluationService {
+  private readonly running = new Map<string, { stop: boolean; done: Promise<void> }>();
+
+  constructor(private readonly deps: EvaluationDeps) {}
+
+  async start(
+    tenantId: string,
+    slug: string,
+    version: number,
+    body: { replay: number; folds: number },
+    keyId: string | null,
+  ): Promise<{ id: string; status: 'running' }> {
+    const { agents, store, clock } = this.deps;
+    const agent = await agents.active(tenantId, slug);
+    const now = clock.now();
+    await store.deleteExpiredEvaluations(iso(now));
+    if ((await store.runningEvaluations(tenantId, iso(new Date(now.getTime() - STALE_MS)))) >= 1) {
+      throw new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
+    }
+    await agents.version(tenantId, slug, version); // 404 for a version that does not exist
+    // Started first: a tenant at its replay limit is refused before anything is stored.
+    const replay = body.replay > 0 ? await this.deps.replays.start(tenantId, slug, { version, limit: body.replay }) : null;
+    const id = randomUUID();
+    const row = {
+      id,
+      tenantId,
+      agentId: agent.id,
+      version,
+      baseline: agent.currentVersion,
+      status: 'running' as const,
+      stage: 'queued',
+      done: 0,
+      total: 2 * body.folds + 4 + (replay ? 1 : 0),
+      replayId: replay?.id ?? null,
+      createdBy: keyId,
+      createdAt: iso(now),
+      updatedAt: iso(now),
+      expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
+    };
+    await store.insertEvaluation(row);
+    const job = { stop: false, done: Promise.resolve() };
+    job.done = this.run(row, slug, body.folds, job).finally(() => this.running.delete(id));
+    this.running.set(id, job);
+    return { id, status: 'running' };
+  }
+
+  async get(tenantId: string, slug: string, id: string): Promise<Evaluation> {
+    const agent = await this.deps.agents.any(tenantId, slug);
+    const row = await this.deps.store.evaluation(tenantId, agent.id, id);
+    if (!row || row.expiresAt < iso(this.deps.clock.now())) throw new NotFoundError('evaluation_not_found', `No evaluation ${id}`);
+    return this.toApi(row);
+  }
+
+  async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }) {
+    const agent = await this.deps.agents.any(tenantId, slug);
+    const after = decodeCursor(q.cursor, isTimeAndId);
+    const rows = await this.deps.store.evaluations(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
+    const page = rows.slice(0, q.limit);
+    const last = page.at(-1);
+    return {
+      data: page.map((r) => {
+        const { result: _result, ...summary } = this.toApi(r);
+        return summary;
+      }),
+      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
+    };
+  }
+
+  /** Resolves when this process's evaluation `id` has finished. */
+  finished(id: string): Promise<void> {
+    return this.running.get(id)?.done ?? Promise.resolve();
+  }
+
+  /** Stops the evaluations this process runs; they are marked failed. */
+  async close(): Promise<void> {
+    for (const job of this.running.values()) job.stop = true;
+    await Promise.all([...this.running.values()].map((j) => j.done));
+  }
+
+  private toApi(row: EvaluationRow): Evaluation {
+    const stale = row.status === 'running' && Date.parse(row.updatedAt) < this.deps.clock.now().getTime() - STALE_MS && !this.running.has(row.id);
+    return {
+      id: row.id,
+      version: row.version,
+      baseline: row.baseline,
+      status: stale ? 'failed' : row.status,
+      stage: row.stage as Evaluation['stage'],
+      progress: { done: row.done, total: row.total },
+      result: (row.result as Result | null) ?? null,
+      error: stale ? 'the server running it stopped before it finished' : row.error,
+      created_by: row.createdBy,
+      created_at: row.createdAt,
+      updated_at: row.updatedAt,
+      expires_at: row.expiresAt,
+    };
+  }
+
+  private async run(row: Omit<EvaluationRow, 'result' | 'error'>, slug: string, folds: number, job: { stop: boolean }): Promise<void> {
+    const { agents, store, clock } = this.deps;
+    const { tenantId, agentId, id } = row;
+    let done = 0;
+    let stage = 'cross_validation';
+    const step = async (n = 1) => {
+      if (job.stop) throw new Error('the server stopped before the evaluation finished');
+      done += n;
+      await store.evaluationProgress(id, { stage, done, total: row.total, now: iso(clock.now()) });
+    };
+    try {
+      await step(0);
+      const versions = { draft: row.version, current: row.baseline };
+      const defs = {
+        draft: (await agents.version(tenantId, slug, versions.draft)).definition,
+        current: (await agents.version(tenantId, slug, versions.current)).definition,
+      };
+      const train = this.deps.trainer(tenantId);
+      const cv: Record<'draft' | 'current', Side['cross_validation']> = {} as never;
+      for (const side of ['draft', 'current'] as const) {
+        const predictions = await crossValidate(defs[side], folds, () => void step().catch(() => undefined), train);
+        cv[side] = quality(defs[side], predictions);
+      }
+
+      stage = 'labelled';
+      const compiled = {
+        draft: await agents.compiledVersion(tenantId, agentId, versions.draft),
+        current: await agents.compiledVersion(tenantId, agentId, versions.current),
+      };
+      const labelled = (await store.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
+        message: l.message,
+        // Out of scope: the version's fallback, whichever capability that is.
+        expected: l.capability ?? compiled.draft.fallback.name,
+        draft: routeWith(compiled.draft, l.message),
+        current: routeWith(compiled.current, l.message),
+        outOfScope: l.capability === null,
+      }));
+      const asReviewed = (side: 'draft' | 'current') => labelled.filter((l) => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected)).length;
+      const right = (l: (typeof labelled)[number], side: 'draft' | 'current') => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected);
+      await step(2);
+
+      stage = 'tests';
+      const suite = await store.testSuite(tenantId, agentId);
+      const tests = suite?.tests.length ? (suite.tests as TestCase[]) : null;
+      const results = {
+        draft: tests ? await agents.test(tenantId, slug, { version: versions.draft, tests }) : null,
+        current: tests ? await agents.test(tenantId, slug, { version: versions.current, tests }) : null,
+      };
+      await step(2);
+
+      let replay: Result['replay'] = null;
+      if (row.replayId) {
+        stage = 'replay';
+        await step(0);
+        await this.deps.replays.finished(row.replayId);
+        const r = await this.deps.replays.get(tenantId, slug, row.replayId);
+        if (r.status === 'failed') throw new Error(`the replay failed: ${r.error ?? 'unknown error'}`);
+        replay = replaySummary(r.id, r.results);
+        await step();
+      }
+
+      const side = (s: 'draft' | 'current'): Side => ({
+        cross_validation: cv[s],
+        labelled: { total: labelled.length, as_reviewed: asReviewed(s) },
+        tests: testsOf(results[s]),
+      });
+      const result: Result = {
+        draft: side('draft'),
+        current: side('current'),
+        labelled: {
+          fixed: labelled.filter((l) => right(l, 'draft') && !right(l, 'current')).length,
+          broken: labelled.filter((l) => right(l, 'current') && !right(l, 'draft')).length,
+          messages: labelled.map(({ message, expected, draft, current }) => ({ message, expected, draft, current })),
+        },
+        replay,
+      };
+      stage = 'done';
+      await store.evaluationProgress(id, { stage, done: row.total, total: row.total, now: iso(clock.now()), status: 'done', result });
+    } catch (err) {
+      this.deps.log.warn({ err, evaluation: id }, 'evaluation failed');
+      await store
+        .evaluationProgress(id, { stage, done, total: row.total, now: iso(clock.now()), status: 'failed', error: (err as Error).message })
+        .catch((e: unknown) => this.deps.log.warn({ err: e, evaluation: id }, 'evaluation could not record its failure'));
+    }
+  }
+}
