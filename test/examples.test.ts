@@ -193,6 +193,10 @@ describe('npm run agents', () => {
       ['chat', '--help'],
       ['replay', '--help'],
       ['route', '--help'],
+      ['review', '--help'],
+      ['review-act', '--help'],
+      ['suite', '--help'],
+      ['evaluate', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
@@ -252,6 +256,56 @@ describe('npm run agents', () => {
     expect(down.code).toBe(1);
     expect(down.stderr.trim()).toBe(`cannot reach ${url} (ECONNREFUSED): is the server running there? (--url)`);
   }, 90_000);
+
+  it('closes the loop on a running server: the inbox, two examples and one out of scope into a draft, its evaluation', async () => {
+    const created = await databases[0].create();
+    const app = testApp(created.db);
+    const server = await listen(app);
+    const url = server.url;
+    const on = ['--url', url, '--tenant', 'acme'];
+    const say = async (message: string) =>
+      fetch(`${url}/api/v1/agents/acme-support/converse`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'tenant-id': 'acme' },
+        body: JSON.stringify({ message }),
+      });
+    try {
+      await cli('apply', ...on, EXAMPLE);
+      for (const m of ['where is the stuff I bought', 'I never got the things I paid for', "what's the weather like", "What's the weather like?"]) await say(m);
+      const inbox = await cli('review', 'acme-support', ...on);
+      expect(inbox.stdout).toContain('acme-support: open items by reason: fallback 3 (4 messages)');
+      const id = (re: RegExp) =>
+        inbox.stdout
+          .split('\n')
+          .find((l) => re.test(l))!
+          .split(' ')[0];
+      expect(inbox.stdout).toMatch(/^\S+ {2}fallback {10}2 {2}fallback {10}"What's the weather like\?"$/m);
+      const added = await cli('review-act', 'acme-support', id(/stuff I bought/), id(/never got the things/), '--add-example', 'order_status', ...on);
+      expect(added.stdout).toContain('add_example: 2 item(s) left the inbox');
+      expect(added.stdout).toContain('draft: version 2 (from version 1; not current)');
+      expect(added.stdout).toContain('+      - where is the stuff I bought');
+      const oos = await cli('review-act', 'acme-support', id(/weather/), '--out-of-scope', ...on);
+      expect(oos.stdout).toContain('draft: version 3 (from version 2; not current)');
+      expect(oos.stdout).toContain("+  out_of_scope:\n+    - What's the weather like?");
+      expect((await cli('review', 'acme-support', ...on)).stdout).toContain('open items by reason: none');
+      const suite = await cli('suite', 'acme-support', EXAMPLE.replace('.yaml', '.test.yaml'), ...on);
+      expect(suite.stdout).toMatch(/^stored \d+ test conversation\(s\) of acme-support/);
+      const evaluated = await cli('evaluate', 'acme-support', '3', '--replay', '10', '--folds', '3', ...on);
+      expect(evaluated.stdout).toContain('version 3 beside version 1 (current when it started): done');
+      expect(evaluated.stdout).toMatch(/reviewed messages routed as said +3\/3 +\d\/3/);
+      expect(evaluated.stdout).toContain('reviewed messages: ');
+      expect(evaluated.stdout).toMatch(/^ +\+ "where is the stuff I bought": order_status; v3 order_status, v1 fallback$/m);
+      expect(evaluated.stdout).toMatch(/replay of 4 recorded conversation\(s\)/);
+      expect(evaluated.stderr).toContain('evaluating acme-support version 3');
+      const none = await cli('review-act', 'acme-support', id(/weather/), '--dismiss', ...on).catch((e) => e);
+      expect(none.code).toBe(1);
+      expect(none.stderr).toContain('answered 409 review_item_closed');
+    } finally {
+      await server.close();
+      await app.close();
+      await created.drop();
+    }
+  }, 120_000);
 
   it("runs the example agents' test files in memory, and reports a failing step readably, with a JUnit file", async () => {
     const ok = await cli('test', 'agents/', '--junit', join(dir, 'ok.xml'));

@@ -20,6 +20,7 @@ export type ReviewReason = z.infer<typeof ReviewReason>;
 export const ReviewStatus = z
   .enum(['open', 'added', 'out_of_scope', 'dismissed'])
   .describe('open: in the inbox; added: added as an example; out_of_scope: added as out of scope; dismissed');
+export type ReviewStatus = z.infer<typeof ReviewStatus>;
 
 export const ReviewOccurrence = z.object({
   conversation_id: Uuid,
@@ -127,12 +128,12 @@ export type ReviewActionResult = z.infer<typeof ReviewActionResult>;
 
 export const TestSuite = z
   .object({
-    tests: z.array(TestCase).max(50).describe("The agent's test conversations (as in <agent>.test.yaml), run by every evaluation"),
+    tests: z.array(TestCase).max(200).describe("The agent's test conversations (as in <agent>.test.yaml), run by every evaluation"),
     updated_at: Timestamp.nullable().describe('null: none stored'),
   })
   .describe("The agent's stored test conversations");
 
-export const PutTestSuite = z.object({ tests: z.array(TestCase).max(50) }).strict();
+export const PutTestSuite = z.object({ tests: z.array(TestCase).max(200) }).strict();
 
 export const StartEvaluation = z
   .object({

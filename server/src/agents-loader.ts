@@ -3,8 +3,10 @@
 // environment's SWITCHBOARD_VAR_<NAME> (only in files: a definition sent over the API is taken
 // as it is, and no template can read the environment).
 import { readdir, readFile } from 'node:fs/promises';
-import { basename, extname, join } from 'node:path';
-import type { AgentDefinition, DefinitionWarning } from '@switchboard/contract';
+import { basename, dirname, extname, join } from 'node:path';
+import { TestFile, type AgentDefinition, type DefinitionWarning, type TestCase } from '@switchboard/contract';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
 import { DefinitionError, type FieldProblem } from './errors.js';
 import { parseYamlSource, withPositions } from './lib/yaml-source.js';
 import { definitionProblems } from './engine/definition-problems.js';
@@ -94,6 +96,32 @@ export async function applyAgentFile(agents: AgentService, tenantId: string, fil
 /** A test conversation file (`<agent>.test.yaml`), which lives beside agent files but is not one. */
 export function isTestFile(name: string): boolean {
   return /\.test\.(ya?ml|json)$/.test(name);
+}
+
+/** A test conversation file, checked: its problems in one message. */
+export async function readTestFile(file: string): Promise<z.infer<typeof TestFile>> {
+  const raw: unknown = parseYaml(await readFile(file, 'utf8'));
+  const parsed = TestFile.safeParse(raw);
+  if (!parsed.success) {
+    throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; '));
+  }
+  return parsed.data;
+}
+
+/** The test conversations beside an agent file (`<slug>.test.yaml`, .yml or .json), with the file they came from; null when there is none. */
+export async function testsBeside(agentFile: string): Promise<{ file: string; tests: TestCase[] } | null> {
+  const slug = basename(agentFile, extname(agentFile));
+  const names = new Set(await readdir(dirname(agentFile)));
+  for (const ext of ['yaml', 'yml', 'json']) {
+    const name = `${slug}.test.${ext}`;
+    if (names.has(name)) {
+      const file = join(dirname(agentFile), name);
+      const spec = await readTestFile(file);
+      if (spec.agent !== slug) throw new Error(`${file} tests agent "${spec.agent}", not "${slug}" beside it`);
+      return { file, tests: spec.tests };
+    }
+  }
+  return null;
 }
 
 /** The agent files of a folder; two files for one slug (x.yaml and x.json) is an error naming both. */

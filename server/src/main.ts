@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { HostChecker } from './actions/ssrf.js';
 import { canCollect } from './lib/collect.js';
 import { createLogger } from './lib/logger.js';
-import { agentFiles, applyAgentFile, describeDefinitionError } from './agents-loader.js';
+import { agentFiles, applyAgentFile, describeDefinitionError, testsBeside } from './agents-loader.js';
 import { createApp, type App } from './app.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase } from './store/db.js';
@@ -82,6 +82,12 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
         } else logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
         for (const w of r.warnings.filter((x) => x.code === 'unreachable_host' || x.code === 'host_not_checked'))
           logger.warn({ slug: r.slug, path: w.path, file }, `agent ${r.slug}: ${w.message}`);
+        // Its test conversations, which evaluations of its drafts run (docs/improving.md).
+        const suite = await testsBeside(file);
+        if (suite) {
+          await built.review.putTestSuite(config.agentsTenant, r.slug, suite.tests);
+          logger.info({ slug: r.slug, tests: suite.tests.length, file: suite.file }, 'agent test conversations stored');
+        }
       } catch (err) {
         logger.error(describeDefinitionError(file, err));
       }

@@ -4,11 +4,12 @@
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { ConversationStatus, type DefinitionWarning } from '@switchboard/contract';
+import { ConversationStatus, ReviewReason, ReviewStatus, type DefinitionWarning } from '@switchboard/contract';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
+import { actOnItems, evaluate, printInbox, storeSuite } from './review.js';
 import { routeMessage, runTestFiles } from './testing.js';
 import { program, run } from './program.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
@@ -219,6 +220,57 @@ remoteOptions(
     .addOption(new Option('--status <status>', 'only conversations with this status').choices(ConversationStatus.options)),
 ).action(async (slug: string, opts: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }) => {
   await replay(slug, opts);
+});
+
+remoteOptions(
+  cli
+    .command('review')
+    .description("list an agent's review inbox on a running server: messages it missed, grouped, the most recently seen first (docs/improving.md)")
+    .argument('<slug>', 'the agent')
+    .addOption(new Option('--reason <reason>', 'only items of this reason').choices(ReviewReason.options))
+    .addOption(new Option('--status <status>', 'open (the inbox), or what was done with them').choices(ReviewStatus.options).default('open'))
+    .option('--limit <n>', 'how many (at most 100)', versionNumber, 20),
+).action(async (slug: string, opts: RemoteOptions & { reason?: ReviewReason; status: ReviewStatus; limit: number }) => {
+  await printInbox(slug, { ...opts, limit: Math.min(opts.limit, 100) });
+});
+
+remoteOptions(
+  cli
+    .command('review-act')
+    .description(
+      "act on review items: add their messages to the agent's draft as examples of a capability or as out of scope (printing the diff), or dismiss them",
+    )
+    .argument('<slug>', 'the agent')
+    .argument('<items...>', 'review item ids (agents review lists them)')
+    .option('--add-example <capability>', 'add the messages to the examples of this capability')
+    .option('--out-of-scope', "add the messages to the agent's out-of-scope messages (routing.out_of_scope)")
+    .option('--dismiss', 'dismiss the items'),
+).action(async (slug: string, items: string[], opts: RemoteOptions & { addExample?: string; outOfScope?: boolean; dismiss?: boolean }) => {
+  await actOnItems(slug, items, opts);
+});
+
+remoteOptions(
+  cli
+    .command('suite')
+    .description("store an agent's test conversations (<agent>.test.yaml) on a running server: every evaluation of its drafts runs them")
+    .argument('<slug>', 'the agent')
+    .argument('<file>', 'the test file'),
+).action(async (slug: string, file: string, opts: RemoteOptions) => {
+  await storeSuite(slug, file, opts);
+});
+
+remoteOptions(
+  cli
+    .command('evaluate')
+    .description(
+      'evaluate a version (a draft) on a running server beside the current one: cross-validated routing, the reviewed messages, the stored test conversations and a replay of recorded conversations',
+    )
+    .argument('<slug>', 'the agent')
+    .argument('<version>', 'the version to evaluate', versionNumber)
+    .option('--replay <n>', 'replay this many of the newest recorded conversations (0: none, at most 500)', (v) => Number(v), 100)
+    .option('--folds <n>', 'cross-validation folds (2-10)', versionNumber, 5),
+).action(async (slug: string, version: number, opts: RemoteOptions & { replay: number; folds: number }) => {
+  await evaluate(slug, version, opts);
 });
 
 remoteOptions(

@@ -7,7 +7,7 @@ import { describeFailure, reach, remoteClient, type RemoteOptions } from './remo
 
 const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.length > 200 ? `${v.slice(0, 200)}…` : v) : JSON.stringify(v));
 
-function bar(done: number, total: number): string {
+export function bar(done: number, total: number): string {
   const width = 30;
   const filled = total ? Math.round((done / total) * width) : width;
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`;

@@ -2,12 +2,11 @@
 // conversation files (`<agent>.test.yaml`) against the definition beside them, in memory (no
 // server, no database, no network), or with --url against a server's current version; prints
 // each failing step, writes a JUnit report for CI systems, and exits 1 on any failure.
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import junitReports, { type Builder } from 'junit-report-builder';
-import { parse as parseYaml } from 'yaml';
-import { TestFile, type TestResults } from '@switchboard/contract';
-import { describeDefinitionError, readAgentFile } from '../agents-loader.js';
+import type { TestResults } from '@switchboard/contract';
+import { describeDefinitionError, readAgentFile, readTestFile } from '../agents-loader.js';
 import { compileAgent } from '../engine/compile.js';
 import { answer, runTests } from '../service/test-runner.js';
 import { OfflineConversation } from '../service/offline-conversation.js';
@@ -34,15 +33,6 @@ async function testFiles(paths: string[]): Promise<string[]> {
     } else out.push(p);
   }
   return out;
-}
-
-async function readTestFile(file: string) {
-  const raw: unknown = parseYaml(await readFile(file, 'utf8'));
-  const parsed = TestFile.safeParse(raw);
-  if (!parsed.success) {
-    throw new Error(parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; '));
-  }
-  return parsed.data;
 }
 
 async function definitionBeside(file: string, agent: string): Promise<string> {

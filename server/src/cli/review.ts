@@ -1,0 +1,133 @@
+// The review loop from the command line (docs/improving.md), against a running server:
+// `agents review SLUG` prints the inbox, `agents review-act SLUG ITEM… --add-example CAP |
+// --out-of-scope | --dismiss` acts on items (printing the draft's diff), `agents suite SLUG FILE`
+// stores an agent's test conversations, and `agents evaluate SLUG VERSION` evaluates a draft
+// with its progress on stderr and prints it beside the current version.
+import type { Evaluation, ReviewAction, ReviewReason, ReviewStatus } from '@switchboard/contract';
+import { readTestFile } from '../agents-loader.js';
+import { bar } from './replay.js';
+import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+
+const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${(x * 100).toFixed(1)}%`);
+const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+export async function printInbox(slug: string, o: RemoteOptions & { reason?: ReviewReason; status: ReviewStatus; limit: number }): Promise<void> {
+  const sb = remoteClient(o);
+  const r = await reach(o, () =>
+    sb.api.listReview({ params: { slug }, query: { status: o.status, limit: o.limit, ...(o.reason ? { reason: o.reason } : {}) } }),
+  );
+  if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+  const counts = Object.entries(r.body.counts)
+    .filter(([, c]) => c.items > 0)
+    .map(([reason, c]) => `${reason} ${c.items} (${c.messages} message${c.messages === 1 ? '' : 's'})`);
+  console.log(`${slug}: ${o.status} items by reason: ${counts.join(', ') || 'none'}`);
+  if (r.body.data.length === 0) return;
+  console.log('');
+  console.log(`${'id'.padEnd(36)}  ${'reason'.padEnd(12)}  count  ${'routed to'.padEnd(16)}  message`);
+  for (const i of r.body.data) {
+    const extra =
+      i.margin !== undefined ? ` (margin ${i.margin})` : i.action ? ` → ${i.action.action}${i.action.capability ? ` ${i.action.capability}` : ''}` : '';
+    console.log(
+      `${i.id}  ${i.reason.padEnd(12)}  ${String(i.count).padStart(5)}  ${clip(i.capability, 16).padEnd(16)}  ${JSON.stringify(clip(i.message, 80))}${extra}`,
+    );
+  }
+  if (r.body.next_cursor) console.log(`(more: --limit)`);
+}
+
+export async function actOnItems(
+  slug: string,
+  items: string[],
+  o: RemoteOptions & { addExample?: string; outOfScope?: boolean; dismiss?: boolean },
+): Promise<void> {
+  const chosen = [o.addExample !== undefined, o.outOfScope === true, o.dismiss === true].filter(Boolean).length;
+  if (chosen !== 1) throw new Error('say one action: --add-example CAPABILITY, --out-of-scope or --dismiss');
+  const body: ReviewAction =
+    o.addExample !== undefined
+      ? { items, action: 'add_example', capability: o.addExample }
+      : o.outOfScope
+        ? { items, action: 'add_out_of_scope' }
+        : { items, action: 'dismiss' };
+  const sb = remoteClient(o);
+  const r = await reach(o, () => sb.api.actOnReview({ params: { slug }, body }));
+  if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+  console.log(`${body.action}: ${r.body.acted} item(s) left the inbox`);
+  const d = r.body.draft;
+  if (!d) {
+    if (body.action !== 'dismiss') console.log('the draft had every example already: no new version');
+    return;
+  }
+  for (const a of d.added) console.log(`  + ${a.path}: ${JSON.stringify(a.example)}`);
+  for (const a of d.unchanged) console.log(`  = ${a.path}: ${JSON.stringify(a.example)} (there already)`);
+  console.log(`draft: version ${d.version} (from version ${d.based_on}; not current)\n`);
+  process.stdout.write(d.diff);
+  console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}`);
+}
+
+export async function storeSuite(slug: string, file: string, o: RemoteOptions): Promise<void> {
+  const spec = await readTestFile(file);
+  if (spec.agent !== slug) throw new Error(`${file} tests agent "${spec.agent}", not "${slug}"`);
+  const sb = remoteClient(o);
+  const r = await reach(o, () => sb.api.putTestSuite({ params: { slug }, body: { tests: spec.tests } }));
+  if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+  console.log(`stored ${r.body.tests.length} test conversation(s) of ${slug} from ${file}: every evaluation runs them`);
+}
+
+type Side = NonNullable<Evaluation['result']>['draft'];
+
+/** The evaluation beside the current version, as lines. */
+export function describeEvaluation(e: Evaluation): string[] {
+  const out = [`evaluation ${e.id}: version ${e.version} beside version ${e.baseline} (current when it started): ${e.status}`];
+  if (e.error) out.push(`  error: ${e.error}`);
+  const r = e.result;
+  if (!r) return out;
+  const row = (label: string, f: (s: Side) => string) => `  ${label.padEnd(34)} ${f(r.draft).padStart(14)} ${f(r.current).padStart(14)}`;
+  out.push('', `  ${''.padEnd(34)} ${`v${e.version}`.padStart(14)} ${`v${e.baseline}`.padStart(14)}`);
+  out.push(row('cross-validated accuracy', (s) => `${pct(s.cross_validation.accuracy)} of ${s.cross_validation.total}`));
+  out.push(row('reviewed messages routed as said', (s) => `${s.labelled.as_reviewed}/${s.labelled.total}`));
+  out.push(row('test conversations passed', (s) => `${s.tests.passed}/${s.tests.total}`));
+  const names = [...new Set([...r.draft.cross_validation.capabilities, ...r.current.cross_validation.capabilities].map((c) => c.name))].sort();
+  out.push('', '  per capability (cross-validated)   precision/recall, draft → current');
+  for (const n of names) {
+    const d = r.draft.cross_validation.capabilities.find((c) => c.name === n);
+    const c = r.current.cross_validation.capabilities.find((x) => x.name === n);
+    out.push(`    ${n.padEnd(24)} ${pct(d?.precision)}/${pct(d?.recall)} → ${pct(c?.precision)}/${pct(c?.recall)}`);
+  }
+  out.push('', `  reviewed messages: ${r.labelled.fixed} now routed as said, ${r.labelled.broken} no longer`);
+  for (const m of r.labelled.messages) {
+    const mark = m.draft === m.expected ? (m.current === m.expected ? '=' : '+') : '-';
+    out.push(`    ${mark} ${JSON.stringify(clip(m.message, 60))}: ${m.expected}; v${e.version} ${m.draft}, v${e.baseline} ${m.current}`);
+  }
+  for (const f of r.draft.tests.failed) out.push(`  test "${f.name}" fails at step ${f.step}: ${f.why}`);
+  if (r.replay) {
+    const p = r.replay;
+    out.push(
+      '',
+      `  replay of ${p.conversations} recorded conversation(s): ${p.identical} identical, ${p.changed} changed (capability ${p.capability}, outcome ${p.outcome}, reply ${p.reply}, action ${p.action}), ${p.errors} error(s)`,
+      `  each change: npm run agents -- replay … or GET …/replays/${p.replay_id}`,
+    );
+  }
+  return out;
+}
+
+export async function evaluate(slug: string, version: number, o: RemoteOptions & { replay: number; folds: number }): Promise<void> {
+  const sb = remoteClient(o);
+  const started = await reach(o, () => sb.api.startEvaluation({ params: { slug, version }, body: { replay: o.replay, folds: o.folds } }));
+  if (started.status !== 202) throw new Error(describeFailure(o, started.status, started.body));
+  const tty = process.stderr.isTTY;
+  let last = '';
+  let e: Evaluation;
+  for (;;) {
+    const got = await reach(o, () => sb.api.getEvaluation({ params: { slug, id: started.body.id } }));
+    if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
+    e = got.body;
+    const line = `evaluating ${slug} version ${version}: ${e.stage.replace('_', ' ').padEnd(16)} ${bar(e.progress.done, e.progress.total)}`;
+    if (tty) process.stderr.write(`\r${line}`);
+    else if (line !== last) process.stderr.write(`${line}\n`);
+    last = line;
+    if (e.status !== 'running') break;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  if (tty) process.stderr.write('\n');
+  for (const line of describeEvaluation(e)) console.log(line);
+  if (e.status === 'failed') process.exitCode = 1;
+}
