@@ -451,6 +451,75 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(await page.getByRole('link', { name: '/console' }).getAttribute('href')).toBe('/console');
   });
 
+  it('triages the review inbox with the keyboard: two messages added as examples, one as out of scope, with the diff', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    for (const m of ['what is the weather like today', 'What is the weather like today?', 'where is the stuff I bought', 'I never got the things I paid for'])
+      await say(m);
+    await page.goto(url('/agents/support/review'));
+    const list = page.getByRole('listbox', { name: 'Review items' });
+    await list.waitFor();
+    const option = (re: RegExp) => list.getByRole('option').filter({ hasText: re });
+    expect(await option(/weather like today/).textContent()).toContain('×2');
+    await accessible();
+    // Highlight the two order messages with j/k, select them with x, choose order_status with 1 and add them with a.
+    await list.focus();
+    const texts = await list.getByRole('option').allTextContents();
+    const at = (re: RegExp) => texts.findIndex((t) => re.test(t));
+    const go = async (index: number) => {
+      for (let i = 0; i < texts.length; i++) await page.keyboard.press('k');
+      for (let i = 0; i < index; i++) await page.keyboard.press('j');
+    };
+    await go(at(/stuff I bought/));
+    await page.keyboard.press('x');
+    await go(at(/never got the things/));
+    await page.keyboard.press('x');
+    expect(await list.getByRole('option', { selected: true }).count()).toBe(2);
+    await page.keyboard.press('1');
+    expect(await page.getByLabel('Add to capability').inputValue()).toBe('order_status');
+    await page.keyboard.press('a');
+    const status = page.getByRole('status').filter({ hasText: /added to draft v\d+/ });
+    await status.waitFor();
+    expect(await status.textContent()).toMatch(/2 items added to draft v\d+/);
+    expect(await page.getByLabel("The draft's diff").textContent()).toContain('+      - where is the stuff I bought');
+    await expect.poll(() => option(/stuff I bought|never got the things/).count()).toBe(0);
+    // The weather question, highlighted, out of scope with o.
+    await list.focus();
+    const now = await list.getByRole('option').allTextContents();
+    for (let i = 0; i < now.length; i++) await page.keyboard.press('k');
+    for (let i = 0; i < now.findIndex((t) => /weather like today/.test(t)); i++) await page.keyboard.press('j');
+    await page.keyboard.press('o');
+    await page
+      .getByRole('status')
+      .filter({ hasText: /1 item added to draft v\d+/ })
+      .waitFor();
+    expect(await page.getByLabel("The draft's diff").textContent()).toMatch(/\+ {2}out_of_scope:\n\+ {4}- What is the weather like today\?/);
+    await expect.poll(() => option(/weather like today/).count()).toBe(0);
+    await shot('review');
+    await accessible();
+  });
+
+  it('evaluates the draft beside the current version, with confusion matrices people can read', async () => {
+    await page.goto(url('/agents/support/evaluations'));
+    await page.getByRole('heading', { name: 'Evaluations', exact: true }).waitFor();
+    await page.getByLabel('Replay conversations').fill('20');
+    await page.getByRole('button', { name: 'Evaluate' }).click();
+    await page.getByText(/^Done, \d+ of \d+ steps\.$/).waitFor({ timeout: 30_000 });
+    const side = page.getByRole('region', { name: 'Side by side' });
+    const reviewed = await side
+      .getByRole('row', { name: /Reviewed messages routed as said/ })
+      .locator('td')
+      .allTextContents();
+    expect(reviewed[0]).toBe('3 of 3');
+    const rows = page.getByRole('region', { name: 'Reviewed messages' }).locator('tbody tr');
+    expect(await rows.count()).toBe(3);
+    const matrix = page.getByRole('region', { name: /^Confusion matrix, v\d+$/ }).first();
+    expect(await matrix.getByRole('columnheader', { name: 'order_status' }).count()).toBe(1);
+    expect(await matrix.locator('td.diag').count()).toBeGreaterThan(1);
+    expect(await page.getByRole('link', { name: 'Each difference' }).getAttribute('href')).toMatch(/^\/console\/agents\/support\/replays\/[0-9a-f-]{36}$/);
+    await shot('evaluation');
+    await accessible();
+  });
+
   it('wrote nothing to the browser console on any page', () => {
     expect(problems).toEqual([]);
   });

@@ -1,5 +1,5 @@
-// One agent: its tabs (overview, conversations, versions, playground, replays, tests, install), each
-// its own address under /console/agents/:slug.
+// One agent: its tabs (overview, conversations, review, evaluations, versions, playground, replays,
+// tests, install), each its own address under /console/agents/:slug.
 import { Link, Route, Switch, useLocation } from 'wouter-preact';
 import { ok, useLoad } from '../api';
 import { useSession } from '../session';
@@ -11,11 +11,15 @@ import { Versions } from './versions';
 import { Playground } from './playground';
 import { Replays, ReplayView } from './replays';
 import { Tests } from './tests';
+import { Review } from './review';
+import { EvaluationView, Evaluations } from './evaluations';
 import { Install } from './install';
 
 const TABS = [
   ['/', 'Overview'],
   ['/conversations', 'Conversations'],
+  ['/review', 'Review'],
+  ['/evaluations', 'Evaluations'],
   ['/versions', 'Versions'],
   ['/playground', 'Playground'],
   ['/replays', 'Replays'],
@@ -56,6 +60,13 @@ export function AgentPage({ slug }: { slug: string }) {
           <Conversations agent={a} />
         </Route>
         <Route path="/conversations/:id">{(p) => <ConversationView agent={a} id={p.id} />}</Route>
+        <Route path="/review">
+          <Review agent={a} />
+        </Route>
+        <Route path="/evaluations">
+          <Evaluations agent={a} />
+        </Route>
+        <Route path="/evaluations/:id">{(p) => <EvaluationView agent={a} id={p.id} />}</Route>
         <Route path="/versions">
           <Versions agent={a} onActivated={agent.reload} />
         </Route>
