@@ -16,7 +16,8 @@ import { AgentStore } from '../server/src/store/agent-store.js';
 import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
 import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
-import { groupKey, type ReviewFinding, type ReviewReason } from '../server/src/service/review-findings.js';
+import type { ReviewFinding, ReviewReason } from '../server/src/domain.js';
+import { groupKey } from '../server/src/service/review-findings.js';
 import { insertBatch, type Tables } from './bulk.js';
 import { onEachDatabase, pct, startServer } from './server.js';
 

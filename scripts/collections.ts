@@ -44,6 +44,7 @@ interface Item {
 const EXAMPLED = new Set(Object.keys(PARAMETER_EXAMPLES).map((k) => k.split(' ').at(-1)!.split(':')[1]));
 const CONVERSATION = String(PARAMETER_EXAMPLES['path:id']);
 const REPLAY = String(PARAMETER_EXAMPLES['getReplay path:id']);
+const EVALUATION = String(PARAMETER_EXAMPLES['getEvaluation path:id']);
 
 function convert(doc: Json): Promise<Json> {
   return new Promise((resolve, reject) => {
@@ -147,13 +148,28 @@ function readmeFolder(all: Item[]): Item {
         ...requestOf(all, 'GET', '/api/v1/agents/{slug}/replays/{id}', { name: 'Read the replay', variables: { slug, id: '{{replay_id}}' } }),
         event: tests("pm.test('answers 200', () => pm.response.to.have.status(200));"),
       },
+      {
+        ...requestOf(all, 'POST', '/api/v1/agents/{slug}/versions/{version}/evaluations', {
+          name: 'Evaluate version 1',
+          body: { replay: 0, folds: 2 },
+          variables: { slug, version: '1' },
+        }),
+        event: tests(
+          "pm.test('starts the evaluation', () => pm.response.to.have.status(202));",
+          "pm.collectionVariables.set('evaluation_id', pm.response.json().id);",
+        ),
+      },
+      {
+        ...requestOf(all, 'GET', '/api/v1/agents/{slug}/evaluations/{id}', { name: 'Read the evaluation', variables: { slug, id: '{{evaluation_id}}' } }),
+        event: tests("pm.test('answers 200', () => pm.response.to.have.status(200));"),
+      },
     ],
   };
 }
 
 /**
  * The collection: the README's conversation, then every operation by tag. Path variables that
- * name the conversation or the replay read the collection's variables (the README's, which
+ * name the conversation, the replay or the evaluation read the collection's variables (the README's, which
  * `npm start` holds, until the first folder sets them). Random ids are left out and each request
  * keeps its success example, so the file is the same on every run.
  */
@@ -170,6 +186,7 @@ function collectionOf(converted: Json): Json {
     for (const v of i.request?.url.variable ?? []) {
       if (v.key === 'id' && v.value === CONVERSATION) v.value = '{{conversation_id}}';
       if (v.key === 'id' && v.value === REPLAY) v.value = '{{replay_id}}';
+      if (v.key === 'id' && v.value === EVALUATION) v.value = '{{evaluation_id}}';
     }
   }
   const strip = (list: Item[]) => {
@@ -187,6 +204,7 @@ function collectionOf(converted: Json): Json {
       { key: 'baseUrl', value: 'http://127.0.0.1:3000' },
       { key: 'conversation_id', value: CONVERSATION },
       { key: 'replay_id', value: REPLAY },
+      { key: 'evaluation_id', value: EVALUATION },
     ],
   };
 }

@@ -56,7 +56,7 @@ const RULES: Rule[] = [
     forbidden: /^(server|contract)\/|^@switchboard\/(server|contract)|^node:/,
     why: 'the console calls the API through the typed client only',
   },
-  { layer: 'server/src', forbidden: /^(preact|wouter-preact|chart\.js|diff|vite)(\/|$)/, why: 'the server has no front-end packages' },
+  { layer: 'server/src', forbidden: /^(preact|wouter-preact|chart\.js|vite)(\/|$)/, why: 'the server has no front-end packages' },
   {
     layer: 'widget/src',
     forbidden: /^(server|console|client)\/|^@switchboard\/(server|console|client)|^node:|^(preact|zod|@ts-rest\/core)(\/|$)/,

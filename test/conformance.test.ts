@@ -156,9 +156,9 @@ describe('conformance against npm start behind the Prism validating proxy', () =
     );
     const failures = summary.run.failures.map((f) => `${f.source?.name ?? '?'}: ${f.error.message}`);
     expect(failures).toEqual([]);
-    expect(summary.run.stats.requests).toMatchObject({ total: 7 + reads.length, failed: 0 });
+    expect(summary.run.stats.requests).toMatchObject({ total: 9 + reads.length, failed: 0 });
     expect(summary.run.stats.assertions.failed).toBe(0);
-    expect(summary.run.stats.assertions.total).toBeGreaterThan(2 * (7 + reads.length));
+    expect(summary.run.stats.assertions.total).toBeGreaterThan(2 * (9 + reads.length));
   }, 120_000);
 
   it("runs switchboard.http with httpyac: every request's checks pass", async () => {

@@ -72,6 +72,7 @@ describe('the examples of openapi.json', () => {
       'AgentNotFound',
       'ConversationClosed',
       'LimitExceeded',
+      'ReviewItemClosed',
       'TenantRequired',
       'TrainingBudgetExceeded',
       'Unauthorized',

@@ -77,7 +77,7 @@ export const ProblemCode = z.enum([
 export type ProblemCode = z.infer<typeof ProblemCode>;
 
 /** RFC 9457 problem details, served as application/problem+json. */
-export const Problem = z
+const ProblemSchema = z
   .object({
     type: z.string(),
     title: z.string(),
@@ -88,7 +88,10 @@ export const Problem = z
     errors: z.array(ProblemFieldError).optional(),
   })
   .describe('RFC 9457 problem details');
-export type Problem = z.infer<typeof Problem>;
+export type Problem = z.infer<typeof ProblemSchema>;
+// Typed by name: every operation answers problems, and the contract's declarations (which repeat
+// each response's type) stay within what TypeScript serializes.
+export const Problem: z.ZodType<Problem> = ProblemSchema;
 
 const problem = (description: string) => Problem.describe(description);
 

@@ -37,7 +37,7 @@ export const ReviewOccurrence = z.object({
   at: Timestamp,
 });
 
-export const ReviewItem = z
+const ReviewItemSchema = z
   .object({
     id: Uuid,
     reason: ReviewReason,
@@ -62,7 +62,9 @@ export const ReviewItem = z
       .describe('What a reviewer did (null while open)'),
   })
   .describe('Near-identical user messages worth a look, with one reason');
-export type ReviewItem = z.infer<typeof ReviewItem>;
+export type ReviewItem = z.infer<typeof ReviewItemSchema>;
+// Typed by name, so that the contract's declarations stay within what TypeScript serializes.
+export const ReviewItem: z.ZodType<ReviewItem> = ReviewItemSchema;
 
 export const ReviewQuery = z.object({
   reason: ReviewReason.optional(),
@@ -75,7 +77,7 @@ export const ReviewQuery = z.object({
 
 const Count = z.object({ items: z.number().int(), messages: z.number().int() });
 
-export const ReviewPage = z
+const ReviewPageSchema = z
   .object({
     data: z.array(ReviewItem),
     counts: z
@@ -92,9 +94,8 @@ export const ReviewPage = z
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
   })
   .describe('Review items, the most recently seen first');
-export type ReviewPage = z.infer<typeof ReviewPage>;
 
-export const ReviewAction = z
+const ReviewActionSchema = z
   .object({
     items: z.array(Uuid).min(1).max(100).describe('Ids of open review items'),
     action: z
@@ -107,9 +108,8 @@ export const ReviewAction = z
     if (v.action === 'add_example' && !v.capability) ctx.addIssue({ code: 'custom', path: ['capability'], message: 'add_example needs a capability' });
     if (v.action !== 'add_example' && v.capability) ctx.addIssue({ code: 'custom', path: ['capability'], message: 'only add_example takes a capability' });
   });
-export type ReviewAction = z.infer<typeof ReviewAction>;
 
-export const ReviewActionResult = z
+const ReviewActionResultSchema = z
   .object({
     acted: z.number().int().describe('Items acted on (they leave the inbox)'),
     draft: z
@@ -124,16 +124,15 @@ export const ReviewActionResult = z
       .describe('null for dismiss, or when the draft had every example already'),
   })
   .describe('What the action changed');
-export type ReviewActionResult = z.infer<typeof ReviewActionResult>;
 
-export const TestSuite = z
+const TestSuiteSchema = z
   .object({
     tests: z.array(TestCase).max(200).describe("The agent's test conversations (as in <agent>.test.yaml), run by every evaluation"),
     updated_at: Timestamp.nullable().describe('null: none stored'),
   })
   .describe("The agent's stored test conversations");
 
-export const PutTestSuite = z.object({ tests: z.array(TestCase).max(200) }).strict();
+const PutTestSuiteSchema = z.object({ tests: z.array(TestCase).max(200) }).strict();
 
 export const StartEvaluation = z
   .object({
@@ -173,7 +172,37 @@ export const EvaluationSide = z.object({
     .describe("The agent's stored test conversations"),
 });
 
-export const Evaluation = z
+const EvaluationResultSchema = z
+  .object({
+    draft: EvaluationSide,
+    current: EvaluationSide,
+    labelled: z
+      .object({
+        fixed: z.number().int().describe('Routed as reviewed by the draft, not by the current version'),
+        broken: z.number().int().describe('Routed as reviewed by the current version, not by the draft'),
+        messages: z.array(LabelledMessage).describe('Every labelled message (at most 500), where each version routes it'),
+      })
+      .describe('The labelled set, message by message'),
+    replay: z
+      .object({
+        replay_id: Uuid,
+        conversations: z.number().int(),
+        identical: z.number().int(),
+        changed: z.number().int(),
+        errors: z.number().int(),
+        capability: z.number().int().describe('Conversations whose first changed turn routed elsewhere'),
+        outcome: z.number().int().describe('…ended with another status or outcome'),
+        reply: z.number().int().describe('…answered other words'),
+        action: z.number().int().describe('…called an action differently'),
+      })
+      .nullable()
+      .describe('The newest recorded conversations replayed against the draft (GET …/replays/{replay_id} has each one)'),
+  })
+  .describe('The evaluated version beside the current one');
+export type EvaluationResult = z.infer<typeof EvaluationResultSchema>;
+const EvaluationResult: z.ZodType<EvaluationResult> = EvaluationResultSchema;
+
+const EvaluationSchema = z
   .object({
     id: Uuid,
     version: z.number().int().describe('The version evaluated (the draft)'),
@@ -181,33 +210,7 @@ export const Evaluation = z
     status: z.enum(['running', 'done', 'failed']),
     stage: z.enum(['queued', 'cross_validation', 'labelled', 'tests', 'replay', 'done']),
     progress: z.object({ done: z.number().int(), total: z.number().int() }),
-    result: z
-      .object({
-        draft: EvaluationSide,
-        current: EvaluationSide,
-        labelled: z
-          .object({
-            fixed: z.number().int().describe('Routed as reviewed by the draft, not by the current version'),
-            broken: z.number().int().describe('Routed as reviewed by the current version, not by the draft'),
-            messages: z.array(LabelledMessage).describe('Every labelled message (at most 500), where each version routes it'),
-          })
-          .describe('The labelled set, message by message'),
-        replay: z
-          .object({
-            replay_id: Uuid,
-            conversations: z.number().int(),
-            identical: z.number().int(),
-            changed: z.number().int(),
-            errors: z.number().int(),
-            capability: z.number().int().describe('Conversations whose first changed turn routed elsewhere'),
-            outcome: z.number().int().describe('…ended with another status or outcome'),
-            reply: z.number().int().describe('…answered other words'),
-            action: z.number().int().describe('…called an action differently'),
-          })
-          .nullable()
-          .describe('The newest recorded conversations replayed against the draft (GET …/replays/{replay_id} has each one)'),
-      })
-      .nullable(),
+    result: EvaluationResult.nullable(),
     error: z.string().nullable(),
     created_by: z.string().nullable().describe('The id of the API key that started it'),
     created_at: Timestamp,
@@ -215,11 +218,26 @@ export const Evaluation = z
     expires_at: Timestamp.describe('Evaluations are kept for thirty days'),
   })
   .describe("A draft's evaluation beside the current version");
-export type Evaluation = z.infer<typeof Evaluation>;
 
-export const EvaluationSummary = Evaluation.omit({ result: true }).describe('An evaluation without its result');
+const EvaluationSummarySchema = EvaluationSchema.omit({ result: true }).describe('An evaluation without its result');
 
 export const EvaluationsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(50).default(20),
   cursor: z.string().max(500).optional(),
 });
+
+// Typed by name, so that the contract's declarations stay within what TypeScript serializes.
+export type ReviewPage = z.infer<typeof ReviewPageSchema>;
+export const ReviewPage: z.ZodType<ReviewPage> = ReviewPageSchema;
+export type ReviewAction = z.infer<typeof ReviewActionSchema>;
+export const ReviewAction: z.ZodType<ReviewAction> = ReviewActionSchema;
+export type ReviewActionResult = z.infer<typeof ReviewActionResultSchema>;
+export const ReviewActionResult: z.ZodType<ReviewActionResult> = ReviewActionResultSchema;
+export type TestSuite = z.infer<typeof TestSuiteSchema>;
+export const TestSuite: z.ZodType<TestSuite, z.ZodTypeDef, z.input<typeof TestSuiteSchema>> = TestSuiteSchema;
+export type PutTestSuite = z.infer<typeof PutTestSuiteSchema>;
+export const PutTestSuite: z.ZodType<PutTestSuite, z.ZodTypeDef, z.input<typeof PutTestSuiteSchema>> = PutTestSuiteSchema;
+export type Evaluation = z.infer<typeof EvaluationSchema>;
+export const Evaluation: z.ZodType<Evaluation> = EvaluationSchema;
+export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;
+export const EvaluationSummary: z.ZodType<EvaluationSummary> = EvaluationSummarySchema;

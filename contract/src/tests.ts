@@ -21,7 +21,7 @@ export const TestStep = z
   })
   .strict();
 
-export const TestCase = z
+const TestCaseSchema = z
   .object({
     name: z.string().min(1).max(200),
     context: z.record(z.unknown()).optional().describe("The context envelope's `context` (identity, preferences, entitlements…)"),
@@ -47,7 +47,11 @@ export const TestCase = z
     steps: z.array(TestStep).min(1).max(100),
   })
   .strict();
-export type TestCase = z.infer<typeof TestCase>;
+export type TestCase = z.infer<typeof TestCaseSchema>;
+/** A test case as sent (an action's status may be left out). */
+export type TestCaseInput = z.input<typeof TestCaseSchema>;
+// Typed by name, so that the contract's declarations stay within what TypeScript serializes.
+export const TestCase: z.ZodType<TestCase, z.ZodTypeDef, TestCaseInput> = TestCaseSchema;
 
 export const TestFile = z
   .object({

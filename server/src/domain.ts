@@ -25,6 +25,24 @@ export interface FlowState {
   review?: ReviewMark;
 }
 
+export type ReviewReason = 'fallback' | 'out_of_scope' | 'low_margin' | 'switched' | 'rephrased' | 'escalated' | 'slot_failed';
+
+/** A user message a turn showed is worth a review (service/review-findings.ts), as the turn's write stores it. */
+export interface ReviewFinding {
+  reason: ReviewReason;
+  /** sha256 of the reason and the message's normalised text: near-identical messages share it. */
+  groupKey: string;
+  turnIndex: number;
+  /** The routing decision's audit sequence, when a decision routed the message. */
+  auditSequence: number | null;
+  message: string;
+  /** The capability the message was routed to (or the flow it was in). */
+  capability: string;
+  version: number;
+  detail: Record<string, unknown>;
+  at: string;
+}
+
 /** A routed message as the conversation remembers it for the review inbox. */
 export interface ReviewMark {
   /** Its user turn's index. */

@@ -75,7 +75,7 @@ export async function storeSuite(slug: string, file: string, o: RemoteOptions): 
 type Side = NonNullable<Evaluation['result']>['draft'];
 
 /** The evaluation beside the current version, as lines. */
-export function describeEvaluation(e: Evaluation): string[] {
+function describeEvaluation(e: Evaluation): string[] {
   const out = [`evaluation ${e.id}: version ${e.version} beside version ${e.baseline} (current when it started): ${e.status}`];
   if (e.error) out.push(`  error: ${e.error}`);
   const r = e.result;

@@ -4,34 +4,26 @@
 // after the reply, one escalated within a few turns of its routing, and a slot answer that failed
 // validation until max_attempts. Pure: the turn's write carries what it finds (turn-write.ts), in
 // the same transaction, so the inbox never reads the audit log.
-import type { AuditDraft, FlowState, ReviewMark } from '../domain.js';
+import type { AuditDraft, FlowState, ReviewFinding, ReviewMark, ReviewReason } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { sha256 } from '../lib/canonical.js';
 
-export const REVIEW_REASONS = ['fallback', 'out_of_scope', 'low_margin', 'switched', 'rephrased', 'escalated', 'slot_failed'] as const;
-export type ReviewReason = (typeof REVIEW_REASONS)[number];
+export const REVIEW_REASONS = [
+  'fallback',
+  'out_of_scope',
+  'low_margin',
+  'switched',
+  'rephrased',
+  'escalated',
+  'slot_failed',
+] as const satisfies readonly ReviewReason[];
 
 /** How much of a message an occurrence keeps. */
-export const REVIEW_MESSAGE_CHARS = 1000;
+const REVIEW_MESSAGE_CHARS = 1000;
 /** An escalation this many user turns after a routing decision, or fewer, counts against it. */
 const ESCALATION_TURNS = 3;
 /** Word overlap (Jaccard) from which the next message is the same request said again. */
 const REPHRASE_OVERLAP = 0.5;
-
-export interface ReviewFinding {
-  reason: ReviewReason;
-  /** sha256 of the reason and the message's normalised text: near-identical messages share it. */
-  groupKey: string;
-  turnIndex: number;
-  /** The routing decision's audit sequence, when a decision routed the message. */
-  auditSequence: number | null;
-  message: string;
-  /** The capability the message was routed to (or the flow it was in). */
-  capability: string;
-  version: number;
-  detail: Record<string, unknown>;
-  at: string;
-}
 
 /**
  * The text two messages share when they differ only in case, accents, punctuation, spacing and

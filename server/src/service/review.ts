@@ -16,7 +16,7 @@ import { REVIEW_REASONS } from './review-findings.js';
 /** Occurrences shown with each item. */
 const SHOWN = 3;
 
-export class ReviewClosedError extends AppError {
+class ReviewClosedError extends AppError {
   constructor(ids: string[]) {
     super(
       409,

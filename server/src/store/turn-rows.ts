@@ -10,13 +10,13 @@ import {
   type Conversation,
   type EventDraft,
   type FlowState,
+  type ReviewFinding,
   type StatDelta,
   type TurnRow,
   type WebhookDraft,
 } from '../domain.js';
 import { dataHash, entryHash } from '../lib/audit-chain.js';
 import type { AuditTableRow, ConversationTableRow, TurnTableRow } from './rows.js';
-import type { ReviewFinding } from '../service/review-findings.js';
 
 /** Everything one call on a conversation commits, in one transaction. */
 export interface TurnWrite {
