@@ -184,6 +184,11 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
       expect(put.status).toBe(200);
       const got = await c.sb.api.getTestSuite({ params: { slug: SLUG } });
       expect(got.status === 200 && got.body.tests.map((t) => t.name)).toEqual(['order', 'stuff']);
+      // More steps than one request may run: refused, and the suite stored stays.
+      const huge = Array.from({ length: 11 }, (_, i) => ({ name: `t${i}`, steps: Array.from({ length: 100 }, () => ({ user: 'hello' })) }));
+      const refused = await api().put(`/api/v1/agents/${SLUG}/test-suite`).set('tenant-id', 'acme').send({ tests: huge }).expect(400);
+      expect(refused.body.errors[0].message).toMatch(/at most 1000 steps/);
+      expect((await api().get(`/api/v1/agents/${SLUG}/test-suite`).set('tenant-id', 'acme').expect(200)).body.tests).toHaveLength(2);
     });
 
     it('routes the reviewed messages as the reviewers said, beside the current version', async () => {
@@ -226,5 +231,29 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
       );
       await api().get(`/api/v1/agents/${SLUG}/evaluations`).set('tenant-id', 'other').expect(404);
     });
+  });
+});
+
+eachDatabase('review actions with API keys on $name', (database) => {
+  const f = appFixture(database, { config: { authMode: 'api_key' } });
+  it('records the key that acted, and refuses a key without the admin scope', async () => {
+    const admin = await f.app.keys.create('acme', ['admin', 'read', 'converse']);
+    const reader = await f.app.keys.create('acme', ['read', 'converse']);
+    const as = (key: string) => ({ authorization: `Bearer ${key}`, 'tenant-id': 'acme' });
+    const api = () => request(f.app.app);
+    await api()
+      .put('/api/v1/agents/shop')
+      .set(as(admin.key))
+      .send({ name: 'Shop', capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say: 'Number?' }] }] })
+      .expect(200);
+    await api().post('/api/v1/agents/shop/converse').set(as(reader.key)).send({ message: 'tell me a joke about penguins' }).expect(200);
+    const item = (await api().get('/api/v1/agents/shop/review').set(as(reader.key)).expect(200)).body.data[0];
+    expect(item.message).toBe('tell me a joke about penguins');
+    await api().post('/api/v1/agents/shop/review/actions').set(as(reader.key)).send({ items: [item.id], action: 'dismiss' }).expect(403);
+    const done = await api().post('/api/v1/agents/shop/review/actions').set(as(admin.key)).send({ items: [item.id], action: 'dismiss' }).expect(200);
+    expect(done.body).toEqual({ acted: 1, draft: null });
+    const dismissed = (await api().get('/api/v1/agents/shop/review?status=dismissed').set(as(reader.key)).expect(200)).body.data;
+    expect(dismissed).toHaveLength(1);
+    expect(dismissed[0].action).toMatchObject({ action: 'dismiss', acted_by: admin.id });
   });
 });
