@@ -4,8 +4,8 @@
 // holds the group key then, null once acted on, so that the same message seen again after an
 // action opens a new group), with the action taken and the key that took it. review_occurrences:
 // each message that was worth a look, written with the turn that showed it; erasure deletes a
-// conversation's. The inbox reads review_groups by (agent, status[, reason], last seen): no
-// query of it touches the audit log.
+// conversation's. The inbox reads review_groups by (agent, status[, reason], last seen), its
+// counts by reason from an index that holds them: no query of it touches the audit log.
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
@@ -25,7 +25,8 @@ export async function up(knex: Knex): Promise<void> {
     t.string('acted_at', 30).nullable();
     t.unique(['tenant_id', 'agent_id', 'open_key'], { indexName: 'review_groups_open_key' });
     t.index(['tenant_id', 'agent_id', 'status', 'last_seen_at', 'id'], 'review_groups_list_idx');
-    t.index(['tenant_id', 'agent_id', 'status', 'reason', 'last_seen_at', 'id'], 'review_groups_reason_idx');
+    // With the count, so that the inbox's counts by reason read this index alone.
+    t.index(['tenant_id', 'agent_id', 'status', 'reason', 'last_seen_at', 'id', 'count'], 'review_groups_reason_idx');
   });
   await knex.schema.createTable('review_occurrences', (t) => {
     t.uuid('id').primary();
