@@ -60,7 +60,7 @@ export async function actOnItems(
   for (const a of d.unchanged) console.log(`  = ${a.path}: ${JSON.stringify(a.example)} (there already)`);
   console.log(`draft: version ${d.version} (from version ${d.based_on}; not current)\n`);
   process.stdout.write(d.diff);
-  console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}`);
+  console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}${o.tenant ? ` --tenant ${o.tenant}` : ''}`);
 }
 
 export async function storeSuite(slug: string, file: string, o: RemoteOptions): Promise<void> {
