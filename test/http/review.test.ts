@@ -244,13 +244,24 @@ eachDatabase('review actions with API keys on $name', (database) => {
     await api()
       .put('/api/v1/agents/shop')
       .set(as(admin.key))
-      .send({ name: 'Shop', capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say: 'Number?' }] }] })
+      .send({
+        name: 'Shop',
+        capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say: 'Number?' }] }],
+      })
       .expect(200);
     await api().post('/api/v1/agents/shop/converse').set(as(reader.key)).send({ message: 'tell me a joke about penguins' }).expect(200);
     const item = (await api().get('/api/v1/agents/shop/review').set(as(reader.key)).expect(200)).body.data[0];
     expect(item.message).toBe('tell me a joke about penguins');
-    await api().post('/api/v1/agents/shop/review/actions').set(as(reader.key)).send({ items: [item.id], action: 'dismiss' }).expect(403);
-    const done = await api().post('/api/v1/agents/shop/review/actions').set(as(admin.key)).send({ items: [item.id], action: 'dismiss' }).expect(200);
+    await api()
+      .post('/api/v1/agents/shop/review/actions')
+      .set(as(reader.key))
+      .send({ items: [item.id], action: 'dismiss' })
+      .expect(403);
+    const done = await api()
+      .post('/api/v1/agents/shop/review/actions')
+      .set(as(admin.key))
+      .send({ items: [item.id], action: 'dismiss' })
+      .expect(200);
     expect(done.body).toEqual({ acted: 1, draft: null });
     const dismissed = (await api().get('/api/v1/agents/shop/review?status=dismissed').set(as(reader.key)).expect(200)).body.data;
     expect(dismissed).toHaveLength(1);
