@@ -11,6 +11,7 @@ import { ConversationStore } from '../../server/src/store/conversation-store.js'
 import type { Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
 import { ReplayStore } from '../../server/src/store/replay-store.js';
+import { ReviewStore, type ReviewGroupRow } from '../../server/src/store/review-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
@@ -135,6 +136,30 @@ eachDatabase('query plans on $name', (database) => {
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {
     await indexed('webhook_deliveries', () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }));
     await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100));
+  });
+
+  it("reads an agent's review inbox, its counts, its items' newest messages, and its evaluations by index", async () => {
+    const review = new ReviewStore(db);
+    for (const reason of [undefined, 'low_margin']) {
+      const f = { status: 'open', ...(reason ? { reason } : {}) };
+      await indexed('review_groups', () => review.list('t', agentId, f, { limit: 21, after: [T0, id] }), reason ? 'review_groups_reason_idx' : 'review_groups_list_idx');
+    }
+    await indexed('review_groups', () => review.list('t', agentId, { status: 'open', since: T0, until: T0 }, { limit: 21, after: null }));
+    await indexed('review_groups', () => review.counts('t', agentId, { status: 'open', since: T0 }), 'review_groups_reason_idx');
+    const group = (status: string): ReviewGroupRow => ({
+      id: randomUUID(),
+      reason: 'fallback',
+      groupKey: 'k',
+      count: 1,
+      firstSeenAt: T0,
+      lastSeenAt: T0,
+      status,
+      action: null,
+      actedBy: null,
+      actedAt: null,
+    });
+    await indexed('review_occurrences', () => review.occurrences('t', agentId, [group('open'), group('added')], 3));
+    await indexed('evaluations', () => review.evaluations('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
   });
 
   it("lists an agent's replays from a cursor by index", async () => {

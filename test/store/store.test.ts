@@ -285,6 +285,7 @@ eachDatabase('migrations on $name', (database) => {
         '015_lighter_turn_indexes',
         '016_stored_router_definition',
         '017_widget',
+        '018_review',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
