@@ -142,7 +142,11 @@ eachDatabase('query plans on $name', (database) => {
     const review = new ReviewStore(db);
     for (const reason of [undefined, 'low_margin']) {
       const f = { status: 'open', ...(reason ? { reason } : {}) };
-      await indexed('review_groups', () => review.list('t', agentId, f, { limit: 21, after: [T0, id] }), reason ? 'review_groups_reason_idx' : 'review_groups_list_idx');
+      await indexed(
+        'review_groups',
+        () => review.list('t', agentId, f, { limit: 21, after: [T0, id] }),
+        reason ? 'review_groups_reason_idx' : 'review_groups_list_idx',
+      );
     }
     await indexed('review_groups', () => review.list('t', agentId, { status: 'open', since: T0, until: T0 }, { limit: 21, after: null }));
     await indexed('review_groups', () => review.counts('t', agentId, { status: 'open', since: T0 }), 'review_groups_reason_idx');

@@ -1,11 +1,33 @@
 // `npm run agents -- replay SLUG --version N`: starts a replay on a server, shows its progress
 // while it runs, and prints the summary and, for each changed conversation, the first turn that
 // differed: what the user said there and every field of the answer that changed.
-import type { ConversationStatus, Replay } from '@switchboard/contract';
+import type { ConversationStatus } from '@switchboard/contract';
 import { literalHost } from '../actions/ssrf.js';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 
 const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.length > 200 ? `${v.slice(0, 200)}…` : v) : JSON.stringify(v));
+
+/**
+ * Reads a background job (a replay, an evaluation) every half second until it is no longer
+ * running, with its progress line on stderr: rewritten in place on a terminal, a line per change
+ * otherwise.
+ */
+export async function follow<T extends { status: string }>(read: () => Promise<T>, line: (job: T) => string): Promise<T> {
+  const tty = process.stderr.isTTY;
+  let last = '';
+  for (;;) {
+    const job = await read();
+    const text = line(job);
+    if (tty) process.stderr.write(`\r${text}`);
+    else if (text !== last) process.stderr.write(`${text}\n`);
+    last = text;
+    if (job.status !== 'running') {
+      if (tty) process.stderr.write('\n');
+      return job;
+    }
+    await new Promise((res) => setTimeout(res, 500));
+  }
+}
 
 export function bar(done: number, total: number): string {
   const width = 30;
@@ -19,21 +41,14 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
     sb.api.startReplay({ params: { slug }, body: { version: o.version, limit: o.limit, ...(o.status ? { status: o.status } : {}) } }),
   );
   if (started.status !== 202) throw new Error(describeFailure(o, started.status, started.body));
-  const tty = process.stderr.isTTY;
-  let last = '';
-  let r: Replay;
-  for (;;) {
-    const got = await reach(o, () => sb.api.getReplay({ params: { slug, id: started.body.id } }));
-    if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
-    r = got.body;
-    const line = `replaying ${slug} against version ${o.version} ${bar(r.progress.done, r.progress.total)}`;
-    if (tty) process.stderr.write(`\r${line}`);
-    else if (line !== last) process.stderr.write(`${line}\n`);
-    last = line;
-    if (r.status !== 'running') break;
-    await new Promise((res) => setTimeout(res, 500));
-  }
-  if (tty) process.stderr.write('\n');
+  const r = await follow(
+    async () => {
+      const got = await reach(o, () => sb.api.getReplay({ params: { slug, id: started.body.id } }));
+      if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
+      return got.body;
+    },
+    (x) => `replaying ${slug} against version ${o.version} ${bar(x.progress.done, x.progress.total)}`,
+  );
   const s = r.summary;
   console.log(`replay ${r.id}: ${r.status}; ${s.conversations} conversation(s): ${s.identical} identical, ${s.changed} changed, ${s.errors} error(s)`);
   for (const x of r.results) {

@@ -5,7 +5,7 @@
 // with its progress on stderr and prints it beside the current version.
 import type { Evaluation, ReviewAction, ReviewReason, ReviewStatus } from '@switchboard/contract';
 import { readTestFile } from '../agents-loader.js';
-import { bar } from './replay.js';
+import { bar, follow } from './replay.js';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${(x * 100).toFixed(1)}%`);
@@ -113,21 +113,14 @@ export async function evaluate(slug: string, version: number, o: RemoteOptions &
   const sb = remoteClient(o);
   const started = await reach(o, () => sb.api.startEvaluation({ params: { slug, version }, body: { replay: o.replay, folds: o.folds } }));
   if (started.status !== 202) throw new Error(describeFailure(o, started.status, started.body));
-  const tty = process.stderr.isTTY;
-  let last = '';
-  let e: Evaluation;
-  for (;;) {
-    const got = await reach(o, () => sb.api.getEvaluation({ params: { slug, id: started.body.id } }));
-    if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
-    e = got.body;
-    const line = `evaluating ${slug} version ${version}: ${e.stage.replace('_', ' ').padEnd(16)} ${bar(e.progress.done, e.progress.total)}`;
-    if (tty) process.stderr.write(`\r${line}`);
-    else if (line !== last) process.stderr.write(`${line}\n`);
-    last = line;
-    if (e.status !== 'running') break;
-    await new Promise((res) => setTimeout(res, 500));
-  }
-  if (tty) process.stderr.write('\n');
+  const e = await follow(
+    async () => {
+      const got = await reach(o, () => sb.api.getEvaluation({ params: { slug, id: started.body.id } }));
+      if (got.status !== 200) throw new Error(describeFailure(o, got.status, got.body));
+      return got.body;
+    },
+    (x) => `evaluating ${slug} version ${version}: ${x.stage.replace('_', ' ').padEnd(16)} ${bar(x.progress.done, x.progress.total)}`,
+  );
   for (const line of describeEvaluation(e)) console.log(line);
   if (e.status === 'failed') process.exitCode = 1;
 }

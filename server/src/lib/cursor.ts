@@ -33,3 +33,10 @@ export const isTimeAndId = (v: unknown): v is [string, string] =>
   Number.isFinite(Date.parse(v[0])) &&
   typeof v[1] === 'string' &&
   UUID.test(v[1]);
+
+/** A page of at most `limit` rows from `rows` (fetched with one more), with the cursor of the next page: null on the last. */
+export function pageOf<T>(rows: T[], limit: number, position: (last: T) => unknown): { page: T[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return { page, next_cursor: rows.length > limit && last !== undefined ? encodeCursor(position(last)) : null };
+}

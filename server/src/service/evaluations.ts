@@ -11,7 +11,8 @@ import { confusionMatrix, crossValidate, summarise, type Prediction } from '../e
 import { route } from '../engine/routing.js';
 import { NotFoundError, RateLimitedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
+import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import type { EvaluationRow, ReviewStore } from '../store/review-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ReplayService } from './replays.js';
@@ -78,7 +79,7 @@ function replaySummary(id: string, results: ReplayResult[]): NonNullable<Result[
 }
 
 export class EvaluationService {
-  private readonly running = new Map<string, { stop: boolean; done: Promise<void> }>();
+  private readonly running = new BackgroundJobs();
 
   constructor(private readonly deps: EvaluationDeps) {}
 
@@ -117,9 +118,7 @@ export class EvaluationService {
       expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
     };
     await store.insertEvaluation(row);
-    const job = { stop: false, done: Promise.resolve() };
-    job.done = this.run(row, slug, body.folds, job).finally(() => this.running.delete(id));
-    this.running.set(id, job);
+    this.running.start(id, (job) => this.run(row, slug, body.folds, job));
     return { id, status: 'running' };
   }
 
@@ -134,26 +133,24 @@ export class EvaluationService {
     const agent = await this.deps.agents.any(tenantId, slug);
     const after = decodeCursor(q.cursor, isTimeAndId);
     const rows = await this.deps.store.evaluations(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
+    const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.createdAt, last.id]);
     return {
       data: page.map((r) => {
         const { result: _result, ...summary } = this.toApi(r);
         return summary;
       }),
-      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
+      next_cursor,
     };
   }
 
   /** Resolves when this process's evaluation `id` has finished. */
   finished(id: string): Promise<void> {
-    return this.running.get(id)?.done ?? Promise.resolve();
+    return this.running.finished(id);
   }
 
   /** Stops the evaluations this process runs; they are marked failed. */
-  async close(): Promise<void> {
-    for (const job of this.running.values()) job.stop = true;
-    await Promise.all([...this.running.values()].map((j) => j.done));
+  close(): Promise<void> {
+    return this.running.close();
   }
 
   private toApi(row: EvaluationRow): Evaluation {
@@ -174,7 +171,7 @@ export class EvaluationService {
     };
   }
 
-  private async run(row: Omit<EvaluationRow, 'result' | 'error'>, slug: string, folds: number, job: { stop: boolean }): Promise<void> {
+  private async run(row: Omit<EvaluationRow, 'result' | 'error'>, slug: string, folds: number, job: JobControl): Promise<void> {
     const { agents, store, clock } = this.deps;
     const { tenantId, agentId, id } = row;
     let done = 0;

@@ -10,7 +10,8 @@ import type { CompiledAgent } from '../engine/compile.js';
 import type { EngineReply, EngineRequest } from '../engine/run.js';
 import { NotFoundError, RateLimitedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
+import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
 import type { AgentService } from './agent-service.js';
@@ -107,7 +108,7 @@ class Recordings {
 }
 
 export class ReplayService {
-  private readonly running = new Map<string, { stop: boolean; done: Promise<void> }>();
+  private readonly running = new BackgroundJobs();
 
   constructor(
     private readonly deps: {
@@ -158,9 +159,7 @@ export class ReplayService {
       updatedAt: iso(now),
       expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
     });
-    const job = { stop: false, done: Promise.resolve() };
-    job.done = this.run(id, tenantId, agent.id, input.version, ids, job).finally(() => this.running.delete(id));
-    this.running.set(id, job);
+    this.running.start(id, (job) => this.run(id, tenantId, agent.id, input.version, ids, job));
     return { id, status: 'running' };
   }
 
@@ -176,26 +175,24 @@ export class ReplayService {
     const agent = await this.deps.agents.any(tenantId, slug);
     const after = decodeCursor(q.cursor, isTimeAndId);
     const rows = await this.deps.replays.list(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
+    const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.createdAt, last.id]);
     return {
       data: page.map((r) => {
         const { results: _results, ...summary } = this.toApi(r);
         return summary;
       }),
-      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
+      next_cursor,
     };
   }
 
   /** Resolves when this process's replay `id` has finished (at once when it runs elsewhere or is done). */
   finished(id: string): Promise<void> {
-    return this.running.get(id)?.done ?? Promise.resolve();
+    return this.running.finished(id);
   }
 
   /** Stops the replays this process runs; they are marked failed. */
-  async close(): Promise<void> {
-    for (const job of this.running.values()) job.stop = true;
-    await Promise.all([...this.running.values()].map((j) => j.done));
+  close(): Promise<void> {
+    return this.running.close();
   }
 
   private toApi(row: ReplayRow): Replay {
@@ -220,7 +217,7 @@ export class ReplayService {
     };
   }
 
-  private async run(id: string, tenantId: string, agentId: string, version: number, ids: string[], job: { stop: boolean }): Promise<void> {
+  private async run(id: string, tenantId: string, agentId: string, version: number, ids: string[], job: JobControl): Promise<void> {
     const { agents, replays, clock } = this.deps;
     const results: ReplayResult[] = [];
     try {

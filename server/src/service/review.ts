@@ -7,7 +7,7 @@ import { createTwoFilesPatch } from 'diff';
 import { stringify as toYaml } from 'yaml';
 import { AppError, InputError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
+import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { ReviewGroupRow, ReviewOccurrenceRow, ReviewStore } from '../store/review-store.js';
 import { checkTestSteps, type AgentService } from './agent-service.js';
@@ -61,11 +61,10 @@ export class ReviewService {
       this.deps.store.list(tenantId, agent.id, { ...filter, reason: q.reason }, { limit: q.limit + 1, after }),
       this.deps.store.counts(tenantId, agent.id, filter),
     ]);
-    const page = rows.slice(0, q.limit);
+    const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.lastSeenAt, last.id]);
     const occurrences = await this.deps.store.occurrences(tenantId, agent.id, page, SHOWN);
     const counts = Object.fromEntries(REVIEW_REASONS.map((r) => [r, { items: 0, messages: 0 }])) as ReviewPage['counts'];
     for (const c of counted) if (c.reason in counts) counts[c.reason as ReviewReason] = { items: c.items, messages: c.messages };
-    const last = page.at(-1);
     return {
       // A group whose occurrences were all erased meanwhile has nothing to show.
       data: page.flatMap((g) => {
@@ -73,7 +72,7 @@ export class ReviewService {
         return occ.length || g.status !== 'open' ? [toItem(g, occ)] : [];
       }),
       counts,
-      next_cursor: rows.length > q.limit && last ? encodeCursor([last.lastSeenAt, last.id]) : null,
+      next_cursor,
     };
   }
 

@@ -1,6 +1,7 @@
 // Replays: one row each, its results as JSON, updated as it runs. Every read filters by tenant.
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
+import { newestFirst, runningJobs } from './keyset.js';
 
 export interface ReplayRow {
   id: string;
@@ -89,29 +90,13 @@ export class ReplayStore {
 
   /** An agent's replays not yet expired, newest first, after a (created_at, id) position. */
   async list(tenantId: string, agentId: string, q: { limit: number; after: [string, string] | null; now: string }): Promise<ReplayRow[]> {
-    const query = this.knex<ReplayTableRow>('replays')
-      .where({ tenant_id: tenantId, agent_id: agentId })
-      .where('expires_at', '>=', q.now)
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(q.limit);
-    if (q.after) {
-      const [createdAt, id] = q.after;
-      void query.where((w) => w.where('created_at', '<', createdAt).orWhere((x) => x.where('created_at', createdAt).where('id', '<', id)));
-    }
-    return (await query).map(toRow);
+    const query = this.knex<ReplayTableRow>('replays').where({ tenant_id: tenantId, agent_id: agentId }).where('expires_at', '>=', q.now);
+    return (await newestFirst(query, 'created_at', q.after, q.limit)).map(toRow);
   }
 
   /** Replays of the tenant still running (updated since `since`). */
-  async running(tenantId: string, since: string): Promise<number> {
-    const r = (await this.knex<ReplayTableRow>('replays')
-      .where({ tenant_id: tenantId, status: 'running' })
-      .where('updated_at', '>=', since)
-      .count({ n: '*' })
-      .first()) as { n: number | string } | undefined;
-    return Number(r?.n ?? 0);
+  running(tenantId: string, since: string): Promise<number> {
+    return runningJobs(this.knex, 'replays', tenantId, since);
   }
 
   async deleteExpired(now: string): Promise<number> {

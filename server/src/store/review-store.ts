@@ -4,6 +4,7 @@
 // page's groups only (migration 018).
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
+import { newestFirst, runningJobs } from './keyset.js';
 
 export interface ReviewGroupRow {
   id: string;
@@ -172,17 +173,7 @@ export class ReviewStore {
 
   /** A page of groups, the most recently seen first, after a (last_seen_at, id) position. */
   async list(tenantId: string, agentId: string, f: ReviewFilter, page: { limit: number; after: [string, string] | null }): Promise<ReviewGroupRow[]> {
-    const q = this.groups(tenantId, agentId, f)
-      .orderBy([
-        { column: 'last_seen_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(page.limit);
-    if (page.after) {
-      const [at, id] = page.after;
-      void q.where((w) => w.where('last_seen_at', '<', at).orWhere((x) => x.where('last_seen_at', at).where('id', '<', id)));
-    }
-    return (await q).map(toGroup);
+    return (await newestFirst(this.groups(tenantId, agentId, f), 'last_seen_at', page.after, page.limit)).map(toGroup);
   }
 
   /** Groups and messages by reason, under the status and time filters. */
@@ -334,29 +325,13 @@ export class ReviewStore {
 
   /** An agent's evaluations not yet expired, newest first, after a (created_at, id) position. */
   async evaluations(tenantId: string, agentId: string, q: { limit: number; after: [string, string] | null; now: string }): Promise<EvaluationRow[]> {
-    const query = this.knex<EvaluationTableRow>('evaluations')
-      .where({ tenant_id: tenantId, agent_id: agentId })
-      .where('expires_at', '>=', q.now)
-      .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
-      ])
-      .limit(q.limit);
-    if (q.after) {
-      const [createdAt, id] = q.after;
-      void query.where((w) => w.where('created_at', '<', createdAt).orWhere((x) => x.where('created_at', createdAt).where('id', '<', id)));
-    }
-    return (await query).map(toEvaluation);
+    const query = this.knex<EvaluationTableRow>('evaluations').where({ tenant_id: tenantId, agent_id: agentId }).where('expires_at', '>=', q.now);
+    return (await newestFirst(query, 'created_at', q.after, q.limit)).map(toEvaluation);
   }
 
   /** Evaluations of the tenant still running (updated since `since`). */
-  async runningEvaluations(tenantId: string, since: string): Promise<number> {
-    const r = (await this.knex<EvaluationTableRow>('evaluations')
-      .where({ tenant_id: tenantId, status: 'running' })
-      .where('updated_at', '>=', since)
-      .count({ n: '*' })
-      .first()) as { n: number | string } | undefined;
-    return Number(r?.n ?? 0);
+  runningEvaluations(tenantId: string, since: string): Promise<number> {
+    return runningJobs(this.knex, 'evaluations', tenantId, since);
   }
 
   async deleteExpiredEvaluations(now: string): Promise<number> {

@@ -1,0 +1,28 @@
+// Lists newest first by (a time column, id), each page continuing after the last row of the one
+// before: the keyset the stores' lists share, so that a deep page costs what the first one does.
+import type { Knex } from 'knex';
+
+/** Orders `q` newest first by `column` then id, after the position `after`, `limit` rows. */
+export function newestFirst<Q extends Knex.QueryBuilder>(q: Q, column: string, after: [string, string] | null, limit: number): Q {
+  void q
+    .orderBy([
+      { column, order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit);
+  if (after) {
+    const [at, id] = after;
+    void q.where((w) => w.where(column, '<', at).orWhere((x) => x.where(column, at).where('id', '<', id)));
+  }
+  return q;
+}
+
+/** Jobs of a tenant in `table` (replays, evaluations) still running: their row moved since `since`. */
+export async function runningJobs(knex: Knex, table: string, tenantId: string, since: string): Promise<number> {
+  const r: { n?: number | string } | undefined = await knex(table)
+    .where({ tenant_id: tenantId, status: 'running' })
+    .where('updated_at', '>=', since)
+    .count({ n: '*' })
+    .first();
+  return Number(r?.n ?? 0);
+}
