@@ -1,5 +1,5 @@
 // Domain types shared by the engine, the service and the store.
-import type { AuditType, ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+import type { AuditType, ContextEnvelope, ConversationStatus, Option, ReviewReason } from '@switchboard/contract';
 
 export interface ActionResult {
   ok: boolean;
@@ -24,8 +24,6 @@ export interface FlowState {
   /** The last routed message, for the review inbox's findings of later turns (service/review-findings.ts); erasure drops it. */
   review?: ReviewMark;
 }
-
-export type ReviewReason = 'fallback' | 'out_of_scope' | 'low_margin' | 'switched' | 'rephrased' | 'escalated' | 'slot_failed';
 
 /** A user message a turn showed is worth a review (service/review-findings.ts), as the turn's write stores it. */
 export interface ReviewFinding {

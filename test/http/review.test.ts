@@ -171,7 +171,6 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
     const after = await inbox();
     expect(after.data.some((i) => /restaurant/.test(i.message))).toBe(false);
     expect(JSON.stringify(after)).not.toContain('restaurant');
-    expect(weather).toBeTruthy();
   });
 
   describe('evaluating the draft', () => {

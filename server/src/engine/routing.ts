@@ -37,7 +37,8 @@ export function route(agent: CompiledAgent, scored: Scored, context: ContextEnve
   const router = semantic?.router ?? agent.router;
   const ranked = scored.scores.map((s) => {
     // The agent's out-of-scope messages are a class under the built-in fallback's name (compile.ts routingInput).
-    const cap = agent.capabilities.get(s.name) ?? agent.fallback;
+    const cap = agent.capabilities.get(s.name) ?? (agent.fallback.builtin && s.name === agent.fallback.name ? agent.fallback : undefined);
+    if (!cap) throw new Error(`the router scores "${s.name}", which the agent does not have`);
     return { cap, score: s.score, eligible: entitled(cap, context) };
   });
   const candidates = ranked.slice(0, 5).map((s) => ({

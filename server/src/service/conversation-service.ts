@@ -78,8 +78,8 @@ export interface ConversationServiceOptions {
   llmTokensPerConversation: number;
   /** The model server's embeddings for routing (LLM_EMBEDDINGS_MODEL). */
   embeddings?: ServerEmbeddings;
-  /** A routing whose two best capabilities are closer than this goes to the review inbox (REVIEW_LOW_MARGIN; 0.1 when absent). */
-  reviewLowMargin?: number;
+  /** A routing whose two best capabilities are closer than this goes to the review inbox (REVIEW_LOW_MARGIN). */
+  reviewLowMargin: number;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -277,7 +277,7 @@ export class ConversationService {
         result,
         now,
         requestId: call.requestId,
-        reviewLowMargin: this.opts.reviewLowMargin ?? 0.1,
+        reviewLowMargin: this.opts.reviewLowMargin,
         timing: {
           total_ms: ms(ctx.started),
           routing_ms: routingMs,

@@ -18,8 +18,6 @@ import type { AgentService } from './agent-service.js';
 import type { ReplayService } from './replays.js';
 
 const KEEP_MS = 30 * 24 * 3600 * 1000;
-/** A running evaluation whose row has not moved for this long belonged to a process that stopped. */
-const STALE_MS = 10 * 60 * 1000;
 /** Reviewed messages an evaluation routes, the newest first. */
 const MAX_LABELLED = 500;
 
@@ -94,7 +92,7 @@ export class EvaluationService {
     const agent = await agents.active(tenantId, slug);
     const now = clock.now();
     await store.deleteExpiredEvaluations(iso(now));
-    if ((await store.runningEvaluations(tenantId, iso(new Date(now.getTime() - STALE_MS)))) >= 1) {
+    if ((await store.runningEvaluations(tenantId, BackgroundJobs.liveSince(now))) >= 1) {
       throw new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
     }
     await agents.version(tenantId, slug, version); // 404 for a version that does not exist
@@ -154,7 +152,7 @@ export class EvaluationService {
   }
 
   private toApi(row: EvaluationRow): Evaluation {
-    const stale = row.status === 'running' && Date.parse(row.updatedAt) < this.deps.clock.now().getTime() - STALE_MS && !this.running.has(row.id);
+    const stale = this.running.stopped(row, this.deps.clock.now());
     return {
       id: row.id,
       version: row.version,
@@ -184,22 +182,19 @@ export class EvaluationService {
     try {
       await step(0);
       const versions = { draft: row.version, current: row.baseline };
-      const defs = {
-        draft: (await agents.version(tenantId, slug, versions.draft)).definition,
-        current: (await agents.version(tenantId, slug, versions.current)).definition,
-      };
-      const train = this.deps.trainer(tenantId);
-      const cv: Record<'draft' | 'current', Side['cross_validation']> = {} as never;
-      for (const side of ['draft', 'current'] as const) {
-        const predictions = await crossValidate(defs[side], folds, () => void step().catch(() => undefined), train);
-        cv[side] = quality(defs[side], predictions);
-      }
-
-      stage = 'labelled';
       const compiled = {
         draft: await agents.compiledVersion(tenantId, agentId, versions.draft),
         current: await agents.compiledVersion(tenantId, agentId, versions.current),
       };
+      const train = this.deps.trainer(tenantId);
+      const cv: Record<'draft' | 'current', Side['cross_validation']> = {} as never;
+      for (const side of ['draft', 'current'] as const) {
+        const def = compiled[side].definition;
+        const predictions = await crossValidate(def, folds, () => void step().catch(() => undefined), train);
+        cv[side] = quality(def, predictions);
+      }
+
+      stage = 'labelled';
       const labelled = (await store.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
         message: l.message,
         // Out of scope: the version's fallback, whichever capability that is.
@@ -208,8 +203,8 @@ export class EvaluationService {
         current: routeWith(compiled.current, l.message),
         outOfScope: l.capability === null,
       }));
-      const asReviewed = (side: 'draft' | 'current') => labelled.filter((l) => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected)).length;
       const right = (l: (typeof labelled)[number], side: 'draft' | 'current') => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected);
+      const asReviewed = (side: 'draft' | 'current') => labelled.filter((l) => right(l, side)).length;
       await step(2);
 
       stage = 'tests';

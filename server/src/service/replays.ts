@@ -21,8 +21,6 @@ import { OfflineConversation } from './offline-conversation.js';
 import type { RenderBudgets } from './render-budgets.js';
 
 const KEEP_MS = 7 * 24 * 3600 * 1000;
-/** A running replay whose row has not moved for this long belonged to a process that stopped. */
-const STALE_MS = 10 * 60 * 1000;
 const MAX_RUNNING_PER_TENANT = 2;
 /** The longest a replay runs; what is left is not replayed, and the replay fails saying so. */
 const MAX_RUN_MS = 15 * 60 * 1000;
@@ -128,7 +126,7 @@ export class ReplayService {
     const agent = await agents.any(tenantId, slug);
     const now = clock.now();
     await replays.deleteExpired(iso(now));
-    if ((await replays.running(tenantId, iso(new Date(now.getTime() - STALE_MS)))) >= MAX_RUNNING_PER_TENANT) {
+    if ((await replays.running(tenantId, BackgroundJobs.liveSince(now))) >= MAX_RUNNING_PER_TENANT) {
       throw new RateLimitedError(30);
     }
     await agents.version(tenantId, slug, input.version); // 404 for a version that does not exist
@@ -197,7 +195,7 @@ export class ReplayService {
 
   private toApi(row: ReplayRow): Replay {
     const results = row.results as ReplayResult[];
-    const stale = row.status === 'running' && Date.parse(row.updatedAt) < this.deps.clock.now().getTime() - STALE_MS && !this.running.has(row.id);
+    const stale = this.running.stopped(row, this.deps.clock.now());
     return {
       id: row.id,
       version: row.version,

@@ -4,19 +4,10 @@
 // after the reply, one escalated within a few turns of its routing, and a slot answer that failed
 // validation until max_attempts. Pure: the turn's write carries what it finds (turn-write.ts), in
 // the same transaction, so the inbox never reads the audit log.
-import type { AuditDraft, FlowState, ReviewFinding, ReviewMark, ReviewReason } from '../domain.js';
+import type { ReviewReason } from '@switchboard/contract';
+import type { AuditDraft, FlowState, ReviewFinding, ReviewMark } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import { sha256 } from '../lib/canonical.js';
-
-export const REVIEW_REASONS = [
-  'fallback',
-  'out_of_scope',
-  'low_margin',
-  'switched',
-  'rephrased',
-  'escalated',
-  'slot_failed',
-] as const satisfies readonly ReviewReason[];
 
 /** How much of a message an occurrence keeps. */
 const REVIEW_MESSAGE_CHARS = 1000;

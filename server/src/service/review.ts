@@ -2,7 +2,15 @@
 // a look (service/review-findings.ts finds them as each turn is written), and what reviewers do
 // with them: add a message to a capability's examples or to the agent's out-of-scope messages in
 // the draft, or dismiss it. Also the agent's stored test conversations, which evaluations run.
-import type { AgentDefinition, ReviewAction, ReviewActionResult, ReviewItem, ReviewPage, ReviewReason, TestCase } from '@switchboard/contract';
+import {
+  ReviewReason,
+  type AgentDefinition,
+  type ReviewAction,
+  type ReviewActionResult,
+  type ReviewItem,
+  type ReviewPage,
+  type TestCase,
+} from '@switchboard/contract';
 import { createTwoFilesPatch } from 'diff';
 import { stringify as toYaml } from 'yaml';
 import { AppError, InputError, NotFoundError } from '../errors.js';
@@ -11,7 +19,6 @@ import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { ReviewGroupRow, ReviewOccurrenceRow, ReviewStore } from '../store/review-store.js';
 import { checkTestSteps, type AgentService } from './agent-service.js';
-import { REVIEW_REASONS } from './review-findings.js';
 
 /** Occurrences shown with each item. */
 const SHOWN = 3;
@@ -63,7 +70,7 @@ export class ReviewService {
     ]);
     const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.lastSeenAt, last.id]);
     const occurrences = await this.deps.store.occurrences(tenantId, agent.id, page, SHOWN);
-    const counts = Object.fromEntries(REVIEW_REASONS.map((r) => [r, { items: 0, messages: 0 }])) as ReviewPage['counts'];
+    const counts = Object.fromEntries(ReviewReason.options.map((r) => [r, { items: 0, messages: 0 }])) as ReviewPage['counts'];
     for (const c of counted) if (c.reason in counts) counts[c.reason as ReviewReason] = { items: c.items, messages: c.messages };
     return {
       // A group whose occurrences were all erased meanwhile has nothing to show.
