@@ -71,6 +71,7 @@ describe('the examples of openapi.json', () => {
     expect([...names].sort()).toEqual([
       'AgentNotFound',
       'ConversationClosed',
+      'GatesFailed',
       'LimitExceeded',
       'ReviewItemClosed',
       'TenantRequired',

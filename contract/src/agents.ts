@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { Timestamp } from './common.js';
 import { AgentDefinition } from './definition.js';
+import { Release, Split } from './releases.js';
 
 export const Agent = z
   .object({
@@ -12,6 +13,7 @@ export const Agent = z
     version: z.number().int().describe('Current version; every changed definition makes a new one'),
     capabilities: z.array(z.object({ id: z.string().uuid(), name: z.string(), description: z.string().nullable() })),
     definition: AgentDefinition,
+    split: Split.nullable().describe('The traffic split in force, if any (docs/releases.md)'),
     created_at: Timestamp,
     updated_at: Timestamp,
   })
@@ -62,7 +64,12 @@ export const VersionsQuery = z.object({
 
 export const PutAgentResult = Agent.extend({
   stored_version: z.number().int().describe('The version this definition is stored as: `version` unless it was stored as a draft (`activate=false`)'),
+  release: Release.nullable().describe('The step of the release record this PUT made, when it made a version current'),
   warnings: z
     .array(DefinitionWarning)
     .describe('What in the definition is likely to route or render badly; the definition is accepted all the same (docs/routing.md)'),
 }).describe('The agent and its current definition, with routing warnings');
+
+export const ActivationResult = Agent.extend({
+  release: Release.describe('The step of the release record this activation made, with the gates it passed'),
+}).describe('The agent, now on the activated version');

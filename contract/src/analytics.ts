@@ -16,6 +16,27 @@ const Rate = z.number().min(0).max(1).nullable();
 
 const Counts = z.object({ started: Count, completed: Count, escalated: Count, abandoned: Count });
 
+const Interval = z
+  .tuple([z.number(), z.number()])
+  .nullable()
+  .describe('95% Wilson score interval of the rate: a wide one says there are too few conversations to read it');
+
+const VersionFigures = Counts.extend({
+  version: z.number().int(),
+  closed: Count.describe('completed + escalated + abandoned: the conversations behind containment and escalation'),
+  routed: Count.describe('Routing decisions: those behind the fallback rate'),
+  fallback: Count,
+  rates: z.object({
+    containment: Rate,
+    escalation: Rate,
+    fallback: Rate,
+    completion: Rate.describe('completed / started; null with none started'),
+  }),
+  intervals: z.object({ containment: Interval, escalation: Interval, fallback: Interval, completion: Interval }),
+  turns_per_conversation_p50: z.number().nullable(),
+  duration_seconds_p50: z.number().nullable(),
+});
+
 export const AgentAnalytics = z.object({
   from: Timestamp,
   to: Timestamp,
@@ -39,5 +60,6 @@ export const AgentAnalytics = z.object({
   channels: z
     .array(Counts.extend({ channel: z.enum(['api', 'web']) }))
     .describe('The same counts per channel: web, conversations of the web chat widget; api, the others'),
+  versions: z.array(VersionFigures).describe('The same figures per agent version, newest first: compare a split’s candidate with the current version'),
 });
 export type AgentAnalytics = z.infer<typeof AgentAnalytics>;

@@ -63,6 +63,8 @@ export const ProblemCode = z.enum([
   'method_not_allowed',
   'conversation_closed',
   'review_item_closed',
+  'release_gates_failed',
+  'no_split',
   'invalid_transition',
   'payload_too_large',
   'unsupported_media_type',
@@ -76,6 +78,21 @@ export const ProblemCode = z.enum([
 ]);
 export type ProblemCode = z.infer<typeof ProblemCode>;
 
+/** One gate of an agent's release policy, judged on an evaluation (docs/releases.md). */
+const ReleaseGateSchema = z.object({
+  gate: z
+    .enum(['tests', 'labelled_accuracy', 'routing_accuracy', 'replay_changed_outcomes', 'replay_changed_capabilities', 'new_hosts'])
+    .describe('Which requirement of `release.require`'),
+  passed: z.boolean(),
+  figure: z.number().nullable().describe("The candidate's figure (a share from 0 to 1, or a count for new_hosts); null with no evidence"),
+  current: z.number().nullable().describe("The current version's figure, where the gate compares with it"),
+  limit: z.number().nullable().describe('The bound the figure is held to (a minimum or a maximum, as `detail` says)'),
+  evidence: z.number().int().describe('How many tests, messages or conversations the figure stands on (0: the gate passes for want of any)'),
+  detail: z.string().describe('The gate and its figure in a sentence'),
+});
+export type ReleaseGate = z.infer<typeof ReleaseGateSchema>;
+export const ReleaseGate: z.ZodType<ReleaseGate> = ReleaseGateSchema;
+
 /** RFC 9457 problem details, served as application/problem+json. */
 const ProblemSchema = z
   .object({
@@ -86,6 +103,8 @@ const ProblemSchema = z
     code: ProblemCode,
     request_id: z.string(),
     errors: z.array(ProblemFieldError).optional(),
+    gates: z.array(ReleaseGate).optional().describe('`release_gates_failed`: every gate of the release policy with its figure, those that failed among them'),
+    evaluation_id: z.string().uuid().optional().describe('`release_gates_failed`: the evaluation the gates were judged on'),
   })
   .describe('RFC 9457 problem details');
 export type Problem = z.infer<typeof ProblemSchema>;

@@ -183,6 +183,54 @@ export const WebhookDef = z
   })
   .strict();
 
+const Share = z.number().min(0).max(1);
+
+export const ReleasePolicy = z
+  .object({
+    require: z
+      .object({
+        tests: z.literal('pass').optional().describe('Every stored test conversation (PUT …/test-suite) passes on the candidate'),
+        labelled_accuracy: z
+          .object({
+            min: Share.optional().describe('Share of reviewed messages the candidate routes as the reviewers said'),
+            no_regression: z.boolean().default(false).describe("Not below the current version's share"),
+          })
+          .strict()
+          .optional(),
+        routing_accuracy: z
+          .object({
+            min: Share.optional().describe("Cross-validated accuracy of the candidate's own examples"),
+            no_regression: z.boolean().default(false).describe("Not below the current version's"),
+          })
+          .strict()
+          .optional(),
+        replay: z
+          .object({
+            conversations: z.number().int().min(1).max(500).default(100).describe('The newest recorded conversations replayed against the candidate'),
+            max_changed_outcomes: Share.optional().describe('Most share of them whose status or outcome changes'),
+            max_changed_capabilities: Share.optional().describe('Most share of them routed to another capability'),
+            new_hosts: z
+              .enum(['forbid', 'allow'])
+              .default('allow')
+              .describe("forbid: the candidate's actions and webhooks name no host the current version does not"),
+          })
+          .strict()
+          .optional(),
+      })
+      .strict()
+      .default({}),
+    max_age_hours: z
+      .number()
+      .int()
+      .min(1)
+      .max(720)
+      .default(24)
+      .describe('An evaluation of the same two versions and test suite younger than this is judged again rather than run again'),
+  })
+  .strict()
+  .describe("What a version must show before it is released (docs/releases.md); the current version's policy judges a candidate");
+export type ReleasePolicy = z.infer<typeof ReleasePolicy>;
+
 export const AgentDefinition = z
   .object({
     name: z.string().min(1).max(200),
@@ -243,6 +291,7 @@ export const AgentDefinition = z
     knowledge: z.array(KnowledgeDef).max(1000).optional().describe('Documents generative phases may answer from'),
     webhooks: z.array(WebhookDef).max(20).optional(),
     widget: WidgetDef.optional().describe('How the web chat widget presents this agent (docs/widget.md)'),
+    release: ReleasePolicy.optional(),
   })
   .strict()
   .describe('Agent definition (see docs/agents.md)');

@@ -93,9 +93,52 @@ const agent = {
     { id: HUMAN, name: 'human', description: 'Talk to a human agent' },
   ],
   definition,
+  split: null,
   created_at: '2026-11-20T08:00:00.000Z',
   updated_at: '2026-11-24T09:00:00.000Z',
 };
+
+const gates = [
+  { gate: 'tests', passed: true, figure: 1, current: 1, limit: 1, evidence: 8, detail: 'tests: 8 of 8 pass (all must)' },
+  {
+    gate: 'labelled_accuracy',
+    passed: true,
+    figure: 0.9667,
+    current: 0.8,
+    limit: 0.9,
+    evidence: 30,
+    detail: 'labelled accuracy: 96.67% of 30 reviewed messages (at least 90%, not below the current 80%)',
+  },
+  {
+    gate: 'replay_changed_outcomes',
+    passed: true,
+    figure: 0.01,
+    current: null,
+    limit: 0.02,
+    evidence: 100,
+    detail: 'replay: 1 of 100 conversations changed status or outcome, 1% (at most 2%)',
+  },
+  { gate: 'new_hosts', passed: true, figure: 0, current: null, limit: 0, evidence: 1, detail: 'new hosts: none (forbidden)' },
+];
+
+const release = (sequence: number, action: string, version: number, extra: Record<string, unknown> = {}) => ({
+  id: `7d3e9c11-4b2a-4f6e-9a8d-0c1b2a3f4e${String(sequence).padStart(2, '0')}`,
+  sequence,
+  action,
+  version,
+  digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
+  previous_version: 1,
+  split: null,
+  gates,
+  evaluation_id: EVALUATION,
+  forced: false,
+  reason: null,
+  key_id: KEY,
+  request_id: REQUEST,
+  created_at: T1,
+  hash: `${String(sequence).padStart(2, '0')}a1f3c5e7d9b2a4c6e8f0a2b4c6d8e0f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4`,
+  ...extra,
+});
 
 const entry = (sequence: number, turnIndex: number, type: string, data: unknown, durationMs: number | null = null) => ({
   id: `0b7a8a43-32a5-4d8e-8f5e-2f5a1c0f8e${String(sequence).padStart(2, '0')}`,
@@ -313,7 +356,42 @@ export const EXAMPLES = {
   },
   Definition: { summary: 'An agent that tracks orders and hands over to a person', value: definition },
   Agent: { summary: 'An agent and its current version', value: agent },
-  AgentStored: { summary: 'Stored as version 2, now current, with nothing to warn about', value: { ...agent, stored_version: 2, warnings: [] } },
+  AgentStored: {
+    summary: 'Stored as version 2, now current, with nothing to warn about',
+    value: { ...agent, stored_version: 2, release: release(2, 'activate', 2, { gates: [], evaluation_id: null }), warnings: [] },
+  },
+  Activated: { summary: 'Version 2 released through its gates', value: { ...agent, release: release(3, 'activate', 2) } },
+  GatesFailed: {
+    summary: 'A gate failed: the version was not released',
+    value: {
+      ...problem(409, 'Conflict', 'release_gates_failed', 'Version 3 fails 1 release gate: tests'),
+      gates: [
+        { gate: 'tests', passed: false, figure: 0.875, current: 1, limit: 1, evidence: 8, detail: 'tests: 7 of 8 pass (all must); failing: order lookup' },
+      ],
+      evaluation_id: EVALUATION,
+    },
+  },
+  ReleasePage: {
+    summary: 'The release record, newest first',
+    value: {
+      data: [release(4, 'split_start', 3, { previous_version: 2, split: { version: 3, percent: 50 } }), release(3, 'activate', 2)],
+      next_cursor: null,
+    },
+  },
+  ReleasesVerified: { summary: 'The release record is intact', value: { entries: 4, keyed_entries: 0, valid: true, first_broken: null } },
+  SplitRequest: { summary: 'Send half of new conversations to version 3', value: { version: 3, percent: 50 } },
+  SplitStarted: {
+    summary: 'Half of new conversations start on version 3',
+    value: {
+      split: { version: 3, percent: 50, started_at: T1 },
+      release: release(4, 'split_start', 3, { previous_version: 2, split: { version: 3, percent: 50 } }),
+    },
+  },
+  SplitEnded: {
+    summary: 'Everyone on the current version again',
+    value: { split: null, release: release(5, 'split_end', 3, { previous_version: 2, gates: [], evaluation_id: null, reason: 'Candidate escalates more' }) },
+  },
+
   AgentList: { summary: "The tenant's agents", value: { data: [agent] } },
   VersionPage: {
     summary: 'Versions, newest first',
@@ -362,6 +440,36 @@ export const EXAMPLES = {
       channels: [
         { channel: 'api', started: 80, completed: 66, escalated: 10, abandoned: 4 },
         { channel: 'web', started: 40, completed: 30, escalated: 8, abandoned: 2 },
+      ],
+      versions: [
+        {
+          version: 3,
+          started: 60,
+          completed: 50,
+          escalated: 7,
+          abandoned: 3,
+          closed: 60,
+          routed: 70,
+          fallback: 2,
+          rates: { containment: 0.8333, escalation: 0.1167, fallback: 0.0286, completion: 0.8333 },
+          intervals: { containment: [0.7201, 0.9071], escalation: [0.0577, 0.2219], fallback: [0.0079, 0.0984], completion: [0.7201, 0.9071] },
+          turns_per_conversation_p50: 4,
+          duration_seconds_p50: 35,
+        },
+        {
+          version: 2,
+          started: 60,
+          completed: 46,
+          escalated: 11,
+          abandoned: 3,
+          closed: 60,
+          routed: 72,
+          fallback: 3,
+          rates: { containment: 0.7667, escalation: 0.1833, fallback: 0.0417, completion: 0.7667 },
+          intervals: { containment: [0.6456, 0.8556], escalation: [0.1055, 0.2996], fallback: [0.0143, 0.1156], completion: [0.6456, 0.8556] },
+          turns_per_conversation_p50: 4,
+          duration_seconds_p50: 41,
+        },
       ],
     },
   },
@@ -642,7 +750,12 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   startEvaluation: { request: ['EvaluationRequest'], response: ['EvaluationStarted'] },
   listEvaluations: { response: ['EvaluationPage'] },
   getEvaluation: { response: ['Evaluation'] },
-  activateVersion: { response: ['Agent'] },
+  activateVersion: { response: ['Activated'], problems: { 409: ['GatesFailed'] } },
+  listReleases: { response: ['ReleasePage'] },
+  verifyReleases: { response: ['ReleasesVerified'] },
+  putSplit: { request: ['SplitRequest'], response: ['SplitStarted'], problems: { 409: ['GatesFailed'] } },
+  endSplit: { response: ['SplitEnded'] },
+  promoteSplit: { response: ['Activated'] },
   listAgents: { response: ['AgentList'] },
   createKey: { request: ['KeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
   getWidget: { response: ['WidgetSettings'], problems: { 403: ['WidgetOriginRefused'] } },
@@ -701,5 +814,9 @@ export const PARAMETER_EXAMPLES: Partial<Record<string, string | number>> = {
   'query:channel': 'api',
   'query:type': 'routing_decision',
   'query:activate': 'true',
+  'query:force': 'false',
+  'activateVersion query:reason': 'Tests updated with the new order lookup',
+  'promoteSplit query:reason': 'Candidate contained more conversations',
+  'endSplit query:reason': 'Candidate escalates more',
   'query:interval': 'day',
 };

@@ -2,7 +2,8 @@
 // The server, the typed client and openapi.json are all derived from this router.
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
-import { Agent, AgentVersion, AgentVersionSummary, PutAgentQuery, PutAgentResult, VersionsQuery } from './agents.js';
+import { ActivationResult, Agent, AgentVersion, AgentVersionSummary, PutAgentQuery, PutAgentResult, VersionsQuery } from './agents.js';
+import { ActivateQuery, EndSplitQuery, PutSplit, Release, ReleasesQuery, ReleaseVerification, SplitResult } from './releases.js';
 import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, Uuid } from './common.js';
 import {
   AuditLogPage,
@@ -51,6 +52,7 @@ export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
 export * from './review.js';
+export * from './releases.js';
 export * from './widget.js';
 export { EXAMPLES, OPERATION_EXAMPLES, PARAMETER_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
@@ -208,6 +210,9 @@ export const agentsContract = c.router({
     body: AgentDefinition,
     responses: {
       200: PutAgentResult,
+      409: Problem.describe(
+        'The current version has a release policy and the new version fails a gate (`release_gates_failed`, with `gates`): it is stored as a draft, not made current',
+      ),
       422: Problem.describe('Training its router would exceed the memory or time budget (`training_budget_exceeded`)'),
     },
     summary: 'Create or update an agent; a changed definition makes a new version (current unless activate=false)',
@@ -356,9 +361,73 @@ export const agentsContract = c.router({
     path: '/agents/:slug/versions/:version/activate',
     pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
     headers: TenantHeaders,
+    query: ActivateQuery,
     body: c.noBody(),
-    responses: { 200: Agent },
-    summary: 'Make a stored version current (promote a draft, or roll back); running conversations stay on theirs',
+    responses: {
+      200: ActivationResult,
+      409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+      429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+    },
+    summary: 'Make a stored version current (release a draft, or roll back) through the release gates; running conversations stay on theirs',
+    description:
+      "The current version's release policy judges the candidate on an evaluation of the two (one younger than `max_age_hours` is reused, else one is run first). A rollback to a version released before is not gated. Every activation writes a step of the release record. Ends a traffic split.",
+  },
+  listReleases: {
+    method: 'GET',
+    path: '/agents/:slug/releases',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ReleasesQuery,
+    responses: { 200: Page(Release).describe("The agent's release record, newest first") },
+    summary: "An agent's release record: every activation, rollback, promotion and split, with who did it and the gates",
+  },
+  verifyReleases: {
+    method: 'GET',
+    path: '/agents/:slug/releases/verify',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    responses: { 200: ReleaseVerification },
+    summary: "Recompute the release record's hash chain and report the first broken link",
+  },
+  putSplit: {
+    method: 'PUT',
+    path: '/agents/:slug/split',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    body: PutSplit,
+    responses: {
+      200: SplitResult,
+      409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+      429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+    },
+    summary: 'Send a share of new conversations to a candidate version, through the release gates (start a split or change its share)',
+  },
+  endSplit: {
+    method: 'DELETE',
+    path: '/agents/:slug/split',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: EndSplitQuery,
+    body: c.noBody(),
+    responses: {
+      200: SplitResult,
+      409: Problem.describe('The agent has no split (`no_split`)'),
+    },
+    summary: 'End the split: every new conversation starts on the current version again (running ones keep theirs)',
+  },
+  promoteSplit: {
+    method: 'POST',
+    path: '/agents/:slug/split/promote',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ActivateQuery,
+    body: c.noBody(),
+    responses: {
+      200: ActivationResult,
+      409: Problem.describe('The agent has no split (`no_split`), or a gate failed (`release_gates_failed`): nothing was changed'),
+      429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+    },
+    summary: "Make the split's candidate current, through the release gates, and end the split",
   },
   listAgents: {
     method: 'GET',
@@ -465,6 +534,11 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   getVersion: 'read',
   getAnalytics: 'read',
   activateVersion: 'admin',
+  listReleases: 'read',
+  verifyReleases: 'read',
+  putSplit: 'admin',
+  endSplit: 'admin',
+  promoteSplit: 'admin',
   runTests: 'read',
   listReview: 'read',
   actOnReview: 'admin',

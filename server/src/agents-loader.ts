@@ -4,13 +4,14 @@
 // as it is, and no template can read the environment).
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import { TestFile, type AgentDefinition, type DefinitionWarning, type TestCase } from '@switchboard/contract';
+import { TestFile, type AgentDefinition, type DefinitionWarning, type Release, type TestCase } from '@switchboard/contract';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { DefinitionError, type FieldProblem } from './errors.js';
 import { parseYamlSource, withPositions } from './lib/yaml-source.js';
 import { definitionProblems } from './engine/definition-problems.js';
 import type { AgentService } from './service/agent-service.js';
+import type { ReleaseService } from './service/releases.js';
 
 export interface AppliedAgent {
   slug: string;
@@ -22,6 +23,8 @@ export interface AppliedAgent {
   draft: boolean;
   warnings: DefinitionWarning[];
   substitutions: Substitution[];
+  /** The step of the release record, with its gates, when the file made a version current. */
+  release: Release | null;
 }
 
 const VAR_PREFIX = 'SWITCHBOARD_VAR_';
@@ -78,10 +81,26 @@ export async function readAgentFile(
   return { slug: basename(file, extname(file)), definition, substitutions };
 }
 
-export async function applyAgentFile(agents: AgentService, tenantId: string, file: string, opts: { activate?: boolean } = {}): Promise<AppliedAgent> {
+/**
+ * Stores one agent file as PUT /agents/:slug does: a new version made current goes through the
+ * release gates of the current version's policy (service/releases.ts), and is refused (kept as a
+ * draft) when one fails.
+ */
+export async function applyAgentFile(
+  app: { agents: AgentService; releases: ReleaseService },
+  tenantId: string,
+  file: string,
+  opts: { activate?: boolean; requestId?: string } = {},
+): Promise<AppliedAgent> {
   const { slug, definition, substitutions } = await readAgentFile(file);
-  const before = await agents.currentVersion(tenantId, slug);
-  const { agent, changed, version, warnings } = await agents.put(tenantId, slug, definition, opts);
+  const before = await app.agents.currentVersion(tenantId, slug);
+  const { agent, changed, version, warnings, release } = await app.releases.put(
+    tenantId,
+    slug,
+    definition,
+    { activate: opts.activate ?? true },
+    { keyId: null, requestId: opts.requestId ?? `apply:${basename(file)}` },
+  );
   return {
     slug,
     version,
@@ -90,6 +109,7 @@ export async function applyAgentFile(agents: AgentService, tenantId: string, fil
     draft: version !== agent.version,
     warnings,
     substitutions,
+    release,
   };
 }
 

@@ -159,6 +159,8 @@ export type StatCounter = (typeof STAT_COUNTERS)[number];
 export type StatDelta = {
   /** The UTC hour, as the first 13 characters of an ISO timestamp ('2026-11-23T12'). */
   hour: string;
+  /** The agent version the conversation runs on. */
+  version: number;
   capability: string;
   /** The outcome a close counts under; '' for starts and routing decisions. */
   outcome: string;
@@ -174,6 +176,8 @@ export const CHANNEL_MEASURES = ['started', 'completed', 'escalated', 'abandoned
  */
 export interface CloseDelta {
   hour: string;
+  /** The agent version the conversation ran on. */
+  version: number;
   /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound; `web_<counter>` (value 0): a widget conversation counted. */
   measure: 'turns' | 'seconds' | `web_${(typeof CHANNEL_MEASURES)[number]}`;
   value: number;

@@ -1,5 +1,5 @@
 // Named errors thrown anywhere inside the server; http/problem.ts maps them to RFC 9457 bodies.
-import type { ProblemCode } from '@switchboard/contract';
+import type { ProblemCode, ReleaseGate } from '@switchboard/contract';
 
 export interface FieldProblem {
   path: string;
@@ -110,5 +110,16 @@ export class ForbiddenError extends AppError {
 export class UnsupportedMediaTypeError extends AppError {
   constructor(message: string) {
     super(415, 'unsupported_media_type', message);
+  }
+}
+
+/** A release refused by its gates: 409 with each gate and its figure (members `gates` and `evaluation_id` of the problem). */
+export class GatesFailedError extends AppError {
+  constructor(
+    message: string,
+    readonly gates: ReleaseGate[],
+    readonly evaluationId: string | null,
+  ) {
+    super(409, 'release_gates_failed', message);
   }
 }

@@ -73,7 +73,7 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
     }
     for (const file of files) {
       try {
-        const r = await applyAgentFile(built.agents, config.agentsTenant, file);
+        const r = await applyAgentFile(built, config.agentsTenant, file);
         if (r.replaced !== null) {
           logger.warn(
             { tenant: config.agentsTenant, slug: r.slug, version: r.version, replaced: r.replaced, file },

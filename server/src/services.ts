@@ -36,6 +36,8 @@ import { ReplayStore } from './store/replay-store.js';
 import { ReviewStore } from './store/review-store.js';
 import { ReviewService } from './service/review.js';
 import { EvaluationService } from './service/evaluations.js';
+import { ReleaseService } from './service/releases.js';
+import { ReleaseStore } from './store/release-store.js';
 import { SecretStore } from './store/secret-store.js';
 import { WebhookStore } from './store/webhook-store.js';
 
@@ -74,6 +76,7 @@ export interface Services {
   replays: ReplayService;
   review: ReviewService;
   evaluations: EvaluationService;
+  releases: ReleaseService;
   streams: EventStreams;
   /** The web chat widget's keys, visitors and limits. */
   widget: WidgetService;
@@ -118,7 +121,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       })
     : undefined;
   const hosts = deps.hostChecker ?? new HostChecker();
-  const agents = new AgentService(new AgentStore(deps.db), clock, {
+  const agents = new AgentService(new AgentStore(deps.db, config.auditChainKey), clock, {
     trainer: training.train,
     routers: new RouterStore(deps.db, { tenantMaxBytes: config.routerStoreTenantMb * 1048576 }),
     log: logger,
@@ -211,6 +214,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const reviewStore = new ReviewStore(deps.db);
   const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
   const evaluations = new EvaluationService({ agents, store: reviewStore, replays, clock, trainer: (t) => agents.routers.unstored(t), log: logger });
+  const releases = new ReleaseService({ agents, evaluations, store: new ReleaseStore(deps.db, config.auditChainKey), clock });
 
   return {
     widget,
@@ -226,6 +230,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     replays,
     review,
     evaluations,
+    releases,
     streams,
     training,
     store,

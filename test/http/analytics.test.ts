@@ -5,7 +5,7 @@
 import request from 'supertest';
 import { expect, it } from 'vitest';
 import { secondsBucket } from '../../server/src/lib/seconds-bucket.js';
-import { up as migrateStats } from '../../server/src/store/migrations/011_agent_stats.js';
+import { rebuildStats } from '../../server/src/store/migrations/019_releases.js';
 import { FakeClock } from '../helpers/clock.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
@@ -66,6 +66,7 @@ eachDatabase('analytics on $name', (database) => {
         { channel: 'api', started: 0, completed: 0, escalated: 0, abandoned: 0 },
         { channel: 'web', started: 0, completed: 0, escalated: 0, abandoned: 0 },
       ],
+      versions: [],
     });
   });
 
@@ -142,16 +143,14 @@ eachDatabase('analytics on $name', (database) => {
     const normal = (rows: Record<string, unknown>[]) =>
       rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v])));
     const read = async () => ({
-      stats: normal(await f.db.knex('agent_stats').select('*').orderBy(['tenant_id', 'agent_id', 'hour', 'capability', 'outcome'])),
-      closes: normal(await f.db.knex('agent_closes').select('*').orderBy(['tenant_id', 'agent_id', 'hour', 'measure', 'value'])),
+      stats: normal(await f.db.knex('agent_stats').select('*').orderBy(['tenant_id', 'agent_id', 'hour', 'version', 'capability', 'outcome'])),
+      closes: normal(await f.db.knex('agent_closes').select('*').orderBy(['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value'])),
     });
     const live = await read();
     expect(live.stats.length).toBeGreaterThan(0);
     expect(live.closes.length).toBeGreaterThan(0);
-    // The migration's backfill recounts from the conversations and audit entries alone.
-    await f.db.knex.schema.dropTable('agent_stats');
-    await f.db.knex.schema.dropTable('agent_closes');
-    await migrateStats(f.db.knex);
+    // The migrations' backfill recounts from the conversations and audit entries alone, per version.
+    await rebuildStats(f.db.knex);
     expect(await read()).toEqual(live);
   });
 

@@ -94,13 +94,15 @@ eachDatabase('metrics on $name', (database) => {
     const delta = (name: string, labels: Record<string, string>) => get(after, series(name, labels)) - get(before, series(name, labels));
     const who = { tenant: 'acme', agent: 'shop' };
 
-    expect(delta('switchboard_turns_total', { ...who, capability: 'order_status', status: 'active' })).toBe(1);
-    expect(delta('switchboard_turns_total', { ...who, capability: 'order_status', status: 'completed' })).toBe(1);
-    expect(delta('switchboard_routing_decisions_total', { ...who, decision: 'matched' })).toBe(1);
+    const v1 = { ...who, version: '1' };
+    expect(delta('switchboard_conversations_started_total', v1)).toBe(1);
+    expect(delta('switchboard_turns_total', { ...v1, capability: 'order_status', status: 'active' })).toBe(1);
+    expect(delta('switchboard_turns_total', { ...v1, capability: 'order_status', status: 'completed' })).toBe(1);
+    expect(delta('switchboard_routing_decisions_total', { ...v1, decision: 'matched' })).toBe(1);
     expect(delta('switchboard_routing_confidence_count', who)).toBe(1);
     expect(delta('switchboard_action_calls_total', { ...who, action: 'get_order', outcome: 'ok' })).toBe(1);
     expect(delta('switchboard_action_duration_seconds_count', { ...who, action: 'get_order' })).toBe(1);
-    expect(delta('switchboard_conversations_closed_total', { ...who, status: 'completed' })).toBe(1);
+    expect(delta('switchboard_conversations_closed_total', { ...v1, status: 'completed' })).toBe(1);
     const converse = { method: 'POST', route: '/api/v1/agents/:slug/converse', status: '200' };
     expect(delta('switchboard_http_request_duration_seconds_count', converse)).toBe(2);
     // Buckets are cumulative: the +Inf bucket counts every request.
@@ -108,7 +110,7 @@ eachDatabase('metrics on $name', (database) => {
 
     // A message the router cannot place goes to the fallback.
     await say('the weather on mars tomorrow');
-    expect(get(await scrape(), series('switchboard_routing_decisions_total', { ...who, decision: 'fallback' }))).toBeGreaterThanOrEqual(1);
+    expect(get(await scrape(), series('switchboard_routing_decisions_total', { ...v1, decision: 'fallback' }))).toBeGreaterThanOrEqual(1);
   });
 
   it("counts a model call's tokens and the tenant's tokens of the day", async () => {
@@ -180,7 +182,7 @@ describe('metrics options', () => {
     await app().get('/metrics').set('authorization', 'Bearer wrong-token-0123456789').expect(401);
     await app().post('/api/v1/agents/bot/converse').set('tenant-id', 'acme').send({ message: 'hello' }).expect(200);
     const ok = await app().get('/metrics').set('authorization', 'Bearer scrape-token-0123456789').expect(200);
-    expect(ok.text).toMatch(/switchboard_turns_total\{agent="bot",capability="hi",status="active"\} 1/);
+    expect(ok.text).toMatch(/switchboard_turns_total\{agent="bot",version="1",capability="hi",status="active"\} 1/);
     expect(ok.text).not.toContain('tenant="acme"');
   });
 });
@@ -211,15 +213,17 @@ describe('metrics label cardinality', () => {
     const turns = [...samples.entries()].filter(([k]) => k.startsWith('switchboard_turns_total{'));
     expect(turns.map(([k]) => k).sort()).toEqual(
       [
-        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-0', capability: 'cap_0', status: 'active' }),
-        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-1', capability: 'cap_1', status: 'active' }),
-        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-2', capability: 'cap_2', status: 'active' }),
-        series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', capability: 'other', status: 'active' }),
-        series('switchboard_turns_total', { tenant: 'second', agent: 'bot', capability: 'greet', status: 'active' }),
-        series('switchboard_turns_total', { tenant: 'other', agent: 'other', capability: 'other', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-0', version: '1', capability: 'cap_0', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-1', version: '1', capability: 'cap_1', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'bot-2', version: '1', capability: 'cap_2', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', version: 'other', capability: 'other', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'second', agent: 'bot', version: '1', capability: 'greet', status: 'active' }),
+        series('switchboard_turns_total', { tenant: 'other', agent: 'other', version: 'other', capability: 'other', status: 'active' }),
       ].sort(),
     );
-    expect(samples.get(series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', capability: 'other', status: 'active' }))).toBe(3);
+    expect(samples.get(series('switchboard_turns_total', { tenant: 'noisy', agent: 'other', version: 'other', capability: 'other', status: 'active' }))).toBe(
+      3,
+    );
   });
 });
 

@@ -286,6 +286,7 @@ eachDatabase('migrations on $name', (database) => {
         '016_stored_router_definition',
         '017_widget',
         '018_review',
+        '019_releases',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

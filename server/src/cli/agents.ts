@@ -86,7 +86,7 @@ cli
       files = agentFilesOf(files);
       for (const f of files) {
         try {
-          const r = await applyAgentFile(app.agents, tenant, f, { activate: opts.activate });
+          const r = await applyAgentFile(app, tenant, f, { activate: opts.activate });
           console.log(`${r.draft ? 'draft    ' : r.changed ? 'applied  ' : 'unchanged'} ${tenant}/${r.slug} version ${r.version} (${f})`);
           for (const line of describeSubstitutions(r.substitutions)) console.log(line);
           printWarnings(r.warnings);

@@ -3,7 +3,7 @@ import type { ErrorRequestHandler, Response } from 'express';
 import { RequestValidationError } from '@ts-rest/express';
 import type { ZodError } from 'zod';
 import type { Problem, ProblemCode } from '@switchboard/contract';
-import { AppError, type FieldProblem } from '../errors.js';
+import { AppError, GatesFailedError, type FieldProblem } from '../errors.js';
 import { jsonPath } from '../lib/json-path.js';
 import { withPositions } from '../lib/yaml-source.js';
 import { mapDbError } from '../store/db-errors.js';
@@ -29,6 +29,8 @@ interface ProblemInput {
   detail: string;
   errors?: FieldProblem[];
   headers?: Record<string, string>;
+  /** Members of a problem of its own type (`release_gates_failed`: the gates and their evaluation). */
+  extensions?: Pick<Problem, 'gates' | 'evaluation_id'>;
 }
 
 /** A problem's RFC 9457 document. */
@@ -44,6 +46,7 @@ function problemBody(p: ProblemInput, res: Response): Problem {
     code: p.code,
     request_id: String(res.getHeader('x-request-id') ?? ''),
     ...(errors?.length ? { errors } : {}),
+    ...p.extensions,
   };
 }
 
@@ -99,7 +102,8 @@ function problemFor(rawErr: unknown, log: { error(obj: object, msg: string): voi
   const err = mapDbError(rawErr);
   if (err instanceof AppError) {
     if (err.status >= 500) log.error({ err: rawErr, request_id: requestId }, 'request failed');
-    return { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers };
+    const extensions = err instanceof GatesFailedError ? { gates: err.gates, ...(err.evaluationId ? { evaluation_id: err.evaluationId } : {}) } : undefined;
+    return { status: err.status, code: err.code, detail: err.message, errors: err.errors, headers: err.headers, extensions };
   }
   log.error({ err: rawErr, request_id: requestId }, 'unexpected error');
   return { status: 500, code: 'internal_error', detail: 'Something went wrong on our side; the request id identifies it in our logs' };

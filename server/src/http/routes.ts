@@ -13,6 +13,9 @@ const s = initServer();
 
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
+/** Who makes a release: the API key (AUTH_MODE=api_key) and the request. */
+const actor = (res: Response) => ({ keyId: (res.locals.keyId) ?? null, requestId: requestId(res) });
+
 /** Whether a request's authorization header carries the metrics token (compared in constant time). */
 function carriesToken(header: string | undefined, token: string): boolean {
   const given = createHash('sha256')
@@ -55,6 +58,7 @@ export function createRouter(
     replays,
     review,
     evaluations,
+    releases,
     metrics,
     ping,
     drain,
@@ -158,9 +162,9 @@ export function createRouter(
         await secrets.delete(headers['tenant-id'], params.name);
         return { status: 204, body: undefined };
       },
-      putAgent: async ({ params, headers, query, body }) => {
-        const { agent, version, warnings } = await agents.put(headers['tenant-id'], params.slug, body, { activate: query.activate });
-        return { status: 200, body: { ...agent, stored_version: version, warnings } };
+      putAgent: async ({ params, headers, query, body, res }) => {
+        const { agent, version, warnings, release } = await releases.put(headers['tenant-id'], params.slug, body, { activate: query.activate }, actor(res));
+        return { status: 200, body: { ...agent, stored_version: version, release, warnings } };
       },
       listVersions: async ({ params, headers, query }) => {
         const before = decodeCursor(query.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
@@ -187,7 +191,21 @@ export function createRouter(
       listEvaluations: async ({ params, headers, query }) => ({ status: 200, body: await evaluations.list(headers['tenant-id'], params.slug, query) }),
       getEvaluation: async ({ params, headers }) => ({ status: 200, body: await evaluations.get(headers['tenant-id'], params.slug, params.id) }),
       runTests: async ({ params, headers, body }) => ({ status: 200, body: await agents.test(headers['tenant-id'], params.slug, body) }),
-      activateVersion: async ({ params, headers }) => ({ status: 200, body: await agents.activate(headers['tenant-id'], params.slug, params.version) }),
+      activateVersion: async ({ params, headers, query, res }) => ({
+        status: 200,
+        body: await releases.activate(headers['tenant-id'], params.slug, params.version, query, actor(res)),
+      }),
+      listReleases: async ({ params, headers, query }) => ({ status: 200, body: await releases.list(headers['tenant-id'], params.slug, query) }),
+      verifyReleases: async ({ params, headers }) => ({ status: 200, body: await releases.verify(headers['tenant-id'], params.slug) }),
+      putSplit: async ({ params, headers, body, res }) => ({ status: 200, body: await releases.putSplit(headers['tenant-id'], params.slug, body, actor(res)) }),
+      endSplit: async ({ params, headers, query, res }) => ({
+        status: 200,
+        body: await releases.endSplit(headers['tenant-id'], params.slug, query, actor(res)),
+      }),
+      promoteSplit: async ({ params, headers, query, res }) => ({
+        status: 200,
+        body: await releases.promote(headers['tenant-id'], params.slug, query, actor(res)),
+      }),
       listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),
       getAgent: async ({ params, headers }) => ({ status: 200, body: await agents.get(headers['tenant-id'], params.slug) }),
       deleteAgent: async ({ params, headers }) => {

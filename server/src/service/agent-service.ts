@@ -15,7 +15,8 @@ import { literalHost, type HostChecker } from '../actions/ssrf.js';
 import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
-import type { AgentRow, AgentStore } from '../store/agent-store.js';
+import type { AgentRow, AgentStore, ReleaseChange, StepInput } from '../store/agent-store.js';
+import type { ReleaseRow } from '../store/release-store.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { Logger } from 'pino';
 import { ReleasedBytes } from '../lib/collect.js';
@@ -117,8 +118,8 @@ export class AgentService {
     tenantId: string,
     slug: string,
     definition: AgentDefinition,
-    opts: { activate?: boolean } = {},
-  ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[] }> {
+    opts: { activate?: boolean; step?: StepInput } = {},
+  ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: ReleaseRow | null }> {
     const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
     const digest = sha256(canonicalJson(definition));
@@ -142,7 +143,15 @@ export class AgentService {
         this.words,
       );
     }
-    const { agent, changed, version } = await this.store.put(tenantId, slug, definition, digest, iso(this.clock.now()), opts.activate ?? true);
+    const { agent, changed, version, release } = await this.store.put(
+      tenantId,
+      slug,
+      definition,
+      digest,
+      iso(this.clock.now()),
+      opts.activate ?? true,
+      opts.step,
+    );
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
       this.cache(key, tenantId, digest, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router), this.words));
@@ -150,7 +159,7 @@ export class AgentService {
     await this.compiledVersion(tenantId, agent.id, version);
     const shown =
       version === agent.currentVersion ? definition : ((await this.store.version(tenantId, agent.id, agent.currentVersion))!.definition as AgentDefinition);
-    return { agent: this.toApi(agent, shown), changed, version, warnings };
+    return { agent: this.toApi(agent, shown), changed, version, warnings, release };
   }
 
   /**
@@ -266,15 +275,18 @@ export class AgentService {
     return { version: v.version, definition: v.definition as AgentDefinition };
   }
 
-  /** Makes a stored version current: new conversations start on it, running ones keep theirs. */
-  async activate(tenantId: string, slug: string, version: number): Promise<Agent> {
-    const row = await this.active(tenantId, slug);
-    if (!(await this.store.activate(tenantId, row.id, version, iso(this.clock.now())))) {
-      throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
-    }
-    // Compiled (and its router trained) before it answers: the first conversation on it does not wait.
-    await this.compiledVersion(tenantId, row.id, version);
-    return this.get(tenantId, slug);
+  /**
+   * Makes a version current or sets or ends a split, with its step of the release record
+   * (service/releases.ts judges the gates first). The version a change sends conversations to is
+   * compiled (its router trained) before the change: the first conversation on it does not wait.
+   */
+  async release(tenantId: string, slug: string, row: AgentRow, change: ReleaseChange): Promise<{ agent: Agent; release: ReleaseRow }> {
+    const target = change.current ?? change.split?.version;
+    if (target !== undefined) await this.compiledVersion(tenantId, row.id, target);
+    const done = await this.store.release(tenantId, row.id, change);
+    if (!done) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${target ?? row.currentVersion}`);
+    const v = await this.store.version(tenantId, row.id, done.agent.currentVersion);
+    return { agent: this.toApi(done.agent, v!.definition as AgentDefinition), release: done.release };
   }
 
   async get(tenantId: string, slug: string): Promise<Agent> {
@@ -435,6 +447,7 @@ export class AgentService {
       version: row.currentVersion,
       capabilities: def.capabilities.map((c) => ({ id: capabilityId(row.id, c.name), name: c.name, description: c.description ?? null })),
       definition: def,
+      split: row.split && { version: row.split.version, percent: row.split.share / 100, started_at: row.split.startedAt },
       created_at: row.createdAt,
       updated_at: row.updatedAt,
     };

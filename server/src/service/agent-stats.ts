@@ -3,7 +3,8 @@
 // abandoned (under the capability and outcome they closed with), and routing decisions, those
 // that went to the fallback apart. The analytics API sums these rows instead of reading every
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
-// transaction, so the counters are exact (test/http/analytics.test.ts recounts them).
+// transaction, so the counters are exact (test/http/analytics.test.ts recounts them). Every row
+// is kept per agent version, so that a split's candidate and the current version compare.
 import type { AuditDraft, CHANNEL_MEASURES, CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
 import { secondsBucket } from '../lib/seconds-bucket.js';
 
@@ -23,7 +24,11 @@ export function statDeltas(w: { conversation: Conversation; isNew: boolean; audi
     const hour = hourOf(timestamp);
     const key = JSON.stringify([hour, capability, outcome]);
     let d = byKey.get(key);
-    if (!d) byKey.set(key, (d = { hour, capability, outcome, started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 }));
+    if (!d)
+      byKey.set(
+        key,
+        (d = { hour, version: c.agentVersion, capability, outcome, started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 }),
+      );
     d[counter]++;
   };
   if (w.isNew) add(c.createdAt, c.capability, '', 'started');
@@ -50,7 +55,8 @@ export function closeDeltas(w: { conversation: Conversation; audit: AuditDraft[]
   if (!closing || !c.completedAt) return out;
   const hour = hourOf(c.completedAt);
   const seconds = (Date.parse(c.completedAt) - Date.parse(c.createdAt)) / 1000;
-  return [{ hour, measure: 'turns', value: c.turnCount, n: 1 }, { hour, measure: 'seconds', value: secondsBucket(seconds), n: 1 }, ...out];
+  const version = c.agentVersion;
+  return [{ hour, version, measure: 'turns', value: c.turnCount, n: 1 }, { hour, version, measure: 'seconds', value: secondsBucket(seconds), n: 1 }, ...out];
 }
 
 /**
@@ -65,7 +71,7 @@ function channelDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isN
   const add = (timestamp: string, counter: (typeof CHANNEL_MEASURES)[number]) => {
     const hour = hourOf(timestamp);
     const measure = `web_${counter}` as const;
-    const d = byKey.get(`${hour} ${measure}`) ?? { hour, measure, value: 0, n: 0 };
+    const d = byKey.get(`${hour} ${measure}`) ?? { hour, version: c.agentVersion, measure, value: 0, n: 0 };
     d.n++;
     byKey.set(`${hour} ${measure}`, d);
   };

@@ -18,6 +18,22 @@ const ceilTo = (t: number, unit: number) => Math.ceil(t / unit) * unit;
 const iso = (t: number) => new Date(t).toISOString();
 const rate = (n: number, of: number) => (of > 0 ? Math.round((n / of) * 10_000) / 10_000 : null);
 
+/**
+ * The 95% Wilson score interval of a rate of `n` in `of` (null with none): unlike n/of ± 1.96σ it
+ * stays inside [0, 1] and is honest for small counts, which is what a split's early figures are.
+ * A few lines of arithmetic, not worth a statistics library.
+ */
+export function wilson(n: number, of: number): [number, number] | null {
+  if (of <= 0) return null;
+  const z = 1.959964;
+  const p = n / of;
+  const denom = 1 + (z * z) / of;
+  const centre = (p + (z * z) / (2 * of)) / denom;
+  const half = (z * Math.sqrt((p * (1 - p)) / of + (z * z) / (4 * of * of))) / denom;
+  const r = (x: number) => Math.round(Math.min(1, Math.max(0, x)) * 10_000) / 10_000;
+  return [r(centre - half), r(centre + half)];
+}
+
 export class AnalyticsService {
   constructor(
     private readonly agents: AgentService,
@@ -38,13 +54,14 @@ export class AnalyticsService {
     }
     const window = { tenantId, agentId: agent.id, fromHour: iso(from).slice(0, 13), toHour: iso(to).slice(0, 13) };
     const span = { tenantId, agentId: agent.id, from: iso(from), to: iso(to) };
-    const [capabilities, outcomes, series, active, medians, web] = await Promise.all([
+    const [capabilities, outcomes, series, active, medians, web, versions] = await Promise.all([
       this.store.byCapability(window),
       this.store.byOutcome(window),
       this.store.series(window, q.interval === 'day' ? 10 : 13),
       this.store.stillOpen(span),
       this.store.closedMedians(window),
       this.store.webCounts(window),
+      this.store.byVersion(window),
     ]);
 
     const total = Object.fromEntries(STAT_COUNTERS.map((k) => [k, capabilities.reduce((n, c) => n + c[k], 0)])) as Record<StatCounter, number>;
@@ -69,8 +86,8 @@ export class AnalyticsService {
         abandonment: rate(total.abandoned, closed),
         fallback: rate(total.fallback, total.routed),
       },
-      turns_per_conversation_p50: medians.turns,
-      duration_seconds_p50: medians.seconds,
+      turns_per_conversation_p50: medians.all.turns,
+      duration_seconds_p50: medians.all.seconds,
       capabilities: capabilities
         .map((c) => ({ name: c.capability, conversations: c.started, completed: c.completed, escalated: c.escalated, abandoned: c.abandoned }))
         .filter((c) => c.conversations + c.completed + c.escalated + c.abandoned > 0)
@@ -81,6 +98,36 @@ export class AnalyticsService {
         const of = (k: 'started' | 'completed' | 'escalated' | 'abandoned') => (channel === 'web' ? (web[k] ?? 0) : Math.max(0, total[k] - (web[k] ?? 0)));
         return { channel, started: of('started'), completed: of('completed'), escalated: of('escalated'), abandoned: of('abandoned') };
       }),
+      versions: versions
+        .filter((v) => STAT_COUNTERS.some((k) => v[k] > 0))
+        .map((v) => {
+          const vClosed = v.completed + v.escalated + v.abandoned;
+          const m = medians.byVersion.get(v.version);
+          return {
+            version: v.version,
+            started: v.started,
+            completed: v.completed,
+            escalated: v.escalated,
+            abandoned: v.abandoned,
+            closed: vClosed,
+            routed: v.routed,
+            fallback: v.fallback,
+            rates: {
+              containment: rate(v.completed, vClosed),
+              escalation: rate(v.escalated, vClosed),
+              fallback: rate(v.fallback, v.routed),
+              completion: rate(v.completed, v.started),
+            },
+            intervals: {
+              containment: wilson(v.completed, vClosed),
+              escalation: wilson(v.escalated, vClosed),
+              fallback: wilson(v.fallback, v.routed),
+              completion: wilson(Math.min(v.completed, v.started), v.started),
+            },
+            turns_per_conversation_p50: m?.turns ?? null,
+            duration_seconds_p50: m?.seconds ?? null,
+          };
+        }),
     };
   }
 }

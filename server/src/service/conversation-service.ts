@@ -1,6 +1,6 @@
 // The only code that joins the engine, the store and the action runner: one converse call,
 // applied atomically and one at a time per conversation, and the conversation reads.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type {
   AuditEntry,
   AuditType,
@@ -39,6 +39,7 @@ import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
+import type { SplitRow } from '../store/agent-store.js';
 import type { SecretService } from './secrets.js';
 import type { RenderBudgets } from './render-budgets.js';
 import type { ServerEmbeddings } from './server-embeddings.js';
@@ -83,6 +84,19 @@ export interface ConversationServiceOptions {
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
+
+/**
+ * The version a new conversation starts on: under a split, the candidate when the user (or, for
+ * an anonymous one, the conversation) hashes into its share, else the current version. The hash
+ * is of the agent, the candidate and the user, so every replica sends a user to the same version,
+ * a larger share keeps those already sent, and each candidate samples users afresh.
+ */
+export function startVersion(agentId: string, current: number, split: SplitRow | null, who: string): number {
+  if (!split || split.share <= 0) return current;
+  if (split.share >= 10_000) return split.version;
+  const bucket = createHash('sha256').update(`${agentId}\n${split.version}\n${who}`).digest().readUInt32BE(0) % 10_000;
+  return bucket < split.share ? split.version : current;
+}
 
 function toTurn(t: TurnRow): Turn {
   const turn: Turn = { role: t.role, message: t.message, timestamp: t.timestamp };
@@ -177,7 +191,8 @@ export class ConversationService {
     const agentRow = await this.agents.active(tenantId, call.slug);
     if (body.version !== undefined) await this.checkChosenVersion(tenantId, agentRow.id, body);
     const storageMs = ms(started);
-    if (!call.idempotencyKey) return this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, started, storageMs });
+    if (!call.idempotencyKey)
+      return this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, split: agentRow.split, started, storageMs });
 
     // A key is the caller's own: the same key from another user is another key.
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
@@ -193,7 +208,14 @@ export class ConversationService {
       const stored = await replay();
       if (stored) return stored;
       try {
-        return await this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, started, storageMs, idem: { key, hash } });
+        return await this.apply(call, {
+          agentId: agentRow.id,
+          currentVersion: agentRow.currentVersion,
+          split: agentRow.split,
+          started,
+          storageMs,
+          idem: { key, hash },
+        });
       } catch (err) {
         // Another server process stored this key first: answer as it did.
         if (err instanceof DuplicateIdempotencyKeyError) return (await replay())!;
@@ -205,7 +227,7 @@ export class ConversationService {
   /** One call, under the conversation's lock: open it, check the caps, run the engine, write the result. */
   private async apply(
     call: ConverseCall,
-    ctx: { agentId: string; currentVersion: number; started: number; storageMs: number; idem?: { key: string; hash: string } },
+    ctx: { agentId: string; currentVersion: number; split: SplitRow | null; started: number; storageMs: number; idem?: { key: string; hash: string } },
   ): Promise<ConverseResponse> {
     const { tenantId, body } = call;
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
@@ -226,7 +248,13 @@ export class ConversationService {
       if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
         throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
       }
-      const agent = opened?.agent ?? (await this.agents.compiledVersion(tenantId, ctx.agentId, body.version ?? ctx.currentVersion));
+      const agent =
+        opened?.agent ??
+        (await this.agents.compiledVersion(
+          tenantId,
+          ctx.agentId,
+          body.version ?? startVersion(ctx.agentId, ctx.currentVersion, ctx.split, userId ?? conversationId),
+        ));
       const now = opened?.now ?? iso(this.clock.now());
       const context = mergeContext(prior?.context ?? null, body.context);
       this.checkCaps(prior, context);

@@ -9,11 +9,13 @@ import type { AgentDefinition, Evaluation, ReplayResult, TestCase, TestResults }
 import type { CompiledAgent, TrainRouter } from '../engine/compile.js';
 import { confusionMatrix, crossValidate, summarise, type Prediction } from '../engine/report.js';
 import { route } from '../engine/routing.js';
-import { NotFoundError, RateLimitedError } from '../errors.js';
+import { AppError, NotFoundError, RateLimitedError } from '../errors.js';
+import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
 import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
-import type { EvaluationRow, ReviewStore } from '../store/review-store.js';
+import type { EvaluationDigests, EvaluationRow, ReviewStore } from '../store/review-store.js';
+import type { AgentRow } from '../store/agent-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ReplayService } from './replays.js';
 
@@ -88,14 +90,83 @@ export class EvaluationService {
     body: { replay: number; folds: number },
     keyId: string | null,
   ): Promise<{ id: string; status: 'running' }> {
-    const { agents, store, clock } = this.deps;
-    const agent = await agents.active(tenantId, slug);
+    const agent = await this.deps.agents.active(tenantId, slug);
+    const row = await this.begin(tenantId, slug, agent, version, body, keyId);
+    return { id: row.id, status: 'running' };
+  }
+
+  /**
+   * The evaluation the release gates judge (service/releases.ts): one of the same two versions
+   * and inputs (tests, reviewed messages, replay size, folds) created within `maxAgeMs`, done or
+   * running, else a new one; awaited. An evaluation that fails is a 409 saying why.
+   */
+  async forGates(
+    tenantId: string,
+    slug: string,
+    agent: AgentRow,
+    version: number,
+    body: { replay: number; folds: number },
+    o: { maxAgeMs: number; keyId: string | null },
+  ): Promise<{ row: EvaluationRow; reused: boolean }> {
+    const { store, clock } = this.deps;
+    const digests = await this.digestsOf(tenantId, slug, agent, version, body);
+    const since = iso(new Date(clock.now().getTime() - o.maxAgeMs));
+    const found = await store.sameEvaluation(tenantId, agent.id, digests, since);
+    const usable = found && !(found.status === 'running' && this.running.stopped(found, clock.now()));
+    const row = usable ? found : await this.begin(tenantId, slug, agent, version, body, o.keyId, digests);
+    await this.running.finished(row.id);
+    // A running one of another replica: its row is read until it has finished.
+    let done = (await store.evaluation(tenantId, agent.id, row.id))!;
+    for (let waited = 0; done.status === 'running' && !this.running.stopped(done, clock.now()) && waited < 600; waited++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      done = (await store.evaluation(tenantId, agent.id, row.id))!;
+    }
+    if (done.status !== 'done') {
+      throw new AppError(
+        409,
+        'release_gates_failed',
+        `The gates could not be judged: evaluation ${done.id} ${done.error ? `failed: ${done.error}` : 'did not finish'}`,
+      );
+    }
+    return { row: done, reused: usable === true };
+  }
+
+  /** What an evaluation of `version` beside the current one measures, as digests: the two definitions and the inputs. */
+  private async digestsOf(
+    tenantId: string,
+    slug: string,
+    agent: AgentRow,
+    version: number,
+    body: { replay: number; folds: number },
+  ): Promise<EvaluationDigests> {
+    const { agents, store } = this.deps;
+    const [candidate, baseline, suite, labelled] = await Promise.all([
+      agents.version(tenantId, slug, version),
+      agents.version(tenantId, slug, agent.currentVersion),
+      store.testSuite(tenantId, agent.id),
+      store.labelled(tenantId, agent.id, MAX_LABELLED),
+    ]);
+    const inputs = sha256(canonicalJson({ tests: suite?.tests ?? [], labelled, replay: body.replay, folds: body.folds }));
+    return { digest: candidate.digest, baseline: baseline.digest, inputs };
+  }
+
+  private async begin(
+    tenantId: string,
+    slug: string,
+    agent: AgentRow,
+    version: number,
+    body: { replay: number; folds: number },
+    keyId: string | null,
+    known?: EvaluationDigests,
+  ): Promise<EvaluationRow> {
+    const { store, clock } = this.deps;
     const now = clock.now();
     await store.deleteExpiredEvaluations(iso(now));
     if ((await store.runningEvaluations(tenantId, BackgroundJobs.liveSince(now))) >= 1) {
       throw new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
     }
-    await agents.version(tenantId, slug, version); // 404 for a version that does not exist
+    // 404 for a version that does not exist.
+    const digests = known ?? (await this.digestsOf(tenantId, slug, agent, version, body));
     // Started first: a tenant at its replay limit is refused before anything is stored.
     const replay = body.replay > 0 ? await this.deps.replays.start(tenantId, slug, { version, limit: body.replay }) : null;
     const id = randomUUID();
@@ -114,10 +185,11 @@ export class EvaluationService {
       createdAt: iso(now),
       updatedAt: iso(now),
       expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
+      digests,
     };
     await store.insertEvaluation(row);
     this.running.start(id, (job) => this.run(row, slug, body.folds, job));
-    return { id, status: 'running' };
+    return { ...row, result: null, error: null };
   }
 
   async get(tenantId: string, slug: string, id: string): Promise<Evaluation> {

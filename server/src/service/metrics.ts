@@ -87,6 +87,7 @@ export class Metrics {
   private readonly llmTokens: Counter;
   private readonly llmCalls: Counter;
   private readonly closed: Counter;
+  private readonly started: Counter;
   private readonly internalErrors: Counter;
   /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
   private readonly spentToday = new Map<string, [string, number]>();
@@ -107,14 +108,14 @@ export class Metrics {
     });
     this.turns = new Counter({
       name: 'switchboard_turns_total',
-      help: 'User messages answered, by the capability and status they left the conversation in',
-      labelNames: t(['agent', 'capability', 'status']),
+      help: 'User messages answered, by the agent version, and the capability and status they left the conversation in',
+      labelNames: t(['agent', 'version', 'capability', 'status']),
       registers,
     });
     this.routing = new Counter({
       name: 'switchboard_routing_decisions_total',
-      help: "Routing decisions: matched (the router's choice), llm (the model's choice), fallback (the agent's fallback)",
-      labelNames: t(['agent', 'decision']),
+      help: "Routing decisions by agent version: matched (the router's choice), llm (the model's choice), fallback (the agent's fallback)",
+      labelNames: t(['agent', 'version', 'decision']),
       registers,
     });
     this.confidence = new Histogram({
@@ -151,8 +152,14 @@ export class Metrics {
     });
     this.closed = new Counter({
       name: 'switchboard_conversations_closed_total',
-      help: "Conversations leaving the agent's hands: completed, escalated or abandoned",
-      labelNames: t(['agent', 'status']),
+      help: "Conversations leaving the agent's hands by agent version: completed, escalated or abandoned",
+      labelNames: t(['agent', 'version', 'status']),
+      registers,
+    });
+    this.started = new Counter({
+      name: 'switchboard_conversations_started_total',
+      help: 'Conversations started, by the agent version they run on (a split sends a share of them to its candidate)',
+      labelNames: t(['agent', 'version']),
       registers,
     });
     this.internalErrors = new Counter({
@@ -281,11 +288,14 @@ export class Metrics {
     const agent = this.names.name(tenant, 'agent', slug);
     // Capabilities and actions are counted as pairs with their agent: the cap bounds series, not names.
     const named = (kind: string, name: string) => (agent === OTHER ? OTHER : this.names.name(tenant, kind, `${agent}\u0000${name}`) === OTHER ? OTHER : name);
+    // Versions count against the agent's names too: a tenant storing versions in a loop makes no new series past the cap.
+    const version = agent === OTHER ? OTHER : this.names.name(tenant, 'version', `${agent}\u0000${c.agentVersion}`) === OTHER ? OTHER : String(c.agentVersion);
+    if (w.isNew) this.started.inc(this.labels(tenant, { agent, version }));
     // A routing decision went to the fallback when the write counted it there (agent-stats.ts).
     const fallbacks = new Set((w.stats ?? []).filter((s) => s.fallback > 0).map((s) => s.capability));
     // Only a converse call writes a user turn.
     if (w.turns.some((t) => t.role === 'user')) {
-      this.turns.inc(this.labels(tenant, { agent, capability: named('capability', c.capability), status: c.status }));
+      this.turns.inc(this.labels(tenant, { agent, version, capability: named('capability', c.capability), status: c.status }));
     }
     for (const a of w.audit) {
       const d = a.data;
@@ -293,7 +303,7 @@ export class Metrics {
         case 'routing_decision': {
           const selected = d.selected as { capability: string; score: number } | undefined;
           const decision = selected && fallbacks.has(selected.capability) ? 'fallback' : d.strategy === 'llm' ? 'llm' : 'matched';
-          this.routing.inc(this.labels(tenant, { agent, decision }));
+          this.routing.inc(this.labels(tenant, { agent, version, decision }));
           // prom-client throws on a value that is not a number.
           if (selected && Number.isFinite(selected.score)) this.confidence.observe(this.labels(tenant, { agent }), selected.score);
           break;
@@ -315,7 +325,7 @@ export class Metrics {
           }
           break;
         case 'status_change':
-          if (CLOSING.has(String(d.to))) this.closed.inc(this.labels(tenant, { agent, status: String(d.to) }));
+          if (CLOSING.has(String(d.to))) this.closed.inc(this.labels(tenant, { agent, version, status: String(d.to) }));
           break;
         default:
           break;

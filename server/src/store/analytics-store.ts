@@ -8,7 +8,7 @@ import { STAT_COUNTERS, type StatDelta } from '../domain.js';
 import type { Database } from './db.js';
 
 /** The counters of agent_stats, summed. */
-export type CounterSums = Omit<StatDelta, 'hour' | 'capability' | 'outcome'>;
+export type CounterSums = Omit<StatDelta, 'hour' | 'version' | 'capability' | 'outcome'>;
 
 const toSums = (r: Record<string, unknown>): CounterSums => Object.fromEntries(STAT_COUNTERS.map((k) => [k, Number(r[k] ?? 0)])) as unknown as CounterSums;
 
@@ -43,6 +43,15 @@ export class AnalyticsStore {
       .groupBy('capability')
       .orderBy('capability')) as Record<string, unknown>[];
     return rows.map((r) => ({ capability: String(r.capability), ...toSums(r) }));
+  }
+
+  /** The counters per agent version (0: counted before versions were). */
+  async byVersion(w: AgentWindow): Promise<(CounterSums & { version: number })[]> {
+    const rows = (await this.counters(w)
+      .select('version', ...this.sums())
+      .groupBy('version')
+      .orderBy('version', 'desc')) as Record<string, unknown>[];
+    return rows.map((r) => ({ version: Number(r.version), ...toSums(r) }));
   }
 
   /** Conversations of the web chat widget started and closed in the window (agent_closes' `web_*` rows). */
@@ -98,16 +107,28 @@ export class AnalyticsStore {
    * and for durations the lower bound of the median's bucket (exact below a minute, 5% wide
    * above). Null when none closed.
    */
-  async closedMedians(w: AgentWindow): Promise<{ turns: number | null; seconds: number | null }> {
-    const rows: { measure: string; value: unknown; n: unknown }[] = await this.knex('agent_closes')
+  async closedMedians(w: AgentWindow): Promise<{ all: Medians; byVersion: Map<number, Medians> }> {
+    const rows: { version: unknown; measure: string; value: unknown; n: unknown }[] = await this.knex('agent_closes')
       .where({ tenant_id: w.tenantId, agent_id: w.agentId })
       .where('hour', '>=', w.fromHour)
       .where('hour', '<', w.toHour)
-      .select('measure', 'value', this.knex.raw('sum(n) as n'))
-      .groupBy('measure', 'value');
-    const of = (measure: string) => rows.filter((r) => r.measure === measure).map((r) => ({ v: Number(r.value), n: Number(r.n) }));
-    return { turns: median(of('turns')), seconds: median(of('seconds')) };
+      .whereIn('measure', ['turns', 'seconds'])
+      .select('version', 'measure', 'value', this.knex.raw('sum(n) as n'))
+      .groupBy('version', 'measure', 'value');
+    const medians = (of: typeof rows): Medians => {
+      const dist = (measure: string) => of.filter((r) => r.measure === measure).map((r) => ({ v: Number(r.value), n: Number(r.n) }));
+      return { turns: median(dist('turns')), seconds: median(dist('seconds')) };
+    };
+    const byVersion = new Map<number, Medians>();
+    for (const v of new Set(rows.map((r) => Number(r.version)))) byVersion.set(v, medians(rows.filter((r) => Number(r.version) === v)));
+    return { all: medians(rows), byVersion };
   }
+}
+
+/** Medians of closed conversations' turns and duration in seconds (null: none closed). */
+export interface Medians {
+  turns: number | null;
+  seconds: number | null;
 }
 
 /** The median of a distribution of values with their counts (the mean of the two middle values for an even count). */

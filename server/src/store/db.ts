@@ -21,6 +21,7 @@ import * as m015 from './migrations/015_lighter_turn_indexes.js';
 import * as m016 from './migrations/016_stored_router_definition.js';
 import * as m017 from './migrations/017_widget.js';
 import * as m018 from './migrations/018_review.js';
+import * as m019 from './migrations/019_releases.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -70,6 +71,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '016_stored_router_definition': m016,
   '017_widget': m017,
   '018_review': m018,
+  '019_releases': m019,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -117,6 +117,14 @@ export interface EvaluationRow {
   createdAt: string;
   updatedAt: string;
   expiresAt: string;
+  /** What it measured: the two versions' digests and the digest of its inputs (tests, reviewed messages, replay size, folds). */
+  digests: EvaluationDigests | null;
+}
+
+export interface EvaluationDigests {
+  digest: string;
+  baseline: string;
+  inputs: string;
 }
 
 interface EvaluationTableRow {
@@ -136,6 +144,9 @@ interface EvaluationTableRow {
   created_at: string;
   updated_at: string;
   expires_at: string;
+  digest: string | null;
+  baseline_digest: string | null;
+  inputs_digest: string | null;
 }
 
 const toEvaluation = (r: EvaluationTableRow): EvaluationRow => ({
@@ -155,6 +166,7 @@ const toEvaluation = (r: EvaluationTableRow): EvaluationRow => ({
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   expiresAt: r.expires_at,
+  digests: r.digest && r.baseline_digest && r.inputs_digest ? { digest: r.digest, baseline: r.baseline_digest, inputs: r.inputs_digest } : null,
 });
 
 export class ReviewStore {
@@ -298,7 +310,22 @@ export class ReviewStore {
       created_at: r.createdAt,
       updated_at: r.updatedAt,
       expires_at: r.expiresAt,
+      digest: r.digests?.digest ?? null,
+      baseline_digest: r.digests?.baseline ?? null,
+      inputs_digest: r.digests?.inputs ?? null,
     });
+  }
+
+  /** The newest evaluation of the same versions and inputs created since `since`, done or running (evaluations_digest_idx). */
+  async sameEvaluation(tenantId: string, agentId: string, d: EvaluationDigests, since: string): Promise<EvaluationRow | null> {
+    const r = await this.knex<EvaluationTableRow>('evaluations')
+      .where({ tenant_id: tenantId, agent_id: agentId, digest: d.digest, baseline_digest: d.baseline })
+      .where('created_at', '>=', since)
+      .where({ inputs_digest: d.inputs })
+      .whereIn('status', ['done', 'running'])
+      .orderBy('created_at', 'desc')
+      .first();
+    return r ? toEvaluation(r) : null;
   }
 
   async evaluation(tenantId: string, agentId: string, id: string): Promise<EvaluationRow | null> {

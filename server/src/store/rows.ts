@@ -77,6 +77,11 @@ export interface AgentTableRow {
   archived_at: string | null;
   created_at: string;
   updated_at: string;
+  split_version: Int | null;
+  split_share: Int | null;
+  split_started_at: string | null;
+  release_seq: Int;
+  release_hash: string | null;
 }
 
 export interface ApiKeyTableRow {

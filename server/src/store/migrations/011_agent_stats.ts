@@ -31,8 +31,13 @@ export async function up(knex: Knex): Promise<void> {
   await backfill(knex);
 }
 
-/** The counters of the conversations stored before this migration, by the rules of agent-stats.ts. */
-async function backfill(knex: Knex): Promise<void> {
+/**
+ * The counters of the conversations stored, by the rules of agent-stats.ts. `perVersion`
+ * (migration 019, once the tables key rows by version and conversations record their channel):
+ * each row under its conversation's version, and the web chat widget's conversations counted
+ * under the `web_*` measures too.
+ */
+export async function backfill(knex: Knex, perVersion = false): Promise<void> {
   const fallbacks = new Map<string, string>();
   const versions = await knex<{ agent_id: string; version: number | string; definition: string }>('agent_versions').select('agent_id', 'version', 'definition');
   for (const v of versions) {
@@ -40,16 +45,23 @@ async function backfill(knex: Knex): Promise<void> {
     fallbacks.set(`${v.agent_id}:${Number(v.version)}`, def.routing?.fallback ?? 'fallback');
   }
   const totals = new Map<string, Record<Counter, number> & { tenant_id: string; agent_id: string; hour: string; capability: string; outcome: string }>();
-  const add = (c: { tenant_id: string; agent_id: string }, ts: string, capability: string, outcome: string, counter: Counter) => {
-    const row = { tenant_id: c.tenant_id, agent_id: c.agent_id, hour: ts.slice(0, 13), capability, outcome };
+  const versionOf = (c: { agent_version?: number | string }) => (perVersion ? { version: Number(c.agent_version) } : {});
+  const add = (
+    c: { tenant_id: string; agent_id: string; agent_version?: number | string },
+    ts: string,
+    capability: string,
+    outcome: string,
+    counter: Counter,
+  ) => {
+    const row = { tenant_id: c.tenant_id, agent_id: c.agent_id, hour: ts.slice(0, 13), ...versionOf(c), capability, outcome };
     const key = JSON.stringify(row);
     let t = totals.get(key);
     if (!t) totals.set(key, (t = { ...row, started: 0, completed: 0, escalated: 0, abandoned: 0, routed: 0, fallback: 0 }));
     t[counter]++;
   };
   const closes = new Map<string, { tenant_id: string; agent_id: string; hour: string; measure: string; value: number; n: number }>();
-  const close = (c: { tenant_id: string; agent_id: string }, ts: string, measure: string, value: number) => {
-    const row = { tenant_id: c.tenant_id, agent_id: c.agent_id, hour: ts.slice(0, 13), measure, value };
+  const close = (c: { tenant_id: string; agent_id: string; agent_version?: number | string }, ts: string, measure: string, value: number) => {
+    const row = { tenant_id: c.tenant_id, agent_id: c.agent_id, hour: ts.slice(0, 13), ...versionOf(c), measure, value };
     const key = JSON.stringify(row);
     const found = closes.get(key);
     if (found) found.n++;
@@ -58,7 +70,7 @@ async function backfill(knex: Knex): Promise<void> {
   let after: string | null = null;
   for (;;) {
     const convs = (await knex('conversations')
-      .select('id', 'tenant_id', 'agent_id', 'agent_version', 'capability', 'created_at', 'completed_at', 'turn_count')
+      .select('id', 'tenant_id', 'agent_id', 'agent_version', 'capability', 'created_at', 'completed_at', 'turn_count', ...(perVersion ? ['channel'] : []))
       .modify((q) => (after === null ? q : q.where('id', '>', after)))
       .orderBy('id')
       .limit(BATCH)) as {
@@ -70,6 +82,7 @@ async function backfill(knex: Knex): Promise<void> {
       created_at: string;
       completed_at: string | null;
       turn_count: number | string;
+      channel?: string | null;
     }[];
     if (!convs.length) break;
     after = convs[convs.length - 1].id;
@@ -100,9 +113,11 @@ async function backfill(knex: Knex): Promise<void> {
           if (capability === fallback) add(c, e.timestamp, capability, '', 'fallback');
         } else if (data.to === 'completed' || data.to === 'escalated' || data.to === 'abandoned') {
           add(c, e.timestamp, capability ?? c.capability, data.outcome ?? '', data.to);
+          if (c.channel === 'web') close(c, e.timestamp, `web_${data.to}`, 0);
         }
       }
       add(c, c.created_at, startedUnder ?? c.capability, '', 'started');
+      if (c.channel === 'web') close(c, c.created_at, 'web_started', 0);
       if (c.completed_at) {
         const seconds = (Date.parse(c.completed_at) - Date.parse(c.created_at)) / 1000;
         close(c, c.completed_at, 'turns', Number(c.turn_count));

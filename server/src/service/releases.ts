@@ -1,0 +1,247 @@
+// Releases (docs/releases.md): a version is made current, or given a share of new conversations,
+// only through the release gates of the current version's policy, judged on an evaluation of the
+// candidate beside it (service/evaluations.ts, reused per digest); every step is written to the
+// agent's release record (store/release-store.ts) in the transaction that makes it.
+import type { Agent, AgentDefinition, DefinitionWarning, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
+import { AppError, GatesFailedError } from '../errors.js';
+import { decodeCursor, encodeCursor } from '../lib/cursor.js';
+import { iso, type Clock } from '../lib/clock.js';
+import type { AgentRow, StepInput } from '../store/agent-store.js';
+import type { ReleaseRow, ReleaseStore } from '../store/release-store.js';
+import type { AgentService } from './agent-service.js';
+import type { EvaluationService } from './evaluations.js';
+import { judgeGates, replayNeeded } from './release-gates.js';
+
+/** Who releases: the API key (null without api_key auth) and the request. */
+export interface Actor {
+  keyId: string | null;
+  requestId: string;
+}
+
+/** Cross-validation folds of a gate's evaluation. */
+const GATE_FOLDS = 5;
+
+export function releaseToApi(r: ReleaseRow): Release {
+  return {
+    id: r.id,
+    sequence: r.sequence,
+    action: r.action,
+    version: r.version,
+    digest: r.digest,
+    previous_version: r.previousVersion,
+    split: r.split && { version: r.split.version, percent: r.split.share / 100 },
+    gates: r.gates,
+    evaluation_id: r.evaluationId,
+    forced: r.forced,
+    reason: r.reason,
+    key_id: r.keyId,
+    request_id: r.requestId,
+    created_at: r.createdAt,
+    hash: r.hash,
+  };
+}
+
+const splitOf = (agent: Agent): Split | null => agent.split;
+
+export class ReleaseService {
+  constructor(
+    private readonly deps: {
+      agents: AgentService;
+      evaluations: EvaluationService;
+      store: ReleaseStore;
+      clock: Clock;
+    },
+  ) {}
+
+  /**
+   * Stores a definition (PUT /agents/:slug). A new version that would be made current under a
+   * release policy is stored as a draft and released through the gates: refused, it stays a draft.
+   */
+  async put(
+    tenantId: string,
+    slug: string,
+    definition: AgentDefinition,
+    opts: { activate: boolean },
+    actor: Actor,
+  ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: Release | null }> {
+    const { agents } = this.deps;
+    const policy = opts.activate ? await this.policyOf(tenantId, slug) : null;
+    if (!policy) {
+      const r = await agents.put(tenantId, slug, definition, { activate: opts.activate, step: this.step(actor) });
+      return { ...r, release: r.release && releaseToApi(r.release) };
+    }
+    const stored = await agents.put(tenantId, slug, definition, { activate: false });
+    if (stored.version === stored.agent.version) return { ...stored, release: null };
+    try {
+      const { release, ...agent } = await this.activate(tenantId, slug, stored.version, { force: false }, actor);
+      return { ...stored, agent, changed: true, release };
+    } catch (err) {
+      if (err instanceof GatesFailedError) {
+        throw new GatesFailedError(`${err.message}; the definition is stored as draft version ${stored.version}`, err.gates, err.evaluationId);
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Makes a version current through the gates. A rollback (an older version that a step of the
+   * record made current before) is not gated: it must be at once, and the version was judged
+   * when it was released. Forcing past failed gates takes a reason; the gates are recorded all the same.
+   */
+  async activate(
+    tenantId: string,
+    slug: string,
+    version: number,
+    body: { force: boolean; reason?: string },
+    actor: Actor,
+  ): Promise<Agent & { release: Release }> {
+    const { agents, store } = this.deps;
+    const row = await agents.active(tenantId, slug);
+    const rollback = version < row.currentVersion && (await store.wasReleased(tenantId, row.id, version));
+    const promote = row.split?.version === version;
+    const judged = version === row.currentVersion || rollback ? null : await this.judge(tenantId, slug, row, version, body);
+    const { agent, release } = await agents.release(tenantId, slug, row, {
+      expectCurrent: row.currentVersion,
+      current: version,
+      step: this.step(actor, {
+        action: rollback ? 'rollback' : promote ? 'promote' : 'activate',
+        gates: judged?.gates ?? [],
+        evaluationId: judged?.evaluationId ?? null,
+        forced: judged?.failed ?? false,
+        reason: body.reason ?? null,
+      }),
+    });
+    return { ...agent, release: releaseToApi(release) };
+  }
+
+  /** Makes the split's candidate current, through the gates, ending the split. */
+  async promote(tenantId: string, slug: string, body: { force: boolean; reason?: string }, actor: Actor): Promise<Agent & { release: Release }> {
+    const row = await this.deps.agents.active(tenantId, slug);
+    if (!row.split) throw new AppError(409, 'no_split', `Agent "${slug}" has no traffic split`);
+    return this.activate(tenantId, slug, row.split.version, body, actor);
+  }
+
+  /** Starts a split, or changes its share, through the gates (judged once per candidate and inputs: a change of share reuses the evaluation). */
+  async putSplit(
+    tenantId: string,
+    slug: string,
+    body: { version: number; percent: number; force: boolean; reason?: string },
+    actor: Actor,
+  ): Promise<{ split: Split | null; release: Release }> {
+    const { agents } = this.deps;
+    const row = await agents.active(tenantId, slug);
+    if (body.version === row.currentVersion) {
+      throw new AppError(400, 'validation_error', `Version ${body.version} is the current version: a split sends a share to another one`, [
+        { path: 'version', message: 'must not be the current version' },
+      ]);
+    }
+    await agents.version(tenantId, slug, body.version); // 404 for a version that does not exist
+    const judged = await this.judge(tenantId, slug, row, body.version, body);
+    const share = Math.round(body.percent * 100);
+    const { agent, release } = await agents.release(tenantId, slug, row, {
+      expectCurrent: row.currentVersion,
+      split: { version: body.version, share },
+      step: this.step(actor, {
+        action: row.split?.version === body.version ? 'split_change' : 'split_start',
+        gates: judged.gates,
+        evaluationId: judged.evaluationId,
+        forced: judged.failed,
+        reason: body.reason ?? null,
+      }),
+    });
+    return { split: splitOf(agent), release: releaseToApi(release) };
+  }
+
+  /** Ends the split: every new conversation starts on the current version. Not gated. */
+  async endSplit(tenantId: string, slug: string, body: { reason?: string }, actor: Actor): Promise<{ split: Split | null; release: Release }> {
+    const { agents } = this.deps;
+    const row = await agents.active(tenantId, slug);
+    if (!row.split) throw new AppError(409, 'no_split', `Agent "${slug}" has no traffic split`);
+    const { agent, release } = await agents.release(tenantId, slug, row, {
+      expectCurrent: row.currentVersion,
+      split: null,
+      step: this.step(actor, { action: 'split_end', gates: [], evaluationId: null, forced: false, reason: body.reason ?? null }),
+    });
+    return { split: splitOf(agent), release: releaseToApi(release) };
+  }
+
+  async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: Release[]; next_cursor: string | null }> {
+    const row = await this.deps.agents.any(tenantId, slug);
+    const before = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) > 0);
+    const rows = await this.deps.store.list(tenantId, row.id, { limit: q.limit + 1, before });
+    const page = rows.slice(0, q.limit);
+    return { data: page.map(releaseToApi), next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].sequence) : null };
+  }
+
+  async verify(tenantId: string, slug: string) {
+    const row = await this.deps.agents.any(tenantId, slug);
+    const r = await this.deps.store.verify(tenantId, row.id);
+    return {
+      entries: r.entries,
+      keyed_entries: r.keyed_entries,
+      valid: r.valid,
+      first_broken: r.first_broken && { sequence: r.first_broken.sequence, reason: r.first_broken.reason as 'sequence_gap' },
+    };
+  }
+
+  /** The release policy of the agent's current version, if any (none for an agent not yet stored). */
+  private async policyOf(tenantId: string, slug: string): Promise<ReleasePolicy | null> {
+    const current = await this.deps.agents.currentVersion(tenantId, slug);
+    if (current === null) return null;
+    const v = await this.deps.agents.version(tenantId, slug, current);
+    return v.definition.release ?? null;
+  }
+
+  /**
+   * Judges the current version's policy on `version`: none (no policy) passes. Failed gates are
+   * a 409 unless forced with a reason; forced, they are recorded as failed.
+   */
+  private async judge(
+    tenantId: string,
+    slug: string,
+    row: AgentRow,
+    version: number,
+    body: { force: boolean; reason?: string },
+  ): Promise<{ gates: ReleaseGate[]; evaluationId: string | null; failed: boolean }> {
+    const { agents, evaluations } = this.deps;
+    const current = await agents.version(tenantId, slug, row.currentVersion);
+    const policy = current.definition.release;
+    if (!policy) {
+      await agents.version(tenantId, slug, version); // 404 for a version that does not exist
+      return { gates: [], evaluationId: null, failed: false };
+    }
+    const candidate = await agents.version(tenantId, slug, version);
+    const { row: evaluation } = await evaluations.forGates(
+      tenantId,
+      slug,
+      row,
+      version,
+      { replay: replayNeeded(policy), folds: GATE_FOLDS },
+      { maxAgeMs: policy.max_age_hours * 3_600_000, keyId: null },
+    );
+    const gates = judgeGates(policy, evaluation.result as never, { candidate: candidate.definition, current: current.definition });
+    const failing = gates.filter((g) => !g.passed);
+    if (failing.length && !body.force) {
+      throw new GatesFailedError(
+        `Version ${version} fails ${failing.length} release gate${failing.length === 1 ? '' : 's'}: ${failing.map((g) => g.gate).join(', ')}`,
+        gates,
+        evaluation.id,
+      );
+    }
+    return { gates, evaluationId: evaluation.id, failed: failing.length > 0 };
+  }
+
+  private step(actor: Actor, s: Partial<StepInput> = {}): StepInput & { action: ReleaseRow['action'] } {
+    return {
+      action: 'activate',
+      gates: [],
+      evaluationId: null,
+      forced: false,
+      reason: null,
+      ...s,
+      keyId: actor.keyId,
+      requestId: actor.requestId,
+      createdAt: iso(this.deps.clock.now()),
+    };
+  }
+}
