@@ -197,6 +197,9 @@ describe('npm run agents', () => {
       ['review-act', '--help'],
       ['suite', '--help'],
       ['evaluate', '--help'],
+      ['split', '--help'],
+      ['promote', '--help'],
+      ['releases', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
@@ -300,6 +303,27 @@ describe('npm run agents', () => {
       const none = await cli('review-act', 'acme-support', id(/weather/), '--dismiss', ...on).catch((e) => e);
       expect(none.code).toBe(1);
       expect(none.stderr).toContain('answered 409 review_item_closed');
+
+      // Released through the example agent's gates, rolled back, split, promoted: each printed, each recorded.
+      const released = await cli('activate', 'acme-support', '3', ...on);
+      expect(released.stdout).toContain('activated acme-support version 3 (was 1)');
+      expect(released.stdout).toMatch(/^ {2}pass {2}tests: 8 of 8 pass \(all must\)$/m);
+      expect(released.stdout).toMatch(/^ {2}pass {2}labelled accuracy on reviewed messages: 100% of 3 \(at least 90%, not below the current \d+(\.\d+)?%\)$/m);
+      expect((await cli('activate', 'acme-support', '1', ...on)).stdout).toContain('rolled back acme-support version 1 (was 3)');
+      const split = await cli('split', 'acme-support', '3', '50', ...on);
+      expect(split.stdout).toContain('50% of new conversations of acme-support start on version 3, the rest on version 1');
+      expect((await cli('promote', 'acme-support', ...on)).stdout).toContain('promoted acme-support version 3 (was 1); the split has ended');
+      // A file whose new version breaks a stored test: refused, with the gate and its figure, and kept as a draft.
+      const broken = join(dir, 'acme-support.yaml');
+      writeFileSync(broken, readFileSync(EXAMPLE, 'utf8').replace('shipped on {{', 'left us on {{'));
+      const refused = await cli('apply', ...on, broken).catch((e) => e);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/^ {2}FAIL {2}tests: 7 of 8 pass \(all must\); failing: shipped order$/m);
+      expect(refused.stderr).toContain('answered 409 release_gates_failed: Version 4 fails 1 release gate: tests; the definition is stored as draft version 4');
+      const record = await cli('releases', 'acme-support', '--verify', ...on);
+      expect(record.stdout).toMatch(/^ {3}5 {2}\S+ {2}promote {6}version 3 \(was 1\)$/m);
+      expect(record.stdout).toMatch(/^ {3}1 {2}\S+ {2}activate {5}version 1$/m);
+      expect(record.stdout).toContain('release record intact: 5 steps chained');
     } finally {
       await server.close();
       await app.close();

@@ -10,8 +10,10 @@ import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
 import { actOnItems, evaluate, printInbox, storeSuite } from './review.js';
+import { activate, printGates, printRefusal, printReleases, promote, split } from './releases.js';
 import { routeMessage, runTestFiles } from './testing.js';
 import { program, run } from './program.js';
+import { GatesFailedError } from '../errors.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 const bool = (v: string): boolean => {
@@ -89,9 +91,11 @@ cli
           const r = await applyAgentFile(app, tenant, f, { activate: opts.activate });
           console.log(`${r.draft ? 'draft    ' : r.changed ? 'applied  ' : 'unchanged'} ${tenant}/${r.slug} version ${r.version} (${f})`);
           for (const line of describeSubstitutions(r.substitutions)) console.log(line);
+          if (r.release) printGates(r.release.gates);
           printWarnings(r.warnings);
         } catch (err) {
           failed++;
+          if (err instanceof GatesFailedError) printRefusal({ code: err.code, gates: err.gates, evaluation_id: err.evaluationId ?? undefined });
           console.error(`failed    ${describeDefinitionError(f, err)}`);
         }
       }
@@ -126,11 +130,15 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
       const { slug, definition, substitutions } = await readAgentFile(f);
       const before = await reach(o, () => sb.api.getAgent({ params: { slug } }));
       const r = await reach(o, () => sb.api.putAgent({ params: { slug }, query: { activate: activate ? 'true' : 'false' }, body: definition }));
-      if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+      if (r.status !== 200) {
+        printRefusal(r.body);
+        throw new Error(describeFailure(o, r.status, r.body));
+      }
       const was = before.status === 200 ? before.body.version : null;
       const what = r.body.stored_version !== r.body.version ? 'draft    ' : r.body.version !== was ? 'applied  ' : 'unchanged';
       console.log(`${what} ${slug} version ${r.body.stored_version}${what.startsWith('draft') ? ` (current stays ${r.body.version})` : ''} (${f})`);
       for (const line of describeSubstitutions(substitutions)) console.log(line);
+      if (r.body.release) printGates(r.body.release.gates);
       printWarnings(r.body.warnings);
     } catch (err) {
       failed++;
@@ -158,19 +166,62 @@ remoteOptions(
   console.log(`* current: new conversations start on it${r.body.next_cursor ? ' (older versions not shown: --limit)' : ''}`);
 });
 
+const forceOptions = (cmd: Command) =>
+  cmd.option('--force', 'release even when gates fail (needs --reason; recorded)').option('--reason <text>', 'why: recorded in the release record');
+
+remoteOptions(
+  forceOptions(
+    cli
+      .command('activate')
+      .description(
+        'make a stored version current on a running server through the release gates (release a draft, or roll back), printing each gate; running conversations stay on theirs',
+      )
+      .argument('<slug>', 'the agent')
+      .argument('<version>', 'the version to make current', versionNumber),
+  ),
+).action(async (slug: string, version: number, opts: RemoteOptions & { force?: boolean; reason?: string }) => {
+  await activate(slug, version, opts);
+});
+
+const percentOf = (v: string): number => {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 100) throw new InvalidArgumentError('must be a percent from 0 to 100');
+  return n;
+};
+
+remoteOptions(
+  forceOptions(
+    cli
+      .command('split')
+      .description('send a share of new conversations to a candidate version through the release gates, change the share, or end the split (--end)')
+      .argument('<slug>', 'the agent')
+      .argument('[version]', 'the candidate version', versionNumber)
+      .argument('[percent]', 'the percent of new conversations it gets', percentOf)
+      .option('--end', 'end the split: every new conversation on the current version'),
+  ),
+).action(
+  async (slug: string, version: number | undefined, percent: number | undefined, opts: RemoteOptions & { force?: boolean; reason?: string; end?: boolean }) => {
+    await split(slug, version, percent, opts);
+  },
+);
+
+remoteOptions(
+  forceOptions(
+    cli.command('promote').description("make the split's candidate current through the release gates, ending the split").argument('<slug>', 'the agent'),
+  ),
+).action(async (slug: string, opts: RemoteOptions & { force?: boolean; reason?: string }) => {
+  await promote(slug, opts);
+});
+
 remoteOptions(
   cli
-    .command('activate')
-    .description('make a stored version current on a running server (promote a draft, or roll back); running conversations stay on theirs')
+    .command('releases')
+    .description("an agent's release record on a running server, newest first: every activation, rollback and split, who did it, and the gates")
     .argument('<slug>', 'the agent')
-    .argument('<version>', 'the version to make current', versionNumber),
-).action(async (slug: string, version: number, opts: RemoteOptions) => {
-  const sb = remoteClient(opts);
-  const before = await reach(opts, () => sb.api.getAgent({ params: { slug } }));
-  if (before.status !== 200) throw new Error(describeFailure(opts, before.status, before.body));
-  const r = await reach(opts, () => sb.api.activateVersion({ params: { slug, version } }));
-  if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
-  console.log(`activated ${slug} version ${r.body.version} (was ${before.body.version})`);
+    .option('--limit <n>', 'how many steps', (v) => versionNumber(v), 20)
+    .option('--verify', "also recompute the record's hash chain"),
+).action(async (slug: string, opts: RemoteOptions & { limit: number; verify?: boolean }) => {
+  await printReleases(slug, opts);
 });
 
 cli

@@ -14,7 +14,7 @@ const s = initServer();
 const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
 /** Who makes a release: the API key (AUTH_MODE=api_key) and the request. */
-const actor = (res: Response) => ({ keyId: (res.locals.keyId) ?? null, requestId: requestId(res) });
+const actor = (res: Response) => ({ keyId: res.locals.keyId ?? null, requestId: requestId(res) });
 
 /** Whether a request's authorization header carries the metrics token (compared in constant time). */
 function carriesToken(header: string | undefined, token: string): boolean {

@@ -21,7 +21,7 @@ export interface Actor {
 /** Cross-validation folds of a gate's evaluation. */
 const GATE_FOLDS = 5;
 
-export function releaseToApi(r: ReleaseRow): Release {
+function releaseToApi(r: ReleaseRow): Release {
   return {
     id: r.id,
     sequence: r.sequence,

@@ -55,10 +55,7 @@ const toAgent = (r: AgentTableRow): AgentRow => ({
   archivedAt: r.archived_at,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
-  split:
-    r.split_version === null
-      ? null
-      : { version: Number(r.split_version), share: Number(r.split_share), startedAt: r.split_started_at ?? r.updated_at },
+  split: r.split_version === null ? null : { version: Number(r.split_version), share: Number(r.split_share), startedAt: r.split_started_at ?? r.updated_at },
 });
 
 const toVersion = (r: AgentVersionTableRow): AgentVersionRow => ({

@@ -1,0 +1,94 @@
+// `npm run agents -- activate | split | promote | releases`: releases on a running server through
+// the release gates (docs/releases.md), each gate printed with its figure, and the release record.
+import type { Release, ReleaseGate } from '@switchboard/contract';
+import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+
+/** Every gate on a line of its own: pass or FAIL, then what it measured. */
+export function printGates(gates: ReleaseGate[], out: (line: string) => void = console.log): void {
+  for (const g of gates) out(`  ${g.passed ? 'pass' : 'FAIL'}  ${g.detail}`);
+}
+
+/** A refused release's gates, when the server refused it on them; true when it did. */
+export function printRefusal(body: unknown, out: (line: string) => void = console.error): boolean {
+  const p = body as { code?: string; gates?: ReleaseGate[]; evaluation_id?: string };
+  if (p.code !== 'release_gates_failed' || !p.gates) return false;
+  printGates(p.gates, out);
+  if (p.evaluation_id) out(`  (evaluation ${p.evaluation_id}; --force --reason "…" releases it all the same, recorded)`);
+  return true;
+}
+
+function describeStep(r: Release): string {
+  const split = r.split ? ` (split: ${r.split.percent}% to version ${r.split.version})` : '';
+  const who = r.key_id ? ` by key ${r.key_id}` : '';
+  const forced = r.forced ? ` FORCED: ${r.reason ?? ''}` : r.reason ? ` (${r.reason})` : '';
+  return `${String(r.sequence).padStart(4)}  ${r.created_at}  ${r.action.padEnd(12)} version ${r.version}${r.previous_version !== null ? ` (was ${r.previous_version})` : ''}${split}${who}${forced}`;
+}
+
+type Force = { force?: boolean; reason?: string };
+const query = (o: Force) => ({ ...(o.force ? { force: 'true' as const } : {}), ...(o.reason ? { reason: o.reason } : {}) });
+
+/** Fails the command with the server's answer, its gates printed first. */
+function refused(o: RemoteOptions, status: number, body: unknown): never {
+  printRefusal(body);
+  throw new Error(describeFailure(o, status, body));
+}
+
+export async function activate(slug: string, version: number, o: RemoteOptions & Force): Promise<void> {
+  const sb = remoteClient(o);
+  const r = await reach(o, () => sb.api.activateVersion({ params: { slug, version }, query: query(o) }));
+  if (r.status !== 200) refused(o, r.status, r.body);
+  const step = r.body.release;
+  console.log(`${step.action === 'rollback' ? 'rolled back' : 'activated'} ${slug} version ${r.body.version} (was ${step.previous_version ?? 'none'})`);
+  printGates(step.gates);
+  if (step.forced) console.log(`  released although gates failed: ${step.reason ?? ''}`);
+}
+
+export async function split(
+  slug: string,
+  version: number | undefined,
+  percent: number | undefined,
+  o: RemoteOptions & Force & { end?: boolean },
+): Promise<void> {
+  const sb = remoteClient(o);
+  if (o.end) {
+    const r = await reach(o, () => sb.api.endSplit({ params: { slug }, query: o.reason ? { reason: o.reason } : {} }));
+    if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+    console.log(`split of ${slug} ended: every new conversation starts on the current version (${r.body.release.previous_version})`);
+    return;
+  }
+  if (version === undefined || percent === undefined) throw new Error('give the candidate version and the percent of new conversations (or --end)');
+  const r = await reach(o, () => sb.api.putSplit({ params: { slug }, body: { version, percent, force: o.force ?? false, reason: o.reason } }));
+  if (r.status !== 200) refused(o, r.status, r.body);
+  console.log(`${percent}% of new conversations of ${slug} start on version ${version}, the rest on version ${r.body.release.previous_version}`);
+  printGates(r.body.release.gates);
+}
+
+export async function promote(slug: string, o: RemoteOptions & Force): Promise<void> {
+  const sb = remoteClient(o);
+  const r = await reach(o, () => sb.api.promoteSplit({ params: { slug }, query: query(o) }));
+  if (r.status !== 200) refused(o, r.status, r.body);
+  console.log(`promoted ${slug} version ${r.body.version} (was ${r.body.release.previous_version}); the split has ended`);
+  printGates(r.body.release.gates);
+}
+
+export async function printReleases(slug: string, o: RemoteOptions & { limit: number; verify?: boolean }): Promise<void> {
+  const sb = remoteClient(o);
+  const r = await reach(o, () => sb.api.listReleases({ params: { slug }, query: { limit: Math.min(o.limit, 100) } }));
+  if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+  if (!r.body.data.length) console.log(`${slug} has no releases recorded`);
+  for (const step of r.body.data) {
+    console.log(describeStep(step));
+    printGates(step.gates, (line) => console.log(`      ${line}`));
+  }
+  if (r.body.next_cursor) console.log('(older steps not shown: --limit)');
+  if (o.verify) {
+    const v = await reach(o, () => sb.api.verifyReleases({ params: { slug } }));
+    if (v.status !== 200) throw new Error(describeFailure(o, v.status, v.body));
+    console.log(
+      v.body.valid
+        ? `release record intact: ${v.body.entries} steps chained${v.body.keyed_entries ? `, ${v.body.keyed_entries} keyed` : ''}`
+        : `release record BROKEN at step ${v.body.first_broken!.sequence}: ${v.body.first_broken!.reason}`,
+    );
+    if (!v.body.valid) process.exitCode = 1;
+  }
+}
