@@ -1,5 +1,7 @@
-// An agent's analytics: the rates and medians of a window, conversations per day (or hour) by
-// status, containment per bucket, and its top capabilities.
+// An agent's analytics: the rates and medians of a window, the same per version (a split's
+// candidate beside the current version, each rate with its 95% interval and the conversations
+// behind it), conversations per day (or hour) by status, containment per bucket, and its top
+// capabilities.
 import { useMemo, useState } from 'preact/hooks';
 import type { Agent, AgentAnalytics } from '@switchboard/client';
 import { ok, useLoad } from '../api';
@@ -54,6 +56,7 @@ export function Overview({ agent }: { agent: Agent }) {
       {stats.error && <ErrorBox error={stats.error} retry={stats.reload} />}
       {!stats.data && !stats.error && <Loading what="analytics" />}
       {stats.data && <Figures a={stats.data} />}
+      {stats.data && stats.data.versions.length > 0 && <ByVersion a={stats.data} agent={agent} />}
     </div>
   );
 }
@@ -239,5 +242,46 @@ function CountsTable(p: { label: string; first: string; rows: { name: string; st
         </tbody>
       </table>
     </TableWrap>
+  );
+}
+
+/** A rate with its interval and the count it stands on: "80% (49–94%, n=10)". */
+function rateWithin(rate: number | null, interval: [number, number] | null, n: number): string {
+  if (rate === null || interval === null) return '—';
+  return `${percent(rate)} (${percent(interval[0])}–${percent(interval[1])}, n=${n})`;
+}
+
+/** Every figure per version: where two versions' intervals overlap, the difference may be noise. */
+function ByVersion({ a, agent }: { a: AgentAnalytics; agent: Agent }) {
+  const role = (v: number) => (v === agent.version ? 'current' : agent.split?.version === v ? `split candidate, ${agent.split.percent}%` : '');
+  return (
+    <section aria-labelledby="by-version">
+      <h3 id="by-version">By version</h3>
+      <p class="muted small">
+        Each rate with its 95% interval and the conversations behind it: where two versions&apos; intervals overlap, the difference may be noise.
+      </p>
+      <TableWrap label="Figures by version">
+        <table>
+          <Head cols={['Version', 'Started', 'Containment', 'Escalation', 'Fallback rate', 'Completion', 'Median turns', 'Median duration']} />
+          <tbody>
+            {a.versions.map((v) => (
+              <tr key={v.version}>
+                <td>
+                  v{v.version}
+                  {role(v.version) && <span class="muted small"> ({role(v.version)})</span>}
+                </td>
+                <td>{v.started}</td>
+                <td>{rateWithin(v.rates.containment, v.intervals.containment, v.closed)}</td>
+                <td>{rateWithin(v.rates.escalation, v.intervals.escalation, v.closed)}</td>
+                <td>{rateWithin(v.rates.fallback, v.intervals.fallback, v.routed)}</td>
+                <td>{rateWithin(v.rates.completion, v.intervals.completion, v.started)}</td>
+                <td>{v.turns_per_conversation_p50 ?? '—'}</td>
+                <td>{seconds(v.duration_seconds_p50)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </TableWrap>
+    </section>
   );
 }

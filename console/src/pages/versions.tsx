@@ -1,10 +1,12 @@
 // An agent's versions: which is current, which are drafts, a side-by-side diff of any two
-// definitions (as YAML), and activation (promote a draft, or roll back) behind a confirmation.
+// definitions (as YAML), activation (release a draft, or roll back) behind a confirmation and
+// through the release gates, the traffic split, and the release record (docs/releases.md).
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { diffLines } from 'diff';
 import { stringify } from 'yaml';
-import type { Agent } from '@switchboard/client';
-import { ok, useAction, useLoad } from '../api';
+import type { Agent, ReleaseGate } from '@switchboard/client';
+import { ApiError, ok, useAction, useLoad } from '../api';
+import { Gates, ReleaseRecord, Refusal, refusedGates, SplitPanel } from '../components/releases';
 import { useSession } from '../session';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect, versionKind } from '../components/versions';
@@ -50,7 +52,26 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
   const [left, setLeft] = useState<number | null>(null);
   const [right, setRight] = useState<number | null>(null);
   const [confirm, setConfirm] = useState<number | null>(null);
-  const { error, run } = useAction();
+  const { busy, error, run } = useAction();
+  const [refusal, setRefusal] = useState<{ what: string; version: number; gates: ReleaseGate[]; detail: string } | null>(null);
+  const [released, setReleased] = useState<{ version: number; gates: ReleaseGate[] } | null>(null);
+  const [tick, setTick] = useState(0);
+  const changed = () => {
+    setTick((t) => t + 1);
+    onActivated();
+  };
+  const activate = (v: number, reason?: string) =>
+    run(async () => {
+      setRefusal(null);
+      const r = await client.api.activateVersion({ params: { slug: agent.slug, version: v }, query: reason ? { force: 'true', reason } : {} });
+      const refused = r.status === 409 ? refusedGates(new ApiError(409, r.body)) : null;
+      if (refused) {
+        setRefusal({ what: `Releasing v${v}`, version: v, ...refused });
+        return;
+      }
+      setReleased({ version: v, gates: ok(r).release.gates });
+      changed();
+    });
 
   // Default comparison: the current version against the newest other one.
   useEffect(() => {
@@ -72,6 +93,14 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
       <h2>Versions</h2>
       <p class="muted small">New conversations start on the current version; running ones stay on theirs. A draft is a version newer than the current one.</p>
       {error && <ErrorBox error={error} />}
+      {busy && <Loading what="the release gates (an evaluation may run first)" />}
+      {released && (
+        <div role="status">
+          <p>v{released.version} is current.</p>
+          {released.gates.length > 0 && <Gates gates={released.gates} caption={`Gates v${released.version} passed`} />}
+        </div>
+      )}
+      {refusal && <Refusal refusal={refusal} onCancel={() => setRefusal(null)} onForce={(reason) => void activate(refusal.version, reason)} />}
       <TableWrap label="Versions">
         <table>
           <Head cols={['Version', 'State', 'Stored', 'Capabilities', '']} />
@@ -81,6 +110,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
                 <td>v{v.version}</td>
                 <td>
                   <span class={`badge version-${kind(v.version)}`}>{kind(v.version)}</span>
+                  {agent.split?.version === v.version && <span class="badge version-split">split {agent.split.percent}%</span>}
                 </td>
                 <td>
                   <Time iso={v.created_at} />
@@ -98,6 +128,8 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
           </tbody>
         </table>
       </TableWrap>
+      <SplitPanel agent={agent} versions={list} onChanged={changed} />
+      <ReleaseRecord slug={agent.slug} tick={tick} />
       <h3>Compare definitions</h3>
       <div class="row">
         <Field label="Left">{(id) => <VersionSelect id={id} agent={agent} versions={list} value={left ?? current} onChange={setLeft} />}</Field>
@@ -112,13 +144,12 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
         onConfirm={() => {
           const v = confirm!;
           setConfirm(null);
-          void run(async () => {
-            ok(await client.api.activateVersion({ params: { slug: agent.slug, version: v } }));
-            onActivated();
-          });
+          setReleased(null);
+          void activate(v);
         }}
       >
         <p>New conversations will start on v{confirm}. Conversations under way stay on the version they started on.</p>
+        <p class="small muted">The release gates of the agent&apos;s policy judge it first; a rollback to a version released before is not gated.</p>
       </ConfirmDialog>
     </div>
   );
