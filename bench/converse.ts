@@ -3,7 +3,8 @@
 // PostgreSQL database against one. Each server runs in its own process (as in production) on a
 // fresh database; autocannon drives it over loopback from this process. Beside req/s each
 // workload reports the server's CPU time per call, which moves far less than req/s when the load
-// generator shares the machine's cores.
+// generator shares the machine's cores. Then new conversations again with a traffic split of 50%
+// active (the split is read with the agent: it should cost nothing), each request another user.
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -67,7 +68,7 @@ async function run(pid: number, name: string, opts: autocannon.Options): Promise
 }
 
 /** Puts the agent and starts one conversation per connection, for the continuing workload. */
-async function prepare(base: string, n: number): Promise<{ url: string; ids: string[] }> {
+async function prepare(base: string, n: number): Promise<{ url: string; ids: string[]; slug: string }> {
   const slug = `bench-${Date.now()}`;
   const put = await fetch(`${base}/api/v1/agents/${slug}`, { method: 'PUT', headers, body: JSON.stringify(agent) });
   if (!put.ok) throw new Error(`PUT agent: ${put.status} ${await put.text()}`);
@@ -77,7 +78,34 @@ async function prepare(base: string, n: number): Promise<{ url: string; ids: str
     const r = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }) });
     ids.push(((await r.json()) as { conversation_id: string }).conversation_id);
   }
-  return { url, ids };
+  return { url, ids, slug };
+}
+
+/** New conversations, each request from another user (so that a split sends some to each version). */
+function newConversations(url: string): autocannon.Options {
+  let n = 0;
+  return {
+    url,
+    method: 'POST',
+    headers,
+    requests: [
+      {
+        setupRequest: (req: autocannon.Request) => ({
+          ...req,
+          body: JSON.stringify({ message: 'where is my order', context: { version: 'v1', context: { identity: { user_id: `bench-user-${n++}` } } } }),
+        }),
+      },
+    ],
+  } as autocannon.Options;
+}
+
+/** Stores a second version as a draft and sends half of new conversations to it. */
+async function startSplit(base: string, slug: string): Promise<void> {
+  const draft = { ...agent, description: 'the split candidate' };
+  const put = await fetch(`${base}/api/v1/agents/${slug}?activate=false`, { method: 'PUT', headers, body: JSON.stringify(draft) });
+  if (!put.ok) throw new Error(`PUT draft: ${put.status} ${await put.text()}`);
+  const split = await fetch(`${base}/api/v1/agents/${slug}/split`, { method: 'PUT', headers, body: JSON.stringify({ version: 2, percent: 50 }) });
+  if (!split.ok) throw new Error(`PUT split: ${split.status} ${await split.text()}`);
 }
 
 /** Each connection continues its own conversation (none waits on another). */
@@ -116,7 +144,7 @@ async function benchOne(label: string, databaseUrl: string, target: { share: num
   console.log(`\n## ${label}, Node ${process.version}`);
   const server = await startServer(databaseUrl, ENV);
   try {
-    const { url, ids } = await prepare(server.base, CONNECTIONS);
+    const { url, ids, slug } = await prepare(server.base, CONNECTIONS);
     console.log('  warming up…');
     await autocannon({ url: `${server.base}/healthz`, connections: 8, duration: 2 });
     await autocannon({ url, method: 'POST', headers, body: JSON.stringify({ message: 'where is my order' }), connections: 8, duration: 2 });
@@ -131,7 +159,18 @@ async function benchOne(label: string, databaseUrl: string, target: { share: num
       }),
     );
     results.push(await run(server.proc.pid!, 'converse, continuing', continuing(url, ids)));
+    results.push(await run(server.proc.pid!, 'converse, new conversation, many users', newConversations(url)));
+    await startSplit(server.base, slug);
+    results.push(await run(server.proc.pid!, 'converse, new conversation, many users, split 50%', newConversations(url)));
     table(results);
+    const [plain, split] = [results[3], results[4]];
+    if (plain.cpuPerCall !== null && split.cpuPerCall !== null) {
+      console.log(
+        `
+split active: ${Math.round(split.cpuPerCall)} µs of server CPU a new conversation against ${Math.round(plain.cpuPerCall)} without, ` +
+          `${(split.cpuPerCall / plain.cpuPerCall).toFixed(2)}×; p99 ${split.p99} ms against ${plain.p99} ms`,
+      );
+    }
     const share = results[2].rps / results[0].rps;
     const met = share >= target.share && results[2].p99 < target.p99;
     console.log(

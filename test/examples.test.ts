@@ -146,14 +146,17 @@ describe('npm run agents', () => {
     const fallback = await withCli({}, 'apply', '--tenant', 'hosts', EXAMPLE);
     expect(fallback.stdout).toContain('  ${ORDERS_URL} = "http://127.0.0.1:3001" (the file\'s default: SWITCHBOARD_VAR_ORDERS_URL is not set here)');
     expect(fallback.stdout).toMatch(/^ {2}warning: 127\.0\.0\.1:3001 is not reachable for this tenant .*ACTION_ALLOWED_HOSTS.*\(actions\.get_order\.url\)$/m);
+    // The example agent's release policy forbids a host its current version does not call: stored as a draft.
     const granted = await withCli(
       { SWITCHBOARD_VAR_ORDERS_URL: 'http://127.0.0.1:4555', ACTION_ALLOWED_HOSTS: 'hosts=127.0.0.1:4555' },
       'apply',
       '--tenant',
       'hosts',
+      '--activate',
+      'false',
       EXAMPLE,
     );
-    expect(granted.stdout).toContain('applied   hosts/acme-support version 2');
+    expect(granted.stdout).toContain('draft     hosts/acme-support version 2');
     expect(granted.stdout).toContain('  ${ORDERS_URL} = "http://127.0.0.1:4555" (from SWITCHBOARD_VAR_ORDERS_URL)');
     expect(granted.stdout).not.toContain('not reachable');
     const checked = await withCli({ SWITCHBOARD_VAR_ORDERS_URL: 'http://127.0.0.1:4555' }, 'validate', EXAMPLE);
@@ -313,13 +316,17 @@ describe('npm run agents', () => {
       const split = await cli('split', 'acme-support', '3', '50', ...on);
       expect(split.stdout).toContain('50% of new conversations of acme-support start on version 3, the rest on version 1');
       expect((await cli('promote', 'acme-support', ...on)).stdout).toContain('promoted acme-support version 3 (was 1); the split has ended');
-      // A file whose new version breaks a stored test: refused, with the gate and its figure, and kept as a draft.
+      // A file whose new version breaks a stored test: refused, with each gate and its figure, and kept as a draft.
       const broken = join(dir, 'acme-support.yaml');
       writeFileSync(broken, readFileSync(EXAMPLE, 'utf8').replace('shipped on {{', 'left us on {{'));
       const refused = await cli('apply', ...on, broken).catch((e) => e);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/^ {2}FAIL {2}tests: 7 of 8 pass \(all must\); failing: shipped order$/m);
-      expect(refused.stderr).toContain('answered 409 release_gates_failed: Version 4 fails 1 release gate: tests; the definition is stored as draft version 4');
+      // The file lacks the reviewed examples version 3 has: the reviewed messages regress too.
+      expect(refused.stderr).toMatch(/^ {2}FAIL {2}labelled accuracy on reviewed messages: 33\.33% of 3 \(at least 90%, not below the current 100%\)$/m);
+      expect(refused.stderr).toContain(
+        'answered 409 release_gates_failed: Version 4 fails 2 release gates: tests, labelled_accuracy; the definition is stored as draft version 4',
+      );
       const record = await cli('releases', 'acme-support', '--verify', ...on);
       expect(record.stdout).toMatch(/^ {3}5 {2}\S+ {2}promote {6}version 3 \(was 1\)$/m);
       expect(record.stdout).toMatch(/^ {3}1 {2}\S+ {2}activate {5}version 1$/m);

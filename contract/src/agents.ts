@@ -4,7 +4,7 @@ import { Timestamp } from './common.js';
 import { AgentDefinition } from './definition.js';
 import { Release, Split } from './releases.js';
 
-export const Agent = z
+const AgentSchema = z
   .object({
     id: z.string().uuid(),
     slug: z.string(),
@@ -18,7 +18,12 @@ export const Agent = z
     updated_at: Timestamp,
   })
   .describe('An agent and its current definition');
-export type Agent = z.infer<typeof Agent>;
+export type Agent = z.infer<typeof AgentSchema>;
+// Typed by name (as below): the agent and its definition are in many operations' responses, and
+// the contract's declarations repeat each response's type; named, they stay within what
+// TypeScript serializes.
+export type AgentInput = z.input<typeof AgentSchema>;
+export const Agent: z.ZodType<Agent, z.ZodTypeDef, AgentInput> = AgentSchema;
 
 export const DefinitionWarning = z.object({
   code: z
@@ -49,27 +54,36 @@ export const AgentVersionSummary = z.object({
   capabilities: z.array(z.string()).describe("The version's capability names"),
 });
 
-export const AgentVersion = AgentVersionSummary.extend({
+const AgentVersionSchema = AgentVersionSummary.extend({
   digest: z.string().describe('SHA-256 of the canonical definition'),
   definition: AgentDefinition,
   warnings: z
     .array(DefinitionWarning)
     .describe("Hosts the version's actions and webhooks name that this tenant may not reach, checked now (routing warnings come with the PUT)"),
 }).describe('One stored version of an agent');
+export type AgentVersion = z.infer<typeof AgentVersionSchema>;
+export type AgentVersionInput = z.input<typeof AgentVersionSchema>;
+export const AgentVersion: z.ZodType<AgentVersion, z.ZodTypeDef, AgentVersionInput> = AgentVersionSchema;
 
 export const VersionsQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z.string().max(500).optional(),
 });
 
-export const PutAgentResult = Agent.extend({
+const PutAgentResultSchema = AgentSchema.extend({
   stored_version: z.number().int().describe('The version this definition is stored as: `version` unless it was stored as a draft (`activate=false`)'),
   release: Release.nullable().describe('The step of the release record this PUT made, when it made a version current'),
   warnings: z
     .array(DefinitionWarning)
     .describe('What in the definition is likely to route or render badly; the definition is accepted all the same (docs/routing.md)'),
 }).describe('The agent and its current definition, with routing warnings');
+export type PutAgentResult = z.infer<typeof PutAgentResultSchema>;
+export type PutAgentResultInput = z.input<typeof PutAgentResultSchema>;
+export const PutAgentResult: z.ZodType<PutAgentResult, z.ZodTypeDef, PutAgentResultInput> = PutAgentResultSchema;
 
-export const ActivationResult = Agent.extend({
+const ActivationResultSchema = AgentSchema.extend({
   release: Release.describe('The step of the release record this activation made, with the gates it passed'),
 }).describe('The agent, now on the activated version');
+export type ActivationResult = z.infer<typeof ActivationResultSchema>;
+export type ActivationResultInput = z.input<typeof ActivationResultSchema>;
+export const ActivationResult: z.ZodType<ActivationResult, z.ZodTypeDef, ActivationResultInput> = ActivationResultSchema;

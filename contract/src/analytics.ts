@@ -37,7 +37,7 @@ const VersionFigures = Counts.extend({
   duration_seconds_p50: z.number().nullable(),
 });
 
-export const AgentAnalytics = z.object({
+const AgentAnalyticsSchema = z.object({
   from: Timestamp,
   to: Timestamp,
   interval: z.enum(['hour', 'day']),
@@ -62,4 +62,6 @@ export const AgentAnalytics = z.object({
     .describe('The same counts per channel: web, conversations of the web chat widget; api, the others'),
   versions: z.array(VersionFigures).describe('The same figures per agent version, newest first: compare a split’s candidate with the current version'),
 });
-export type AgentAnalytics = z.infer<typeof AgentAnalytics>;
+export type AgentAnalytics = z.infer<typeof AgentAnalyticsSchema>;
+// Typed by name, so that the contract's declarations stay within what TypeScript serializes.
+export const AgentAnalytics: z.ZodType<AgentAnalytics> = AgentAnalyticsSchema;

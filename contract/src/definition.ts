@@ -231,7 +231,7 @@ export const ReleasePolicy = z
   .describe("What a version must show before it is released (docs/releases.md); the current version's policy judges a candidate");
 export type ReleasePolicy = z.infer<typeof ReleasePolicy>;
 
-export const AgentDefinition = z
+const AgentDefinitionSchema = z
   .object({
     name: z.string().min(1).max(200),
     description: z.string().max(2000).optional(),
@@ -296,8 +296,11 @@ export const AgentDefinition = z
   .strict()
   .describe('Agent definition (see docs/agents.md)');
 
-export type AgentDefinitionInput = z.input<typeof AgentDefinition>;
-export type AgentDefinition = z.infer<typeof AgentDefinition>;
+export type AgentDefinitionInput = z.input<typeof AgentDefinitionSchema>;
+export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
+// Typed by name: the definition is in several operations' bodies and responses, and the
+// contract's declarations would otherwise spell out its whole schema type at each.
+export const AgentDefinition: z.ZodType<AgentDefinition, z.ZodTypeDef, AgentDefinitionInput> = AgentDefinitionSchema;
 export type PhaseDef = z.infer<typeof PhaseDef>;
 export type CapabilityDef = z.infer<typeof CapabilityDef>;
 export type HttpActionDef = z.infer<typeof HttpActionDef>;

@@ -668,5 +668,11 @@ export const widgetContract = c.router(
   },
 );
 
-export const contract = c.router({ api: apiContract, ops: opsContract, widget: widgetContract });
+// Typed by its parts, each named: inferred, the whole contract's type is spelled out again and
+// passes what TypeScript serializes into declarations (TS7056).
+export const contract: { api: typeof apiContract; ops: typeof opsContract; widget: typeof widgetContract } = c.router({
+  api: apiContract,
+  ops: opsContract,
+  widget: widgetContract,
+});
 export type Contract = typeof contract;

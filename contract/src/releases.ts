@@ -90,9 +90,12 @@ export const ReleaseVerification = z
   })
   .describe("The release record's hash chain recomputed, and its first broken link");
 
-export const SplitResult = z
+const SplitResultSchema = z
   .object({
     split: Split.nullable().describe('The split in force now'),
     release: Release,
   })
   .describe('The split and the step of the release record it made');
+export type SplitResult = z.infer<typeof SplitResultSchema>;
+// Typed by name, so that the contract's declarations stay within what TypeScript serializes.
+export const SplitResult: z.ZodType<SplitResult> = SplitResultSchema;

@@ -520,6 +520,84 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await accessible();
   });
 
+  it('refuses a release on its gates, forces it with a reason, runs a split, promotes it, and shows the record verified', async () => {
+    const gated = (say: string, description?: string) => ({
+      name: 'Gated',
+      ...(description ? { description } : {}),
+      capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say }] }],
+      release: { require: { tests: 'pass' } },
+    });
+    const put = (body: object, activate: 'true' | 'false') => server.sb.api.putAgent({ params: { slug: 'gated' }, query: { activate }, body: body as never });
+    expect((await put(gated('Your order number?'), 'true')).status).toBe(200);
+    const tests = [{ name: 'asks for the number', steps: [{ user: 'where is my order', expect: { reply: '/order number/' } }] }];
+    expect((await server.sb.api.putTestSuite({ params: { slug: 'gated' }, body: { tests } })).status).toBe(200);
+    expect((await put(gated('Which one?'), 'false')).status).toBe(200);
+    await say('where is my order', undefined, 'gated');
+
+    await page.goto(url('/agents/gated/versions'));
+    await page.getByRole('button', { name: 'Activate v2' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Make v2 current?' });
+    await dialog.getByRole('button', { name: 'Activate v2' }).click();
+    const refusal = page.getByRole('region', { name: 'Releasing v2: refused by the release gates' });
+    await refusal.waitFor({ timeout: 30_000 });
+    expect(await refusal.getByRole('alert').textContent()).toBe('Version 2 fails 1 release gate: tests');
+    // Chromium logs every 4xx response: this one is the refusal asked for, not a fault of the page.
+    const logged = problems.findIndex((p) => p.includes('status of 409 (Conflict)'));
+    expect(logged).toBeGreaterThanOrEqual(0);
+    problems.splice(logged, 1);
+    expect(await refusal.getByRole('row', { name: /tests/ }).textContent()).toContain('tests: 0 of 1 pass (all must); failing: asks for the number');
+    await accessible();
+    await refusal.getByLabel('Reason to release it all the same (recorded)').fill('Copy approved by support');
+    await refusal.getByRole('button', { name: 'Release anyway' }).click();
+    await page.getByText('v2 is current.').waitFor();
+
+    // A good draft, half of new users on it.
+    expect((await put(gated('Your order number?', 'Orders'), 'false')).status).toBe(200);
+    await page.reload();
+    const split = page.getByRole('region', { name: 'Traffic split' });
+    await split.getByLabel('Candidate').selectOption('3');
+    await split.getByLabel('Percent of new conversations').fill('50');
+    await split.getByRole('button', { name: 'Start split' }).click();
+    await split.getByText(/50% of new conversations start on v3, the rest on v2/).waitFor({ timeout: 30_000 });
+    expect(await split.getByRole('region', { name: 'Gates of the last step' }).getByRole('row', { name: /tests/ }).textContent()).toContain('1 of 1 pass');
+    await shot('releases');
+    await accessible();
+    for (let i = 0; i < 20; i++) {
+      const r = await server.sb.api.converse({
+        params: { slug: 'gated' },
+        body: { message: 'where is my order', context: { version: 'v1', context: { identity: { user_id: `console-${i}` } } } },
+      });
+      expect(r.status).toBe(200);
+    }
+    await page.goto(url('/agents/gated'));
+    const byVersion = page.getByRole('region', { name: 'Figures by version' });
+    await byVersion.waitFor();
+    expect(
+      await byVersion
+        .getByRole('row')
+        .filter({ hasText: /^v3 \(split candidate, 50%\)/ })
+        .count(),
+    ).toBe(1);
+    expect(
+      await byVersion
+        .getByRole('row')
+        .filter({ hasText: /^v2 \(current\)/ })
+        .count(),
+    ).toBe(1);
+    await accessible();
+
+    await page.goto(url('/agents/gated/versions'));
+    await split.getByRole('button', { name: 'Promote v3' }).click();
+    await page.getByText('current version v3').waitFor({ timeout: 30_000 });
+    const record = page.getByRole('region', { name: 'Release record' });
+    await record.getByRole('button', { name: 'Verify the chain' }).click();
+    await record.getByText('Intact: 4 steps chained.').waitFor();
+    const rows = record.getByRole('region', { name: 'Steps of the release record' }).locator('tbody tr');
+    expect(await rows.first().textContent()).toMatch(/promoted v3 \(from v2\)/);
+    expect(await rows.filter({ hasText: 'forced' }).textContent()).toContain('Copy approved by support');
+    await accessible();
+  });
+
   it('wrote nothing to the browser console on any page', () => {
     expect(problems).toEqual([]);
   });

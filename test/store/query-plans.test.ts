@@ -11,6 +11,7 @@ import { ConversationStore } from '../../server/src/store/conversation-store.js'
 import type { Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
 import { ReplayStore } from '../../server/src/store/replay-store.js';
+import { ReleaseStore } from '../../server/src/store/release-store.js';
 import { ReviewStore, type ReviewGroupRow } from '../../server/src/store/review-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -127,6 +128,7 @@ eachDatabase('query plans on $name', (database) => {
     const window = { tenantId: 't', agentId, fromHour: '2026-11-01T00', toHour: '2026-11-22T00' };
     await indexed('agent_stats', () => analytics.byCapability(window));
     await indexed('agent_stats', () => analytics.byOutcome(window));
+    await indexed('agent_stats', () => analytics.byVersion(window));
     await indexed('agent_stats', () => analytics.series(window, 10));
     const span = { tenantId: 't', agentId, from: '2026-11-01T00:00:00.000Z', to: T0 };
     await indexed('conversations', () => analytics.stillOpen(span));
@@ -164,6 +166,14 @@ eachDatabase('query plans on $name', (database) => {
     });
     await indexed('review_occurrences', () => review.occurrences('t', agentId, [group('open'), group('added')], 3));
     await indexed('evaluations', () => review.evaluations('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
+  });
+
+  it("reads an agent's release record, and an evaluation of the same versions and inputs, by index", async () => {
+    const releases = new ReleaseStore(db);
+    await indexed('release_records', () => releases.list('t', agentId, { limit: 21, before: 40 }), 'release_records_seq');
+    await indexed('release_records', () => releases.wasReleased('t', agentId, 3), 'release_records_seq');
+    const digests = { digest: 'a'.repeat(64), baseline: 'b'.repeat(64), inputs: 'c'.repeat(64) };
+    await indexed('evaluations', () => new ReviewStore(db).sameEvaluation('t', agentId, digests, T0), 'evaluations_digest_idx');
   });
 
   it("lists an agent's replays from a cursor by index", async () => {

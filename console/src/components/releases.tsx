@@ -239,7 +239,7 @@ export function ReleaseRecord({ slug, tick }: { slug: string; tick: number }) {
       {steps.data.data.length === 0 ? (
         <p class="muted small">Nothing released yet.</p>
       ) : (
-        <TableWrap label="Release record">
+        <TableWrap label="Steps of the release record">
           <table>
             <Head cols={['#', 'When', 'What', 'Who', 'Gates', '']} />
             <tbody>
