@@ -3,8 +3,9 @@
 // PostgreSQL database against one. Each server runs in its own process (as in production) on a
 // fresh database; autocannon drives it over loopback from this process. Beside req/s each
 // workload reports the server's CPU time per call, which moves far less than req/s when the load
-// generator shares the machine's cores. Then new conversations again with a traffic split of 50%
-// active (the split is read with the agent: it should cost nothing), each request another user.
+// generator shares the machine's cores. Then new conversations, each request another user, without
+// a split, with a traffic split of 50% active (read with the agent: it should cost nothing), and
+// without again.
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -162,13 +163,16 @@ async function benchOne(label: string, databaseUrl: string, target: { share: num
     results.push(await run(server.proc.pid!, 'converse, new conversation, many users', newConversations(url)));
     await startSplit(server.base, slug);
     results.push(await run(server.proc.pid!, 'converse, new conversation, many users, split 50%', newConversations(url)));
+    await fetch(`${server.base}/api/v1/agents/${slug}/split`, { method: 'DELETE', headers });
+    results.push(await run(server.proc.pid!, 'converse, new conversation, many users, split ended', newConversations(url)));
     table(results);
-    const [plain, split] = [results[3], results[4]];
-    if (plain.cpuPerCall !== null && split.cpuPerCall !== null) {
+    // The split's run between two without: the database grows and the process warms over the three.
+    const [before, split, after] = [results[3], results[4], results[5]];
+    if (before.cpuPerCall !== null && split.cpuPerCall !== null && after.cpuPerCall !== null) {
+      const without = (before.cpuPerCall + after.cpuPerCall) / 2;
       console.log(
-        `
-split active: ${Math.round(split.cpuPerCall)} µs of server CPU a new conversation against ${Math.round(plain.cpuPerCall)} without, ` +
-          `${(split.cpuPerCall / plain.cpuPerCall).toFixed(2)}×; p99 ${split.p99} ms against ${plain.p99} ms`,
+        `\nsplit active: ${Math.round(split.cpuPerCall)} µs of server CPU a new conversation against ${Math.round(without)} without ` +
+          `(the runs before and after), ${(split.cpuPerCall / without).toFixed(2)}×; p99 ${split.p99} ms against ${before.p99} and ${after.p99} ms`,
       );
     }
     const share = results[2].rps / results[0].rps;

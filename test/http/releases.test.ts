@@ -298,6 +298,29 @@ eachDatabase('releases on $name', (database) => {
   });
 });
 
+eachDatabase('releasing an archived agent on $name', (database) => {
+  const f = appFixture(database);
+  it('brings it back with a PUT, recorded, with no gates to judge against: nothing runs on it', async () => {
+    const api = () => request(f.app.app);
+    const shop = (say: string) => ({
+      name: 'Shop',
+      capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say }] }],
+      release: { require: { tests: 'pass' } },
+    });
+    await api().put('/api/v1/agents/shop').set('tenant-id', 'acme').send(shop('Number?')).expect(200);
+    await api()
+      .put('/api/v1/agents/shop/test-suite')
+      .set('tenant-id', 'acme')
+      .send({ tests: [{ name: 'asks', steps: [{ user: 'where is my order', expect: { reply: 'Number?' } }] }] })
+      .expect(200);
+    // Live, a version that breaks the test is refused.
+    await api().put('/api/v1/agents/shop').set('tenant-id', 'acme').send(shop('Which?')).expect(409);
+    await api().delete('/api/v1/agents/shop').set('tenant-id', 'acme').expect(204);
+    const back = await api().put('/api/v1/agents/shop').set('tenant-id', 'acme').send(shop('Which one?')).expect(200);
+    expect(back.body).toMatchObject({ version: 3, stored_version: 3, release: { action: 'activate', version: 3, previous_version: 1, gates: [] } });
+  });
+});
+
 describe('releases with API keys', () => {
   eachDatabase('on $name', (database) => {
     const f = appFixture(database, { config: { authMode: 'api_key' } });

@@ -3,7 +3,7 @@
 // candidate beside it (service/evaluations.ts, reused per digest); every step is written to the
 // agent's release record (store/release-store.ts) in the transaction that makes it.
 import type { Agent, AgentDefinition, DefinitionWarning, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
-import { AppError, GatesFailedError } from '../errors.js';
+import { AppError, GatesFailedError, NotFoundError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, StepInput } from '../store/agent-store.js';
@@ -184,11 +184,17 @@ export class ReleaseService {
     };
   }
 
-  /** The release policy of the agent's current version, if any (none for an agent not yet stored). */
+  /**
+   * The release policy of the agent's current version, if any: none for an agent not yet stored,
+   * or archived (a PUT brings it back with nothing running on it to protect).
+   */
   private async policyOf(tenantId: string, slug: string): Promise<ReleasePolicy | null> {
-    const current = await this.deps.agents.currentVersion(tenantId, slug);
-    if (current === null) return null;
-    const v = await this.deps.agents.version(tenantId, slug, current);
+    const row = await this.deps.agents.any(tenantId, slug).catch((err: unknown) => {
+      if (err instanceof NotFoundError) return null;
+      throw err;
+    });
+    if (!row || row.archivedAt) return null;
+    const v = await this.deps.agents.version(tenantId, slug, row.currentVersion);
     return v.definition.release ?? null;
   }
 
