@@ -2,7 +2,8 @@
 // behind Debian's HAProxy, under load from clients that retry with idempotency keys, while one
 // replica is killed -9 and another is restarted with SIGTERM. Then every conversation's history
 // is read back: each message the client sent once, each answer as the client finally received
-// it, nothing lost or doubled. Prints the figures; exits 1 on any mismatch or failed request.
+// it, nothing lost or doubled. Then a traffic split: each user meets the same version whichever
+// replica answers. Prints the figures; exits 1 on any mismatch or failed request.
 // Needs `haproxy` on the PATH and SOAK_DATABASE_URL or TEST_DATABASE_URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -66,6 +67,33 @@ async function send(body: unknown, key: string): Promise<{ body: any; attempts: 
     if (attempt >= 60) throw new Error(`no answer for ${key} after ${attempt} attempts`);
     await new Promise((r) => setTimeout(r, 500));
   }
+}
+
+/**
+ * A traffic split of 50% to a second version, then two new conversations of each of 40 users
+ * through HAProxy (round robin: a user's two land on different replicas): each user's must run on
+ * the same version. Returns the users whose did not.
+ */
+async function splitHeld(): Promise<number> {
+  const base = `http://127.0.0.1:${LB_PORT}/api/v1/agents/echo`;
+  const draft = await fetch(`${base}?activate=false`, { method: 'PUT', headers, body: JSON.stringify({ ...agent, description: 'candidate' }) });
+  const { stored_version: candidate } = (await draft.json()) as { stored_version: number };
+  const split = await fetch(`${base}/split`, { method: 'PUT', headers, body: JSON.stringify({ version: candidate, percent: 50 }) });
+  if (!split.ok) throw new Error(`PUT split: ${split.status}`);
+  const versionOf = async (user: string) => {
+    const r = await send({ message: 'start talking', context: { version: 'v1', context: { identity: { user_id: user } } } }, randomUUID());
+    const c = await fetch(`${base}/conversations/${r.body.conversation_id as string}`, { headers });
+    return ((await c.json()) as { agent_version: number }).agent_version;
+  };
+  let onCandidate = 0;
+  let differ = 0;
+  for (let u = 0; u < 40; u++) {
+    const [a, b] = [await versionOf(`user-${u}`), await versionOf(`user-${u}`)];
+    if (a !== b) differ++;
+    if (a === candidate) onCandidate++;
+  }
+  console.log(`replicas: split of 50% to version ${candidate}: ${onCandidate} of 40 users on it, ${differ} user(s) sent to two versions by different replicas`);
+  return differ;
 }
 
 async function main(): Promise<void> {
@@ -157,6 +185,7 @@ async function main(): Promise<void> {
         `${mismatched} conversation${mismatched === 1 ? '' : 's'} not exactly as sent and received`,
     );
     if (mismatched > 0) process.exitCode = 1;
+    if ((await splitHeld()) > 0) process.exitCode = 1;
   } finally {
     lb?.kill('SIGTERM');
     for (const p of replicas.values()) if (p.exitCode === null) p.kill('SIGTERM');
