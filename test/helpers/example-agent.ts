@@ -1,6 +1,8 @@
 // The example agent (agents/acme-support.yaml) in tenant `demo`, as `npm start` serves it: on a
 // fresh SQLite database, calling the example orders API on loopback.
 import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll } from 'vitest';
+import type { AgentDefinition } from '@switchboard/contract';
 import { startOrdersBackend } from '../../examples/orders-backend.js';
 import { readAgentFile } from '../../server/src/agents-loader.js';
 import type { App } from '../../server/src/app.js';
@@ -25,4 +27,27 @@ export async function exampleAgentApp(): Promise<{ app: App; close(): Promise<vo
       await created.drop();
     },
   };
+}
+
+/**
+ * The example orders API on loopback for a suite (started before its tests, closed after), with
+ * the config that lets tenant `acme` reach it and the example agent's definition calling it.
+ */
+export function ordersBackendFixture(): {
+  readonly port: number;
+  config: () => { actionAllowedHosts: Record<string, string[]> };
+  definition: () => Promise<AgentDefinition>;
+} {
+  let backend: Awaited<ReturnType<typeof startOrdersBackend>> | undefined;
+  const state = {
+    port: 0,
+    config: () => ({ actionAllowedHosts: { acme: [`127.0.0.1:${state.port}`] } }),
+    definition: async () => (await readAgentFile(EXAMPLE_AGENT, { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${state.port}` })).definition,
+  };
+  beforeAll(async () => {
+    backend = await startOrdersBackend(0);
+    state.port = (backend.address() as AddressInfo).port;
+  });
+  afterAll(() => backend?.close());
+  return state;
 }

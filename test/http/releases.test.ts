@@ -5,15 +5,13 @@
 // gated; a good draft gets half of new conversations, consistently per user on two app instances
 // sharing the database, with its figures beside the current version's; promotion and rollback
 // follow; every step is in the release record, whose hash chain verifies and catches an edit.
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinition, Release } from '@switchboard/contract';
-import { startOrdersBackend } from '../../examples/orders-backend.js';
-import { readAgentFile, readTestFile } from '../../server/src/agents-loader.js';
+import { readTestFile } from '../../server/src/agents-loader.js';
 import { startVersion } from '../../server/src/service/conversation-service.js';
 import type { App } from '../../server/src/app.js';
-import { EXAMPLE_AGENT } from '../helpers/example-agent.js';
+import { ordersBackendFixture } from '../helpers/example-agent.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { testApp } from '../helpers/servers.js';
@@ -30,15 +28,8 @@ const edited = (def: AgentDefinition, change: (d: AgentDefinition) => void): Age
 };
 
 eachDatabase('releases on $name', (database) => {
-  let backend: Awaited<ReturnType<typeof startOrdersBackend>>;
-  let port = 0;
-  beforeAll(async () => {
-    backend = await startOrdersBackend(0);
-    port = (backend.address() as AddressInfo).port;
-  });
-  afterAll(() => backend?.close());
-  const config = () => ({ actionAllowedHosts: { acme: [`127.0.0.1:${port}`] } });
-  const f = appFixture(database, { config });
+  const orders = ordersBackendFixture();
+  const f = appFixture(database, { config: orders.config });
   const c = clientFixture(f);
   const api = () => request(f.app.app);
   let base: AgentDefinition;
@@ -46,8 +37,8 @@ eachDatabase('releases on $name', (database) => {
   let replica: App;
 
   beforeAll(async () => {
-    base = (await readAgentFile(EXAMPLE_AGENT, { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${port}` })).definition;
-    replica = testApp(f.db, config());
+    base = await orders.definition();
+    replica = testApp(f.db, orders.config());
   });
   afterAll(() => replica?.close());
 

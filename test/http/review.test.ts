@@ -3,12 +3,9 @@
 // two are added as examples and one as out of scope into a draft (with a diff), the draft is
 // evaluated beside the current version and routes them as the reviewers said; erased
 // conversations leave the inbox, another tenant sees nothing, and bad actions change nothing.
-import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startOrdersBackend } from '../../examples/orders-backend.js';
-import { readAgentFile } from '../../server/src/agents-loader.js';
-import { EXAMPLE_AGENT } from '../helpers/example-agent.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ordersBackendFixture } from '../helpers/example-agent.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 
@@ -17,16 +14,8 @@ warnIfPostgresSkipped();
 const SLUG = 'acme-support';
 
 eachDatabase('the review inbox and evaluations on $name', (database) => {
-  let backend: Awaited<ReturnType<typeof startOrdersBackend>>;
-  let port = 0;
-  beforeAll(async () => {
-    backend = await startOrdersBackend(0);
-    port = (backend.address() as AddressInfo).port;
-  });
-  afterAll(() => backend?.close());
-  const f = appFixture(database, {
-    config: () => ({ actionAllowedHosts: { acme: [`127.0.0.1:${port}`] } }),
-  });
+  const orders = ordersBackendFixture();
+  const f = appFixture(database, { config: orders.config });
   const c = clientFixture(f);
   const api = () => request(f.app.app);
   const say = async (message: string, conversation_id?: string) => {
@@ -44,7 +33,7 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
   const versions = async () => (await api().get(`/api/v1/agents/${SLUG}/versions`).set('tenant-id', 'acme').expect(200)).body.data.length as number;
 
   beforeAll(async () => {
-    const { definition } = await readAgentFile(EXAMPLE_AGENT, { SWITCHBOARD_VAR_ORDERS_URL: `http://127.0.0.1:${port}` });
+    const definition = await orders.definition();
     await f.app.agents.put('acme', SLUG, definition);
   });
 
