@@ -104,12 +104,13 @@ export class EvaluationService {
     tenantId: string,
     slug: string,
     agent: AgentRow,
-    version: number,
+    candidate: { version: number; digest: string; baselineDigest: string },
     body: { replay: number; folds: number },
     o: { maxAgeMs: number; keyId: string | null },
   ): Promise<{ row: EvaluationRow; reused: boolean }> {
     const { store, clock } = this.deps;
-    const digests = await this.digestsOf(tenantId, slug, agent, version, body);
+    const { version } = candidate;
+    const digests = await this.digestsOf(tenantId, slug, agent, version, body, { digest: candidate.digest, baseline: candidate.baselineDigest });
     const since = iso(new Date(clock.now().getTime() - o.maxAgeMs));
     const found = await store.sameEvaluation(tenantId, agent.id, digests, since);
     const usable = found && !(found.status === 'running' && this.running.stopped(found, clock.now()));
@@ -138,16 +139,21 @@ export class EvaluationService {
     agent: AgentRow,
     version: number,
     body: { replay: number; folds: number },
+    /** The two versions' digests when the caller has read them. */
+    known?: { digest: string; baseline: string },
   ): Promise<EvaluationDigests> {
     const { agents, store } = this.deps;
-    const [candidate, baseline, suite, labelled] = await Promise.all([
-      agents.version(tenantId, slug, version),
-      agents.version(tenantId, slug, agent.currentVersion),
+    const [versions, suite, labelled] = await Promise.all([
+      known ??
+        Promise.all([agents.version(tenantId, slug, version), agents.version(tenantId, slug, agent.currentVersion)]).then(([c, b]) => ({
+          digest: c.digest,
+          baseline: b.digest,
+        })),
       store.testSuite(tenantId, agent.id),
       store.labelled(tenantId, agent.id, MAX_LABELLED),
     ]);
     const inputs = sha256(canonicalJson({ tests: suite?.tests ?? [], labelled, replay: body.replay, folds: body.folds }));
-    return { digest: candidate.digest, baseline: baseline.digest, inputs };
+    return { ...versions, inputs };
   }
 
   private async begin(

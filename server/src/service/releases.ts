@@ -2,7 +2,7 @@
 // only through the release gates of the current version's policy, judged on an evaluation of the
 // candidate beside it (service/evaluations.ts, reused per digest); every step is written to the
 // agent's release record (store/release-store.ts) in the transaction that makes it.
-import type { Agent, AgentDefinition, DefinitionWarning, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
+import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
 import { AppError, GatesFailedError, NotFoundError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
@@ -40,8 +40,6 @@ function releaseToApi(r: ReleaseRow): Release {
     hash: r.hash,
   };
 }
-
-const splitOf = (agent: Agent): Split | null => agent.split;
 
 export class ReleaseService {
   constructor(
@@ -135,7 +133,6 @@ export class ReleaseService {
         { path: 'version', message: 'must not be the current version' },
       ]);
     }
-    await agents.version(tenantId, slug, body.version); // 404 for a version that does not exist
     const judged = await this.judge(tenantId, slug, row, body.version, body);
     const share = Math.round(body.percent * 100);
     const { agent, release } = await agents.release(tenantId, slug, row, {
@@ -149,7 +146,7 @@ export class ReleaseService {
         reason: body.reason ?? null,
       }),
     });
-    return { split: splitOf(agent), release: releaseToApi(release) };
+    return { split: agent.split, release: releaseToApi(release) };
   }
 
   /** Ends the split: every new conversation starts on the current version. Not gated. */
@@ -162,7 +159,7 @@ export class ReleaseService {
       split: null,
       step: this.step(actor, { action: 'split_end', gates: [], evaluationId: null, forced: false, reason: body.reason ?? null }),
     });
-    return { split: splitOf(agent), release: releaseToApi(release) };
+    return { split: agent.split, release: releaseToApi(release) };
   }
 
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: Release[]; next_cursor: string | null }> {
@@ -210,22 +207,20 @@ export class ReleaseService {
     body: { force: boolean; reason?: string },
   ): Promise<{ gates: ReleaseGate[]; evaluationId: string | null; failed: boolean }> {
     const { agents, evaluations } = this.deps;
+    // The candidate first: 404 for a version that does not exist, policy or none.
+    const candidate = await agents.version(tenantId, slug, version);
     const current = await agents.version(tenantId, slug, row.currentVersion);
     const policy = current.definition.release;
-    if (!policy) {
-      await agents.version(tenantId, slug, version); // 404 for a version that does not exist
-      return { gates: [], evaluationId: null, failed: false };
-    }
-    const candidate = await agents.version(tenantId, slug, version);
+    if (!policy) return { gates: [], evaluationId: null, failed: false };
     const { row: evaluation } = await evaluations.forGates(
       tenantId,
       slug,
       row,
-      version,
+      { version, digest: candidate.digest, baselineDigest: current.digest },
       { replay: replayNeeded(policy), folds: GATE_FOLDS },
       { maxAgeMs: policy.max_age_hours * 3_600_000, keyId: null },
     );
-    const gates = judgeGates(policy, evaluation.result as never, { candidate: candidate.definition, current: current.definition });
+    const gates = judgeGates(policy, evaluation.result as EvaluationResult, { candidate: candidate.definition, current: current.definition });
     const failing = gates.filter((g) => !g.passed);
     if (failing.length && !body.force) {
       throw new GatesFailedError(

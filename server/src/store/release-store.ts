@@ -181,8 +181,4 @@ export class ReleaseStore {
       this.chainKey,
     );
   }
-
-  get key(): Buffer | undefined {
-    return this.chainKey;
-  }
 }
