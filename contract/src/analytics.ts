@@ -1,6 +1,7 @@
 // Analytics (docs/observability.md, "Analytics"): how an agent's conversations went over a
 // window of whole UTC hours, computed in the database from hourly counters.
 import { z } from 'zod';
+import { CHANNEL_KINDS } from './channels.js';
 import { TimeFilter, Timestamp } from './common.js';
 
 export const AnalyticsQuery = z
@@ -58,8 +59,8 @@ const AgentAnalyticsSchema = z.object({
   outcomes: z.array(z.object({ outcome: z.string(), count: Count })).describe('Closes per outcome, most first'),
   series: z.array(Counts.extend({ start: Timestamp })).describe('Every bucket of the window, empty ones included, oldest first'),
   channels: z
-    .array(Counts.extend({ channel: z.enum(['api', 'web']) }))
-    .describe('The same counts per channel: web, conversations of the web chat widget; api, the others'),
+    .array(Counts.extend({ channel: z.enum(['api', 'web', ...CHANNEL_KINDS]) }))
+    .describe('The same counts per channel: web, conversations of the web chat widget; slack, telegram, whatsapp, sms, of those messaging channels; api, the others'),
   versions: z.array(VersionFigures).describe('The same figures per agent version, newest first: compare a split’s candidate with the current version'),
 });
 export type AgentAnalytics = z.infer<typeof AgentAnalyticsSchema>;

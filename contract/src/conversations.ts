@@ -1,5 +1,6 @@
 // Conversation records, summaries, history and audit entries.
 import { z } from 'zod';
+import { CHANNEL_KINDS, ChannelKind } from './channels.js';
 import { TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
 
@@ -15,12 +16,12 @@ export type Turn = z.infer<typeof Turn>;
 
 export const ConversationChannel = z
   .object({
-    kind: z.literal('web'),
-    origin: z.string().describe('The origin of the page the widget ran on (checked against the key)'),
-    page_url: z.string().nullable().describe('The page, as the widget reported it'),
+    kind: z.enum(['web', ...CHANNEL_KINDS]).describe('web: the web chat widget; slack, telegram, whatsapp, sms: a messaging channel (docs/channels.md)'),
+    origin: z.string().nullable().describe('web: the origin of the page the widget ran on (checked against the key); null for messaging channels'),
+    page_url: z.string().nullable().describe('web: the page, as the widget reported it'),
   })
   .nullable()
-  .describe('Where the conversation came from: the web chat widget, or null for the API');
+  .describe('Where the conversation came from: the web chat widget or a messaging channel, or null for the API');
 
 const RecordBase = z.object({
   id: z.string().uuid(),
@@ -60,7 +61,10 @@ export const ListConversationsQuery = z.object({
   status: ConversationStatus.optional(),
   user_id: z.string().min(1).max(256).optional(),
   capability: z.string().min(1).max(64).optional(),
-  channel: z.enum(['api', 'web']).optional().describe('web: started in the web chat widget; api: through the API'),
+  channel: z
+    .enum(['api', 'web', ...CHANNEL_KINDS])
+    .optional()
+    .describe('web: started in the web chat widget; slack, telegram, whatsapp, sms: in that messaging channel; api: through the API'),
   created_after: TimeFilter.optional(),
   created_before: TimeFilter.optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
@@ -79,6 +83,7 @@ export const AuditType = z.enum([
   'slot_filled',
   'llm_call',
   'context_changed',
+  'channel_delivery',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -214,6 +219,18 @@ export const ContextChangedData = z.object({
   erased,
 });
 
+export const ChannelDeliveryData = z.object({
+  channel: ChannelKind,
+  delivery_id: z.string(),
+  source: z.enum(['reply', 'operator']),
+  status: z.enum(['sent', 'failed', 'refused']),
+  attempts: z.number().int(),
+  calls: z.number().int(),
+  latency_ms: z.number().nullable().describe('From the reply being stored to its last call accepted'),
+  provider_message_ids: z.array(z.string()),
+  error: z.string().nullable(),
+});
+
 export const ErasureData = z.object({
   erased_at: Timestamp,
   through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
@@ -247,6 +264,7 @@ export const ErasureEntry = entry('erasure', ErasureData);
 export const SlotFilledEntry = entry('slot_filled', SlotFilledData);
 export const LlmCallEntry = entry('llm_call', LlmCallData);
 export const ContextChangedEntry = entry('context_changed', ContextChangedData);
+export const ChannelDeliveryEntry = entry('channel_delivery', ChannelDeliveryData);
 
 export const AuditEntry = z.discriminatedUnion('type', [
   RoutingDecisionEntry,
@@ -260,6 +278,7 @@ export const AuditEntry = z.discriminatedUnion('type', [
   SlotFilledEntry,
   LlmCallEntry,
   ContextChangedEntry,
+  ChannelDeliveryEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

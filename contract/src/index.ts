@@ -39,6 +39,7 @@ import {
   StartEvaluation,
   TestSuite,
 } from './review.js';
+import { ChannelDeliveriesQuery, ChannelDelivery, ChannelInfo, ChannelKind, PatchChannel, PutChannel } from './channels.js';
 import { VisitorHeaders, WidgetConversation, WidgetConverseRequest, WidgetQuery, WidgetSettings, WidgetSettingsQuery } from './widget.js';
 
 export * from './agents.js';
@@ -54,6 +55,7 @@ export * from './analytics.js';
 export * from './review.js';
 export * from './releases.js';
 export * from './widget.js';
+export * from './channels.js';
 export { EXAMPLES, OPERATION_EXAMPLES, PARAMETER_EXAMPLES, type ExampleName, type OpenApiExample } from './examples.js';
 
 const c = initContract();
@@ -513,8 +515,62 @@ export const secretsContract = c.router({
   },
 });
 
+const ChannelParams = z.object({ slug: Slug, channel: ChannelKind });
+
+export const channelsContract = c.router({
+  listChannels: {
+    method: 'GET',
+    path: '/agents/:slug/channels',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    responses: { 200: z.object({ data: z.array(ChannelInfo) }).describe("The agent's channels, without credentials") },
+    summary: "List an agent's messaging channels",
+  },
+  putChannel: {
+    method: 'PUT',
+    path: '/agents/:slug/channels/:channel',
+    pathParams: ChannelParams,
+    headers: TenantHeaders,
+    body: PutChannel,
+    responses: {
+      200: ChannelInfo.describe('The channel as connected: paste webhook_url into the provider’s settings'),
+      409: Problem.describe('SECRETS_KEY is not set on this server, so credentials cannot be stored (`secrets_not_configured`)'),
+      502: Problem.describe('set_webhook: Telegram refused or did not answer setWebhook (`channel_setup_failed`); nothing was stored'),
+    },
+    summary: 'Connect a messaging channel with its credentials (or replace them)',
+    description: 'Credentials are stored encrypted and never returned, logged or audited. A channel of the same kind already connected has its credentials replaced; its webhook URL stays the same.',
+  },
+  patchChannel: {
+    method: 'PATCH',
+    path: '/agents/:slug/channels/:channel',
+    pathParams: ChannelParams,
+    headers: TenantHeaders,
+    body: PatchChannel,
+    responses: { 200: ChannelInfo },
+    summary: 'Pause or resume a channel',
+  },
+  deleteChannel: {
+    method: 'DELETE',
+    path: '/agents/:slug/channels/:channel',
+    pathParams: ChannelParams,
+    headers: TenantHeaders,
+    body: c.noBody(),
+    responses: { 204: c.noBody() },
+    summary: 'Remove a channel: its credentials are forgotten and its webhook URL stops answering',
+  },
+  listChannelDeliveries: {
+    method: 'GET',
+    path: '/agents/:slug/channel-deliveries',
+    pathParams: SlugParams,
+    headers: TenantHeaders,
+    query: ChannelDeliveriesQuery,
+    responses: { 200: Page(ChannelDelivery).describe('Replies sent out through channels, with every provider call attempted, newest first') },
+    summary: "List an agent's channel deliveries and their attempts",
+  },
+});
+
 export const apiContract = c.router(
-  { ...conversationsContract, ...agentsContract, ...keysContract, ...secretsContract },
+  { ...conversationsContract, ...agentsContract, ...channelsContract, ...keysContract, ...secretsContract },
   { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true },
 );
 
@@ -528,6 +584,11 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   verifyAuditLogs: 'read',
   streamEvents: 'read',
   listWebhookDeliveries: 'read',
+  listChannels: 'read',
+  putChannel: 'admin',
+  patchChannel: 'admin',
+  deleteChannel: 'admin',
+  listChannelDeliveries: 'read',
   listAgents: 'read',
   getAgent: 'read',
   listVersions: 'read',

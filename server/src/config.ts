@@ -107,6 +107,23 @@ const EnvSchema = z.object({
     .default(256 * 1024),
   SWEEP_INTERVAL_MS: z.coerce.number().int().min(0).default(30_000),
   WEBHOOK_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
+  CHANNEL_INTERVAL_MS: z.coerce.number().int().min(0).default(1_000),
+  CHANNEL_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(16),
+  CHANNEL_TENANT_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(4),
+  CHANNEL_INBOUND_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  CHANNEL_API_URLS: z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (!raw) return {};
+      try {
+        const v = z.record(z.enum(['slack', 'telegram', 'whatsapp', 'sms']), z.string().url()).parse(JSON.parse(raw));
+        return v as Partial<Record<'slack' | 'telegram' | 'whatsapp' | 'sms', string>>;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object of channel to base URL, such as {"slack":"http://127.0.0.1:9000/api"}' });
+        return z.NEVER;
+      }
+    }),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
   REVIEW_LOW_MARGIN: z.coerce.number().min(0).max(1).default(0.1),
@@ -327,6 +344,17 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     sweepIntervalMs: e.SWEEP_INTERVAL_MS,
     /** How often due webhook deliveries are attempted (0: never). */
     webhookIntervalMs: e.WEBHOOK_INTERVAL_MS,
+    /**
+     * Messaging channels (docs/channels.md): how often queued messages and replies are worked,
+     * how many at once (in all and per tenant), inbound messages one channel may send a minute,
+     * and where each provider's API is (the operator's choice: tests, egress proxies; never a tenant's).
+     */
+    channels: {
+      intervalMs: e.CHANNEL_INTERVAL_MS,
+      concurrency: { total: e.CHANNEL_CONCURRENCY, perTenant: e.CHANNEL_TENANT_CONCURRENCY },
+      inboundPerMinute: e.CHANNEL_INBOUND_PER_MINUTE,
+      apiUrls: e.CHANNEL_API_URLS,
+    },
     sseHeartbeatMs: e.SSE_HEARTBEAT_MS,
     /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
     retention: {

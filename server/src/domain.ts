@@ -84,9 +84,12 @@ export interface Conversation {
   channel: Channel | null;
 }
 
-/** A conversation started through the web chat widget: the page's origin (checked against the key) and URL (as the page said). */
+/**
+ * Where a conversation came from: the web chat widget (the page's origin, checked against the
+ * key, and its URL as the page said), or a messaging channel (origin: the channel's id).
+ */
 export interface Channel {
-  kind: 'web';
+  kind: 'web' | 'slack' | 'telegram' | 'whatsapp' | 'sms';
   origin: string;
   pageUrl: string | null;
 }
@@ -168,6 +171,8 @@ export type StatDelta = {
 
 /** The measures of agent_closes that count the web chat widget's conversations: `web_started`, `web_completed`, … (value 0). */
 export const CHANNEL_MEASURES = ['started', 'completed', 'escalated', 'abandoned'] as const;
+/** The prefix of each channel's measures in agent_closes (kept short: measures hold 16 characters). */
+export const CHANNEL_PREFIX = { web: 'web', slack: 'sl', telegram: 'tg', whatsapp: 'wa', sms: 'sms' } as const;
 
 /**
  * A row's worth of agent_closes (service/agent-stats.ts): a conversation closed (completed or
@@ -179,7 +184,7 @@ export interface CloseDelta {
   /** The agent version the conversation ran on. */
   version: number;
   /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound; `web_<counter>` (value 0): a widget conversation counted. */
-  measure: 'turns' | 'seconds' | `web_${(typeof CHANNEL_MEASURES)[number]}`;
+  measure: 'turns' | 'seconds' | `${(typeof CHANNEL_PREFIX)[keyof typeof CHANNEL_PREFIX]}_${(typeof CHANNEL_MEASURES)[number]}`;
   value: number;
   n: number;
 }

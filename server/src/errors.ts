@@ -43,7 +43,14 @@ export class DefinitionError extends InputError {
 export class NotFoundError extends AppError {
   constructor(
     code:
-      'agent_not_found' | 'conversation_not_found' | 'version_not_found' | 'replay_not_found' | 'review_item_not_found' | 'evaluation_not_found' | 'not_found',
+      | 'agent_not_found'
+      | 'conversation_not_found'
+      | 'version_not_found'
+      | 'replay_not_found'
+      | 'review_item_not_found'
+      | 'evaluation_not_found'
+      | 'channel_not_found'
+      | 'not_found',
     message: string,
   ) {
     super(404, code, message);
@@ -121,5 +128,19 @@ export class GatesFailedError extends AppError {
     readonly evaluationId: string | null,
   ) {
     super(409, 'release_gates_failed', message);
+  }
+}
+
+/** A channel webhook without the provider's valid signature (docs/channels.md). */
+export class InvalidSignatureError extends AppError {
+  constructor(message: string) {
+    super(401, 'invalid_signature', message);
+  }
+}
+
+/** The provider refused or did not answer a setup call (Telegram's setWebhook). */
+export class ChannelSetupError extends AppError {
+  constructor(message: string) {
+    super(502, 'channel_setup_failed', message);
   }
 }

@@ -40,6 +40,8 @@ import { ReleaseService } from './service/releases.js';
 import { ReleaseStore } from './store/release-store.js';
 import { SecretStore } from './store/secret-store.js';
 import { WebhookStore } from './store/webhook-store.js';
+import { ChannelStore } from './store/channel-store.js';
+import { ChannelService } from './service/channels.js';
 
 /** What the metrics read of Knex's connection pool (tarn). */
 interface TarnPool {
@@ -80,6 +82,8 @@ export interface Services {
   streams: EventStreams;
   /** The web chat widget's keys, visitors and limits. */
   widget: WidgetService;
+  /** Messaging channels: their webhooks, queues and deliveries. */
+  channels: ChannelService;
   training: TrainingPool;
   store: ConversationStore;
   logger: Logger;
@@ -214,10 +218,18 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const reviewStore = new ReviewStore(deps.db);
   const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
   const evaluations = new EvaluationService({ agents, store: reviewStore, replays, clock, trainer: (t) => agents.routers.unstored(t), log: logger });
+  const channels = new ChannelService(
+    { store: new ChannelStore(deps.db), agents, conversations, lifecycle, metrics, clock, logger },
+    { ...config.channels, key: config.secretsKey, publicUrl: config.publicUrl },
+  );
+  // A person's reply goes out through the conversation's channel; the reply itself is stored whatever happens here.
+  lifecycle.onOperatorMessage = (c, turn) =>
+    channels.operatorReply(c, turn).catch((err: unknown) => logger.error({ err, conversation: c.id }, 'a person’s reply could not be queued for its channel'));
   const releases = new ReleaseService({ agents, evaluations, store: new ReleaseStore(deps.db, config.auditChainKey), clock });
 
   return {
     widget,
+    channels,
     agents,
     analytics: new AnalyticsService(agents, new AnalyticsStore(deps.db), clock),
     conversations,
@@ -240,10 +252,12 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     startBackground: async () => {
       await store.eventLog.listen(logger);
       webhooks.start(config.webhookIntervalMs);
+      channels.start();
       sweeper.start(config.sweepIntervalMs);
     },
     close: async (graceMs = 10_000) => {
       await sweeper.stop();
+      await channels.stop();
       await evaluations.close();
       await replays.close();
       streams.closeAll();

@@ -20,6 +20,7 @@ import { recordRoute, requestLog, requestMetrics } from './request-log.js';
 import { requestId } from './request-id.js';
 import { createRouter } from './routes.js';
 import { widgetCors, widgetScriptRouter } from './widget.js';
+import { hooksRouter } from './hooks.js';
 import { requireTenant } from './tenant.js';
 
 export interface HttpApp {
@@ -46,6 +47,8 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   app.use('/widget/v1', widgetCors(services.keys));
   app.use(requestMetrics(services.metrics));
   app.use(requestLog({ logger: services.logger }));
+  // Channel webhooks read their raw bodies before any other parser (hooks.ts).
+  app.use('/hooks/v1', hooksRouter(services.channels, config.publicUrl));
   app.use(mediaType);
   app.use(refuseContentEncoding);
   const json = (limit: number) => express.json({ limit, type: JSON_TYPES, verify: depthLimit() });

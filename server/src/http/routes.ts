@@ -24,6 +24,12 @@ function carriesToken(header: string | undefined, token: string): boolean {
   return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
 }
 
+/** The origin a request reached this server at, when its host is a plain host name (PUBLIC_URL wins where set). */
+function originOf(req: Request): string | null {
+  const host = req.get('host');
+  return host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? `${req.protocol}://${host}` : null;
+}
+
 /** What a widget request says of its key, page and visitor (the visitor headers are checked by the contract). */
 function widgetRequest(
   req: Request,
@@ -64,6 +70,7 @@ export function createRouter(
     drain,
     logger,
     widget,
+    channels,
   }: Services,
   opts: { metricsToken: string | null },
 ) {
@@ -140,6 +147,26 @@ export function createRouter(
       listWebhookDeliveries: async ({ params, headers, query }) => ({
         status: 200,
         body: await webhookLog.list(headers['tenant-id'], params.slug, query),
+      }),
+      listChannels: async ({ params, headers, req }) => ({
+        status: 200,
+        body: { data: await channels.list(headers['tenant-id'], params.slug, originOf(req)) },
+      }),
+      putChannel: async ({ params, headers, body, req }) => ({
+        status: 200,
+        body: await channels.put(headers['tenant-id'], params.slug, params.channel, body, originOf(req)),
+      }),
+      patchChannel: async ({ params, headers, body, req }) => ({
+        status: 200,
+        body: await channels.setStatus(headers['tenant-id'], params.slug, params.channel, body.status, originOf(req)),
+      }),
+      deleteChannel: async ({ params, headers }) => {
+        await channels.remove(headers['tenant-id'], params.slug, params.channel);
+        return { status: 204, body: undefined };
+      },
+      listChannelDeliveries: async ({ params, headers, query }) => ({
+        status: 200,
+        body: await channels.deliveries(headers['tenant-id'], params.slug, query),
       }),
       createKey: async ({ headers, body }) => ({
         status: 201,

@@ -5,7 +5,7 @@
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
 // transaction, so the counters are exact (test/http/analytics.test.ts recounts them). Every row
 // is kept per agent version, so that a split's candidate and the current version compare.
-import type { AuditDraft, CHANNEL_MEASURES, CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
+import { CHANNEL_PREFIX, type AuditDraft, type CHANNEL_MEASURES, type CloseDelta, Conversation, StatCounter, StatDelta } from '../domain.js';
 import { secondsBucket } from '../lib/seconds-bucket.js';
 
 const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
@@ -60,17 +60,19 @@ export function closeDeltas(w: { conversation: Conversation; audit: AuditDraft[]
 }
 
 /**
- * Conversations of the web chat widget started and closed, as rows of agent_closes (measure
- * `web_<counter>`, value 0), so that analytics split by channel from the same hourly table, exact
- * and written in the same transaction; the API's are the totals less these.
+ * Conversations of the web chat widget and of each messaging channel started and closed, as rows
+ * of agent_closes (measure `<channel prefix>_<counter>`, value 0), so that analytics split by
+ * channel from the same hourly table, exact and written in the same transaction; the API's are
+ * the totals less these.
  */
 function channelDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isNew?: boolean }): CloseDelta[] {
   const c = w.conversation;
-  if (c.channel?.kind !== 'web') return [];
+  if (!c.channel) return [];
+  const prefix = CHANNEL_PREFIX[c.channel.kind];
   const byKey = new Map<string, CloseDelta>();
   const add = (timestamp: string, counter: (typeof CHANNEL_MEASURES)[number]) => {
     const hour = hourOf(timestamp);
-    const measure = `web_${counter}` as const;
+    const measure = `${prefix}_${counter}` as const;
     const d = byKey.get(`${hour} ${measure}`) ?? { hour, version: c.agentVersion, measure, value: 0, n: 0 };
     d.n++;
     byKey.set(`${hour} ${measure}`, d);

@@ -2,7 +2,7 @@
 // to whole UTC hours, the counters summed in the database (store/analytics-store.ts), and the
 // rates and the zero-filled series derived here.
 import type { AgentAnalytics } from '@switchboard/contract';
-import { STAT_COUNTERS, type StatCounter } from '../domain.js';
+import { CHANNEL_PREFIX, STAT_COUNTERS, type CHANNEL_MEASURES, type StatCounter } from '../domain.js';
 import { InputError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { AnalyticsStore } from '../store/analytics-store.js';
@@ -54,13 +54,13 @@ export class AnalyticsService {
     }
     const window = { tenantId, agentId: agent.id, fromHour: iso(from).slice(0, 13), toHour: iso(to).slice(0, 13) };
     const span = { tenantId, agentId: agent.id, from: iso(from), to: iso(to) };
-    const [capabilities, outcomes, series, active, medians, web, versions] = await Promise.all([
+    const [capabilities, outcomes, series, active, medians, byChannel, versions] = await Promise.all([
       this.store.byCapability(window),
       this.store.byOutcome(window),
       this.store.series(window, q.interval === 'day' ? 10 : 13),
       this.store.stillOpen(span),
       this.store.closedMedians(window),
-      this.store.webCounts(window),
+      this.store.channelCounts(window),
       this.store.byVersion(window),
     ]);
 
@@ -94,8 +94,10 @@ export class AnalyticsService {
         .sort((a, b) => b.conversations - a.conversations || a.name.localeCompare(b.name)),
       outcomes: outcomes.sort((a, b) => b.count - a.count || a.outcome.localeCompare(b.outcome)),
       series: buckets,
-      channels: (['api', 'web'] as const).map((channel) => {
-        const of = (k: 'started' | 'completed' | 'escalated' | 'abandoned') => (channel === 'web' ? (web[k] ?? 0) : Math.max(0, total[k] - (web[k] ?? 0)));
+      channels: (['api', ...(Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[])] as const).map((channel) => {
+        const counted = (ch: keyof typeof CHANNEL_PREFIX, k: (typeof CHANNEL_MEASURES)[number]) => byChannel[CHANNEL_PREFIX[ch]]?.[k] ?? 0;
+        const of = (k: (typeof CHANNEL_MEASURES)[number]) =>
+          channel === 'api' ? Math.max(0, total[k] - (Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[]).reduce((n, ch) => n + counted(ch, k), 0)) : counted(channel, k);
         return { channel, started: of('started'), completed: of('completed'), escalated: of('escalated'), abandoned: of('abandoned') };
       }),
       versions: versions

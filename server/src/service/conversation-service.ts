@@ -282,7 +282,7 @@ export class ConversationService {
       });
       // The context a turn ran with, whenever it changes: what a replay needs to run it again.
       if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
-        const channel = !prior && call.channel ? { channel: { kind: call.channel.kind, origin: call.channel.origin, page_url: call.channel.pageUrl } } : {};
+        const channel = !prior && call.channel ? { channel: { kind: call.channel.kind, origin: call.channel.kind === 'web' ? call.channel.origin : null, page_url: call.channel.pageUrl } } : {};
         result.audit.unshift({
           type: 'context_changed',
           turnIndex: prior ? prior.turnCount : 0,
@@ -503,6 +503,12 @@ export class ConversationService {
     return c;
   }
 
+  /** A conversation's status, or null when there is none (or it was erased). */
+  async statusOf(tenantId: string, agentId: string, id: string): Promise<Conversation['status'] | null> {
+    const c = await this.store.get(tenantId, agentId, id);
+    return c && !c.erasedAt ? c.status : null;
+  }
+
   /** A conversation of the web chat widget, for the visitor who started it only (else 404). */
   async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation> {
     const c = await this.owned(tenantId, slug, id);
@@ -562,7 +568,7 @@ export class ConversationService {
       status?: ListFilters['status'];
       user_id?: string;
       capability?: string;
-      channel?: 'api' | 'web';
+      channel?: 'api' | Channel['kind'];
       created_after?: string;
       created_before?: string;
       limit: number;
@@ -627,4 +633,5 @@ export class ConversationService {
 }
 
 /** A conversation's channel as the API shows it. */
-const channelOf = (c: Conversation) => (c.channel ? { kind: c.channel.kind, origin: c.channel.origin, page_url: c.channel.pageUrl } : null);
+const channelOf = (c: Conversation) =>
+  c.channel ? { kind: c.channel.kind, origin: c.channel.kind === 'web' ? c.channel.origin : null, page_url: c.channel.pageUrl } : null;

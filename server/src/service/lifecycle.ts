@@ -247,13 +247,41 @@ export class LifecycleService {
     return this.detail(target.tenantId, target.slug, target.id);
   }
 
+  /** Called after a person's message is stored (the channels send it out). */
+  onOperatorMessage?: (c: Conversation, turn: TurnRow) => Promise<void>;
+
+  /**
+   * Appends one entry to a conversation's audit log, chained like the dialogue's own, under the
+   * conversation's lock (a channel delivery's outcome). False when the conversation is gone or erased.
+   */
+  async appendAudit(tenantId: string, id: string, entry: AuditDraft, requestId: string): Promise<boolean> {
+    const done = await this.store.exclusive(`conv:${id}`, { tenantId, id }, async (unit) => {
+      const c = await unit.load(tenantId, null, id);
+      if (!c || c.erasedAt) return false;
+      await unit.commit({
+        conversation: { ...c, auditSeq: c.auditSeq + 1 },
+        isNew: false,
+        expectedAuditSeq: c.auditSeq,
+        previousAuditHash: c.auditHash,
+        stored: c,
+        turns: [],
+        audit: [entry],
+        requestId,
+        events: [],
+      });
+      return true;
+    });
+    return done ?? false;
+  }
+
   async operatorMessage(
     target: OperatorTarget,
     said: { message: string; author?: string },
   ): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
     const { message, author } = said;
     const { requestId } = target;
-    return this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
+    let sent: { c: Conversation; turn: TurnRow } | null = null;
+    const out = await this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
@@ -288,12 +316,16 @@ export class LifecycleService {
         requestId,
         events: [turnEvent(turn)],
       });
+      sent = { c, turn };
       return {
         conversation_id: c.id,
         turn_index: turn.idx,
         turn: { role: 'agent' as const, message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
       };
     });
+    const stored = sent as { c: Conversation; turn: TurnRow } | null;
+    if (stored && this.onOperatorMessage) await this.onOperatorMessage(stored.c, stored.turn);
+    return out;
   }
 
   async erase(target: OperatorTarget): Promise<void> {

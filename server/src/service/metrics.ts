@@ -88,6 +88,8 @@ export class Metrics {
   private readonly llmCalls: Counter;
   private readonly closed: Counter;
   private readonly started: Counter;
+  private readonly channelMessages: Counter;
+  private readonly channelDeliveries: Counter;
   private readonly internalErrors: Counter;
   /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
   private readonly spentToday = new Map<string, [string, number]>();
@@ -160,6 +162,19 @@ export class Metrics {
       name: 'switchboard_conversations_started_total',
       help: 'Conversations started, by the agent version they run on (a split sends a share of them to its candidate)',
       labelNames: t(['agent', 'version']),
+      registers,
+    });
+    // Channels are few and fixed, outcomes too: no label budget needed.
+    this.channelMessages = new Counter({
+      name: 'switchboard_channel_messages_total',
+      help: 'Webhook messages of messaging channels: accepted, duplicate (a redelivery), refused (bad signature), ignored (not a message), paused, rate_limited, failed, retried, verification',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
+    this.channelDeliveries = new Counter({
+      name: 'switchboard_channel_deliveries_total',
+      help: 'Replies through messaging channels: sent, retried (an attempt that will be tried again), failed, refused (the provider will not take it, such as WhatsApp outside 24 hours)',
+      labelNames: ['channel', 'status'],
       registers,
     });
     this.internalErrors = new Counter({
@@ -277,6 +292,14 @@ export class Metrics {
   }
 
   /** Counts a failure caught where nobody waits for the result (the process stays up). */
+  channelInbound(channel: string, outcome: string, n = 1): void {
+    this.channelMessages.inc({ channel, outcome }, n);
+  }
+
+  channelDelivery(channel: string, status: string): void {
+    this.channelDeliveries.inc({ channel, status });
+  }
+
   internalError(source: 'commit_hook' | 'unhandled_rejection'): void {
     this.internalErrors.inc({ source });
   }

@@ -8,13 +8,36 @@ import { AppError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { SecretStore } from '../store/secret-store.js';
 
-class SecretsDisabledError extends AppError {
+export class SecretsDisabledError extends AppError {
   constructor() {
     super(409, 'secrets_not_configured', 'Tenant secrets are off on this server: the operator has to set SECRETS_KEY');
   }
 }
 
 const aad = (tenantId: string, name: string) => Buffer.from(`${tenantId}\u0000${name}`);
+
+/** A value encrypted with AES-256-GCM under `key`, bound to `binding` (authenticated, not encrypted). */
+export interface Sealed {
+  ciphertext: string;
+  iv: string;
+  tag: string;
+}
+
+export function seal(key: Buffer, binding: Buffer, value: string): Sealed {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(binding);
+  const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
+  return { ciphertext: ciphertext.toString('base64'), iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64') };
+}
+
+/** The value `seal` made; throws when it does not open under this key and binding. */
+export function unseal(key: Buffer, binding: Buffer, sealed: Sealed): string {
+  const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(sealed.iv, 'base64'));
+  decipher.setAAD(binding);
+  decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
+  return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+}
 
 export class SecretService {
   constructor(
@@ -39,10 +62,7 @@ export class SecretService {
     if (this.key) {
       for (const row of await this.store.get(tenantId, names)) {
         try {
-          const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(row.iv, 'base64'));
-          decipher.setAAD(aad(tenantId, row.name));
-          decipher.setAuthTag(Buffer.from(row.tag, 'base64'));
-          out[row.name] = Buffer.concat([decipher.update(Buffer.from(row.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+          out[row.name] = unseal(this.key, aad(tenantId, row.name), row);
         } catch {
           // A row that does not open under this key, tenant and name (another key, a copied or
           // altered row) is no secret of this tenant's.
@@ -58,16 +78,7 @@ export class SecretService {
 
   async put(tenantId: string, name: string, value: string): Promise<void> {
     if (!this.key) throw new SecretsDisabledError();
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    cipher.setAAD(aad(tenantId, name));
-    const ciphertext = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-    await this.store.put(
-      tenantId,
-      name,
-      { ciphertext: ciphertext.toString('base64'), iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64') },
-      iso(this.clock.now()),
-    );
+    await this.store.put(tenantId, name, seal(this.key, aad(tenantId, name), value), iso(this.clock.now()));
   }
 
   async delete(tenantId: string, name: string): Promise<void> {

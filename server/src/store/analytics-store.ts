@@ -2,7 +2,7 @@
 // the hourly counters (agent_stats) and distributions (agent_closes), each by its primary key,
 // and the conversations started in the window still open (conversations_status_idx). The same
 // statements on both databases.
-import { CHANNEL_MEASURES } from '../domain.js';
+import { CHANNEL_MEASURES, CHANNEL_PREFIX } from '../domain.js';
 import type { Knex } from 'knex';
 import { STAT_COUNTERS, type StatDelta } from '../domain.js';
 import type { Database } from './db.js';
@@ -54,19 +54,24 @@ export class AnalyticsStore {
     return rows.map((r) => ({ version: Number(r.version), ...toSums(r) }));
   }
 
-  /** Conversations of the web chat widget started and closed in the window (agent_closes' `web_*` rows). */
-  async webCounts(w: AgentWindow): Promise<Record<string, number>> {
+  /** Conversations of each channel started and closed in the window (agent_closes' `<prefix>_*` rows), by prefix and counter. */
+  async channelCounts(w: AgentWindow): Promise<Record<string, Record<string, number>>> {
     const rows: { measure: string; n: unknown }[] = await this.knex('agent_closes')
       .where({ tenant_id: w.tenantId, agent_id: w.agentId })
       .where('hour', '>=', w.fromHour)
       .where('hour', '<', w.toHour)
       .whereIn(
         'measure',
-        CHANNEL_MEASURES.map((m) => `web_${m}`),
+        Object.values(CHANNEL_PREFIX).flatMap((p) => CHANNEL_MEASURES.map((m) => `${p}_${m}`)),
       )
       .select('measure', this.knex.raw('sum(n) as n'))
       .groupBy('measure');
-    return Object.fromEntries(rows.map((r) => [r.measure.slice(4), Number(r.n)]));
+    const out: Record<string, Record<string, number>> = {};
+    for (const r of rows) {
+      const cut = r.measure.indexOf('_');
+      (out[r.measure.slice(0, cut)] ??= {})[r.measure.slice(cut + 1)] = Number(r.n);
+    }
+    return out;
   }
 
   /** Closes per outcome. */

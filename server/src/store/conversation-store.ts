@@ -3,7 +3,7 @@
 // writer (writer.ts). Every query filters by tenant_id.
 import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus } from '@switchboard/contract';
-import type { AuditRow, Conversation, ErasureRules, TurnRow } from '../domain.js';
+import type { AuditRow, Channel, Conversation, ErasureRules, TurnRow } from '../domain.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { verifyChain, type ChainReport } from '../lib/audit-chain.js';
 import type { Database } from './db.js';
@@ -23,7 +23,7 @@ export interface ListFilters {
   userId?: string;
   capability?: string;
   /** web: conversations of the web chat widget; api: the others. */
-  channel?: 'api' | 'web';
+  channel?: 'api' | Channel['kind'];
   createdAfter?: string;
   createdBefore?: string;
 }
@@ -280,8 +280,8 @@ export class ConversationStore {
     if (f.status) q.andWhere('status', f.status);
     if (f.userId) q.andWhere('user_id', f.userId);
     if (f.capability) q.andWhere('capability', f.capability);
-    if (f.channel === 'web') q.andWhere('channel', 'web');
     if (f.channel === 'api') q.whereNull('channel');
+    else if (f.channel) q.andWhere('channel', f.channel);
     if (f.createdAfter) q.andWhere('created_at', '>', f.createdAfter);
     if (f.createdBefore) q.andWhere('created_at', '<', f.createdBefore);
     // A row-value comparison, which both databases answer with one range of the index.

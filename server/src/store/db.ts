@@ -22,6 +22,7 @@ import * as m016 from './migrations/016_stored_router_definition.js';
 import * as m017 from './migrations/017_widget.js';
 import * as m018 from './migrations/018_review.js';
 import * as m019 from './migrations/019_releases.js';
+import * as m020 from './migrations/020_channels.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -72,6 +73,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '017_widget': m017,
   '018_review': m018,
   '019_releases': m019,
+  '020_channels': m020,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

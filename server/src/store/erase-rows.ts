@@ -76,6 +76,16 @@ export async function eraseConversationRows(
     );
   }
 
+  // Channels: replies not yet sent are dropped with their text; the channel user (a phone number,
+  // a chat id) and the messages' payloads go (processed messages keep only their provider id,
+  // which redeliveries are recognised by).
+  await trx('channel_deliveries')
+    .where('tenant_id', tenantId)
+    .whereIn('conversation_id', ids)
+    .update({ calls: null, user_key: 'erased', status: trx.raw("case when status = 'pending' then 'failed' else status end"), next_attempt_at: null });
+  await trx('channel_users').where('tenant_id', tenantId).whereIn('conversation_id', ids).delete();
+  await trx('channel_inbound').where('tenant_id', tenantId).whereIn('conversation_id', ids).update({ payload: null });
+
   // Replays kept for a week hold what the erased conversations said where a version answered otherwise.
   const erased = new Set(ids);
   const replays = await trx('replays')

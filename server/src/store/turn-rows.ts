@@ -6,6 +6,7 @@ import {
   STAT_COUNTERS,
   type AuditDraft,
   type AuditRow,
+  type Channel,
   type CloseDelta,
   type Conversation,
   type EventDraft,
@@ -69,7 +70,7 @@ export function rowToConversation(r: ConversationTableRow): Conversation {
     inactiveAfter: r.inactive_after ?? null,
     erasedAt: r.erased_at ?? null,
     eventSeq: Number(r.event_seq ?? 0),
-    channel: r.channel === 'web' ? { kind: 'web', origin: r.origin ?? '', pageUrl: r.page_url ?? null } : null,
+    channel: r.channel ? { kind: r.channel as Channel['kind'], origin: r.origin ?? '', pageUrl: r.page_url ?? null } : null,
   };
 }
 
