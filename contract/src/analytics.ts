@@ -60,7 +60,9 @@ const AgentAnalyticsSchema = z.object({
   series: z.array(Counts.extend({ start: Timestamp })).describe('Every bucket of the window, empty ones included, oldest first'),
   channels: z
     .array(Counts.extend({ channel: z.enum(['api', 'web', ...CHANNEL_KINDS]) }))
-    .describe('The same counts per channel: web, conversations of the web chat widget; slack, telegram, whatsapp, sms, of those messaging channels; api, the others'),
+    .describe(
+      'The same counts per channel: web, conversations of the web chat widget; slack, telegram, whatsapp, sms, of those messaging channels; api, the others',
+    ),
   versions: z.array(VersionFigures).describe('The same figures per agent version, newest first: compare a split’s candidate with the current version'),
 });
 export type AgentAnalytics = z.infer<typeof AgentAnalyticsSchema>;

@@ -15,7 +15,10 @@ export const ChannelCredentials = {
   slack: z
     .object({
       bot_token: secret("The app's bot token (xoxb-…), for chat.postMessage").regex(/^xox[a-z]-[A-Za-z0-9-]+$/, 'must be a Slack token (xoxb-…)'),
-      signing_secret: secret("The app's signing secret: every request from Slack is checked against it").regex(/^[A-Za-z0-9]{16,128}$/, 'must be letters and digits'),
+      signing_secret: secret("The app's signing secret: every request from Slack is checked against it").regex(
+        /^[A-Za-z0-9]{16,128}$/,
+        'must be letters and digits',
+      ),
     })
     .strict(),
   telegram: z
@@ -32,7 +35,10 @@ export const ChannelCredentials = {
     .object({
       access_token: secret('A system user access token with whatsapp_business_messaging'),
       app_secret: secret("The Meta app's secret: X-Hub-Signature-256 is checked against it"),
-      phone_number_id: z.string().regex(/^\d{1,20}$/, 'must be the numeric phone number id').describe('The business phone number id replies are sent from'),
+      phone_number_id: z
+        .string()
+        .regex(/^\d{1,20}$/, 'must be the numeric phone number id')
+        .describe('The business phone number id replies are sent from'),
       verify_token: z
         .string()
         .regex(/^[\x21-\x7e]{8,256}$/, 'must be 8 to 256 printable characters without spaces')
@@ -55,7 +61,9 @@ export const PutChannel = z
   .object({
     credentials: z
       .record(z.string())
-      .describe("This channel's credentials (docs/channels.md): slack {bot_token, signing_secret}; telegram {bot_token, secret_token?}; whatsapp {access_token, app_secret, phone_number_id, verify_token}; sms {account_sid, auth_token, from}"),
+      .describe(
+        "This channel's credentials (docs/channels.md): slack {bot_token, signing_secret}; telegram {bot_token, secret_token?}; whatsapp {access_token, app_secret, phone_number_id, verify_token}; sms {account_sid, auth_token, from}",
+      ),
     status: z.enum(['active', 'paused']).default('active'),
     set_webhook: z.boolean().default(false).describe('Telegram only: call setWebhook with this channel’s URL and secret token'),
   })
@@ -73,7 +81,7 @@ export const ChannelInfo = z
     created_at: Timestamp,
     updated_at: Timestamp,
   })
-  .describe("A connected channel, without its credentials");
+  .describe('A connected channel, without its credentials');
 export type ChannelInfo = z.infer<typeof ChannelInfo>;
 
 export const ChannelDeliveryStatus = z.enum(['pending', 'sent', 'failed', 'refused']);

@@ -356,7 +356,11 @@ export const EXAMPLES = {
   },
   ChannelRequest: {
     summary: 'A Slack app’s bot token and signing secret',
-    value: { credentials: { bot_token: 'xoxb-1234-5678-abcdefghijkl', signing_secret: '8f742231b10e8888abcd99yyyzzz85a5' }, status: 'active', set_webhook: false },
+    value: {
+      credentials: { bot_token: 'xoxb-1234-5678-abcdefghijkl', signing_secret: '8f742231b10e8888abcd99yyyzzz85a5' },
+      status: 'active',
+      set_webhook: false,
+    },
   },
   Channel: {
     summary: 'Connected: paste webhook_url into the Slack app’s Event Subscriptions and Interactivity',

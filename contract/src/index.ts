@@ -538,7 +538,8 @@ export const channelsContract = c.router({
       502: Problem.describe('set_webhook: Telegram refused or did not answer setWebhook (`channel_setup_failed`); nothing was stored'),
     },
     summary: 'Connect a messaging channel with its credentials (or replace them)',
-    description: 'Credentials are stored encrypted and never returned, logged or audited. A channel of the same kind already connected has its credentials replaced; its webhook URL stays the same.',
+    description:
+      'Credentials are stored encrypted and never returned, logged or audited. A channel of the same kind already connected has its credentials replaced; its webhook URL stays the same.',
   },
   patchChannel: {
     method: 'PATCH',

@@ -118,7 +118,7 @@ const EnvSchema = z.object({
       if (!raw) return {};
       try {
         const v = z.record(z.enum(['slack', 'telegram', 'whatsapp', 'sms']), z.string().url()).parse(JSON.parse(raw));
-        return v as Partial<Record<'slack' | 'telegram' | 'whatsapp' | 'sms', string>>;
+        return v;
       } catch {
         ctx.addIssue({ code: 'custom', message: 'must be a JSON object of channel to base URL, such as {"slack":"http://127.0.0.1:9000/api"}' });
         return z.NEVER;

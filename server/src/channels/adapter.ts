@@ -71,7 +71,12 @@ export interface CallResult {
 /** How an adapter reaches its provider: the operator's base URL, and one HTTP call within limits. */
 export interface ProviderHttp {
   base: string;
-  call(req: { method: 'POST'; url: string; headers: Record<string, string>; body: string }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }>;
+  call(req: {
+    method: 'POST';
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+  }): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }>;
 }
 
 export interface ChannelAdapter<C = Record<string, string>> {
@@ -128,7 +133,12 @@ export function splitText(text: string, max: number): string[] {
       }
     }
     const n = cut > 0 ? cut : max;
-    out.push(chars.slice(at, at + n).join('').trimEnd());
+    out.push(
+      chars
+        .slice(at, at + n)
+        .join('')
+        .trimEnd(),
+    );
     at += n;
     while (at < chars.length && /\s/.test(chars[at])) at++;
   }
@@ -141,10 +151,16 @@ export function splitText(text: string, max: number): string[] {
 export const numbered = (options: Reply['options']) => options.map((o, i) => `${i + 1}. ${o.label}`).join('\n');
 
 /** A button's payload: the option's value when it fits in `maxBytes`, else its number among those offered. */
-export const choicePayload = (o: { value: string }, i: number, maxBytes: number) => (Buffer.byteLength(o.value) <= maxBytes && !o.value.startsWith('#') ? o.value : `#${i + 1}`);
+export const choicePayload = (o: { value: string }, i: number, maxBytes: number) =>
+  Buffer.byteLength(o.value) <= maxBytes && !o.value.startsWith('#') ? o.value : `#${i + 1}`;
 
 /** Shortens a label to `max` characters with an ellipsis. */
-export const clip = (s: string, max: number) => (Array.from(s).length <= max ? s : `${Array.from(s).slice(0, max - 1).join('')}…`);
+export const clip = (s: string, max: number) =>
+  Array.from(s).length <= max
+    ? s
+    : `${Array.from(s)
+        .slice(0, max - 1)
+        .join('')}…`;
 
 /** A JSON body of at most 64 KiB, or null. */
 export function jsonOf(text: string): Record<string, unknown> | null {

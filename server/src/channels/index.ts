@@ -6,11 +6,11 @@ import { sms } from './sms/adapter.js';
 import { telegram } from './telegram/adapter.js';
 import { whatsapp } from './whatsapp/adapter.js';
 
-export const ADAPTERS: Record<ChannelKind, ChannelAdapter<Record<string, string>>> = {
-  slack: slack as ChannelAdapter<Record<string, string>>,
-  telegram: telegram as ChannelAdapter<Record<string, string>>,
-  whatsapp: whatsapp as ChannelAdapter<Record<string, string>>,
-  sms: sms as ChannelAdapter<Record<string, string>>,
+export const ADAPTERS: Record<ChannelKind, ChannelAdapter> = {
+  slack: slack,
+  telegram: telegram,
+  whatsapp: whatsapp,
+  sms: sms,
 };
 
 /** Where each provider's API is, unless the operator points it elsewhere (CHANNEL_API_URLS). */

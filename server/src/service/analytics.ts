@@ -95,9 +95,12 @@ export class AnalyticsService {
       outcomes: outcomes.sort((a, b) => b.count - a.count || a.outcome.localeCompare(b.outcome)),
       series: buckets,
       channels: (['api', ...(Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[])] as const).map((channel) => {
-        const counted = (ch: keyof typeof CHANNEL_PREFIX, k: (typeof CHANNEL_MEASURES)[number]) => byChannel[CHANNEL_PREFIX[ch]]?.[k] ?? 0;
+        const counts: Partial<Record<string, Partial<Record<string, number>>>> = byChannel;
+        const counted = (ch: keyof typeof CHANNEL_PREFIX, k: (typeof CHANNEL_MEASURES)[number]) => counts[CHANNEL_PREFIX[ch]]?.[k] ?? 0;
         const of = (k: (typeof CHANNEL_MEASURES)[number]) =>
-          channel === 'api' ? Math.max(0, total[k] - (Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[]).reduce((n, ch) => n + counted(ch, k), 0)) : counted(channel, k);
+          channel === 'api'
+            ? Math.max(0, total[k] - (Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[]).reduce((n, ch) => n + counted(ch, k), 0))
+            : counted(channel, k);
         return { channel, started: of('started'), completed: of('completed'), escalated: of('escalated'), abandoned: of('abandoned') };
       }),
       versions: versions

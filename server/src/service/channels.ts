@@ -59,14 +59,14 @@ export interface ChannelDeps {
 interface OpenChannel {
   row: ChannelRow;
   kind: ChannelKind;
-  adapter: ChannelAdapter<Record<string, string>>;
+  adapter: ChannelAdapter;
   creds: Record<string, string>;
 }
 
 const isKind = (k: string): k is ChannelKind => (CHANNEL_KINDS as readonly string[]).includes(k);
 const binding = (tenantId: string, channelId: string) => Buffer.from(`channel\u0000${tenantId}\u0000${channelId}`);
 /** A channel id: the unguessable part of its webhook URL. */
-export const CHANNEL_ID = /^ch_[A-Za-z0-9_-]{32}$/;
+const CHANNEL_ID = /^ch_[A-Za-z0-9_-]{32}$/;
 /** The conversation's user id for a channel user: namespaced by channel. */
 const userIdOf = (kind: ChannelKind, userKey: string) => `${kind}:${userKey}`;
 
@@ -150,7 +150,10 @@ export class ChannelService {
         parsed.error.issues.map((i) => ({ path: ['body', 'credentials', ...i.path].join('.'), message: i.message })),
       );
     }
-    if (body.set_webhook && !adapter.setWebhook) throw new InputError(`set_webhook is for telegram only`, [{ path: 'body.set_webhook', message: `${kind} has no such call: paste webhook_url into its settings` }]);
+    if (body.set_webhook && !adapter.setWebhook)
+      throw new InputError(`set_webhook is for telegram only`, [
+        { path: 'body.set_webhook', message: `${kind} has no such call: paste webhook_url into its settings` },
+      ]);
     if (!this.opts.key) throw new SecretsDisabledError();
     const creds = adapter.complete ? adapter.complete(parsed.data) : parsed.data;
     const existing = await this.deps.store.get(tenantId, agent.id, kind);
@@ -158,7 +161,9 @@ export class ChannelService {
     let webhookSet: boolean | null = null;
     if (body.set_webhook && adapter.setWebhook) {
       // Before anything is stored: a refused setWebhook leaves the channel as it was.
-      const result = await adapter.setWebhook(creds, this.webhookUrl(id, origin), this.http(kind)).catch((e: unknown) => ({ ok: false, status: null, error: (e as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable' }) as CallResult);
+      const result = await adapter
+        .setWebhook(creds, this.webhookUrl(id, origin), this.http(kind))
+        .catch((e: unknown) => ({ ok: false, status: null, error: (e as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable' }));
       if (!result.ok) throw new ChannelSetupError(`Telegram did not take setWebhook: ${result.error ?? `HTTP ${result.status}`}`);
       webhookSet = true;
     }
@@ -211,7 +216,10 @@ export class ChannelService {
       const creds = JSON.parse(unseal(this.opts.key, binding(row.tenant_id, row.id), JSON.parse(row.credentials) as Sealed)) as Record<string, string>;
       return { row, kind: row.kind, adapter: ADAPTERS[row.kind], creds };
     } catch {
-      this.deps.logger.warn({ tenant: row.tenant_id, channel: row.kind }, 'stored channel credentials do not decrypt (SECRETS_KEY changed, or the row was altered)');
+      this.deps.logger.warn(
+        { tenant: row.tenant_id, channel: row.kind },
+        'stored channel credentials do not decrypt (SECRETS_KEY changed, or the row was altered)',
+      );
       return null;
     }
   }
@@ -415,7 +423,9 @@ export class ChannelService {
           slug,
           body: {
             message,
-            ...(target.conversationId ? { conversation_id: target.conversationId } : { context: { version: 'v1', context: { identity: { user_id: userId } } } }),
+            ...(target.conversationId
+              ? { conversation_id: target.conversationId }
+              : { context: { version: 'v1', context: { identity: { user_id: userId } } } }),
           },
           userIdHeader: userId,
           requestId: `channel-${row.id}`,
@@ -426,7 +436,11 @@ export class ChannelService {
       } catch (err) {
         const e = err as AppError;
         // The conversation closed (or was erased, or reached its turn limit) since: a new one takes the message.
-        if (target.conversationId && e instanceof AppError && (e.code === 'conversation_closed' || e.code === 'conversation_not_found' || e.code === 'limit_exceeded')) {
+        if (
+          target.conversationId &&
+          e instanceof AppError &&
+          (e.code === 'conversation_closed' || e.code === 'conversation_not_found' || e.code === 'limit_exceeded')
+        ) {
           target = { newId: randomUUID(), n: target.n + 1 };
           await this.deps.store.setTarget(row.id, JSON.stringify(target));
           continue;
@@ -437,7 +451,7 @@ export class ChannelService {
         }
         const attempts = row.attempts + 1;
         const failed = attempts >= INBOUND_TRIES;
-        await this.deps.store.retryInbound(row.id, attempts, String((err as Error).message ?? err).slice(0, 300), failed, now());
+        await this.deps.store.retryInbound(row.id, attempts, ((err as Error).message || String(err)).slice(0, 300), failed, now());
         this.deps.metrics.channelInbound(kind, failed ? 'failed' : 'retried');
         this.deps.logger.warn({ err, tenant: channel.row.tenant_id, channel: kind, attempts }, 'a channel message could not be answered');
         return failed;
@@ -455,7 +469,12 @@ export class ChannelService {
     const at = now();
     await this.deps.store.completeInbound(
       row,
-      { conversationId: response.conversation_id, replyTo: JSON.stringify(msg.replyTo), options: reply.options.length ? JSON.stringify(reply.options) : null, now: at },
+      {
+        conversationId: response.conversation_id,
+        replyTo: JSON.stringify(msg.replyTo),
+        options: reply.options.length ? JSON.stringify(reply.options) : null,
+        now: at,
+      },
       calls.length
         ? {
             tenantId: channel.row.tenant_id,
@@ -546,7 +565,14 @@ export class ChannelService {
         const err = e as Error;
         return { ok: false, status: null, error: err.name === 'TimeoutError' ? 'timed out' : `unreachable (${err.name})` };
       });
-      log.push({ call: done, method: calls[done].method, at, status: last.status, error: last.ok ? null : (last.error ?? 'failed'), durationMs: Math.round((performance.now() - started) * 100) / 100 });
+      log.push({
+        call: done,
+        method: calls[done].method,
+        at,
+        status: last.status,
+        error: last.ok ? null : (last.error ?? 'failed'),
+        durationMs: Math.round((performance.now() - started) * 100) / 100,
+      });
       if (!last.ok) break;
       if (last.providerId) ids.push(last.providerId);
       done++;
@@ -562,7 +588,10 @@ export class ChannelService {
     const wait = Math.max(BACKOFF_SECONDS[attempt - 1], Math.min(MAX_RETRY_AFTER_S, last.retryAfter ?? 0));
     await this.deps.store.recordAttempt(row, attempt, log, { ...common, next_attempt_at: iso(new Date(clock.now().getTime() + wait * 1000)) });
     this.deps.metrics.channelDelivery(row.kind, 'retried');
-    this.deps.logger.info({ tenant: row.tenant_id, channel: kind, delivery: row.id, attempt, status: last.status, error: last.error, retry_in_s: wait }, 'channel delivery retried');
+    this.deps.logger.info(
+      { tenant: row.tenant_id, channel: kind, delivery: row.id, attempt, status: last.status, error: last.error, retry_in_s: wait },
+      'channel delivery retried',
+    );
   }
 
   /** The finished delivery's entry in its conversation's audit log (once). */

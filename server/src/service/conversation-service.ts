@@ -282,7 +282,10 @@ export class ConversationService {
       });
       // The context a turn ran with, whenever it changes: what a replay needs to run it again.
       if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
-        const channel = !prior && call.channel ? { channel: { kind: call.channel.kind, origin: call.channel.kind === 'web' ? call.channel.origin : null, page_url: call.channel.pageUrl } } : {};
+        const channel =
+          !prior && call.channel
+            ? { channel: { kind: call.channel.kind, origin: call.channel.kind === 'web' ? call.channel.origin : null, page_url: call.channel.pageUrl } }
+            : {};
         result.audit.unshift({
           type: 'context_changed',
           turnIndex: prior ? prior.turnCount : 0,

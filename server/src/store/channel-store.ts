@@ -76,6 +76,35 @@ export interface AttemptRecord {
 
 const n = (v: unknown) => Number(v);
 
+/** A channel_deliveries row as the log reads it (numbers may come back as strings from PostgreSQL). */
+interface DeliveryListRow {
+  id: number | string;
+  kind: 'slack' | 'telegram' | 'whatsapp' | 'sms';
+  conversation_id: string;
+  source: 'reply' | 'operator';
+  status: 'pending' | 'sent' | 'failed' | 'refused';
+  call_count: number | string;
+  calls_done: number | string;
+  attempts: number | string;
+  next_attempt_at: string | null;
+  created_at: string;
+  sent_at: string | null;
+  latency_ms: number | string | null;
+  provider_ids: string;
+  last_status: number | string | null;
+  last_error: string | null;
+}
+
+interface AttemptListRow {
+  delivery_id: number | string;
+  attempt: number | string;
+  at: string;
+  method: string;
+  status: number | string | null;
+  error: string | null;
+  duration_ms: number | string;
+}
+
 export class ChannelStore {
   readonly knex: Knex;
   constructor(db: Database) {
@@ -115,7 +144,9 @@ export class ChannelStore {
     await this.knex.transaction(async (trx) => {
       await trx('channels').where({ id }).delete();
       await trx('channel_users').where({ channel_id: id }).delete();
-      await trx('channel_inbound').where({ channel_id: id, status: 'pending' }).update({ status: 'failed', error: 'channel removed', payload: null, processed_at: now });
+      await trx('channel_inbound')
+        .where({ channel_id: id, status: 'pending' })
+        .update({ status: 'failed', error: 'channel removed', payload: null, processed_at: now });
       await trx('channel_deliveries')
         .where({ channel_id: id, status: 'pending' })
         .update({ status: 'failed', last_error: 'channel removed', calls: null, next_attempt_at: null });
@@ -133,7 +164,16 @@ export class ChannelStore {
       let fresh = 0;
       for (const m of messages) {
         const inserted = await trx('channel_inbound')
-          .insert({ channel_id: channel.id, tenant_id: channel.tenant_id, message_key: m.key, user_key: m.user, payload: m.payload, status: 'pending', attempts: 0, received_at: now })
+          .insert({
+            channel_id: channel.id,
+            tenant_id: channel.tenant_id,
+            message_key: m.key,
+            user_key: m.user,
+            payload: m.payload,
+            status: 'pending',
+            attempts: 0,
+            received_at: now,
+          })
           .onConflict(['channel_id', 'message_key'])
           .ignore()
           .returning('id');
@@ -150,12 +190,12 @@ export class ChannelStore {
 
   /** Users with messages waiting, oldest message first. */
   async waitingUsers(limit: number): Promise<{ channel_id: string; user_key: string; tenant_id: string }[]> {
-    const rows: { channel_id: string; user_key: string; tenant_id: string }[] = await this.knex('channel_inbound')
+    const rows = (await this.knex('channel_inbound')
       .where('status', 'pending')
       .groupBy('channel_id', 'user_key', 'tenant_id')
       .select('channel_id', 'user_key', 'tenant_id', this.knex.raw('min(id) as first'))
       .orderBy('first')
-      .limit(limit);
+      .limit(limit)) as { channel_id: string; user_key: string; tenant_id: string }[];
     return rows;
   }
 
@@ -215,7 +255,13 @@ export class ChannelStore {
       }
       await trx('channel_inbound')
         .where({ id: row.id })
-        .update({ status: done.error ? 'failed' : 'done', error: done.error ?? null, payload: null, conversation_id: done.conversationId, processed_at: done.now });
+        .update({
+          status: done.error ? 'failed' : 'done',
+          error: done.error ?? null,
+          payload: null,
+          conversation_id: done.conversationId,
+          processed_at: done.now,
+        });
     });
   }
 
@@ -251,7 +297,21 @@ export class ChannelStore {
       .andWhere('status', 'pending')
       .andWhere('next_attempt_at', '<=', now)
       .update({ next_attempt_at: until })
-      .returning(['id', 'tenant_id', 'channel_id', 'kind', 'conversation_id', 'user_key', 'source', 'calls', 'call_count', 'calls_done', 'attempts', 'created_at', 'provider_ids']);
+      .returning([
+        'id',
+        'tenant_id',
+        'channel_id',
+        'kind',
+        'conversation_id',
+        'user_key',
+        'source',
+        'calls',
+        'call_count',
+        'calls_done',
+        'attempts',
+        'created_at',
+        'provider_ids',
+      ]);
     return (rows as OutboxRow[]).map((r) => ({ ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) }));
   }
 
@@ -286,11 +346,16 @@ export class ChannelStore {
 
   /** Finished deliveries whose audit entry is not written yet (a process died in between). */
   unaudited(before: string, limit: number): Promise<{ id: unknown }[]> {
-    return this.knex('channel_deliveries').whereIn('status', ['sent', 'failed', 'refused']).andWhere('audited', false).andWhere('created_at', '<', before).limit(limit).select('id');
+    return this.knex('channel_deliveries')
+      .whereIn('status', ['sent', 'failed', 'refused'])
+      .andWhere('audited', false)
+      .andWhere('created_at', '<', before)
+      .limit(limit)
+      .select('id');
   }
 
-  delivery(id: number) {
-    return this.knex('channel_deliveries').where({ id }).first();
+  async delivery(id: number): Promise<(DeliveryListRow & { tenant_id: string; audited: boolean | number }) | undefined> {
+    return (await this.knex('channel_deliveries').where({ id }).first()) as (DeliveryListRow & { tenant_id: string; audited: boolean | number }) | undefined;
   }
 
   async markAudited(id: number): Promise<void> {
@@ -311,16 +376,16 @@ export class ChannelStore {
     if (q.status) query.andWhere('status', q.status);
     if (q.conversation_id) query.andWhere('conversation_id', q.conversation_id);
     if (position) query.andWhere('id', '<', Number(position[1]));
-    const rows = await query.orderBy('id', 'desc').limit(q.limit + 1);
+    const rows = (await query.orderBy('id', 'desc').limit(q.limit + 1)) as DeliveryListRow[];
     const page = rows.slice(0, q.limit);
     const attempts = page.length
-      ? await this.knex('channel_attempts')
+      ? ((await this.knex('channel_attempts')
           .where({ tenant_id: tenantId })
           .whereIn(
             'delivery_id',
             page.map((r) => r.id),
           )
-          .orderBy(['delivery_id', 'attempt', 'call'])
+          .orderBy(['delivery_id', 'attempt', 'call'])) as AttemptListRow[])
       : [];
     const last = page.at(-1);
     return {
@@ -343,7 +408,14 @@ export class ChannelStore {
         last_error: r.last_error,
         history: attempts
           .filter((a) => n(a.delivery_id) === n(r.id))
-          .map((a) => ({ attempt: n(a.attempt), at: a.at, call: a.method, status: a.status === null ? null : n(a.status), error: a.error, duration_ms: n(a.duration_ms) })),
+          .map((a) => ({
+            attempt: n(a.attempt),
+            at: a.at,
+            call: a.method,
+            status: a.status === null ? null : n(a.status),
+            error: a.error,
+            duration_ms: n(a.duration_ms),
+          })),
       })),
     };
   }

@@ -5,7 +5,19 @@
 // https://api.slack.com/authentication/verifying-requests-from-slack
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { ChannelCredentials } from '@switchboard/contract';
-import { byStatus, choicePayload, clip, header, jsonOf, numbered, retryAfterHeader, splitText, type ChannelAdapter, type InboundMessage, type ProviderCall } from '../adapter.js';
+import {
+  byStatus,
+  choicePayload,
+  clip,
+  header,
+  jsonOf,
+  numbered,
+  retryAfterHeader,
+  splitText,
+  type ChannelAdapter,
+  type InboundMessage,
+  type ProviderCall,
+} from '../adapter.js';
 
 type Creds = { bot_token: string; signing_secret: string };
 
@@ -85,13 +97,17 @@ export const slack: ChannelAdapter<Creds> = {
     const body = jsonOf(req.body.toString('utf8'));
     if (!body) return { messages: [], answer: { status: 400 }, ignored: 'not JSON' };
     if (body.type === 'url_verification' && typeof body.challenge === 'string') {
-      return { messages: [], answer: { status: 200, contentType: 'text/plain; charset=utf-8', body: body.challenge.slice(0, 512) }, ignored: 'url_verification' };
+      return {
+        messages: [],
+        answer: { status: 200, contentType: 'text/plain; charset=utf-8', body: body.challenge.slice(0, 512) },
+        ignored: 'url_verification',
+      };
     }
     if (body.type !== 'event_callback') return { messages: [], answer: ok, ignored: `type ${String(body.type)}` };
     const e = (body.event ?? {}) as Record<string, unknown>;
     // Bots (this one included) and edits, joins and other subtypes are not someone talking to the agent.
     if ((e.type !== 'message' && e.type !== 'app_mention') || e.bot_id !== undefined || e.subtype !== undefined) {
-      return { messages: [], answer: ok, ignored: `event ${String(e.type)}${e.subtype ? `/${String(e.subtype)}` : ''}` };
+      return { messages: [], answer: ok, ignored: `event ${typeof e.type === 'string' ? e.type : '?'}${typeof e.subtype === 'string' ? `/${e.subtype}` : ''}` };
     }
     const team = id(body.team_id) ?? id(e.team);
     const channel = id(e.channel);
@@ -103,7 +119,12 @@ export const slack: ChannelAdapter<Creds> = {
     const thread = id(e.thread_ts) ?? (direct ? undefined : ts);
     // A message that mentions the app in a channel arrives twice (message and app_mention): the
     // key is the message's own (channel and ts), so it is answered once.
-    const message: InboundMessage = { key: `m:${channel}:${ts}`, user: `${team}/${channel}/${user}`, text, replyTo: { channel, ...(thread ? { thread_ts: thread } : {}) } };
+    const message: InboundMessage = {
+      key: `m:${channel}:${ts}`,
+      user: `${team}/${channel}/${user}`,
+      text,
+      replyTo: { channel, ...(thread ? { thread_ts: thread } : {}) },
+    };
     return { answer: ok, messages: [message] };
   },
 
@@ -150,6 +171,12 @@ export const slack: ChannelAdapter<Creds> = {
     if (!body) return { ok: false, status: res.status, error: 'the answer is not JSON' };
     if (body.ok === true) return { ok: true, status: 200, providerId: typeof body.ts === 'string' ? body.ts : undefined };
     const error = typeof body.error === 'string' ? body.error.slice(0, 100) : 'ok: false';
-    return { ok: false, status: 200, error, permanent: PERMANENT.has(error), ...(error === 'ratelimited' ? { retryAfter: retryAfterHeader(res.headers) ?? 1 } : {}) };
+    return {
+      ok: false,
+      status: 200,
+      error,
+      permanent: PERMANENT.has(error),
+      ...(error === 'ratelimited' ? { retryAfter: retryAfterHeader(res.headers) ?? 1 } : {}),
+    };
   },
 };

@@ -14,9 +14,7 @@ const BODY_MAX = 1600;
 
 /** X-Twilio-Signature of a form POST to `url` with `params`, under `authToken`. */
 export function twilioSignature(authToken: string, url: string, params: [string, string][]): string {
-  const data = [...params]
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    .reduce((acc, [k, v]) => acc + k + v, url);
+  const data = [...params].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).reduce((acc, [k, v]) => acc + k + v, url);
   return createHmac('sha1', authToken).update(Buffer.from(data, 'utf8')).digest('base64');
 }
 
@@ -26,8 +24,8 @@ const params = (req: HookRequest): [string, string][] => [...new URLSearchParams
 function urlVariants(url: string): string[] {
   const u = new URL(url);
   const port = u.protocol === 'https:' ? '443' : '80';
-  if (u.port) return [url, url.replace(`${u.host}`, u.hostname)];
-  return [url, url.replace(`${u.host}`, `${u.hostname}:${port}`)];
+  if (u.port) return [url, url.replace(u.host, u.hostname)];
+  return [url, url.replace(u.host, `${u.hostname}:${port}`)];
 }
 
 export const sms: ChannelAdapter<Creds> = {
@@ -54,7 +52,8 @@ export const sms: ChannelAdapter<Creds> = {
     const sid = p.get('MessageSid') ?? p.get('SmsSid');
     const from = p.get('From');
     const body = p.get('Body');
-    if (!sid || !/^(SM|MM)[0-9a-fA-F]{32}$/.test(sid) || !from || !/^\+?[0-9]{5,16}$/.test(from)) return { messages: [], answer, ignored: 'no MessageSid or From' };
+    if (!sid || !/^(SM|MM)[0-9a-fA-F]{32}$/.test(sid) || !from || !/^\+?[0-9]{5,16}$/.test(from))
+      return { messages: [], answer, ignored: 'no MessageSid or From' };
     if (!body?.trim()) return { messages: [], answer, ignored: 'an empty message' };
     return { answer, messages: [{ key: sid, user: from, text: body.trim(), replyTo: { to: from } }] };
   },
@@ -67,7 +66,10 @@ export const sms: ChannelAdapter<Creds> = {
   },
 
   async send(call, creds, http) {
-    const form = new URLSearchParams({ ...(call.body as Record<string, string>), ...(creds.from.startsWith('MG') ? { MessagingServiceSid: creds.from } : { From: creds.from }) });
+    const form = new URLSearchParams({
+      ...(call.body as Record<string, string>),
+      ...(creds.from.startsWith('MG') ? { MessagingServiceSid: creds.from } : { From: creds.from }),
+    });
     const res = await http.call({
       method: 'POST',
       url: `${http.base}/2010-04-01/Accounts/${creds.account_sid}/Messages.json`,

@@ -4,7 +4,18 @@
 // https://core.telegram.org/bots/api#setwebhook
 import { randomBytes, timingSafeEqual, createHash } from 'node:crypto';
 import { ChannelCredentials } from '@switchboard/contract';
-import { choicePayload, clip, header, jsonOf, numbered, splitText, type CallResult, type ChannelAdapter, type ProviderCall, type ProviderHttp } from '../adapter.js';
+import {
+  choicePayload,
+  clip,
+  header,
+  jsonOf,
+  numbered,
+  splitText,
+  type CallResult,
+  type ChannelAdapter,
+  type ProviderCall,
+  type ProviderHttp,
+} from '../adapter.js';
 
 type Creds = { bot_token: string; secret_token?: string };
 
@@ -18,7 +29,12 @@ const chatId = (v: unknown): string | undefined => (typeof v === 'number' && Num
 
 async function botCall(method: string, body: Record<string, unknown>, creds: Creds, http: ProviderHttp): Promise<CallResult> {
   // The token is part of the URL: errors name the method only, never the URL.
-  const res = await http.call({ method: 'POST', url: `${http.base}/bot${creds.bot_token}/${method}`, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await http.call({
+    method: 'POST',
+    url: `${http.base}/bot${creds.bot_token}/${method}`,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const answer = jsonOf(res.text);
   if (answer?.ok === true) {
     const result = answer.result as { message_id?: unknown } | undefined;
@@ -95,5 +111,6 @@ export const telegram: ChannelAdapter<Creds> = {
 
   send: (call, creds, http) => botCall(call.method, call.body, creds, http),
 
-  setWebhook: (creds, url, http) => botCall('setWebhook', { url, secret_token: creds.secret_token, allowed_updates: ['message', 'callback_query'] }, creds, http),
+  setWebhook: (creds, url, http) =>
+    botCall('setWebhook', { url, secret_token: creds.secret_token, allowed_updates: ['message', 'callback_query'] }, creds, http),
 };

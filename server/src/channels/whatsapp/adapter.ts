@@ -6,7 +6,19 @@
 // https://developers.facebook.com/docs/whatsapp/cloud-api/webhooks/payload-examples
 import { createHmac, timingSafeEqual, createHash } from 'node:crypto';
 import { ChannelCredentials } from '@switchboard/contract';
-import { byStatus, choicePayload, clip, header, jsonOf, numbered, retryAfterHeader, splitText, type ChannelAdapter, type InboundMessage, type ProviderCall } from '../adapter.js';
+import {
+  byStatus,
+  choicePayload,
+  clip,
+  header,
+  jsonOf,
+  numbered,
+  retryAfterHeader,
+  splitText,
+  type ChannelAdapter,
+  type InboundMessage,
+  type ProviderCall,
+} from '../adapter.js';
 
 type Creds = { access_token: string; app_secret: string; phone_number_id: string; verify_token: string };
 
@@ -18,6 +30,9 @@ const RATE_CODES = new Set([4, 80007, 130429, 131048, 131056]);
 const WINDOW_CLOSED = 131047;
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
+const rec = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+/** The objects of an array (at most `max`), whatever else it holds. */
+const list = (v: unknown, max: number) => (Array.isArray(v) ? v.slice(0, max).map(rec) : []);
 const waId = (v: unknown) => (typeof v === 'string' && /^\d{5,20}$/.test(v) ? v : undefined);
 
 export const whatsapp: ChannelAdapter<Creds> = {
@@ -47,14 +62,14 @@ export const whatsapp: ChannelAdapter<Creds> = {
     if (!body) return { messages: [], answer: { status: 400 }, ignored: 'not JSON' };
     if (body.object !== 'whatsapp_business_account') return { messages: [], answer: ok, ignored: `object ${String(body.object)}` };
     const messages: InboundMessage[] = [];
-    for (const entry of Array.isArray(body.entry) ? (body.entry as Record<string, unknown>[]).slice(0, 50) : []) {
-      for (const change of Array.isArray(entry?.changes) ? (entry.changes as Record<string, unknown>[]).slice(0, 50) : []) {
-        if (change?.field !== 'messages') continue;
-        const value = (change.value ?? {}) as Record<string, unknown>;
+    for (const entry of list(body.entry, 50)) {
+      for (const change of list(entry.changes, 50)) {
+        if (change.field !== 'messages') continue;
+        const value = rec(change.value);
         // Status notifications (sent, delivered, read) come on the same field without messages.
-        for (const m of Array.isArray(value.messages) ? (value.messages as Record<string, unknown>[]).slice(0, 100) : []) {
-          const from = waId(m?.from);
-          const key = typeof m?.id === 'string' && m.id.length <= 200 ? m.id : undefined;
+        for (const m of list(value.messages, 100)) {
+          const from = waId(m.from);
+          const key = typeof m.id === 'string' && m.id.length <= 200 ? m.id : undefined;
           if (!from || !key) continue;
           let text: string | undefined;
           let choice: string | undefined;
@@ -126,7 +141,8 @@ export const whatsapp: ChannelAdapter<Creds> = {
     const code = typeof err.code === 'number' ? err.code : null;
     const error = `${code ?? `HTTP ${res.status}`}${typeof err.message === 'string' ? `: ${err.message.slice(0, 160)}` : ''}`;
     if (code === WINDOW_CLOSED) return { ok: false, status: res.status, error, refused: true, permanent: true };
-    if (res.status === 429 || (code !== null && RATE_CODES.has(code))) return { ok: false, status: res.status, error, retryAfter: retryAfterHeader(res.headers) ?? 60 };
+    if (res.status === 429 || (code !== null && RATE_CODES.has(code)))
+      return { ok: false, status: res.status, error, retryAfter: retryAfterHeader(res.headers) ?? 60 };
     return byStatus(res.status, error);
   },
 };

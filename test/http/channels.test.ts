@@ -1,0 +1,585 @@
+// Messaging channels end to end, per provider, against scripted providers on loopback that sign
+// what they send as each provider documents and check every API call the service makes: a whole
+// conversation with an option chosen by button (or by number, for SMS), a redelivered message
+// answered once, forged and stale signatures refused, a 429 then a 200, a person's reply to an
+// escalated conversation delivered out, and credentials in no response, log line or audit entry.
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentDefinitionInput } from '@switchboard/contract';
+import { createApp, type App } from '../../server/src/app.js';
+import { chosen } from '../../server/src/service/channels.js';
+import { splitText } from '../../server/src/channels/adapter.js';
+import { twilioSignature } from '../../server/src/channels/sms/adapter.js';
+import { ADAPTERS } from '../../server/src/channels/index.js';
+import { databases, eachDatabase, type TestDatabase } from '../helpers/databases.js';
+import { openDatabase, type Database } from '../../server/src/store/db.js';
+import { FakeClock } from '../helpers/clock.js';
+import { testConfig } from '../helpers/servers.js';
+import {
+  CREDS,
+  slackButton,
+  slackHeaders,
+  slackMessage,
+  startFakeProviders,
+  telegramButton,
+  telegramMessage,
+  twilioHeaders,
+  twilioMessage,
+  whatsappHeaders,
+  whatsappMessage,
+  type FakeProviders,
+  type Provider,
+  type ProviderCall,
+} from '../helpers/fake-providers.js';
+
+const TENANT = 'acme';
+const PUBLIC_URL = 'https://switchboard.test';
+
+const helpdesk: AgentDefinitionInput = {
+  name: 'Helpdesk',
+  capabilities: [
+    {
+      name: 'greeting',
+      description: 'Say hello',
+      examples: ['hello', 'hi', 'hey there', 'good morning'],
+      phases: [
+        {
+          id: 'hello',
+          say: 'Hello! I can answer billing questions or find you a person.',
+          options: [
+            { label: 'Billing', value: 'billing question' },
+            { label: 'Talk to a person', value: 'talk to a human' },
+          ],
+        },
+      ],
+    },
+    {
+      name: 'billing',
+      description: 'Billing questions',
+      examples: ['billing question', 'a question about my invoice', 'I was charged twice', 'billing please'],
+      phases: [
+        {
+          id: 'topic',
+          say: 'Which billing topic is it?',
+          options: [
+            { label: 'Invoice copy', value: 'invoice' },
+            { label: 'Refund', value: 'refund' },
+            { label: 'Payment method', value: 'payment' },
+            { label: 'Something else entirely', value: 'other' },
+          ],
+          collect: { slot: 'topic', type: 'choice' },
+          next: 'done',
+        },
+        { id: 'done', say: 'Noted: {{ slots.topic }}. Thank you!', end: 'completed' },
+      ],
+    },
+    {
+      name: 'human',
+      description: 'A person',
+      examples: ['talk to a human', 'a person please', 'I want to speak to someone', 'real agent'],
+      phases: [{ id: 'hand', say: 'A colleague will take over here shortly.', end: 'escalated' }],
+    },
+  ],
+};
+
+/** A request a provider makes to the webhook. */
+interface Hook {
+  type: string;
+  body: string;
+  headers: (url: string) => Record<string, string>;
+}
+
+/** What each provider sends and how its calls read. */
+interface Script {
+  kind: Provider;
+  message(n: number, text: string): Hook;
+  /** The user choosing the option with `value`, labelled `label` (SMS: replies with its number). */
+  press(n: number, value: string, label: string, number: number): Hook;
+  /** The text a call shows and the choices it offers (value, or the number for numbered text). */
+  read(call: ProviderCall): { text: string; choices: string[] };
+  /** A request signed with the wrong secret. */
+  forged(n: number): Hook;
+}
+
+const json = (v: unknown) => JSON.stringify(v);
+
+function scripts(clock: FakeClock): Script[] {
+  const slackHook = (payload: string, type = 'application/json', secret?: string): Hook => ({
+    type,
+    body: payload,
+    headers: () => slackHeaders(payload, clock.now(), secret),
+  });
+  const waHook = (payload: string, secret?: string): Hook => ({ type: 'application/json', body: payload, headers: () => whatsappHeaders(payload, secret) });
+  const tgHook = (payload: string, token: string = CREDS.telegram.secret_token): Hook => ({
+    type: 'application/json',
+    body: payload,
+    headers: () => ({ 'x-telegram-bot-api-secret-token': token }),
+  });
+  const smsHook = (params: Record<string, string>, token?: string): Hook => ({
+    type: 'application/x-www-form-urlencoded',
+    body: new URLSearchParams(params).toString(),
+    headers: (url) => twilioHeaders(url, params, token),
+  });
+  const ts = (n: number) => `1732442${String(700 + n)}.00${String(n).padStart(4, '0')}`;
+  return [
+    {
+      kind: 'slack',
+      message: (n, text) => slackHook(json(slackMessage(text, ts(n)))),
+      press: (n, value, label) =>
+        slackHook(`payload=${encodeURIComponent(json(slackButton(value, label, ts(n), ts(1))))}`, 'application/x-www-form-urlencoded'),
+      read: (call) => {
+        const blocks = (call.body.blocks ?? []) as { type: string; elements?: { value: string }[] }[];
+        return { text: String(call.body.text), choices: blocks.flatMap((b) => (b.type === 'actions' ? b.elements!.map((e) => e.value) : [])) };
+      },
+      forged: (n) => slackHook(json(slackMessage('hello', ts(n))), 'application/json', 'f'.repeat(32)),
+    },
+    {
+      kind: 'telegram',
+      message: (n, text) => tgHook(json(telegramMessage(5000 + n, 100 + n, text))),
+      press: (n, value) => tgHook(json(telegramButton(5000 + n, `4382${n}000123456789`, value))),
+      read: (call) => {
+        const kb = (call.body.reply_markup as { inline_keyboard: { callback_data: string }[][] } | undefined)?.inline_keyboard ?? [];
+        return { text: String(call.body.text), choices: kb.flat().map((b) => b.callback_data) };
+      },
+      forged: (n) => tgHook(json(telegramMessage(5000 + n, 100 + n, 'hello')), 'not-the-secret-token-000'),
+    },
+    {
+      kind: 'whatsapp',
+      message: (n, text) => waHook(json(whatsappMessage(`wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQz${n}`, '16315551181', { type: 'text', text: { body: text } }))),
+      press: (n, value, label) =>
+        waHook(
+          json(
+            whatsappMessage(`wamid.HBgLMTY1MDM4Nzk0MzkVAgASGBQz${n}`, '16315551181', {
+              type: 'interactive',
+              interactive: { type: 'button_reply', button_reply: { id: value, title: label } },
+            }),
+          ),
+        ),
+      read: (call) => {
+        if (call.body.type === 'text') return { text: String((call.body.text as { body: string }).body), choices: [] };
+        const i = call.body.interactive as {
+          body: { text: string };
+          action: { buttons?: { reply: { id: string } }[]; sections?: { rows: { id: string }[] }[] };
+        };
+        return {
+          text: i.body.text,
+          choices: i.action.buttons ? i.action.buttons.map((b) => b.reply.id) : i.action.sections!.flatMap((s) => s.rows.map((r) => r.id)),
+        };
+      },
+      forged: (n) => waHook(json(whatsappMessage(`wamid.forged${n}`, '16315551181', { type: 'text', text: { body: 'hello' } })), 'not-the-app-secret'),
+    },
+    {
+      kind: 'sms',
+      message: (n, text) => smsHook(twilioMessage(`SM${n.toString(16).padStart(32, 'a')}`, '+14155550100', text)),
+      press: (n, _value, _label, number) => smsHook(twilioMessage(`SM${n.toString(16).padStart(32, 'a')}`, '+14155550100', String(number))),
+      read: (call) => {
+        const text = String(call.body.Body);
+        return { text, choices: [...text.matchAll(/^(\d+)\. /gm)].map((m) => m[1]) };
+      },
+      forged: (n) => smsHook(twilioMessage(`SM${n.toString(16).padStart(32, 'b')}`, '+14155550100', 'hello'), '0'.repeat(32)),
+    },
+  ];
+}
+
+/** The app with a log that the test reads, on a fresh database. */
+function channelApp(database: TestDatabase, providers: () => FakeProviders, clock: FakeClock) {
+  const ctx = {} as { app: App; logs: string[]; drop: () => Promise<void>; secrets: string[] };
+  beforeAll(async () => {
+    const created = await database.create();
+    ctx.drop = created.drop;
+    ctx.logs = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        ctx.logs.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    ctx.app = createApp(
+      testConfig({
+        publicUrl: PUBLIC_URL,
+        secretsKey: randomBytes(32),
+        channels: { intervalMs: 0, concurrency: { total: 8, perTenant: 4 }, inboundPerMinute: 1000, apiUrls: providers().apiUrls },
+      }),
+      { db: created.db, clock, logger: pino({ level: 'debug' }, sink) },
+    );
+    await request(ctx.app.app).put('/api/v1/agents/helpdesk').set('tenant-id', TENANT).send(helpdesk).expect(200);
+  });
+  afterAll(async () => {
+    await ctx.app?.close();
+    await ctx.drop?.();
+  });
+  return ctx;
+}
+
+const SECRET_VALUES = Object.values(CREDS).flatMap((c) =>
+  Object.entries(c)
+    .filter(([k]) => k !== 'phone_number_id' && k !== 'from')
+    .map(([, v]) => v),
+);
+
+eachDatabase('channels on $name', (database) => {
+  let providers: FakeProviders;
+  const clock = new FakeClock(new Date().toISOString());
+  beforeAll(async () => {
+    providers = await startFakeProviders();
+  });
+  afterAll(async () => providers?.close());
+  const ctx = channelApp(database, () => providers, clock);
+  const api = () => request(ctx.app.app);
+  const hookIds: Partial<Record<Provider, string>> = {};
+
+  const post = (kind: Provider, hook: Hook) => {
+    const path = `/hooks/v1/${hookIds[kind]}`;
+    return api()
+      .post(path)
+      .set('content-type', hook.type)
+      .set(hook.headers(`${PUBLIC_URL}${path}`))
+      .send(hook.body);
+  };
+  const callsOf = (kind: Provider) => providers.calls.filter((c) => c.provider === kind && c.method !== 'answerCallbackQuery' && c.method !== 'setWebhook');
+
+  for (const script of scripts(clock)) {
+    const { kind } = script;
+    describe(kind, () => {
+      it('connects with credentials that no response shows', async () => {
+        const body = { credentials: CREDS[kind], set_webhook: kind === 'telegram' };
+        const res = await api().put(`/api/v1/agents/helpdesk/channels/${kind}`).set('tenant-id', TENANT).send(body).expect(200);
+        expect(res.body.webhook_url).toMatch(new RegExp(`^${PUBLIC_URL}/hooks/v1/ch_[A-Za-z0-9_-]{32}$`));
+        expect(res.body.credentials).toEqual(Object.keys(CREDS[kind]).sort());
+        expect(res.body.status).toBe('active');
+        hookIds[kind] = String(res.body.webhook_url).split('/').at(-1);
+        if (kind === 'telegram') {
+          expect(res.body.webhook_set).toBe(true);
+          const set = providers.calls.find((c) => c.provider === 'telegram' && c.method === 'setWebhook')!;
+          expect(set.body).toMatchObject({
+            url: res.body.webhook_url,
+            secret_token: CREDS.telegram.secret_token,
+            allowed_updates: ['message', 'callback_query'],
+          });
+        }
+        const list = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
+        expect(list.body.data.map((c: { channel: string }) => c.channel)).toContain(kind);
+        for (const s of SECRET_VALUES) expect(JSON.stringify([res.body, list.body])).not.toContain(s);
+        // Credentials of the wrong shape change nothing.
+        const bad = await api()
+          .put(`/api/v1/agents/helpdesk/channels/${kind}`)
+          .set('tenant-id', TENANT)
+          .send({ credentials: { bot_token: 'nope' } })
+          .expect(400);
+        expect(bad.body.code).toBe('validation_error');
+      });
+
+      it('holds a conversation with an option chosen by button, answering each message once', async () => {
+        const before = callsOf(kind).length;
+        const first = await post(kind, script.message(1, 'hello'));
+        expect(first.status).toBe(200);
+        await ctx.app.channels.runOnce();
+        const greeting = callsOf(kind).slice(before);
+        expect(greeting).toHaveLength(1);
+        const shown = script.read(greeting[0]);
+        expect(shown.text).toContain('Hello! I can answer billing questions');
+        expect(shown.choices).toEqual(kind === 'sms' ? ['1', '2'] : ['billing question', 'talk to a human']);
+
+        // The user presses "Billing" (SMS: replies 1).
+        await post(kind, script.press(2, 'billing question', 'Billing', 1)).expect(200);
+        await ctx.app.channels.runOnce();
+        const topic = callsOf(kind).slice(before + 1);
+        expect(topic).toHaveLength(1);
+        const asked = script.read(topic[0]);
+        expect(asked.text).toContain('Which billing topic is it?');
+        // Four options: buttons on Slack and Telegram, a list on WhatsApp, numbered text by SMS.
+        expect(asked.choices).toEqual(kind === 'sms' ? ['1', '2', '3', '4'] : ['invoice', 'refund', 'payment', 'other']);
+        if (kind === 'whatsapp') expect((topic[0].body.interactive as { type: string }).type).toBe('list');
+        if (kind === 'telegram') expect(providers.calls.filter((c) => c.provider === 'telegram' && c.method === 'answerCallbackQuery')).toHaveLength(1);
+
+        // The provider delivers the same press again (a retry): processed once.
+        await post(kind, script.press(2, 'billing question', 'Billing', 1)).expect(200);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before + 2);
+        expect(providers.violations).toEqual([]);
+      });
+
+      it('retries a reply the provider answers 429, after its retry-after, then sends it', async () => {
+        const before = callsOf(kind).length;
+        const rateLimited =
+          kind === 'telegram'
+            ? { status: 429, body: { ok: false, error_code: 429, description: 'Too Many Requests: retry after 3', parameters: { retry_after: 3 } } }
+            : kind === 'whatsapp'
+              ? { status: 429, headers: { 'retry-after': '3' }, body: { error: { message: 'Rate limit hit', type: 'OAuthException', code: 130429 } } }
+              : kind === 'sms'
+                ? { status: 429, headers: { 'retry-after': '3' }, body: { code: 20429, message: 'Too Many Requests', status: 429 } }
+                : { status: 429, headers: { 'retry-after': '3' }, body: { ok: false, error: 'ratelimited' } };
+        providers.failNext(kind, rateLimited, kind === 'telegram' ? 'sendMessage' : undefined);
+        await post(kind, script.press(3, 'refund', 'Refund', 2)).expect(200);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before + 1);
+        let log = await api().get(`/api/v1/agents/helpdesk/channel-deliveries?channel=${kind}&limit=1`).set('tenant-id', TENANT).expect(200);
+        expect(log.body.data[0]).toMatchObject({ status: 'pending', attempts: 1, last_status: 429 });
+        // Not before the provider's retry-after.
+        clock.advance(1000);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before + 1);
+        clock.advance(3000);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before + 2);
+        expect(script.read(callsOf(kind).at(-1)!).text).toContain('Noted: refund. Thank you!');
+        log = await api().get(`/api/v1/agents/helpdesk/channel-deliveries?channel=${kind}&limit=1`).set('tenant-id', TENANT).expect(200);
+        const d = log.body.data[0];
+        // Telegram's reply to a button press starts with answerCallbackQuery, sent once: the retry resumes after it.
+        const calls = kind === 'telegram' ? 2 : 1;
+        expect(d).toMatchObject({ status: 'sent', attempts: 2, calls, calls_done: calls, last_status: kind === 'sms' ? 201 : 200, source: 'reply' });
+        expect(d.history.map((h: { status: number }) => h.status)).toEqual([...(kind === 'telegram' ? [200] : []), 429, kind === 'sms' ? 201 : 200]);
+        expect(d.provider_message_ids).toHaveLength(1);
+      });
+
+      it('starts a new conversation after one completed, and sends a person’s reply to an escalated one', async () => {
+        const before = callsOf(kind).length;
+        await post(kind, script.message(4, 'I want to speak to someone')).expect(200);
+        await ctx.app.channels.runOnce();
+        expect(script.read(callsOf(kind).at(-1)!).text).toContain('A colleague will take over here shortly.');
+        const list = await api().get(`/api/v1/agents/helpdesk/conversations?channel=${kind}`).set('tenant-id', TENANT).expect(200);
+        expect(list.body.data).toHaveLength(2);
+        const [escalated, completed] = list.body.data as { id: string; status: string; user_id: string; channel: unknown }[];
+        expect(escalated.status).toBe('escalated');
+        expect(completed.status).toBe('completed');
+        expect(escalated.user_id.startsWith(`${kind}:`)).toBe(true);
+        expect(escalated.channel).toEqual({ kind, origin: null, page_url: null });
+
+        await api()
+          .post(`/api/v1/agents/helpdesk/conversations/${escalated.id}/messages`)
+          .set('tenant-id', TENANT)
+          .send({ message: 'Hi, this is Dana from support. How can I help?', author: 'dana' })
+          .expect(201);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before + 2);
+        expect(script.read(callsOf(kind).at(-1)!).text).toBe('Hi, this is Dana from support. How can I help?');
+        const log = await api().get(`/api/v1/agents/helpdesk/channel-deliveries?conversation_id=${escalated.id}`).set('tenant-id', TENANT).expect(200);
+        expect(log.body.data.map((d: { source: string; status: string }) => [d.source, d.status])).toEqual([
+          ['operator', 'sent'],
+          ['reply', 'sent'],
+        ]);
+
+        // Every send is in the conversation's audit log, chained.
+        const audit = await api()
+          .get(`/api/v1/agents/helpdesk/conversations/${escalated.id}/audit-logs?type=channel_delivery`)
+          .set('tenant-id', TENANT)
+          .expect(200);
+        expect(
+          audit.body.data.map((e: { data: { source: string; status: string; channel: string } }) => [e.data.channel, e.data.source, e.data.status]),
+        ).toEqual([
+          [kind, 'reply', 'sent'],
+          [kind, 'operator', 'sent'],
+        ]);
+        const verified = await api().get(`/api/v1/agents/helpdesk/conversations/${escalated.id}/audit-logs/verify`).set('tenant-id', TENANT).expect(200);
+        expect(verified.body.valid).toBe(true);
+        expect(providers.violations).toEqual([]);
+      });
+
+      it('refuses a forged signature with 401 and stores nothing', async () => {
+        const before = callsOf(kind).length;
+        const res = await post(kind, script.forged(9));
+        expect(res.status).toBe(401);
+        expect(res.body.code).toBe('invalid_signature');
+        if (kind === 'slack') {
+          // A signature that was right five minutes and more ago.
+          const hook = script.message(10, 'hello');
+          const old = slackHeaders(hook.body, new Date(clock.now().getTime() - 301_000));
+          const stale = await api().post(`/hooks/v1/${hookIds.slack}`).set('content-type', hook.type).set(old).send(hook.body);
+          expect(stale.status).toBe(401);
+          expect(stale.body.detail).toContain('stale');
+        }
+        const unsigned = await api().post(`/hooks/v1/${hookIds[kind]}`).set('content-type', 'application/json').send('{}');
+        expect(unsigned.status).toBe(401);
+        await ctx.app.channels.runOnce();
+        expect(callsOf(kind).length).toBe(before);
+        const inbound = await ctx.app.channels['deps'].store.knex('channel_inbound').where({ channel_id: hookIds[kind] }).count({ n: '*' });
+        expect(Number(inbound[0].n)).toBe(4);
+      });
+
+      it('keeps credentials out of every response, log line and audit entry', async () => {
+        const conversations = await api().get(`/api/v1/agents/helpdesk/conversations?channel=${kind}`).set('tenant-id', TENANT).expect(200);
+        const everything = [JSON.stringify(conversations.body)];
+        for (const c of conversations.body.data as { id: string }[]) {
+          everything.push(
+            JSON.stringify((await api().get(`/api/v1/agents/helpdesk/conversations/${c.id}/audit-logs`).set('tenant-id', TENANT).expect(200)).body),
+          );
+          everything.push(JSON.stringify((await api().get(`/api/v1/agents/helpdesk/conversations/${c.id}`).set('tenant-id', TENANT).expect(200)).body));
+        }
+        everything.push(
+          JSON.stringify((await api().get(`/api/v1/agents/helpdesk/channel-deliveries?channel=${kind}`).set('tenant-id', TENANT).expect(200)).body),
+        );
+        everything.push(ctx.logs.join(''));
+        const all = everything.join('\n');
+        expect(ctx.logs.length).toBeGreaterThan(0);
+        for (const s of SECRET_VALUES) expect(all).not.toContain(s);
+      });
+    });
+  }
+
+  it('counts by channel in analytics and metrics', async () => {
+    const analytics = await api().get('/api/v1/agents/helpdesk/analytics').set('tenant-id', TENANT).expect(200);
+    const byChannel = Object.fromEntries((analytics.body.channels as { channel: string; started: number }[]).map((c) => [c.channel, c.started]));
+    expect(byChannel).toMatchObject({ api: 0, web: 0, slack: 2, telegram: 2, whatsapp: 2, sms: 2 });
+    const metrics = await api().get('/metrics').expect(200);
+    expect(metrics.text).toMatch(/switchboard_channel_messages_total\{channel="slack",outcome="duplicate"\} 1/);
+    expect(metrics.text).toMatch(/switchboard_channel_messages_total\{channel="whatsapp",outcome="refused"\} 2/);
+    expect(metrics.text).toMatch(/switchboard_channel_deliveries_total\{channel="telegram",status="retried"\} 1/);
+    expect(metrics.text).toMatch(/switchboard_channel_deliveries_total\{channel="sms",status="sent"\} \d+/);
+  });
+
+  it('answers WhatsApp’s verification request with the challenge for the right verify token only', async () => {
+    const path = `/hooks/v1/${hookIds.whatsapp}`;
+    const ok = await api().get(`${path}?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=${CREDS.whatsapp.verify_token}`).expect(200);
+    expect(ok.text).toBe('1158201444');
+    await api().get(`${path}?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=wrong-token`).expect(403);
+  });
+
+  it('refuses a WhatsApp reply outside the 24-hour window, audited', async () => {
+    const conversations = await api().get('/api/v1/agents/helpdesk/conversations?channel=whatsapp&status=escalated').set('tenant-id', TENANT).expect(200);
+    const id = conversations.body.data[0].id as string;
+    clock.advance(25 * 3600_000);
+    const before = callsOf('whatsapp').length;
+    await api().post(`/api/v1/agents/helpdesk/conversations/${id}/messages`).set('tenant-id', TENANT).send({ message: 'Are you still there?' }).expect(201);
+    await ctx.app.channels.runOnce();
+    expect(callsOf('whatsapp').length).toBe(before);
+    const log = await api().get(`/api/v1/agents/helpdesk/channel-deliveries?conversation_id=${id}&limit=1`).set('tenant-id', TENANT).expect(200);
+    expect(log.body.data[0]).toMatchObject({ status: 'refused', source: 'operator', attempts: 1 });
+    expect(log.body.data[0].last_error).toContain('24-hour window');
+    const audit = await api().get(`/api/v1/agents/helpdesk/conversations/${id}/audit-logs?type=channel_delivery`).set('tenant-id', TENANT).expect(200);
+    expect(audit.body.data.at(-1).data).toMatchObject({ status: 'refused', channel: 'whatsapp', source: 'operator' });
+  });
+
+  it('pauses, resumes and removes a channel; a removed channel’s URL answers 404 and its credentials are gone', async () => {
+    const paused = await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'paused' }).expect(200);
+    expect(paused.body.status).toBe('paused');
+    const before = callsOf('sms').length;
+    const script = scripts(clock).find((s) => s.kind === 'sms')!;
+    await post('sms', script.message(20, 'hello')).expect(200);
+    await ctx.app.channels.runOnce();
+    expect(callsOf('sms').length).toBe(before);
+    await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'active' }).expect(200);
+    await api().delete('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).expect(204);
+    await post('sms', script.message(21, 'hello')).expect(404);
+    const rows = await ctx.app.channels['deps'].store.knex('channels').where({ id: hookIds.sms });
+    expect(rows).toHaveLength(0);
+    await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'active' }).expect(404);
+    // Another tenant sees none of this agent's channels.
+    await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', 'globex').expect(404);
+  });
+});
+
+describe('channel adapters', () => {
+  it("checks Twilio's signature as its documentation's example computes it", () => {
+    // https://www.twilio.com/docs/usage/security (auth token 12345, the documented URL and parameters)
+    const url = 'https://mycompany.com/myapp.php?foo=1&bar=2';
+    const params = { CallSid: 'CA1234567890ABCDE', Caller: '+14158675310', Digits: '1234', From: '+14158675310', To: '+18005551212' };
+    expect(twilioSignature('12345', url, Object.entries(params))).toBe('GvWf1cFY/Q7PnoempGyD5oXAezc=');
+    expect(twilioSignature('12345', url, Object.entries({ ...params, Caller: '+14158675309', From: '+14158675309' }))).toBe('RSOYDt4T1cUTdK1PDd93/VVr8B8=');
+  });
+
+  it('splits long replies at the provider’s limit, at a break where one falls near it', () => {
+    const long = `${'word '.repeat(900)}end`;
+    const pieces = splitText(long, 1600);
+    expect(pieces.every((p) => Array.from(p).length <= 1600)).toBe(true);
+    expect(pieces.join(' ').replace(/\s+/g, ' ')).toBe(long.replace(/\s+/g, ' '));
+    const calls = ADAPTERS.sms.render({ text: long, options: [] }, { to: '+14155550100' });
+    expect(calls.length).toBe(pieces.length);
+    const tg = ADAPTERS.telegram.render({ text: 'x'.repeat(9000), options: [{ label: 'A', value: 'a' }] }, { chat_id: '1' });
+    expect(tg.map((c) => Array.from(String(c.body.text)).length)).toEqual([4096, 4096, 808]);
+    expect(tg.at(-1)!.body.reply_markup).toBeDefined();
+  });
+
+  it('adapts options a channel cannot show: beyond ten on WhatsApp, long values by number', () => {
+    const options = Array.from({ length: 12 }, (_, i) => ({ label: `Option number ${i + 1}`, value: `v${i + 1}` }));
+    const wa = ADAPTERS.whatsapp.render({ text: 'Pick one', options }, { to: '16315551181' });
+    expect(wa).toHaveLength(1);
+    expect(wa[0].body.type).toBe('text');
+    expect(String((wa[0].body.text as { body: string }).body)).toContain('12. Option number 12');
+    const longValue = 'x'.repeat(100);
+    const tg = ADAPTERS.telegram.render({ text: 'Pick', options: [{ label: 'Long', value: longValue }] }, { chat_id: '1' });
+    const data = (tg[0].body.reply_markup as { inline_keyboard: { callback_data: string }[][] }).inline_keyboard[0][0].callback_data;
+    expect(data).toBe('#1');
+    expect(chosen({ text: '#1', choice: '#1' }, [{ label: 'Long', value: longValue }])).toBe(longValue);
+    expect(chosen({ text: '2' }, options)).toBe('v2');
+    expect(chosen({ text: 'option number 3' }, options)).toBe('v3');
+    expect(chosen({ text: 'something else' }, options)).toBe('something else');
+  });
+});
+
+// Two replicas on one PostgreSQL database, the provider delivering the same message to both at
+// once (a retry on a slow answer) while both work their queues: one turn, one reply.
+describe.skipIf(!process.env.TEST_DATABASE_URL)('channels across two replicas on postgres', () => {
+  const clock = new FakeClock(new Date().toISOString());
+  let providers: FakeProviders;
+  let drop: () => Promise<void>;
+  const apps: App[] = [];
+  let second: Database;
+  beforeAll(async () => {
+    providers = await startFakeProviders();
+    const postgres = databases.find((d) => d.name === 'postgres')!;
+    const created = await postgres.create();
+    drop = created.drop;
+    const key = randomBytes(32);
+    const config = testConfig({
+      publicUrl: PUBLIC_URL,
+      secretsKey: key,
+      channels: { intervalMs: 0, concurrency: { total: 8, perTenant: 4 }, inboundPerMinute: 1000, apiUrls: providers.apiUrls },
+    });
+    second = openDatabase(created.url, { poolMax: 20 });
+    apps.push(
+      createApp(config, { db: created.db, clock, logger: pino({ level: 'silent' }) }),
+      createApp(config, { db: second, clock, logger: pino({ level: 'silent' }) }),
+    );
+    await request(apps[0].app).put('/api/v1/agents/helpdesk').set('tenant-id', TENANT).send(helpdesk).expect(200);
+  });
+  afterAll(async () => {
+    for (const a of apps) await a.close();
+    await second?.close();
+    await drop?.();
+    await providers?.close();
+  });
+
+  it('processes a message delivered to both replicas at once exactly once', async () => {
+    const res = await request(apps[0].app)
+      .put('/api/v1/agents/helpdesk/channels/whatsapp')
+      .set('tenant-id', TENANT)
+      .send({ credentials: CREDS.whatsapp })
+      .expect(200);
+    const path = new URL(res.body.webhook_url as string).pathname;
+    const messages = ['hello', 'billing please', 'I was charged twice'].map((text, i) =>
+      json(whatsappMessage(`wamid.replicas${i}`, '16315551182', { type: 'text', text: { body: text } })),
+    );
+    for (const body of messages) {
+      // Each message reaches both replicas at the same moment.
+      const answers = await Promise.all(
+        apps.map((a) => request(a.app).post(path).set('content-type', 'application/json').set(whatsappHeaders(body)).send(body)),
+      );
+      expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    }
+    await Promise.all(apps.map((a) => a.channels.runOnce()));
+    await Promise.all(apps.map((a) => a.channels.runOnce()));
+    const sent = providers.calls.filter((c) => c.provider === 'whatsapp' && c.body.to === '16315551182');
+    expect(sent).toHaveLength(3);
+    // In the order the user wrote.
+    const texts = sent.map((c) =>
+      c.body.type === 'text' ? (c.body.text as { body: string }).body : (c.body.interactive as { body: { text: string } }).body.text,
+    );
+    expect(texts[0]).toContain('Hello!');
+    expect(texts[1]).toContain('Which billing topic is it?');
+    const list = await request(apps[1].app).get('/api/v1/agents/helpdesk/conversations?channel=whatsapp').set('tenant-id', TENANT).expect(200);
+    expect(list.body.data).toHaveLength(1);
+    const history = await request(apps[1].app)
+      .get(`/api/v1/agents/helpdesk/conversations/${list.body.data[0].id}/history`)
+      .set('tenant-id', TENANT)
+      .expect(200);
+    expect(history.body.turns.filter((t: { role: string }) => t.role === 'user').map((t: { message: string }) => t.message)).toEqual([
+      'hello',
+      'billing please',
+      'I was charged twice',
+    ]);
+    expect(providers.violations).toEqual([]);
+  });
+});
