@@ -183,6 +183,15 @@ function EntryBody({ e }: { e: AuditEntry }) {
       );
     case 'context_changed':
       return <Json label="Context" value={e.data.context} />;
+    case 'channel_delivery':
+      return (
+        <p>
+          {e.data.source === 'operator' ? 'A person’s reply' : 'Reply'} {e.data.status} through {e.data.channel} after {e.data.attempts} attempt
+          {e.data.attempts === 1 ? '' : 's'}
+          {e.data.latency_ms !== null ? ` (${Math.round(e.data.latency_ms)} ms)` : ''}
+          {e.data.error ? ` — ${e.data.error}` : ''}
+        </p>
+      );
   }
 }
 
@@ -198,6 +207,7 @@ const TITLES: Record<AuditEntry['type'], string> = {
   error: 'Error',
   erasure: 'Erasure',
   context_changed: 'Context',
+  channel_delivery: 'Channel',
 };
 
 export function Timeline({ entries, userTurns }: { entries: AuditEntry[]; userTurns: Map<number, string> }) {

@@ -10,6 +10,8 @@ import { Timeline } from '../components/audit';
 import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
 
 /** Every audit entry of a conversation (at most 10 000). */
+const CHANNEL_NAMES: Record<string, string> = { slack: 'Slack', telegram: 'Telegram', whatsapp: 'WhatsApp', sms: 'SMS' };
+
 export function auditOf(client: SwitchboardClient, slug: string, id: string): Promise<AuditEntry[]> {
   return allPages(async (cursor) => ok(await client.api.getAuditLogs({ params: { slug, id }, query: { limit: 500, ...(cursor ? { cursor } : {}) } })));
 }
@@ -80,11 +82,14 @@ export function ConversationView({ agent, id }: { agent: Agent; id: string }) {
         <div>
           <dt>Channel</dt>
           <dd>
-            {detail.channel ? (
+            {detail.channel?.kind === 'web' ? (
               <>
                 web chat widget on {detail.channel.origin}
                 {detail.channel.page_url && <span class="muted small"> · {detail.channel.page_url}</span>}
               </>
+            ) : detail.channel ? (
+              // A person's reply here goes out through this channel.
+              <>{CHANNEL_NAMES[detail.channel.kind]} (replies you send go out there)</>
             ) : (
               'API'
             )}

@@ -18,6 +18,9 @@ interface Filters {
   created_after: string;
   created_before: string;
 }
+/** Where conversations come from: the API, the web chat widget, or a messaging channel. */
+const CHANNELS = ['api', 'web', 'slack', 'telegram', 'whatsapp', 'sms'] as const;
+
 const NO_FILTERS: Filters = { status: '', capability: '', user_id: '', channel: '', created_after: '', created_before: '' };
 
 /** A datetime-local input's value as an ISO time (it is in the browser's zone). */
@@ -46,7 +49,7 @@ export function Conversations({ agent }: { agent: Agent }) {
             ...(filters.status ? { status: filters.status as ConversationStatus } : {}),
             ...(filters.capability ? { capability: filters.capability } : {}),
             ...(filters.user_id ? { user_id: filters.user_id } : {}),
-            ...(filters.channel === 'api' || filters.channel === 'web' ? { channel: filters.channel } : {}),
+            ...(CHANNELS.includes(filters.channel as (typeof CHANNELS)[number]) ? { channel: filters.channel as (typeof CHANNELS)[number] } : {}),
             ...(filters.created_after ? { created_after: isoOf(filters.created_after) } : {}),
             ...(filters.created_before ? { created_before: isoOf(filters.created_before) } : {}),
           },
@@ -101,7 +104,7 @@ export function Conversations({ agent }: { agent: Agent }) {
         </Field>
         <Field label="User id">{(id) => <input id={id} value={draft.user_id} maxLength={256} onInput={set('user_id')} />}</Field>
         <Field label="Channel">
-          {(id) => <AnySelect id={id} value={draft.channel} options={['api', 'web']} onChange={(v) => setDraft({ ...draft, channel: v })} />}
+          {(id) => <AnySelect id={id} value={draft.channel} options={[...CHANNELS]} onChange={(v) => setDraft({ ...draft, channel: v })} />}
         </Field>
         <Field label="Started after">{(id) => <input id={id} type="datetime-local" value={draft.created_after} onInput={set('created_after')} />}</Field>
         <Field label="Started before">{(id) => <input id={id} type="datetime-local" value={draft.created_before} onInput={set('created_before')} />}</Field>
@@ -149,7 +152,9 @@ export function Conversations({ agent }: { agent: Agent }) {
                   <td>{r.capability}</td>
                   <td>{r.outcome ?? <span class="muted">—</span>}</td>
                   <td>{r.user_id ?? <span class="muted">—</span>}</td>
-                  <td title={r.channel ? r.channel.origin : undefined}>{r.channel ? `web · ${r.channel.origin}` : 'api'}</td>
+                  <td title={r.channel?.origin ?? undefined}>
+                    {r.channel ? (r.channel.origin ? `${r.channel.kind} · ${r.channel.origin}` : r.channel.kind) : 'api'}
+                  </td>
                   <td>{r.turn_count}</td>
                   <td>
                     <Time iso={r.created_at} />
