@@ -1,5 +1,6 @@
 // The shipped example agents and the agents command line, as a new user meets them.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
 import { useVectors } from '../server/src/service/vectors.js';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
+import { CREDS, startFakeProviders } from './helpers/fake-providers.js';
 import { databases } from './helpers/databases.js';
 import { listen, testApp } from './helpers/servers.js';
 import { EXAMPLE_AGENT, exampleAgentApp } from './helpers/example-agent.js';
@@ -203,6 +205,9 @@ describe('npm run agents', () => {
       ['split', '--help'],
       ['promote', '--help'],
       ['releases', '--help'],
+      ['channel', '--help'],
+      ['channel', 'connect', '--help'],
+      ['channel', 'deliveries', '--help'],
     ]) {
       const { stdout } = await cli(...args);
       expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
@@ -261,6 +266,45 @@ describe('npm run agents', () => {
     const down = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme').catch((e) => e);
     expect(down.code).toBe(1);
     expect(down.stderr.trim()).toBe(`cannot reach ${url} (ECONNREFUSED): is the server running there? (--url)`);
+  }, 90_000);
+
+  it('connects a channel on a running server, lists, pauses and removes it, with credentials from the environment and never printed', async () => {
+    const providers = await startFakeProviders();
+    const created = await databases[0].create();
+    const app = testApp(created.db, {
+      secretsKey: randomBytes(32),
+      channels: { intervalMs: 0, concurrency: { total: 4, perTenant: 2 }, inboundPerMinute: 100, apiUrls: providers.apiUrls },
+    });
+    const server = await listen(app);
+    const on = ['--url', server.url, '--tenant', 'acme'];
+    const withToken = { ...env, TELEGRAM_TOKEN: CREDS.telegram.bot_token };
+    const channelCli = (...args: string[]) => run(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', 'channel', ...args], { env: withToken });
+    try {
+      await cli('apply', ...on, EXAMPLE);
+      const connected = await channelCli('connect', 'acme-support', 'telegram', '--set', 'bot_token=env:TELEGRAM_TOKEN', '--set-webhook', ...on);
+      expect(connected.stdout).toMatch(
+        new RegExp(`^connected acme-support to telegram\ntelegram  active  ${server.url}/hooks/v1/ch_[A-Za-z0-9_-]{32} \\(setWebhook done\\)`),
+      );
+      expect(connected.stdout).toContain('credentials set: bot_token, secret_token');
+      expect(providers.calls.map((c) => c.method)).toEqual(['setWebhook']);
+      expect((await channelCli('pause', 'acme-support', 'telegram', ...on)).stdout).toContain("acme-support's telegram channel is paused");
+      expect((await channelCli('list', 'acme-support', ...on)).stdout).toMatch(/^telegram +paused /m);
+      expect((await channelCli('deliveries', 'acme-support', ...on)).stdout).toContain('no deliveries');
+      const wrong = await channelCli('connect', 'acme-support', 'telegram', '--set', 'bot_token=nope', ...on).catch((e) => e);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr).toContain('400 validation_error');
+      expect((await channelCli('remove', 'acme-support', 'telegram', ...on)).stdout).toContain('its credentials are forgotten');
+      expect((await channelCli('list', 'acme-support', ...on)).stdout).toContain('acme-support has no channels');
+      const bad = await channelCli('pause', 'acme-support', 'fax', ...on).catch((e) => e);
+      expect(bad.code).toBe(2);
+      expect(JSON.stringify([connected, providers.violations])).not.toContain(CREDS.telegram.bot_token);
+      expect(providers.violations).toEqual([]);
+    } finally {
+      await server.close();
+      await app.close();
+      await created.drop();
+      await providers.close();
+    }
   }, 90_000);
 
   it('closes the loop on a running server: the inbox, two examples and one out of scope into a draft, its evaluation', async () => {

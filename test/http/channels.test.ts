@@ -452,6 +452,21 @@ eachDatabase('channels on $name', (database) => {
     expect(audit.body.data.at(-1).data).toMatchObject({ status: 'refused', channel: 'whatsapp', source: 'operator' });
   });
 
+  it('erases a channel user: their record, their messages’ keys and their deliveries’ text', async () => {
+    const res = await api()
+      .delete(`/api/v1/users/${encodeURIComponent('telegram:1111111')}/conversations`)
+      .set('tenant-id', TENANT)
+      .expect(200);
+    expect(res.body.erased).toBe(2);
+    const knex = ctx.app.channels['deps'].store.knex;
+    expect(await knex('channel_users').where({ channel_id: hookIds.telegram })).toHaveLength(0);
+    const inbound = await knex('channel_inbound').where({ channel_id: hookIds.telegram });
+    expect(inbound.length).toBeGreaterThan(0);
+    expect(inbound.filter((r: { user_key: string; payload: string | null }) => r.user_key !== 'erased' || r.payload !== null)).toEqual([]);
+    const deliveries = await knex('channel_deliveries').where({ channel_id: hookIds.telegram });
+    expect(deliveries.filter((r: { user_key: string; calls: string | null }) => r.user_key !== 'erased' || r.calls !== null)).toEqual([]);
+  });
+
   it('pauses, resumes and removes a channel; a removed channel’s URL answers 404 and its credentials are gone', async () => {
     const paused = await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'paused' }).expect(200);
     expect(paused.body.status).toBe('paused');

@@ -4,12 +4,13 @@
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { ConversationStatus, ReviewReason, ReviewStatus, type DefinitionWarning } from '@switchboard/contract';
+import { CHANNEL_KINDS, ConversationStatus, ReviewReason, ReviewStatus, type ChannelKind, type DefinitionWarning } from '@switchboard/contract';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
 import { actOnItems, evaluate, printInbox, storeSuite } from './review.js';
+import { connect, deliveries, isChannel, listChannels, removeChannel, setStatus } from './channels.js';
 import { activate, printGates, printRefusal, printReleases, promote, split } from './releases.js';
 import { routeMessage, runTestFiles } from './testing.js';
 import { program, run } from './program.js';
@@ -222,6 +223,69 @@ remoteOptions(
     .option('--verify', "also recompute the record's hash chain"),
 ).action(async (slug: string, opts: RemoteOptions & { limit: number; verify?: boolean }) => {
   await printReleases(slug, opts);
+});
+
+const channelOf = (v: string): ChannelKind => {
+  if (!isChannel(v)) throw new InvalidArgumentError(`must be one of ${CHANNEL_KINDS.join(', ')}`);
+  return v;
+};
+
+const channels = cli
+  .command('channel')
+  .description('messaging channels of an agent on a running server: connect, list, pause, resume, remove, deliveries (docs/channels.md)');
+remoteOptions(
+  channels
+    .command('connect')
+    .description("connect (or reconnect) a channel with the provider's credentials; prints the webhook URL to paste into the provider")
+    .argument('<slug>', 'the agent')
+    .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf)
+    .option('--set <name=value...>', 'a credential (name=env:VARIABLE reads it from the environment)', (v: string, prev: string[] | undefined) => [
+      ...(prev ?? []),
+      v,
+    ])
+    .option('--paused', 'connect it paused')
+    .option('--set-webhook', 'telegram: have the server call setWebhook itself'),
+).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions & { set?: string[]; paused?: boolean; setWebhook?: boolean }) => {
+  await connect(slug, kind, opts.set ?? [], opts);
+});
+remoteOptions(channels.command('list').description("an agent's channels and their webhook URLs").argument('<slug>', 'the agent')).action(
+  async (slug: string, opts: RemoteOptions) => {
+    await listChannels(slug, opts);
+  },
+);
+for (const [name, status] of [
+  ['pause', 'paused'],
+  ['resume', 'active'],
+] as const) {
+  remoteOptions(
+    channels
+      .command(name)
+      .description(name === 'pause' ? 'pause a channel: messages are acknowledged and dropped, replies wait' : 'resume a paused channel')
+      .argument('<slug>', 'the agent')
+      .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf),
+  ).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions) => {
+    await setStatus(slug, kind, status, opts);
+  });
+}
+remoteOptions(
+  channels
+    .command('remove')
+    .description('remove a channel and forget its credentials')
+    .argument('<slug>', 'the agent')
+    .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf),
+).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions) => {
+  await removeChannel(slug, kind, opts);
+});
+remoteOptions(
+  channels
+    .command('deliveries')
+    .description('replies sent through channels, newest first, with attempts and errors')
+    .argument('<slug>', 'the agent')
+    .addOption(new Option('--channel <channel>', 'only this channel').choices([...CHANNEL_KINDS]))
+    .addOption(new Option('--status <status>', 'only deliveries in this state').choices(['pending', 'sent', 'failed', 'refused']))
+    .option('--limit <n>', 'how many', (v) => versionNumber(v), 20),
+).action(async (slug: string, opts: RemoteOptions & { channel?: ChannelKind; status?: 'pending' | 'sent' | 'failed' | 'refused'; limit: number }) => {
+  await deliveries(slug, opts);
 });
 
 cli

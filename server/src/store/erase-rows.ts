@@ -84,7 +84,7 @@ export async function eraseConversationRows(
     .whereIn('conversation_id', ids)
     .update({ calls: null, user_key: 'erased', status: trx.raw("case when status = 'pending' then 'failed' else status end"), next_attempt_at: null });
   await trx('channel_users').where('tenant_id', tenantId).whereIn('conversation_id', ids).delete();
-  await trx('channel_inbound').where('tenant_id', tenantId).whereIn('conversation_id', ids).update({ payload: null });
+  await trx('channel_inbound').where('tenant_id', tenantId).whereIn('conversation_id', ids).update({ payload: null, user_key: 'erased' });
 
   // Replays kept for a week hold what the erased conversations said where a version answered otherwise.
   const erased = new Set(ids);
