@@ -63,14 +63,19 @@ export async function removeChannel(slug: string, kind: ChannelKind, o: RemoteOp
   console.log(`removed ${slug}'s ${kind} channel: its credentials are forgotten and its webhook URL answers 404`);
 }
 
-export async function deliveries(slug: string, o: RemoteOptions & { channel?: ChannelKind; status?: 'pending' | 'sent' | 'failed' | 'refused'; limit: number }): Promise<void> {
+export async function deliveries(
+  slug: string,
+  o: RemoteOptions & { channel?: ChannelKind; status?: 'pending' | 'sent' | 'failed' | 'refused'; limit: number },
+): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.listChannelDeliveries({ params: { slug }, query: { channel: o.channel, status: o.status, limit: o.limit } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
   if (!r.body.data.length) console.log('no deliveries');
   for (const d of r.body.data) {
     const took = d.latency_ms === null ? '' : ` in ${Math.round(d.latency_ms)} ms`;
-    console.log(`${d.created_at}  ${d.channel.padEnd(8)} ${d.source.padEnd(8)} ${d.status.padEnd(7)} ${d.calls_done}/${d.calls} calls, ${d.attempts} attempt(s)${took}  conversation ${d.conversation_id}`);
+    console.log(
+      `${d.created_at}  ${d.channel.padEnd(8)} ${d.source.padEnd(8)} ${d.status.padEnd(7)} ${d.calls_done}/${d.calls} calls, ${d.attempts} attempt(s)${took}  conversation ${d.conversation_id}`,
+    );
     if (d.last_error) console.log(`          last error: ${d.last_error}`);
   }
 }
