@@ -81,6 +81,23 @@ describe('typed client: lifecycle, audit and keys', () => {
     expect(erasedUser.status === 200 && erasedUser.body).toEqual({ erased: 0 });
   });
 
+  it('refuses a channel without SECRETS_KEY (409) and with credentials of another channel (400), storing nothing', async () => {
+    const noKey = await sb.api.putChannel({
+      params: { slug: 'echo', channel: 'sms' },
+      body: { credentials: { account_sid: `AC${'0'.repeat(32)}`, auth_token: 'f'.repeat(32), from: '+15005550006' } },
+    });
+    expect(noKey.status).toBe(409);
+    expect(noKey.status === 409 && noKey.body.code).toBe('secrets_not_configured');
+    const wrong = await sb.api.putChannel({ params: { slug: 'echo', channel: 'sms' }, body: { credentials: { bot_token: 'xoxb-1-2-3' } } });
+    expect(wrong.status).toBe(400);
+    const list = await sb.api.listChannels({ params: { slug: 'echo' } });
+    expect(list.status === 200 && list.body.data).toEqual([]);
+    const deliveries = await sb.api.listChannelDeliveries({ params: { slug: 'echo' }, query: { channel: 'sms' } });
+    expect(deliveries.status === 200 && deliveries.body).toEqual({ data: [], next_cursor: null });
+    const missing = await sb.api.deleteChannel({ params: { slug: 'echo', channel: 'telegram' } });
+    expect(missing.status === 404 && missing.body.code).toBe('channel_not_found');
+  });
+
   it('manages API keys', async () => {
     const created = await sb.api.createKey({ body: { scopes: ['read'], name: 'reports' } });
     if (created.status !== 201) throw new Error(`createKey ${created.status}`);

@@ -59,6 +59,7 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
   });
   const f = appFixture(sqlite, {
     config: () => ({
+      secretsKey: Buffer.alloc(32, 7),
       actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
       llm: {
         url: llm.url,
@@ -356,6 +357,32 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await page.goto(url('/agents/support/install'));
     await page.getByRole('button', { name: 'Revoke' }).first().click();
     await expect.poll(async () => page.getByRole('button', { name: 'Revoke' }).count()).toBe(0);
+  });
+
+  it('connects a channel with credentials it never shows again, pauses it, and removes it after a confirmation', async () => {
+    await page.goto(url('/agents/support/channels'));
+    await page.getByText('No channels yet.').waitFor();
+    await page.getByLabel('Channel', { exact: true }).selectOption('slack');
+    await page.getByLabel('Bot token (xoxb-…)').fill('xoxb-1234-5678-consoletesttoken');
+    await page.getByLabel('Signing secret').fill('8f742231b10e8888abcd99yyyzzz85a5');
+    await page.getByRole('button', { name: 'Connect Slack' }).click();
+    const status = page.getByRole('status');
+    await status.waitFor();
+    expect(await status.textContent()).toMatch(new RegExp(`Connected Slack\\. Paste ${server.url}/hooks/v1/ch_[A-Za-z0-9_-]{32} into the Slack app`));
+    // The form is emptied and the page never shows the credentials again.
+    expect(await page.getByLabel('Bot token (xoxb-…)').inputValue()).toBe('');
+    expect(await page.content()).not.toContain('consoletesttoken');
+    const row = page.getByRole('row', { name: /Slack active/ });
+    await row.waitFor();
+    expect(await row.textContent()).toContain('bot_token, signing_secret');
+    await accessible();
+    await shot('channels');
+    await row.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('row', { name: /Slack paused/ }).waitFor();
+    await page.getByRole('button', { name: 'Remove' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await page.getByText('No channels yet.').waitFor();
+    await page.getByText('No replies sent through channels yet.').waitFor();
   });
 
   it('erases a conversation after a confirmation', async () => {

@@ -430,6 +430,48 @@ eachDatabase('channels on $name', (database) => {
     expect(metrics.text).toMatch(/switchboard_channel_deliveries_total\{channel="sms",status="sent"\} \d+/);
   });
 
+  it('answers Slack’s url_verification challenge, signed like every request', async () => {
+    const body = json({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' });
+    const ok = await api()
+      .post(`/hooks/v1/${hookIds.slack}`)
+      .set('content-type', 'application/json')
+      .set(slackHeaders(body, clock.now()))
+      .send(body)
+      .expect(200);
+    expect(ok.text).toBe('3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P');
+    await api().post(`/hooks/v1/${hookIds.slack}`).set('content-type', 'application/json').send(body).expect(401);
+  });
+
+  it('retries a reply the provider answers with nonsense (a 502 page, then JSON it cannot read), and sends it', async () => {
+    const before = callsOf('whatsapp').length;
+    providers.failNext('whatsapp', { status: 502, headers: { 'content-type': 'text/html' }, body: '<html>Bad gateway</html>' });
+    // A user of their own: the others' conversation is with a person now.
+    const body = json(whatsappMessage('wamid.nonsense1', '16315551199', { type: 'text', text: { body: 'hello' } }));
+    await post('whatsapp', { type: 'application/json', body, headers: () => whatsappHeaders(body) }).expect(200);
+    await ctx.app.channels.runOnce();
+    let log = await api().get('/api/v1/agents/helpdesk/channel-deliveries?channel=whatsapp&limit=1').set('tenant-id', TENANT).expect(200);
+    expect(log.body.data[0]).toMatchObject({ status: 'pending', attempts: 1, last_status: 502 });
+    clock.advance(3000);
+    await ctx.app.channels.runOnce();
+    log = await api().get('/api/v1/agents/helpdesk/channel-deliveries?channel=whatsapp&limit=1').set('tenant-id', TENANT).expect(200);
+    expect(log.body.data[0]).toMatchObject({ status: 'sent', attempts: 2 });
+    expect(callsOf('whatsapp').length).toBe(before + 2);
+  });
+
+  it('stores nothing when Telegram refuses setWebhook (502 channel_setup_failed)', async () => {
+    const before = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
+    providers.failNext('telegram', { status: 401, body: { ok: false, error_code: 401, description: 'Unauthorized' } }, 'setWebhook');
+    const res = await api()
+      .put('/api/v1/agents/helpdesk/channels/telegram')
+      .set('tenant-id', TENANT)
+      .send({ credentials: { bot_token: CREDS.telegram.bot_token }, set_webhook: true })
+      .expect(502);
+    expect(res.body.code).toBe('channel_setup_failed');
+    expect(res.body.detail).toContain('Unauthorized');
+    const after = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
+    expect(after.body).toEqual(before.body);
+  });
+
   it('answers WhatsApp’s verification request with the challenge for the right verify token only', async () => {
     const path = `/hooks/v1/${hookIds.whatsapp}`;
     const ok = await api().get(`${path}?hub.mode=subscribe&hub.challenge=1158201444&hub.verify_token=${CREDS.whatsapp.verify_token}`).expect(200);

@@ -1,5 +1,5 @@
 // One agent: its tabs (overview, conversations, review, evaluations, versions, playground, replays,
-// tests, install), each its own address under /console/agents/:slug.
+// tests, install, channels), each its own address under /console/agents/:slug.
 import { Link, Route, Switch, useLocation } from 'wouter-preact';
 import { ok, useLoad } from '../api';
 import { useSession } from '../session';
@@ -14,6 +14,7 @@ import { Tests } from './tests';
 import { Review } from './review';
 import { EvaluationView, Evaluations } from './evaluations';
 import { Install } from './install';
+import { Channels } from './channels';
 
 const TABS = [
   ['/', 'Overview'],
@@ -25,6 +26,7 @@ const TABS = [
   ['/replays', 'Replays'],
   ['/tests', 'Tests'],
   ['/install', 'Install'],
+  ['/channels', 'Channels'],
 ] as const;
 
 export function AgentPage({ slug }: { slug: string }) {
@@ -82,6 +84,9 @@ export function AgentPage({ slug }: { slug: string }) {
         </Route>
         <Route path="/install">
           <Install agent={a} />
+        </Route>
+        <Route path="/channels">
+          <Channels agent={a} />
         </Route>
         <Route>
           <Empty title="No such page">

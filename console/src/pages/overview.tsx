@@ -213,12 +213,24 @@ function CapabilityTable({ a }: { a: AgentAnalytics }) {
   return <CountsTable label="Capabilities" first="Capability" rows={a.capabilities.map((c) => ({ ...c, started: c.conversations }))} />;
 }
 
+const CHANNEL_NAMES: Record<AgentAnalytics['channels'][number]['channel'], string> = {
+  api: 'API',
+  web: 'web chat widget',
+  slack: 'Slack',
+  telegram: 'Telegram',
+  whatsapp: 'WhatsApp',
+  sms: 'SMS',
+};
+
 function ChannelTable({ a }: { a: AgentAnalytics }) {
   return (
     <CountsTable
       label="Conversations by channel"
       first="Channel"
-      rows={a.channels.map((c) => ({ ...c, name: c.channel === 'web' ? 'web chat widget' : 'API' }))}
+      rows={a.channels
+        // A messaging channel is listed once it has conversations in the window.
+        .filter((c) => c.channel === 'api' || c.channel === 'web' || c.started + c.completed + c.escalated + c.abandoned > 0)
+        .map((c) => ({ ...c, name: CHANNEL_NAMES[c.channel] }))}
     />
   );
 }

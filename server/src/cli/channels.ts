@@ -13,7 +13,7 @@ function describeChannel(c: ChannelInfo): string {
 }
 
 /** `name=value` pairs into credentials; a value of `env:NAME` is read from the environment (kept out of shell history). */
-export function credentialsOf(pairs: string[], env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+function credentialsOf(pairs: string[], env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const out: Record<string, string> = {};
   for (const p of pairs) {
     const at = p.indexOf('=');
