@@ -46,7 +46,9 @@ function build(): Promise<void> {
 export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<BenchServer> {
   await build();
   const port = await freePort();
-  const proc = spawn(process.execPath, ['--expose-gc', '--import', './dist/server/src/tracing-preload.js', 'dist/server/src/main.js'], {
+  // BENCH_SERVER_NODE_ARGS: more flags for the server's node, such as `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a run's time goes.
+  const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const proc = spawn(process.execPath, ['--expose-gc', ...extra, '--import', './dist/server/src/tracing-preload.js', 'dist/server/src/main.js'], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

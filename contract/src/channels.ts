@@ -57,7 +57,7 @@ export const ChannelCredentials = {
     .strict(),
 } as const;
 
-export const PutChannel = z
+const PutChannelSchema = z
   .object({
     credentials: z
       .record(z.string())
@@ -68,10 +68,13 @@ export const PutChannel = z
     set_webhook: z.boolean().default(false).describe('Telegram only: call setWebhook with this channel’s URL and secret token'),
   })
   .strict();
+export type PutChannel = z.infer<typeof PutChannelSchema>;
+// Named types keep the contract's declaration within what TypeScript serializes (TS7056).
+export const PutChannel: z.ZodType<PutChannel, z.ZodTypeDef, z.input<typeof PutChannelSchema>> = PutChannelSchema;
 
 export const PatchChannel = z.object({ status: z.enum(['active', 'paused']) }).strict();
 
-export const ChannelInfo = z
+const ChannelInfoSchema = z
   .object({
     channel: ChannelKind,
     status: z.enum(['active', 'paused']).describe('paused: inbound messages are acknowledged and dropped, replies wait'),
@@ -82,11 +85,12 @@ export const ChannelInfo = z
     updated_at: Timestamp,
   })
   .describe('A connected channel, without its credentials');
-export type ChannelInfo = z.infer<typeof ChannelInfo>;
+export type ChannelInfo = z.infer<typeof ChannelInfoSchema>;
+export const ChannelInfo: z.ZodType<ChannelInfo> = ChannelInfoSchema;
 
 export const ChannelDeliveryStatus = z.enum(['pending', 'sent', 'failed', 'refused']);
 
-export const ChannelDelivery = z.object({
+const ChannelDeliverySchema = z.object({
   id: z.string(),
   channel: ChannelKind,
   conversation_id: z.string().uuid(),
@@ -114,10 +118,19 @@ export const ChannelDelivery = z.object({
   ),
 });
 
-export const ChannelDeliveriesQuery = z.object({
+export type ChannelDelivery = z.infer<typeof ChannelDeliverySchema>;
+export const ChannelDelivery: z.ZodType<ChannelDelivery> = ChannelDeliverySchema;
+
+const ChannelDeliveriesQuerySchema = z.object({
   channel: ChannelKind.optional(),
   status: ChannelDeliveryStatus.optional(),
   conversation_id: z.string().uuid().optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   cursor: z.string().max(500).optional(),
 });
+export type ChannelDeliveriesQuery = z.infer<typeof ChannelDeliveriesQuerySchema>;
+export const ChannelDeliveriesQuery: z.ZodType<
+  ChannelDeliveriesQuery,
+  z.ZodTypeDef,
+  z.input<typeof ChannelDeliveriesQuerySchema>
+> = ChannelDeliveriesQuerySchema;

@@ -35,17 +35,20 @@ const RecordBase = z.object({
   completed_at: Timestamp.nullable(),
 });
 
-export const ConversationRecord = RecordBase.extend({ turns: z.array(Turn) }).describe('A conversation with its turns, oldest first');
-export type ConversationRecord = z.infer<typeof ConversationRecord>;
+const ConversationRecordSchema = RecordBase.extend({ turns: z.array(Turn) }).describe('A conversation with its turns, oldest first');
+export type ConversationRecord = z.infer<typeof ConversationRecordSchema>;
+// Named types keep the contract's declaration within what TypeScript serializes (TS7056).
+export const ConversationRecord: z.ZodType<ConversationRecord> = ConversationRecordSchema;
 
-export const ConversationSummary = RecordBase.extend({
+const ConversationSummarySchema = RecordBase.extend({
   capability: z.string(),
   turn_count: z.number().int(),
   channel: ConversationChannel,
 });
-export type ConversationSummary = z.infer<typeof ConversationSummary>;
+export type ConversationSummary = z.infer<typeof ConversationSummarySchema>;
+export const ConversationSummary: z.ZodType<ConversationSummary> = ConversationSummarySchema;
 
-export const ConversationDetail = ConversationRecord.extend({
+const ConversationDetailSchema = ConversationRecordSchema.extend({
   capability: z.string(),
   phase: z.string(),
   awaiting_input: z.boolean(),
@@ -55,7 +58,8 @@ export const ConversationDetail = ConversationRecord.extend({
   erased_at: Timestamp.nullable().describe('When turns, slots, context and user id were erased'),
   channel: ConversationChannel,
 }).describe('A conversation with its turns and live state');
-export type ConversationDetail = z.infer<typeof ConversationDetail>;
+export type ConversationDetail = z.infer<typeof ConversationDetailSchema>;
+export const ConversationDetail: z.ZodType<ConversationDetail> = ConversationDetailSchema;
 
 export const ListConversationsQuery = z.object({
   status: ConversationStatus.optional(),
@@ -288,13 +292,16 @@ export const AuditLogQuery = z.object({
   cursor: z.string().max(500).optional(),
 });
 
-export const AuditLogPage = z
+const AuditLogPageSchema = z
   .object({
     conversation_id: z.string().uuid(),
     data: z.array(AuditEntry),
     next_cursor: z.string().nullable(),
   })
   .describe('Audit entries, oldest first');
+export type AuditLogPage = z.infer<typeof AuditLogPageSchema>;
+// A named type keeps the contract's declaration within what TypeScript serializes (TS7056).
+export const AuditLogPage: z.ZodType<AuditLogPage> = AuditLogPageSchema;
 
 export const OperatorMessage = z.object({
   message: z.string().trim().min(1, 'must not be empty').describe('What the human operator says'),

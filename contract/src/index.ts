@@ -570,10 +570,14 @@ export const channelsContract = c.router({
   },
 });
 
-export const apiContract = c.router(
-  { ...conversationsContract, ...agentsContract, ...channelsContract, ...keysContract, ...secretsContract },
-  { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true },
-);
+const apiOptions = { pathPrefix: '/api/v1', commonResponses: commonErrors, strictStatusCodes: true } as const;
+/** Conversations and agents under /api/v1. */
+export const agentsApi = c.router({ ...conversationsContract, ...agentsContract }, apiOptions);
+/** Channels, keys and secrets under /api/v1. */
+export const tenantApi = c.router({ ...channelsContract, ...keysContract, ...secretsContract }, apiOptions);
+// One router typed by its two halves, each named: inferred whole, its type passes what
+// TypeScript serializes into declarations (TS7056).
+export const apiContract: typeof agentsApi & typeof tenantApi = { ...agentsApi, ...tenantApi };
 
 /** The scope an API key needs for each route (AUTH_MODE=api_key). */
 export const routeScopes: Record<keyof typeof apiContract, Scope> = {

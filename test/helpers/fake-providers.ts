@@ -13,6 +13,8 @@ export type Provider = 'slack' | 'telegram' | 'whatsapp' | 'sms';
 export interface ProviderCall {
   provider: Provider;
   method: string;
+  /** When it arrived (performance.now()). */
+  at: number;
   body: Record<string, unknown>;
   headers: IncomingMessage['headers'];
 }
@@ -173,7 +175,7 @@ export async function startFakeProviders(): Promise<FakeProviders> {
       }
     }
     violations.push(...problems);
-    calls.push({ provider, method, body, headers: req.headers });
+    calls.push({ provider, method, at: performance.now(), body, headers: req.headers });
     if (problems.length) return answer(res, { status: 400, body: { error: problems.join('; ') } });
     const i = scripts[provider].findIndex((x) => !x.method || x.method === method);
     const scripted = i >= 0 ? scripts[provider].splice(i, 1)[0] : undefined;

@@ -65,6 +65,10 @@ eachDatabase('analytics on $name', (database) => {
       channels: [
         { channel: 'api', started: 0, completed: 0, escalated: 0, abandoned: 0 },
         { channel: 'web', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+        { channel: 'slack', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+        { channel: 'telegram', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+        { channel: 'whatsapp', started: 0, completed: 0, escalated: 0, abandoned: 0 },
+        { channel: 'sms', started: 0, completed: 0, escalated: 0, abandoned: 0 },
       ],
       versions: [],
     });

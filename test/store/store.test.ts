@@ -287,6 +287,7 @@ eachDatabase('migrations on $name', (database) => {
         '017_widget',
         '018_review',
         '019_releases',
+        '020_channels',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

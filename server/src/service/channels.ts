@@ -33,6 +33,8 @@ const LEASE_MS = 120_000;
 const MAX_RETRY_AFTER_S = 3600;
 /** What a provider's answer may weigh. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** Provider calls one attempt makes at most (a longer reply goes on in the next, at once). */
+const MAX_CALLS_PER_ATTEMPT = 8;
 
 export interface ChannelOptions {
   intervalMs: number;
@@ -62,6 +64,9 @@ interface OpenChannel {
   adapter: ChannelAdapter;
   creds: Record<string, string>;
 }
+
+/** What a delivery's audit entry says. */
+type AuditedDelivery = NonNullable<Awaited<ReturnType<ChannelStore['delivery']>>>;
 
 const isKind = (k: string): k is ChannelKind => (CHANNEL_KINDS as readonly string[]).includes(k);
 const binding = (tenantId: string, channelId: string) => Buffer.from(`channel\u0000${tenantId}\u0000${channelId}`);
@@ -94,6 +99,8 @@ export class ChannelService {
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private kicked = false;
+  private starved = false;
+  private auditedAt = 0;
   private stopped = false;
   private readonly timeoutMs: number;
 
@@ -326,7 +333,9 @@ export class ChannelService {
   }
 
   private room(tenantId: string): boolean {
-    return this.inFlight.size < this.opts.concurrency.total && (this.perTenant.get(tenantId) ?? 0) < this.opts.concurrency.perTenant;
+    const room = this.inFlight.size < this.opts.concurrency.total && (this.perTenant.get(tenantId) ?? 0) < this.opts.concurrency.perTenant;
+    if (!room) this.starved = true;
+    return room;
   }
 
   private run(key: string, tenantId: string, work: () => Promise<void>): void {
@@ -338,7 +347,12 @@ export class ChannelService {
         const n = (this.perTenant.get(tenantId) ?? 1) - 1;
         if (n > 0) this.perTenant.set(tenantId, n);
         else this.perTenant.delete(tenantId);
-        this.kick();
+        // Work left for want of room, or a user's next reply after this one, starts now; otherwise
+        // the next message or the timer starts a pass.
+        if (this.starved || key.startsWith('out:')) {
+          this.starved = false;
+          this.kick();
+        }
       });
     this.inFlight.set(key, done);
   }
@@ -368,38 +382,69 @@ export class ChannelService {
         picked.push(d.id);
       }
       if (picked.length) {
-        const until = iso(new Date(now.getTime() + this.timeoutMs * 4 + 30_000));
+        const until = iso(new Date(now.getTime() + this.claimMs()));
         for (const row of await this.deps.store.claim(picked, iso(now), until)) this.run(`out:${row.id}`, row.tenant_id, () => this.deliver(row));
       }
     }
-    // Finished deliveries whose audit entry a dead process did not write.
-    for (const r of await this.deps.store.unaudited(iso(new Date(now.getTime() - 60_000)), 20)) await this.audit(Number(r.id)).catch(() => undefined);
+    // Finished deliveries whose audit entry a dead process did not write (looked for every 30 s).
+    if (now.getTime() - this.auditedAt >= 30_000) {
+      this.auditedAt = now.getTime();
+      for (const r of await this.deps.store.unaudited(iso(new Date(now.getTime() - 60_000)), 20)) await this.audit(Number(r.id)).catch(() => undefined);
+    }
   }
 
   /** Runs a user's waiting messages oldest first, holding the user's lease. */
   private async drainUser(channelId: string, userKey: string): Promise<void> {
+    let retryIn = 0;
     try {
-      for (;;) {
+      for (let first = true; ; first = false) {
         const row = await this.deps.store.nextInbound(channelId, userKey);
         if (!row || this.stopped) return;
-        const now = this.deps.clock.now();
-        await this.deps.store.lease(channelId, userKey, this.owner, iso(now), iso(new Date(now.getTime() + LEASE_MS)));
-        if (!(await this.process(row))) return;
+        if (!first) {
+          const now = this.deps.clock.now();
+          await this.deps.store.lease(channelId, userKey, this.owner, iso(now), iso(new Date(now.getTime() + LEASE_MS)));
+        }
+        const done = await this.process(row);
+        if (done === 'retry') {
+          // A passing failure: the user's messages wait (5 s, 15 s, 45 s, …) before the next try.
+          retryIn = 5000 * 3 ** row.attempts;
+          return;
+        }
+        // The reply goes out at once, in this job: the user's lease keeps it in order with the next message's.
+        if (done) await this.sendNext(channelId, userKey, done);
       }
     } finally {
-      await this.deps.store.release(channelId, userKey, this.owner);
+      if (retryIn) {
+        const now = this.deps.clock.now();
+        await this.deps.store.lease(channelId, userKey, this.owner, iso(now), iso(new Date(now.getTime() + retryIn)));
+      } else await this.deps.store.release(channelId, userKey, this.owner);
     }
   }
 
-  /** One message: its turn and its reply's delivery. False when it is to be tried again later. */
-  private async process(row: InboundRow): Promise<boolean> {
+  /** The user's oldest unsent reply, when it is due: claimed and sent now. */
+  private async sendNext(channelId: string, userKey: string, channel: OpenChannel): Promise<void> {
+    const now = this.deps.clock.now();
+    const row = await this.deps.store.claimNext(channelId, userKey, iso(now), iso(new Date(now.getTime() + this.claimMs())));
+    if (row) await this.deliver(row, channel);
+  }
+
+  /** How long a claimed delivery is held: its calls' time-outs and some. */
+  private claimMs(): number {
+    return this.timeoutMs * (MAX_CALLS_PER_ATTEMPT + 1) + 30_000;
+  }
+
+  /**
+   * One message: its turn and its reply's delivery. Answers the channel when a reply was queued,
+   * null when none was, or 'retry' when the message is to be tried again later.
+   */
+  private async process(row: InboundRow): Promise<OpenChannel | null | 'retry'> {
     const now = () => iso(this.deps.clock.now());
     const channelRow = await this.deps.store.byId(row.channel_id);
     const channel = channelRow ? this.open(channelRow) : null;
     const msg = JSON.parse(row.payload ?? 'null') as InboundMessage | null;
     if (!channel || !msg) {
       await this.deps.store.completeInbound(row, { conversationId: null, replyTo: '{}', options: null, now: now(), error: 'channel removed' }, null);
-      return true;
+      return null;
     }
     const { kind } = channel;
     const slug = await this.deps.agents.slugOf(channel.row.tenant_id, channel.row.agent_id).catch(() => null);
@@ -408,8 +453,8 @@ export class ChannelService {
     // Which conversation: fixed once, so that a retry after a crash sends the same request.
     let target = row.target ? (JSON.parse(row.target) as { conversationId?: string; newId?: string; n: number }) : null;
     if (!target) {
-      const current = user?.conversation_id ? await this.deps.conversations.statusOf(channel.row.tenant_id, channel.row.agent_id, user.conversation_id) : null;
-      target = current && current !== 'completed' && current !== 'abandoned' ? { conversationId: user!.conversation_id!, n: 0 } : { newId: randomUUID(), n: 0 };
+      // The user's current conversation; when it has closed since, the turn says so (409) and a new one takes the message.
+      target = user?.conversation_id ? { conversationId: user.conversation_id, n: 0 } : { newId: randomUUID(), n: 0 };
       await this.deps.store.setTarget(row.id, JSON.stringify(target));
     }
     const message = chosen(msg, offered);
@@ -454,7 +499,7 @@ export class ChannelService {
         await this.deps.store.retryInbound(row.id, attempts, ((err as Error).message || String(err)).slice(0, 300), failed, now());
         this.deps.metrics.channelInbound(kind, failed ? 'failed' : 'retried');
         this.deps.logger.warn({ err, tenant: channel.row.tenant_id, channel: kind, attempts }, 'a channel message could not be answered');
-        return failed;
+        return failed ? null : 'retry';
       }
     }
     if (!slug) error = 'agent_not_found: the agent was deleted';
@@ -462,7 +507,7 @@ export class ChannelService {
       await this.deps.store.completeInbound(row, { conversationId: null, replyTo: '{}', options: null, now: now(), error: error ?? 'no answer' }, null);
       this.deps.metrics.channelInbound(kind, 'failed');
       this.deps.logger.warn({ tenant: channel.row.tenant_id, channel: kind, error }, 'a channel message was not answered');
-      return true;
+      return null;
     }
     const reply = { text: response.response.message, options: response.response.options };
     const calls = [...(msg.acknowledge ?? []), ...(reply.text || reply.options.length ? channel.adapter.render(reply, msg.replyTo) : [])];
@@ -490,7 +535,7 @@ export class ChannelService {
           }
         : null,
     );
-    return true;
+    return calls.length > 0 ? channel : null;
   }
 
   /**
@@ -523,16 +568,37 @@ export class ChannelService {
   }
 
   /** One attempt at a delivery: its remaining calls in order, stopping at the first that fails. */
-  private async deliver(row: OutboxRow): Promise<void> {
+  private async deliver(row: OutboxRow, known?: OpenChannel): Promise<void> {
     const clock = this.deps.clock;
-    const channelRow = await this.deps.store.byId(row.channel_id);
-    const channel = channelRow ? this.open(channelRow) : null;
+    const channelRow = known?.row.id === row.channel_id ? known.row : await this.deps.store.byId(row.channel_id);
+    const channel = known?.row.id === row.channel_id ? known : channelRow ? this.open(channelRow) : null;
     const attempt = row.attempts + 1;
     const ids = JSON.parse(row.provider_ids) as string[];
     const finish = async (status: 'sent' | 'failed' | 'refused', update: Record<string, unknown>, log: Parameters<ChannelStore['recordAttempt']>[2]) => {
       await this.deps.store.recordAttempt(row, attempt, log, { ...update, status, next_attempt_at: null, calls: null });
       this.deps.metrics.channelDelivery(row.kind, status);
-      await this.audit(row.id).catch((err: unknown) => this.deps.logger.warn({ err, delivery: row.id }, 'a channel delivery could not be audited yet'));
+      const recorded: AuditedDelivery = {
+        id: row.id,
+        tenant_id: row.tenant_id,
+        kind: row.kind as ChannelKind,
+        conversation_id: row.conversation_id,
+        source: row.source,
+        status,
+        call_count: row.call_count,
+        calls_done: (update.calls_done as number | undefined) ?? row.calls_done,
+        attempts: attempt,
+        next_attempt_at: null,
+        created_at: row.created_at,
+        sent_at: (update.sent_at as string | undefined) ?? null,
+        latency_ms: (update.latency_ms as number | undefined) ?? null,
+        provider_ids: (update.provider_ids as string | undefined) ?? row.provider_ids,
+        last_status: (update.last_status as number | null | undefined) ?? null,
+        last_error: (update.last_error as string | null | undefined) ?? null,
+        audited: false,
+      };
+      await this.audit(row.id, recorded).catch((err: unknown) =>
+        this.deps.logger.warn({ err, delivery: row.id }, 'a channel delivery could not be audited yet'),
+      );
     };
     if (!channel) {
       await finish('failed', { last_error: 'channel removed' }, []);
@@ -558,7 +624,8 @@ export class ChannelService {
     let done = row.calls_done;
     let last: CallResult = { ok: true, status: null };
     const http = this.http(kind);
-    while (done < calls.length) {
+    const stopAt = Math.min(calls.length, done + MAX_CALLS_PER_ATTEMPT);
+    while (done < stopAt) {
       const started = performance.now();
       const at = iso(clock.now());
       last = await adapter.send(calls[done], creds, http).catch((e: unknown): CallResult => {
@@ -583,6 +650,11 @@ export class ChannelService {
       await finish('sent', { ...common, sent_at: iso(sentAt), latency_ms: Math.max(0, sentAt.getTime() - Date.parse(row.created_at)) }, log);
       return;
     }
+    if (last.ok) {
+      // More calls than one attempt makes: the rest go on at once.
+      await this.deps.store.recordAttempt(row, attempt, log, { ...common, next_attempt_at: iso(clock.now()) });
+      return;
+    }
     if (last.refused) return finish('refused', common, log);
     if (last.permanent || attempt > BACKOFF_SECONDS.length) return finish('failed', common, log);
     const wait = Math.max(BACKOFF_SECONDS[attempt - 1], Math.min(MAX_RETRY_AFTER_S, last.retryAfter ?? 0));
@@ -594,9 +666,9 @@ export class ChannelService {
     );
   }
 
-  /** The finished delivery's entry in its conversation's audit log (once). */
-  private async audit(id: number): Promise<void> {
-    const d = await this.deps.store.delivery(id);
+  /** The finished delivery's entry in its conversation's audit log (once): as just recorded, or read back. */
+  private async audit(id: number, known?: AuditedDelivery): Promise<void> {
+    const d = known ?? (await this.deps.store.delivery(id));
     if (!d || d.audited || d.status === 'pending') return;
     const draft: AuditDraft = {
       type: 'channel_delivery',

@@ -506,12 +506,6 @@ export class ConversationService {
     return c;
   }
 
-  /** A conversation's status, or null when there is none (or it was erased). */
-  async statusOf(tenantId: string, agentId: string, id: string): Promise<Conversation['status'] | null> {
-    const c = await this.store.get(tenantId, agentId, id);
-    return c && !c.erasedAt ? c.status : null;
-  }
-
   /** A conversation of the web chat widget, for the visitor who started it only (else 404). */
   async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation> {
     const c = await this.owned(tenantId, slug, id);

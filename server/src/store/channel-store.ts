@@ -315,6 +315,33 @@ export class ChannelStore {
     return (rows as OutboxRow[]).map((r) => ({ ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) }));
   }
 
+  /** Claims the oldest unsent delivery of a channel user, when it is due (replies go out in order). */
+  async claimNext(channelId: string, userKey: string, now: string, until: string): Promise<OutboxRow | undefined> {
+    const oldest = this.knex('channel_deliveries').where({ channel_id: channelId, user_key: userKey, status: 'pending' }).min('id');
+    const rows = await this.knex('channel_deliveries')
+      .where('id', oldest)
+      .andWhere('status', 'pending')
+      .andWhere('next_attempt_at', '<=', now)
+      .update({ next_attempt_at: until })
+      .returning([
+        'id',
+        'tenant_id',
+        'channel_id',
+        'kind',
+        'conversation_id',
+        'user_key',
+        'source',
+        'calls',
+        'call_count',
+        'calls_done',
+        'attempts',
+        'created_at',
+        'provider_ids',
+      ]);
+    const r = (rows as OutboxRow[])[0] as OutboxRow | undefined;
+    return r && { ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) };
+  }
+
   /** Postpones a delivery without an attempt (its channel is paused). */
   async postpone(id: number, until: string): Promise<void> {
     await this.knex('channel_deliveries').where({ id }).update({ next_attempt_at: until });
