@@ -370,7 +370,7 @@ export function mount(o: WidgetOptions): WidgetHandle {
           if (shownAs !== message) mine.text = message;
           setOptions(done.response.options);
           setStatus(done.state.status);
-          if (isNew) follow();
+          if (isNew) follow(true);
           return;
         } catch (err) {
           typing.remove();
@@ -416,12 +416,16 @@ export function mount(o: WidgetOptions): WidgetHandle {
     return done;
   }
 
-  /** Follows the conversation's events (a person's replies, status changes), resuming after a dropped connection. */
-  function follow(): void {
+  /**
+   * Follows the conversation's events (a person's replies, status changes), resuming after a
+   * dropped connection. A conversation just started is followed from its first event, so that a
+   * reply written before the stream opened is not missed (turns already shown are not shown twice).
+   */
+  function follow(fromStart = false): void {
     events?.abort();
     const mine = (events = new AbortController());
     const id = conversationId;
-    const resume: Record<string, string> = { accept: 'text/event-stream' };
+    const resume: Record<string, string> = { accept: 'text/event-stream', ...(fromStart ? { 'last-event-id': '0-0' } : {}) };
     void (async () => {
       for (let attempt = 0; !mine.signal.aborted && id === conversationId; attempt++) {
         try {

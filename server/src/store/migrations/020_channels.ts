@@ -77,6 +77,8 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['channel_id', 'user_key', 'status', 'id'], 'channel_deliveries_user_idx');
     t.index(['tenant_id', 'agent_id', 'id'], 'channel_deliveries_agent_idx');
     t.index(['conversation_id'], 'channel_deliveries_conversation_idx');
+    // Finished deliveries whose audit entry is not written yet: few, found without a scan.
+    t.index(['audited', 'created_at'], 'channel_deliveries_unaudited_idx');
   });
   await knex.schema.createTable('channel_attempts', (t) => {
     t.bigInteger('delivery_id').notNullable();
