@@ -76,6 +76,24 @@ export interface AttemptRecord {
 
 const n = (v: unknown) => Number(v);
 
+/** What a claim reads of a delivery, and its numbers as numbers (PostgreSQL returns bigints as strings). */
+const OUTBOX_COLUMNS = [
+  'id',
+  'tenant_id',
+  'channel_id',
+  'kind',
+  'conversation_id',
+  'user_key',
+  'source',
+  'calls',
+  'call_count',
+  'calls_done',
+  'attempts',
+  'created_at',
+  'provider_ids',
+];
+const toOutbox = (r: OutboxRow): OutboxRow => ({ ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) });
+
 /** A channel_deliveries row as the log reads it (numbers may come back as strings from PostgreSQL). */
 interface DeliveryListRow {
   id: number | string;
@@ -297,22 +315,8 @@ export class ChannelStore {
       .andWhere('status', 'pending')
       .andWhere('next_attempt_at', '<=', now)
       .update({ next_attempt_at: until })
-      .returning([
-        'id',
-        'tenant_id',
-        'channel_id',
-        'kind',
-        'conversation_id',
-        'user_key',
-        'source',
-        'calls',
-        'call_count',
-        'calls_done',
-        'attempts',
-        'created_at',
-        'provider_ids',
-      ]);
-    return (rows as OutboxRow[]).map((r) => ({ ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) }));
+      .returning(OUTBOX_COLUMNS);
+    return (rows as OutboxRow[]).map(toOutbox);
   }
 
   /** Claims the oldest unsent delivery of a channel user, when it is due (replies go out in order). */
@@ -323,23 +327,9 @@ export class ChannelStore {
       .andWhere('status', 'pending')
       .andWhere('next_attempt_at', '<=', now)
       .update({ next_attempt_at: until })
-      .returning([
-        'id',
-        'tenant_id',
-        'channel_id',
-        'kind',
-        'conversation_id',
-        'user_key',
-        'source',
-        'calls',
-        'call_count',
-        'calls_done',
-        'attempts',
-        'created_at',
-        'provider_ids',
-      ]);
+      .returning(OUTBOX_COLUMNS);
     const r = (rows as OutboxRow[])[0] as OutboxRow | undefined;
-    return r && { ...r, id: n(r.id), call_count: n(r.call_count), calls_done: n(r.calls_done), attempts: n(r.attempts) };
+    return r && toOutbox(r);
   }
 
   /** Postpones a delivery without an attempt (its channel is paused). */
