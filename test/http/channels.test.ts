@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { createApp, type App } from '../../server/src/app.js';
 import { chosen } from '../../server/src/service/channels.js';
+import { UnavailableError } from '../../server/src/errors.js';
 import { splitText } from '../../server/src/channels/adapter.js';
 import { twilioSignature } from '../../server/src/channels/sms/adapter.js';
 import { ADAPTERS } from '../../server/src/channels/index.js';
@@ -239,6 +240,7 @@ eachDatabase('channels on $name', (database) => {
       .set(hook.headers(`${PUBLIC_URL}${path}`))
       .send(hook.body);
   };
+  const script = (kind: Provider) => scripts(clock).find((x) => x.kind === kind)!;
   const callsOf = (kind: Provider) => providers.calls.filter((c) => c.provider === kind && c.method !== 'answerCallbackQuery' && c.method !== 'setWebhook');
 
   for (const script of scripts(clock)) {
@@ -456,6 +458,33 @@ eachDatabase('channels on $name', (database) => {
     log = await api().get('/api/v1/agents/helpdesk/channel-deliveries?channel=whatsapp&limit=1').set('tenant-id', TENANT).expect(200);
     expect(log.body.data[0]).toMatchObject({ status: 'sent', attempts: 2 });
     expect(callsOf('whatsapp').length).toBe(before + 2);
+  });
+
+  it('holds a user’s messages back after a passing failure of the turn, then answers them', async () => {
+    const conversations = ctx.app.conversations;
+    const real = conversations.converse.bind(conversations);
+    let failures = 1;
+    conversations.converse = async (call) => {
+      if (failures-- > 0) throw new UnavailableError();
+      return real(call);
+    };
+    try {
+      const before = callsOf('whatsapp').length;
+      const body = json(whatsappMessage('wamid.passing1', '16315551177', { type: 'text', text: { body: 'hello' } }));
+      await post('whatsapp', { type: 'application/json', body, headers: () => whatsappHeaders(body) }).expect(200);
+      await ctx.app.channels.runOnce();
+      await ctx.app.channels.runOnce();
+      // Not tried again at once, by this process or another.
+      expect(callsOf('whatsapp').length).toBe(before);
+      const row = await ctx.app.channels['deps'].store.knex('channel_inbound').where({ message_key: 'wamid.passing1' }).first();
+      expect(row).toMatchObject({ status: 'pending', attempts: 1 });
+      clock.advance(6000);
+      await ctx.app.channels.runOnce();
+      expect(callsOf('whatsapp').length).toBe(before + 1);
+      expect(script('whatsapp').read(callsOf('whatsapp').at(-1)!).text).toContain('Hello!');
+    } finally {
+      conversations.converse = real;
+    }
   });
 
   it('stores nothing when Telegram refuses setWebhook (502 channel_setup_failed)', async () => {

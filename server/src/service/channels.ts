@@ -400,10 +400,7 @@ export class ChannelService {
       for (let first = true; ; first = false) {
         const row = await this.deps.store.nextInbound(channelId, userKey);
         if (!row || this.stopped) return;
-        if (!first) {
-          const now = this.deps.clock.now();
-          await this.deps.store.lease(channelId, userKey, this.owner, iso(now), iso(new Date(now.getTime() + LEASE_MS)));
-        }
+        if (!first) await this.deps.store.renew(channelId, userKey, this.owner, iso(new Date(this.deps.clock.now().getTime() + LEASE_MS)));
         const done = await this.process(row);
         if (done === 'retry') {
           // A passing failure: the user's messages wait (5 s, 15 s, 45 s, …) before the next try.
@@ -414,10 +411,9 @@ export class ChannelService {
         if (done) await this.sendNext(channelId, userKey, done);
       }
     } finally {
-      if (retryIn) {
-        const now = this.deps.clock.now();
-        await this.deps.store.lease(channelId, userKey, this.owner, iso(now), iso(new Date(now.getTime() + retryIn)));
-      } else await this.deps.store.release(channelId, userKey, this.owner);
+      // After a passing failure the lease is kept until the next try: no process (this one neither) takes the user sooner.
+      if (retryIn) await this.deps.store.renew(channelId, userKey, this.owner, iso(new Date(this.deps.clock.now().getTime() + retryIn)));
+      else await this.deps.store.release(channelId, userKey, this.owner);
     }
   }
 

@@ -217,13 +217,18 @@ export class ChannelStore {
     return rows;
   }
 
-  /** Takes a user's messages for `owner` until `until`, unless another process holds them. */
+  /** Takes a user's messages for `owner` until `until`, unless a process (this one too) holds them. */
   async lease(channelId: string, userKey: string, owner: string, now: string, until: string): Promise<boolean> {
     const moved = await this.knex('channel_users')
       .where({ channel_id: channelId, user_key: userKey })
-      .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', now).orWhere('lease_owner', owner))
+      .andWhere((q) => q.whereNull('lease_until').orWhere('lease_until', '<', now))
       .update({ lease_owner: owner, lease_until: until });
     return n(moved) === 1;
+  }
+
+  /** Moves the end of a lease `owner` holds (to go on, or to hold a user's messages back after a failure). */
+  async renew(channelId: string, userKey: string, owner: string, until: string): Promise<void> {
+    await this.knex('channel_users').where({ channel_id: channelId, user_key: userKey, lease_owner: owner }).update({ lease_until: until });
   }
 
   async release(channelId: string, userKey: string, owner: string): Promise<void> {
