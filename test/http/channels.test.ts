@@ -538,6 +538,23 @@ eachDatabase('channels on $name', (database) => {
     expect(deliveries.filter((r: { user_key: string; calls: string | null }) => r.user_key !== 'erased' || r.calls !== null)).toEqual([]);
   });
 
+  it('forgets the ids of messages processed more than 8 days ago, and only those', async () => {
+    const knex = ctx.app.channels['deps'].store.knex;
+    const count = async () => Number((await knex('channel_inbound').count({ n: '*' }))[0].n);
+    expect(await count()).toBeGreaterThan(1);
+    clock.advance(24 * 3600_000);
+    const body = json(whatsappMessage('wamid.recent1', '16315551166', { type: 'text', text: { body: 'hello' } }));
+    await post('whatsapp', { type: 'application/json', body, headers: () => whatsappHeaders(body) }).expect(200);
+    await ctx.app.channels.runOnce();
+    // Everything else was received more than 8 days before this pass; the new message 2 days.
+    clock.advance(8 * 24 * 3600_000 - 3600_000);
+    await ctx.app.channels.runOnce();
+    expect(await knex('channel_inbound').pluck('message_key')).toEqual(['wamid.recent1']);
+    clock.advance(2 * 3600_000);
+    await ctx.app.channels.runOnce();
+    expect(await count()).toBe(0);
+  });
+
   it('pauses, resumes and removes a channel; a removed channel’s URL answers 404 and its credentials are gone', async () => {
     const paused = await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'paused' }).expect(200);
     expect(paused.body.status).toBe('paused');

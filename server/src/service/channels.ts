@@ -33,6 +33,8 @@ const LEASE_MS = 120_000;
 const MAX_RETRY_AFTER_S = 3600;
 /** What a provider's answer may weigh. */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** How long a processed message's provider id is kept to recognise a redelivery (WhatsApp retries for up to 7 days). */
+const KEEP_MESSAGE_IDS_MS = 8 * 24 * 3600_000;
 /** Provider calls one attempt makes at most (a longer reply goes on in the next, at once). */
 const MAX_CALLS_PER_ATTEMPT = 8;
 
@@ -386,10 +388,12 @@ export class ChannelService {
         for (const row of await this.deps.store.claim(picked, iso(now), until)) this.run(`out:${row.id}`, row.tenant_id, () => this.deliver(row));
       }
     }
-    // Finished deliveries whose audit entry a dead process did not write (looked for every 30 s).
+    // Every 30 s: finished deliveries whose audit entry a dead process did not write, and the ids
+    // of messages processed long enough ago that no provider redelivers them.
     if (now.getTime() - this.auditedAt >= 30_000) {
       this.auditedAt = now.getTime();
       for (const r of await this.deps.store.unaudited(iso(new Date(now.getTime() - 60_000)), 20)) await this.audit(Number(r.id)).catch(() => undefined);
+      await this.deps.store.forgetInbound(iso(new Date(now.getTime() - KEEP_MESSAGE_IDS_MS)), 1000);
     }
   }
 

@@ -366,6 +366,12 @@ export class ChannelStore {
     });
   }
 
+  /** Forgets up to `limit` processed messages received before `before` (their ids); answers how many. */
+  async forgetInbound(before: string, limit: number): Promise<number> {
+    const ids = this.knex('channel_inbound').where('received_at', '<', before).whereNot('status', 'pending').orderBy('received_at').limit(limit).select('id');
+    return n(await this.knex('channel_inbound').whereIn('id', ids).delete());
+  }
+
   /** Finished deliveries whose audit entry is not written yet (a process died in between). */
   unaudited(before: string, limit: number): Promise<{ id: unknown }[]> {
     return this.knex('channel_deliveries')

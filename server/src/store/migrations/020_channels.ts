@@ -36,6 +36,8 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['channel_id', 'message_key'], { indexName: 'channel_inbound_message' });
     t.index(['channel_id', 'user_key', 'status', 'id'], 'channel_inbound_user_idx');
     t.index(['status', 'id'], 'channel_inbound_pending_idx');
+    // Processed messages' ids are forgotten after a while, oldest first.
+    t.index(['received_at'], 'channel_inbound_received_idx');
   });
   await knex.schema.createTable('channel_users', (t) => {
     t.string('channel_id', 40).notNullable();
