@@ -7,6 +7,7 @@ import { Timestamp } from './common.js';
 export const CHANNEL_KINDS = ['slack', 'telegram', 'whatsapp', 'sms'] as const;
 export const ChannelKind = z.enum(CHANNEL_KINDS).describe('slack, telegram, whatsapp or sms (Twilio)');
 export type ChannelKind = z.infer<typeof ChannelKind>;
+export const isChannelKind = (v: string): v is ChannelKind => (CHANNEL_KINDS as readonly string[]).includes(v);
 
 const secret = (what: string) => z.string().min(1).max(512).describe(what);
 

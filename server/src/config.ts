@@ -2,6 +2,7 @@
 import type { VectorsSetting } from './engine/word-vectors.js';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { ChannelKind } from '@switchboard/contract';
 
 const Bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
@@ -117,8 +118,7 @@ const EnvSchema = z.object({
     .transform((raw, ctx) => {
       if (!raw) return {};
       try {
-        const v = z.record(z.enum(['slack', 'telegram', 'whatsapp', 'sms']), z.string().url()).parse(JSON.parse(raw));
-        return v;
+        return z.record(ChannelKind, z.string().url()).parse(JSON.parse(raw));
       } catch {
         ctx.addIssue({ code: 'custom', message: 'must be a JSON object of channel to base URL, such as {"slack":"http://127.0.0.1:9000/api"}' });
         return z.NEVER;

@@ -1,5 +1,5 @@
 // Domain types shared by the engine, the service and the store.
-import type { AuditType, ContextEnvelope, ConversationStatus, Option, ReviewReason } from '@switchboard/contract';
+import type { AuditType, ChannelKind, ContextEnvelope, ConversationStatus, Option, ReviewReason } from '@switchboard/contract';
 
 export interface ActionResult {
   ok: boolean;
@@ -89,7 +89,7 @@ export interface Conversation {
  * key, and its URL as the page said), or a messaging channel (origin: the channel's id).
  */
 export interface Channel {
-  kind: 'web' | 'slack' | 'telegram' | 'whatsapp' | 'sms';
+  kind: 'web' | ChannelKind;
   origin: string;
   pageUrl: string | null;
 }

@@ -2,6 +2,7 @@
 // JSON, and a confirmation dialog (the platform's <dialog>: focus kept inside, Escape cancels).
 import type { ComponentChildren } from 'preact';
 import { useEffect, useId, useRef } from 'preact/hooks';
+import type { ChannelKind } from '@switchboard/client';
 import type { ApiError } from '../api';
 
 /** What to do about a refused or failed call, by its status. */
@@ -169,3 +170,13 @@ export function AnySelect({ id, value, options, onChange }: { id: string; value:
     </select>
   );
 }
+
+/** Where conversations come from, as the console names them. */
+export const CHANNEL_NAMES: Record<'api' | 'web' | ChannelKind, string> = {
+  api: 'API',
+  web: 'web chat widget',
+  slack: 'Slack',
+  telegram: 'Telegram',
+  whatsapp: 'WhatsApp',
+  sms: 'SMS (Twilio)',
+};

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import type { Agent, ChannelInfo } from '@switchboard/client';
 import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../session';
-import { ConfirmDialog, ErrorBox, Field, formatMs, Head, Loading, TableWrap, Time } from '../components/ui';
+import { CHANNEL_NAMES, ConfirmDialog, ErrorBox, Field, formatMs, Head, Loading, TableWrap, Time } from '../components/ui';
 
 type Kind = ChannelInfo['channel'];
 
@@ -32,8 +32,6 @@ const FIELDS: Record<Kind, { name: string; label: string; optional?: boolean }[]
     { name: 'from', label: 'From: a number (+15551234567) or messaging service (MG…)' },
   ],
 };
-
-const NAMES: Record<Kind, string> = { slack: 'Slack', telegram: 'Telegram', whatsapp: 'WhatsApp', sms: 'SMS (Twilio)' };
 
 const WHERE: Record<Kind, string> = {
   slack: 'the Slack app’s Event Subscriptions and Interactivity request URLs',
@@ -82,7 +80,7 @@ function ConnectForm({ agent, onDone }: { agent: Agent; onDone: () => void }) {
           >
             {(Object.keys(FIELDS) as Kind[]).map((k) => (
               <option key={k} value={k}>
-                {NAMES[k]}
+                {CHANNEL_NAMES[k]}
               </option>
             ))}
           </select>
@@ -109,12 +107,12 @@ function ConnectForm({ agent, onDone }: { agent: Agent; onDone: () => void }) {
         </label>
       )}
       <button type="submit" class="primary" disabled={busy}>
-        {busy ? 'Connecting…' : `Connect ${NAMES[kind]}`}
+        {busy ? 'Connecting…' : `Connect ${CHANNEL_NAMES[kind]}`}
       </button>
       {error && <ErrorBox error={error} />}
       {made && (
         <p role="status">
-          Connected {NAMES[made.channel]}. Paste <code class="mono">{made.webhook_url}</code> into {WHERE[made.channel]}
+          Connected {CHANNEL_NAMES[made.channel]}. Paste <code class="mono">{made.webhook_url}</code> into {WHERE[made.channel]}
           {made.webhook_set ? ' (done: Telegram took setWebhook)' : ''}.
         </p>
       )}
@@ -144,7 +142,7 @@ function Deliveries({ agent }: { agent: Agent }) {
                   <td>
                     <Time iso={d.created_at} />
                   </td>
-                  <td>{NAMES[d.channel]}</td>
+                  <td>{CHANNEL_NAMES[d.channel]}</td>
                   <td>{d.source === 'operator' ? 'a person' : 'the agent'}</td>
                   <td>{d.status}</td>
                   <td>
@@ -199,7 +197,7 @@ export function Channels({ agent }: { agent: Agent }) {
             <tbody>
               {list.data.map((c) => (
                 <tr key={c.channel}>
-                  <td>{NAMES[c.channel]}</td>
+                  <td>{CHANNEL_NAMES[c.channel]}</td>
                   <td>{c.status}</td>
                   <td class="mono small">{c.webhook_url}</td>
                   <td>{c.credentials.join(', ')}</td>
@@ -223,7 +221,7 @@ export function Channels({ agent }: { agent: Agent }) {
       {error && <ErrorBox error={error} />}
       <ConfirmDialog
         open={removing !== null}
-        title={`Remove ${removing ? NAMES[removing] : ''}?`}
+        title={`Remove ${removing ? CHANNEL_NAMES[removing] : ''}?`}
         confirm="Remove"
         danger
         onConfirm={() => removing && remove(removing)}

@@ -7,11 +7,9 @@ import type { Agent, AuditEntry, ConversationDetail, SwitchboardClient } from '@
 import { allPages, ok, useAction, useLoad } from '../api';
 import { useSession } from '../session';
 import { Timeline } from '../components/audit';
-import { ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
+import { CHANNEL_NAMES, ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
 
 /** Every audit entry of a conversation (at most 10 000). */
-const CHANNEL_NAMES: Record<string, string> = { slack: 'Slack', telegram: 'Telegram', whatsapp: 'WhatsApp', sms: 'SMS' };
-
 export function auditOf(client: SwitchboardClient, slug: string, id: string): Promise<AuditEntry[]> {
   return allPages(async (cursor) => ok(await client.api.getAuditLogs({ params: { slug, id }, query: { limit: 500, ...(cursor ? { cursor } : {}) } })));
 }

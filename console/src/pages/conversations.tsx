@@ -2,7 +2,7 @@
 // few seconds while it is shown, and new or changed rows are marked.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
-import type { Agent, ConversationStatus, ConversationSummary } from '@switchboard/client';
+import { CHANNEL_KINDS, type Agent, type ConversationStatus, type ConversationSummary } from '@switchboard/client';
 import { asApiError, ok, useInterval, type ApiError } from '../api';
 import { useSession } from '../session';
 import { AnySelect, Empty, ErrorBox, Field, Head, StatusBadge, TableWrap, Time } from '../components/ui';
@@ -19,7 +19,7 @@ interface Filters {
   created_before: string;
 }
 /** Where conversations come from: the API, the web chat widget, or a messaging channel. */
-const CHANNELS = ['api', 'web', 'slack', 'telegram', 'whatsapp', 'sms'] as const;
+const CHANNELS = ['api', 'web', ...CHANNEL_KINDS] as const;
 
 const NO_FILTERS: Filters = { status: '', capability: '', user_id: '', channel: '', created_after: '', created_before: '' };
 

@@ -7,7 +7,7 @@ import type { Agent, AgentAnalytics } from '@switchboard/client';
 import { ok, useLoad } from '../api';
 import { useSession } from '../session';
 import { ChartBox, COLORS } from '../components/chart';
-import { Empty, ErrorBox, Loading, TableWrap, percent, Head } from '../components/ui';
+import { CHANNEL_NAMES, Empty, ErrorBox, Loading, TableWrap, percent, Head } from '../components/ui';
 
 const WINDOWS = {
   '24h': { label: 'Last 24 hours', hours: 24, interval: 'hour' },
@@ -212,15 +212,6 @@ function SeriesTable({ a, labels }: { a: AgentAnalytics; labels: string[] }) {
 function CapabilityTable({ a }: { a: AgentAnalytics }) {
   return <CountsTable label="Capabilities" first="Capability" rows={a.capabilities.map((c) => ({ ...c, started: c.conversations }))} />;
 }
-
-const CHANNEL_NAMES: Record<AgentAnalytics['channels'][number]['channel'], string> = {
-  api: 'API',
-  web: 'web chat widget',
-  slack: 'Slack',
-  telegram: 'Telegram',
-  whatsapp: 'WhatsApp',
-  sms: 'SMS',
-};
 
 function ChannelTable({ a }: { a: AgentAnalytics }) {
   return (

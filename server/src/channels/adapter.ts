@@ -83,8 +83,6 @@ export interface ChannelAdapter<C = Record<string, string>> {
   kind: ChannelKind;
   /** The contract's schema of this channel's credentials. */
   credentials: z.ZodType<C>;
-  /** Characters one text message may hold; longer replies are split. */
-  maxText: number;
   /**
    * Whether the request carries the provider's signature (or token) for these credentials, and
    * is fresh where the provider dates it: null when it does, else why not. Runs before anything

@@ -4,13 +4,13 @@
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { InvalidArgumentError, Option, type Command } from 'commander';
-import { CHANNEL_KINDS, ConversationStatus, ReviewReason, ReviewStatus, type ChannelKind, type DefinitionWarning } from '@switchboard/contract';
+import { CHANNEL_KINDS, ConversationStatus, isChannelKind, ReviewReason, ReviewStatus, type ChannelKind, type DefinitionWarning } from '@switchboard/contract';
 import { evaluateAgentFile } from './evaluation.js';
 import { chat } from './chat.js';
 import { runConformance } from './conformance.js';
 import { replay } from './replay.js';
 import { actOnItems, evaluate, printInbox, storeSuite } from './review.js';
-import { connect, deliveries, isChannel, listChannels, removeChannel, setStatus } from './channels.js';
+import { connect, deliveries, listChannels, removeChannel, setStatus } from './channels.js';
 import { activate, printGates, printRefusal, printReleases, promote, split } from './releases.js';
 import { routeMessage, runTestFiles } from './testing.js';
 import { program, run } from './program.js';
@@ -226,7 +226,7 @@ remoteOptions(
 });
 
 const channelOf = (v: string): ChannelKind => {
-  if (!isChannel(v)) throw new InvalidArgumentError(`must be one of ${CHANNEL_KINDS.join(', ')}`);
+  if (!isChannelKind(v)) throw new InvalidArgumentError(`must be one of ${CHANNEL_KINDS.join(', ')}`);
   return v;
 };
 

@@ -2,10 +2,8 @@
 // server, pause, resume or remove a channel, and read its delivery log (docs/channels.md).
 // Credentials are read from the environment or a prompt-free `--set name=value`, sent once and
 // never printed.
-import { CHANNEL_KINDS, type ChannelInfo, type ChannelKind } from '@switchboard/contract';
+import type { ChannelInfo, ChannelKind } from '@switchboard/contract';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
-
-export const isChannel = (v: string): v is ChannelKind => (CHANNEL_KINDS as readonly string[]).includes(v);
 
 function describeChannel(c: ChannelInfo): string {
   const hook = c.webhook_set === true ? ' (setWebhook done)' : '';

@@ -21,6 +21,7 @@ import { requestId } from './request-id.js';
 import { createRouter } from './routes.js';
 import { widgetCors, widgetScriptRouter } from './widget.js';
 import { hooksRouter } from './hooks.js';
+import { requestOrigin } from './origin.js';
 import { requireTenant } from './tenant.js';
 
 export interface HttpApp {
@@ -81,8 +82,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
   // so that the docs page's try-it-out reaches this server whatever its port, host or proxy; the
   // committed openapi.json keeps the local default.
   const served = (req: Request) => {
-    const host = req.get('host');
-    const origin = config.publicUrl ?? (host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? `${req.protocol}://${host}` : null);
+    const origin = config.publicUrl ?? requestOrigin(req);
     return origin ? { ...openapi, servers: [{ url: origin, description: 'This server' }] } : openapi;
   };
   // A document that names the request's host differs by host: no cache may hand one host's to another.

@@ -1,7 +1,8 @@
 // The contract's handlers: each reads the tenant and request id and calls a service.
 import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { sameText } from '../lib/same-text.js';
+import { requestOrigin } from './origin.js';
 import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
@@ -18,16 +19,7 @@ const actor = (res: Response) => ({ keyId: res.locals.keyId ?? null, requestId: 
 
 /** Whether a request's authorization header carries the metrics token (compared in constant time). */
 function carriesToken(header: string | undefined, token: string): boolean {
-  const given = createHash('sha256')
-    .update(header ?? '')
-    .digest();
-  return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
-}
-
-/** The origin a request reached this server at, when its host is a plain host name (PUBLIC_URL wins where set). */
-function originOf(req: Request): string | null {
-  const host = req.get('host');
-  return host && /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/.test(host) ? `${req.protocol}://${host}` : null;
+  return sameText(header ?? '', `Bearer ${token}`);
 }
 
 /** What a widget request says of its key, page and visitor (the visitor headers are checked by the contract). */
@@ -150,15 +142,15 @@ export function createRouter(
       }),
       listChannels: async ({ params, headers, req }) => ({
         status: 200,
-        body: { data: await channels.list(headers['tenant-id'], params.slug, originOf(req)) },
+        body: { data: await channels.list(headers['tenant-id'], params.slug, requestOrigin(req)) },
       }),
       putChannel: async ({ params, headers, body, req }) => ({
         status: 200,
-        body: await channels.put(headers['tenant-id'], params.slug, params.channel, body, originOf(req)),
+        body: await channels.put(headers['tenant-id'], params.slug, params.channel, body, requestOrigin(req)),
       }),
       patchChannel: async ({ params, headers, body, req }) => ({
         status: 200,
-        body: await channels.setStatus(headers['tenant-id'], params.slug, params.channel, body.status, originOf(req)),
+        body: await channels.setStatus(headers['tenant-id'], params.slug, params.channel, body.status, requestOrigin(req)),
       }),
       deleteChannel: async ({ params, headers }) => {
         await channels.remove(headers['tenant-id'], params.slug, params.channel);

@@ -3,6 +3,19 @@
 // rates and the zero-filled series derived here.
 import type { AgentAnalytics } from '@switchboard/contract';
 import { CHANNEL_PREFIX, STAT_COUNTERS, type CHANNEL_MEASURES, type StatCounter } from '../domain.js';
+
+type Channel = keyof typeof CHANNEL_PREFIX;
+type Measure = (typeof CHANNEL_MEASURES)[number];
+const CHANNELS = Object.keys(CHANNEL_PREFIX) as Channel[];
+
+/** One channel's row of `channels`. */
+const countsOf = (channel: 'api' | Channel, of: (k: Measure) => number) => ({
+  channel,
+  started: of('started'),
+  completed: of('completed'),
+  escalated: of('escalated'),
+  abandoned: of('abandoned'),
+});
 import { InputError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { AnalyticsStore } from '../store/analytics-store.js';
@@ -64,6 +77,8 @@ export class AnalyticsService {
       this.store.byVersion(window),
     ]);
 
+    const counts: Partial<Record<string, Partial<Record<string, number>>>> = byChannel;
+    const counted = (ch: Channel, k: Measure) => counts[CHANNEL_PREFIX[ch]]?.[k] ?? 0;
     const total = Object.fromEntries(STAT_COUNTERS.map((k) => [k, capabilities.reduce((n, c) => n + c[k], 0)])) as Record<StatCounter, number>;
     const closed = total.completed + total.escalated + total.abandoned;
 
@@ -94,15 +109,11 @@ export class AnalyticsService {
         .sort((a, b) => b.conversations - a.conversations || a.name.localeCompare(b.name)),
       outcomes: outcomes.sort((a, b) => b.count - a.count || a.outcome.localeCompare(b.outcome)),
       series: buckets,
-      channels: (['api', ...(Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[])] as const).map((channel) => {
-        const counts: Partial<Record<string, Partial<Record<string, number>>>> = byChannel;
-        const counted = (ch: keyof typeof CHANNEL_PREFIX, k: (typeof CHANNEL_MEASURES)[number]) => counts[CHANNEL_PREFIX[ch]]?.[k] ?? 0;
-        const of = (k: (typeof CHANNEL_MEASURES)[number]) =>
-          channel === 'api'
-            ? Math.max(0, total[k] - (Object.keys(CHANNEL_PREFIX) as (keyof typeof CHANNEL_PREFIX)[]).reduce((n, ch) => n + counted(ch, k), 0))
-            : counted(channel, k);
-        return { channel, started: of('started'), completed: of('completed'), escalated: of('escalated'), abandoned: of('abandoned') };
-      }),
+      // Each channel's counts as recorded; the API's are the totals less all of theirs.
+      channels: [
+        countsOf('api', (k) => Math.max(0, total[k] - CHANNELS.reduce((n, ch) => n + counted(ch, k), 0))),
+        ...CHANNELS.map((ch) => countsOf(ch, (k) => counted(ch, k))),
+      ],
       versions: versions
         .filter((v) => STAT_COUNTERS.some((k) => v[k] > 0))
         .map((v) => {

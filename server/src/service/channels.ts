@@ -7,7 +7,7 @@
 // every call in the delivery log and each finished delivery in the conversation's audit log.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CHANNEL_KINDS, type ChannelInfo, type ChannelKind, type ConverseResponse } from '@switchboard/contract';
+import { isChannelKind, type ChannelInfo, type ChannelKind, type ConverseResponse } from '@switchboard/contract';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { request } from 'undici';
@@ -70,7 +70,6 @@ interface OpenChannel {
 /** What a delivery's audit entry says. */
 type AuditedDelivery = NonNullable<Awaited<ReturnType<ChannelStore['delivery']>>>;
 
-const isKind = (k: string): k is ChannelKind => (CHANNEL_KINDS as readonly string[]).includes(k);
 const binding = (tenantId: string, channelId: string) => Buffer.from(`channel\u0000${tenantId}\u0000${channelId}`);
 /** A channel id: the unguessable part of its webhook URL. */
 const CHANNEL_ID = /^ch_[A-Za-z0-9_-]{32}$/;
@@ -220,7 +219,7 @@ export class ChannelService {
   }
 
   private open(row: ChannelRow): OpenChannel | null {
-    if (!isKind(row.kind) || !this.opts.key) return null;
+    if (!isChannelKind(row.kind) || !this.opts.key) return null;
     try {
       const creds = JSON.parse(unseal(this.opts.key, binding(row.tenant_id, row.id), JSON.parse(row.credentials) as Sealed)) as Record<string, string>;
       return { row, kind: row.kind, adapter: ADAPTERS[row.kind], creds };
@@ -273,6 +272,8 @@ export class ChannelService {
     }
     if (!parsed.messages.length) {
       this.deps.metrics.channelInbound(kind, 'ignored');
+      // Why nothing is answered (a bot's own message, a status notification), for whoever wonders.
+      this.deps.logger.debug({ tenant: channel.row.tenant_id, channel: kind, reason: parsed.ignored }, 'channel webhook without a message to answer');
       return parsed.answer;
     }
     const now = iso(this.deps.clock.now());
@@ -543,7 +544,7 @@ export class ChannelService {
    * the API or the console): it goes out through the channel like the agent's replies.
    */
   async operatorReply(c: Conversation, turn: TurnRow): Promise<void> {
-    if (!c.channel || !isKind(c.channel.kind) || !c.channel.origin || !c.userId) return;
+    if (!c.channel || !isChannelKind(c.channel.kind) || !c.channel.origin || !c.userId) return;
     const row = await this.deps.store.byId(c.channel.origin);
     if (!row) return;
     const userKey = c.userId.slice(c.channel.kind.length + 1);

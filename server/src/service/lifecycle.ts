@@ -280,8 +280,7 @@ export class LifecycleService {
   ): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
     const { message, author } = said;
     const { requestId } = target;
-    let sent: { c: Conversation; turn: TurnRow } | null = null;
-    const out = await this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
+    const { answer, stored, turn } = await this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
@@ -316,16 +315,18 @@ export class LifecycleService {
         requestId,
         events: [turnEvent(turn)],
       });
-      sent = { c, turn };
       return {
-        conversation_id: c.id,
-        turn_index: turn.idx,
-        turn: { role: 'agent' as const, message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
+        stored: c,
+        turn,
+        answer: {
+          conversation_id: c.id,
+          turn_index: turn.idx,
+          turn: { role: 'agent' as const, message, timestamp: now, phase: c.phase, options: [], author: turn.author! },
+        },
       };
     });
-    const stored = sent as { c: Conversation; turn: TurnRow } | null;
-    if (stored && this.onOperatorMessage) await this.onOperatorMessage(stored.c, stored.turn);
-    return out;
+    if (this.onOperatorMessage) await this.onOperatorMessage(stored, turn);
+    return answer;
   }
 
   async erase(target: OperatorTarget): Promise<void> {

@@ -390,12 +390,6 @@ export class ChannelStore {
     await this.knex('channel_deliveries').where({ id }).update({ audited: true });
   }
 
-  /** Deliveries waiting to be sent (a gauge). */
-  async pending(): Promise<number> {
-    const row = (await this.knex('channel_deliveries').where('status', 'pending').count({ n: '*' }).first()) as { n: unknown } | undefined;
-    return n(row?.n ?? 0);
-  }
-
   /** An agent's deliveries, newest first, each with its attempts, a page at a time. */
   async list(tenantId: string, agentId: string, q: { channel?: string; status?: string; conversation_id?: string; limit: number; cursor?: string }) {
     const position = decodeCursor(q.cursor, isTimeAndId);

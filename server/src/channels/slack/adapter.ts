@@ -3,7 +3,8 @@
 // `v0:<timestamp>:<body>`, refused when the timestamp is more than five minutes off); replies by
 // chat.postMessage in the user's thread, options as Block Kit buttons.
 // https://api.slack.com/authentication/verifying-requests-from-slack
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/same-text.js';
 import { ChannelCredentials } from '@switchboard/contract';
 import {
   byStatus,
@@ -52,16 +53,14 @@ const id = (v: unknown): string | undefined => {
 export const slack: ChannelAdapter<Creds> = {
   kind: 'slack',
   credentials: ChannelCredentials.slack,
-  maxText: SECTION_MAX,
 
   verify(req, creds, now) {
     const ts = header(req, 'x-slack-request-timestamp');
     const sig = header(req, 'x-slack-signature');
     if (!ts || !/^\d{1,12}$/.test(ts) || !sig) return 'missing X-Slack-Request-Timestamp or X-Slack-Signature';
     if (Math.abs(now.getTime() / 1000 - Number(ts)) > 300) return 'stale X-Slack-Request-Timestamp (more than five minutes off)';
-    const expected = Buffer.from(`v0=${createHmac('sha256', creds.signing_secret).update(`v0:${ts}:`).update(req.body).digest('hex')}`);
-    const given = Buffer.from(sig);
-    return given.length === expected.length && timingSafeEqual(given, expected) ? null : 'X-Slack-Signature does not match';
+    const expected = `v0=${createHmac('sha256', creds.signing_secret).update(`v0:${ts}:`).update(req.body).digest('hex')}`;
+    return sameText(sig, expected) ? null : 'X-Slack-Signature does not match';
   },
 
   parse(req) {

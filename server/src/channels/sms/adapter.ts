@@ -3,7 +3,8 @@
 // parameter's name and value in name order); replies through the Messages API. SMS has no
 // buttons: options are a numbered list, and a reply of a number or a label chooses.
 // https://www.twilio.com/docs/usage/security#validating-requests
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/same-text.js';
 import { ChannelCredentials } from '@switchboard/contract';
 import { byStatus, header, jsonOf, numbered, retryAfterHeader, splitText, type ChannelAdapter, type HookRequest } from '../adapter.js';
 
@@ -31,17 +32,12 @@ function urlVariants(url: string): string[] {
 export const sms: ChannelAdapter<Creds> = {
   kind: 'sms',
   credentials: ChannelCredentials.sms,
-  maxText: BODY_MAX,
 
   verify(req, creds) {
     const sig = header(req, 'x-twilio-signature');
     if (!sig) return 'missing X-Twilio-Signature';
-    const given = Buffer.from(sig);
     const p = params(req);
-    for (const url of urlVariants(req.url)) {
-      const expected = Buffer.from(twilioSignature(creds.auth_token, url, p));
-      if (given.length === expected.length && timingSafeEqual(given, expected)) return null;
-    }
+    for (const url of urlVariants(req.url)) if (sameText(sig, twilioSignature(creds.auth_token, url, p))) return null;
     return 'X-Twilio-Signature does not match';
   },
 

@@ -2,7 +2,8 @@
 // token given to setWebhook (X-Telegram-Bot-Api-Secret-Token); replies by sendMessage, options as
 // an inline keyboard, a button press answered with answerCallbackQuery.
 // https://core.telegram.org/bots/api#setwebhook
-import { randomBytes, timingSafeEqual, createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { sameText } from '../../lib/same-text.js';
 import { ChannelCredentials } from '@switchboard/contract';
 import {
   choicePayload,
@@ -24,7 +25,6 @@ const TEXT_MAX = 4096;
 const CALLBACK_MAX = 64;
 const BUTTONS_MAX = 100;
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
 const chatId = (v: unknown): string | undefined => (typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : undefined);
 
 async function botCall(method: string, body: Record<string, unknown>, creds: Creds, http: ProviderHttp): Promise<CallResult> {
@@ -49,14 +49,13 @@ async function botCall(method: string, body: Record<string, unknown>, creds: Cre
 export const telegram: ChannelAdapter<Creds> = {
   kind: 'telegram',
   credentials: ChannelCredentials.telegram,
-  maxText: TEXT_MAX,
 
   complete: (creds) => (creds.secret_token ? creds : { ...creds, secret_token: randomBytes(24).toString('base64url') }),
 
   verify(req, creds) {
     const given = header(req, 'x-telegram-bot-api-secret-token');
     if (!given || !creds.secret_token) return 'missing X-Telegram-Bot-Api-Secret-Token';
-    return timingSafeEqual(digest(given), digest(creds.secret_token)) ? null : 'X-Telegram-Bot-Api-Secret-Token does not match';
+    return sameText(given, creds.secret_token) ? null : 'X-Telegram-Bot-Api-Secret-Token does not match';
   },
 
   parse(req) {

@@ -4,7 +4,8 @@
 // reply buttons, up to ten as a list, more as numbered text. Free-form replies are accepted within
 // 24 hours of the user's last message.
 // https://developers.facebook.com/docs/whatsapp/cloud-api/webhooks/payload-examples
-import { createHmac, timingSafeEqual, createHash } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { sameText } from '../../lib/same-text.js';
 import { ChannelCredentials } from '@switchboard/contract';
 import {
   byStatus,
@@ -29,7 +30,6 @@ const INTERACTIVE_BODY_MAX = 1024;
 const RATE_CODES = new Set([4, 80007, 130429, 131048, 131056]);
 const WINDOW_CLOSED = 131047;
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
 const rec = (v: unknown): Record<string, unknown> => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 /** The objects of an array (at most `max`), whatever else it holds. */
 const list = (v: unknown, max: number) => (Array.isArray(v) ? v.slice(0, max).map(rec) : []);
@@ -38,21 +38,19 @@ const waId = (v: unknown) => (typeof v === 'string' && /^\d{5,20}$/.test(v) ? v 
 export const whatsapp: ChannelAdapter<Creds> = {
   kind: 'whatsapp',
   credentials: ChannelCredentials.whatsapp,
-  maxText: TEXT_MAX,
   replyWindowHours: 24,
 
   verify(req, creds) {
     const sig = header(req, 'x-hub-signature-256');
     if (!sig) return 'missing X-Hub-Signature-256';
-    const expected = Buffer.from(`sha256=${createHmac('sha256', creds.app_secret).update(req.body).digest('hex')}`);
-    const given = Buffer.from(sig);
-    return given.length === expected.length && timingSafeEqual(given, expected) ? null : 'X-Hub-Signature-256 does not match';
+    const expected = `sha256=${createHmac('sha256', creds.app_secret).update(req.body).digest('hex')}`;
+    return sameText(sig, expected) ? null : 'X-Hub-Signature-256 does not match';
   },
 
   challenge(req, creds) {
     const token = req.query['hub.verify_token'];
     const challenge = req.query['hub.challenge'];
-    if (req.query['hub.mode'] !== 'subscribe' || !token || !challenge || !timingSafeEqual(digest(token), digest(creds.verify_token))) return { status: 403 };
+    if (req.query['hub.mode'] !== 'subscribe' || !token || !challenge || !sameText(token, creds.verify_token)) return { status: 403 };
     return { status: 200, contentType: 'text/plain; charset=utf-8', body: challenge.slice(0, 256) };
   },
 
