@@ -574,6 +574,53 @@ eachDatabase('channels on $name', (database) => {
   });
 });
 
+// Behind a proxy that serves the service under a path: Twilio signs the URL it was given, which
+// is PUBLIC_URL with its path.
+describe('a channel behind PUBLIC_URL with a path', () => {
+  let app: App;
+  let drop: () => Promise<void>;
+  beforeAll(async () => {
+    const created = await databases[0].create();
+    drop = created.drop;
+    app = createApp(testConfig({ publicUrl: 'https://example.com/switchboard/', secretsKey: randomBytes(32) }), {
+      db: created.db,
+      logger: pino({ level: 'silent' }),
+    });
+    await request(app.app).put('/api/v1/agents/helpdesk').set('tenant-id', TENANT).send(helpdesk).expect(200);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await drop?.();
+  });
+
+  it('checks the signature of the URL it gave', async () => {
+    const res = await request(app.app).put('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ credentials: CREDS.sms }).expect(200);
+    const url = res.body.webhook_url as string;
+    expect(url).toMatch(/^https:\/\/example\.com\/switchboard\/hooks\/v1\/ch_/);
+    const params = twilioMessage(`SM${'c'.repeat(32)}`, '+14155550111', 'hello');
+    // The proxy passes the request on without the path it serves the service under.
+    await request(app.app)
+      .post(new URL(url).pathname.replace('/switchboard', ''))
+      .set('content-type', 'application/x-www-form-urlencoded')
+      .set(twilioHeaders(url, params))
+      .send(new URLSearchParams(params).toString())
+      .expect(200);
+  });
+
+  it('says why a channel cannot be connected without SECRETS_KEY', async () => {
+    const created = await databases[0].create();
+    const keyless = createApp(testConfig(), { db: created.db, logger: pino({ level: 'silent' }) });
+    try {
+      await request(keyless.app).put('/api/v1/agents/helpdesk').set('tenant-id', TENANT).send(helpdesk).expect(200);
+      const res = await request(keyless.app).put('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ credentials: CREDS.sms }).expect(409);
+      expect(res.body.detail).toBe('Channel credentials are kept encrypted, and this server has no key for them: the operator has to set SECRETS_KEY');
+    } finally {
+      await keyless.close();
+      await created.drop();
+    }
+  });
+});
+
 describe('channel adapters', () => {
   it("checks Twilio's signature as its documentation's example computes it", () => {
     // https://www.twilio.com/docs/usage/security (auth token 12345, the documented URL and parameters)

@@ -21,8 +21,9 @@ export function hooksRouter(channels: ChannelService, publicUrl: string | undefi
       return;
     }
     try {
-      // The URL the provider called, as it signed it (Twilio signs the URL): PUBLIC_URL's origin behind a proxy.
-      const origin = publicUrl ? new URL(publicUrl).origin : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+      // The URL the provider called, as it signed it (Twilio signs the URL): behind a proxy,
+      // PUBLIC_URL with its path, as the channel's webhook_url names it.
+      const origin = publicUrl ? publicUrl.replace(/\/+$/, '') : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
       const query = Object.fromEntries(Object.entries(req.query).filter((e): e is [string, string] => typeof e[1] === 'string'));
       const answer = await channels.hook(String(req.params.id), {
         method: req.method === 'HEAD' ? 'GET' : req.method,

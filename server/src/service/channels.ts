@@ -162,7 +162,7 @@ export class ChannelService {
       throw new InputError(`set_webhook is for telegram only`, [
         { path: 'body.set_webhook', message: `${kind} has no such call: paste webhook_url into its settings` },
       ]);
-    if (!this.opts.key) throw new SecretsDisabledError();
+    if (!this.opts.key) throw new SecretsDisabledError('Channel credentials are kept encrypted, and this server has no key for them');
     const creds = adapter.complete ? adapter.complete(parsed.data) : parsed.data;
     const existing = await this.deps.store.get(tenantId, agent.id, kind);
     const id = existing?.id ?? `ch_${randomBytes(24).toString('base64url')}`;

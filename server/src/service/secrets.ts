@@ -9,8 +9,8 @@ import { iso, type Clock } from '../lib/clock.js';
 import type { SecretStore } from '../store/secret-store.js';
 
 export class SecretsDisabledError extends AppError {
-  constructor() {
-    super(409, 'secrets_not_configured', 'Tenant secrets are off on this server: the operator has to set SECRETS_KEY');
+  constructor(what = 'Tenant secrets are off on this server') {
+    super(409, 'secrets_not_configured', `${what}: the operator has to set SECRETS_KEY`);
   }
 }
 
