@@ -77,14 +77,19 @@ export class WebhookDispatcher {
     const counts = { delivered: 0, retried: 0, failed: 0 };
     for (;;) {
       const started = await this.tick();
-      if (!started && !this.inFlight.size) return counts;
+      // A timer's pass still claiming holds rows not yet in flight here: wait for it too.
+      if (!started && !this.inFlight.size && !this.ticking) return counts;
       for (const outcome of await Promise.all([...this.inFlight.values()].map((f) => f.done))) counts[outcome]++;
     }
   }
 
-  /** Claims due deliveries up to the free capacity (fairly across tenants) and starts them; does not wait for them. */
+  /**
+   * Claims due deliveries up to the free capacity (fairly across tenants) and starts them; does
+   * not wait for them. Passes run one after another, so a pass sees what the one before started.
+   */
   private tick(): Promise<number> {
-    const run = (async () => {
+    const before = this.ticking?.catch(() => 0) ?? Promise.resolve(0);
+    const run = before.then(async () => {
       const room = this.total - this.inFlight.size;
       if (room <= 0) return 0;
       const rows = await this.claim(room);
@@ -104,9 +109,11 @@ export class WebhookDispatcher {
         this.inFlight.set(row.id, { tenant: row.tenant_id, done });
       }
       return rows.length;
-    })();
+    });
     this.ticking = run;
-    return run.finally(() => (this.ticking = null));
+    return run.finally(() => {
+      if (this.ticking === run) this.ticking = null;
+    });
   }
 
   /**
