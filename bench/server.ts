@@ -2,7 +2,7 @@
 // database, and a fresh PostgreSQL database for one run.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
@@ -140,15 +140,55 @@ export function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : 0;
 }
 
-/** CPU time the process `pid` has used, all its threads, in microseconds (Linux's /proc; null elsewhere). */
-export function cpuMicros(pid: number): number | null {
+/** The fields of /proc/<pid>/stat after the command name (Linux); null when the process is gone or /proc is not there. */
+function stat(pid: number | string): string[] | null {
   try {
-    // Fields after the command name: utime and stime are the 12th and 13th, in clock ticks (100 a second).
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   } catch {
     return null;
   }
+}
+
+/**
+ * CPU time the process `pid` has used, all its threads, in microseconds (null where /proc cannot
+ * tell); with `reaped`, also that of its children that have exited and been waited for.
+ */
+export function cpuMicros(pid: number, reaped = false): number | null {
+  const f = stat(pid);
+  // utime, stime, cutime and cstime are the 12th to 15th fields after the name, in clock ticks (100 a second).
+  return f ? (Number(f[11]) + Number(f[12]) + (reaped ? Number(f[13]) + Number(f[14]) : 0)) * 10_000 : null;
+}
+
+/**
+ * The CPU time of the PostgreSQL server that `url` names, all its processes (the postmaster, its
+ * backends, the WAL writer, the checkpointer, autovacuum, and those that exited meanwhile, which
+ * the postmaster has reaped), in µs; null when it is not on this machine. Other databases' work on
+ * that server counts too: run the benchmark on a quiet one.
+ */
+export async function postgresCpu(url: string): Promise<() => number | null> {
+  const db = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: 1 } });
+  let postmaster: number | null = null;
+  try {
+    const { rows } = (await db.raw('select pg_backend_pid() as pid')) as { rows: { pid: number }[] };
+    const f = stat(rows[0].pid);
+    postmaster = f ? Number(f[1]) : null;
+  } catch {
+    postmaster = null;
+  } finally {
+    await db.destroy();
+  }
+  return () => {
+    if (postmaster === null) return null;
+    let total = cpuMicros(postmaster, true);
+    if (total === null) return null;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      // A process that exited between the listing and the read is in the postmaster's reaped time.
+      const f = stat(entry);
+      if (f && Number(f[1]) === postmaster) total += cpuMicros(Number(entry)) ?? 0;
+    }
+    return total;
+  };
 }
 
 /** The p-th percentile (0–100) of xs; 0 for none. */

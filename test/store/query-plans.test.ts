@@ -115,11 +115,14 @@ eachDatabase('query plans on $name', (database) => {
     await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100, tenantId: 't' }));
   });
 
-  it("renews and releases a batch's lease by index", async () => {
-    await indexed(
-      'conversations',
-      () => db.knex('conversations').where('lease_id', randomUUID()).update({ lease_id: null, lease_until: null }),
-      'conversations_lease_idx',
+  it("renews and releases a batch's lease through the primary key, by the ids it took", async () => {
+    await indexed('conversations', () =>
+      db
+        .knex('conversations')
+        .where('tenant_id', 't')
+        .whereIn('id', [id, randomUUID()])
+        .andWhere('lease_id', randomUUID())
+        .update({ lease_id: null, lease_until: null }),
     );
   });
 

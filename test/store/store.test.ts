@@ -288,6 +288,7 @@ eachDatabase('migrations on $name', (database) => {
         '018_review',
         '019_releases',
         '020_channels',
+        '021_lighter_postgres_turns',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
@@ -430,5 +431,150 @@ describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leas
     clearTimeout(release);
     expect((await store.get('tenant-a', agentA, ids[1]))?.erasedAt).toEqual(expect.any(String));
     expect(Number((await db.knex('conversations').whereIn('id', ids).whereNotNull('lease_id').count({ n: '*' }))[0].n)).toBe(0);
+  });
+
+  /** The turn after `c`'s stored one: one more user turn, the audit sequence moved on. */
+  const nextTurn = (c: Conversation, stored: number, message: string) =>
+    write(
+      { ...c, turnCount: c.turnCount + stored, auditSeq: stored + 1, updatedAt: T0 },
+      { isNew: false, expectedAuditSeq: stored, turns: [{ idx: c.turnCount + stored - 1, role: 'user', message, timestamp: T0 }] },
+    );
+  const started = async () => {
+    const c = conversation('tenant-a', agentA);
+    await store.exclusive(c.id, null, (u) => u.commit(write(c)));
+    return c;
+  };
+  const ref = (c: Conversation) => ({ tenantId: 'tenant-a', id: c.id });
+
+  it('runs an optimistic call as one read and one write, taking no lease', async () => {
+    const c = await started();
+    const leased: unknown[] = [];
+    const runs = await store.exclusive(
+      `conv:${c.id}`,
+      ref(c),
+      async (u) => {
+        const loaded = await u.load('tenant-a', agentA, c.id);
+        leased.push((await db.knex('conversations').where({ id: c.id }).first('lease_id'))?.lease_id);
+        await u.commit(nextTurn(c, loaded!.auditSeq, 'one'));
+        return 1;
+      },
+      { optimistic: true },
+    );
+    expect(runs).toBe(1);
+    expect(leased).toEqual([null]);
+    expect((await store.turns('tenant-a', c.id)).map((t) => t.message)).toEqual(['hi', 'hello', 'one']);
+  });
+
+  it('runs an optimistic call again, holding the lease, when another process wrote between its read and its write', async () => {
+    const c = await started();
+    let runs = 0;
+    await store.exclusive(
+      `conv:${c.id}`,
+      ref(c),
+      async (u) => {
+        runs++;
+        const loaded = await u.load('tenant-a', agentA, c.id);
+        // Another process's turn lands between this call's read and its write, the first time only.
+        if (runs === 1) await db.knex('conversations').where({ id: c.id }).update({ audit_seq: 2 });
+        else expect((await db.knex('conversations').where({ id: c.id }).first('lease_id'))?.lease_id).not.toBeNull();
+        await u.commit(nextTurn(c, loaded!.auditSeq, `run ${runs}`));
+      },
+      { optimistic: true },
+    );
+    expect(runs).toBe(2);
+    expect((await store.turns('tenant-a', c.id)).map((t) => t.message)).toEqual(['hi', 'hello', 'run 2']);
+    expect((await db.knex('conversations').where({ id: c.id }).first('audit_seq', 'lease_id')) as object).toMatchObject({ lease_id: null });
+  });
+
+  it('takes the lease before an effect, and once it has, does not run again: a conflict after it is the caller’s error', async () => {
+    const c = await started();
+    let runs = 0;
+    const call = store.exclusive(
+      `conv:${c.id}`,
+      ref(c),
+      async (u) => {
+        runs++;
+        const loaded = await u.load('tenant-a', agentA, c.id);
+        await u.beforeEffect();
+        const row = await db.knex('conversations').where({ id: c.id }).first('lease_id', 'lease_until');
+        expect(row?.lease_id).not.toBeNull();
+        // The lease is lost meanwhile (it ran out and another process took it).
+        await db.knex('conversations').where({ id: c.id }).update({ lease_id: randomUUID() });
+        await u.commit(nextTurn(c, loaded!.auditSeq, 'late'));
+      },
+      { optimistic: true },
+    );
+    await expect(call).rejects.toBeInstanceOf(ConcurrentUpdateError);
+    expect(runs).toBe(1);
+    expect(await store.turns('tenant-a', c.id)).toHaveLength(2);
+    await db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
+  });
+
+  it('waits, holding the lease, for a conversation another process holds when an optimistic call reads or reaches an effect', async () => {
+    for (const when of ['read', 'effect'] as const) {
+      const c = await started();
+      const other = randomUUID();
+      const hold = () =>
+        db
+          .knex('conversations')
+          .where({ id: c.id })
+          .update({ lease_id: other, lease_until: new Date(Date.now() + 60_000).toISOString() });
+      if (when === 'read') await hold();
+      const seen: string[] = [];
+      const release = setTimeout(() => {
+        db.knex('conversations')
+          .where({ id: c.id, lease_id: other })
+          .update({ lease_id: null, lease_until: null })
+          .then(
+            () => undefined,
+            () => undefined,
+          );
+      }, 300);
+      await store.exclusive(
+        `conv:${c.id}`,
+        ref(c),
+        async (u) => {
+          const loaded = await u.load('tenant-a', agentA, c.id);
+          seen.push('loaded');
+          if (when === 'effect' && seen.length === 1) await hold();
+          await u.beforeEffect();
+          seen.push('effect');
+          await u.commit(nextTurn(c, loaded!.auditSeq, when));
+        },
+        { optimistic: true },
+      );
+      clearTimeout(release);
+      // Read: straight to the lease, one run; effect: the first run stops at the effect, the second holds the lease.
+      expect(seen).toEqual(when === 'read' ? ['loaded', 'effect'] : ['loaded', 'loaded', 'effect']);
+      expect((await store.turns('tenant-a', c.id)).map((t) => t.message)).toEqual(['hi', 'hello', when]);
+    }
+  });
+
+  it('announces a released lease only when a call waits for it', async () => {
+    const c = await started();
+    const heard: string[] = [];
+    const listener = await db.knex.client.acquireConnection();
+    try {
+      listener.on('notification', (n: { channel: string; payload: string }) => {
+        if (n.channel === 'switchboard_leases') heard.push(n.payload);
+      });
+      await listener.query('listen switchboard_leases');
+      const take = () =>
+        db
+          .knex('conversations')
+          .where({ id: c.id })
+          .update({ lease_id: randomUUID(), lease_until: new Date(Date.now() + 60_000).toISOString() });
+      const free = () => db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
+      await take();
+      await free();
+      await take();
+      await db.knex('conversations').where({ id: c.id }).update({ lease_wanted: true });
+      await free();
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard).toEqual([c.id]);
+    } finally {
+      await listener.query('unlisten switchboard_leases');
+      await db.knex.client.releaseConnection(listener);
+    }
   });
 });

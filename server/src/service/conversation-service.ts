@@ -234,95 +234,103 @@ export class ConversationService {
     const conversationId = body.conversation_id ?? call.newConversationId ?? randomUUID();
     const isNew = body.conversation_id === undefined;
 
-    const response = await this.store.exclusive(`conv:${conversationId}`, isNew ? null : { tenantId, id: conversationId }, async (unit) => {
-      const opened = isNew
-        ? null
-        : await openConversation(
-            unit,
-            { agents: this.agents, clock: this.clock },
-            { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' },
-          );
-      const prior = opened?.conversation ?? null;
-      if (prior && call.channel && prior.channel?.kind !== call.channel.kind)
-        throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
-      if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
-        throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
-      }
-      const agent =
-        opened?.agent ??
-        (await this.agents.compiledVersion(
-          tenantId,
-          ctx.agentId,
-          body.version ?? startVersion(ctx.agentId, ctx.currentVersion, ctx.split, userId ?? conversationId),
-        ));
-      const now = opened?.now ?? iso(this.clock.now());
-      const context = mergeContext(prior?.context ?? null, body.context);
-      this.checkCaps(prior, context);
+    // Optimistic (conversation-store.ts exclusive): up to its first effect this may run twice, so
+    // everything before that is reads and computation.
+    const response = await this.store.exclusive(
+      `conv:${conversationId}`,
+      isNew ? null : { tenantId, id: conversationId },
+      async (unit) => {
+        const opened = isNew
+          ? null
+          : await openConversation(
+              unit,
+              { agents: this.agents, clock: this.clock },
+              { tenantId, agentId: ctx.agentId, id: conversationId, userId, requestId: call.requestId, closedCode: 'conversation_closed' },
+            );
+        const prior = opened?.conversation ?? null;
+        if (prior && call.channel && prior.channel?.kind !== call.channel.kind)
+          throw new NotFoundError('conversation_not_found', `No conversation ${conversationId}`);
+        if (prior && (prior.status === 'completed' || prior.status === 'abandoned')) {
+          throw new ConflictError('conversation_closed', `The conversation is ${prior.status}`);
+        }
+        const agent =
+          opened?.agent ??
+          (await this.agents.compiledVersion(
+            tenantId,
+            ctx.agentId,
+            body.version ?? startVersion(ctx.agentId, ctx.currentVersion, ctx.split, userId ?? conversationId),
+          ));
+        const now = opened?.now ?? iso(this.clock.now());
+        const context = mergeContext(prior?.context ?? null, body.context);
+        this.checkCaps(prior, context);
 
-      const secrets = agent.secretNames.length ? await this.opts.secrets.forTenant(tenantId, agent.secretNames) : {};
-      const turnUser = prior ? prior.userId : userId;
-      const history =
-        prior && agent.historyTurns > 0
-          ? (await this.store.recentTurns(tenantId, conversationId, agent.historyTurns)).map((r) => ({
-              role: r.role === 'user' ? ('user' as const) : ('agent' as const),
-              message: r.message,
-            }))
-          : undefined;
-      const { result, routingMs, engineMs, actionsMs, llmMs } = await this.runEngine(agent, prior, {
-        tenantId,
-        secrets,
-        conversationId,
-        message: body.message,
-        context,
-        userId: turnUser,
-        turnIndex: prior ? prior.turnCount : 0,
-        now,
-        history,
-        onDelta: call.onDelta,
-      });
-      // The context a turn ran with, whenever it changes: what a replay needs to run it again.
-      if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
-        const channel =
-          !prior && call.channel
-            ? { channel: { kind: call.channel.kind, origin: call.channel.kind === 'web' ? call.channel.origin : null, page_url: call.channel.pageUrl } }
-            : {};
-        result.audit.unshift({
-          type: 'context_changed',
+        const secrets = agent.secretNames.length ? await this.opts.secrets.forTenant(tenantId, agent.secretNames) : {};
+        const turnUser = prior ? prior.userId : userId;
+        const history =
+          prior && agent.historyTurns > 0
+            ? (await this.store.recentTurns(tenantId, conversationId, agent.historyTurns)).map((r) => ({
+                role: r.role === 'user' ? ('user' as const) : ('agent' as const),
+                message: r.message,
+              }))
+            : undefined;
+        const { result, routingMs, engineMs, actionsMs, llmMs } = await this.runEngine(agent, prior, {
+          tenantId,
+          secrets,
+          conversationId,
+          message: body.message,
+          context,
+          userId: turnUser,
           turnIndex: prior ? prior.turnCount : 0,
-          timestamp: now,
-          durationMs: null,
-          data: { context, ...channel },
+          now,
+          history,
+          onDelta: call.onDelta,
+          beforeEffect: () => unit.beforeEffect(),
         });
-      }
-      if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
-        throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
-      }
-      const { write, response } = buildTurnWrite({
-        tenantId,
-        agent,
-        prior,
-        conversationId,
-        userId: turnUser,
-        context,
-        message: body.message,
-        result,
-        now,
-        requestId: call.requestId,
-        reviewLowMargin: this.opts.reviewLowMargin,
-        timing: {
-          total_ms: ms(ctx.started),
-          routing_ms: routingMs,
-          engine_ms: engineMs,
-          actions_ms: actionsMs,
-          ...(llmMs > 0 ? { llm_ms: llmMs } : {}),
-          storage_ms: ctx.storageMs + (opened?.loadMs ?? 0),
-        },
-        idempotency: ctx.idem,
-        channel: call.channel ?? null,
-      });
-      await unit.commit(write);
-      return response;
-    });
+        // The context a turn ran with, whenever it changes: what a replay needs to run it again.
+        if (body.context && (!prior?.context || canonicalJson(context) !== canonicalJson(prior.context))) {
+          const channel =
+            !prior && call.channel
+              ? { channel: { kind: call.channel.kind, origin: call.channel.kind === 'web' ? call.channel.origin : null, page_url: call.channel.pageUrl } }
+              : {};
+          result.audit.unshift({
+            type: 'context_changed',
+            turnIndex: prior ? prior.turnCount : 0,
+            timestamp: now,
+            durationMs: null,
+            data: { context, ...channel },
+          });
+        }
+        if (JSON.stringify(result.flow).length > this.opts.maxStateBytes) {
+          throw new LimitError(`The conversation's slots and action results would exceed ${this.opts.maxStateBytes} bytes`);
+        }
+        const { write, response } = buildTurnWrite({
+          tenantId,
+          agent,
+          prior,
+          conversationId,
+          userId: turnUser,
+          context,
+          message: body.message,
+          result,
+          now,
+          requestId: call.requestId,
+          reviewLowMargin: this.opts.reviewLowMargin,
+          timing: {
+            total_ms: ms(ctx.started),
+            routing_ms: routingMs,
+            engine_ms: engineMs,
+            actions_ms: actionsMs,
+            ...(llmMs > 0 ? { llm_ms: llmMs } : {}),
+            storage_ms: ctx.storageMs + (opened?.loadMs ?? 0),
+          },
+          idempotency: ctx.idem,
+          channel: call.channel ?? null,
+        });
+        await unit.commit(write);
+        return response;
+      },
+      { optimistic: true },
+    );
     return response!;
   }
 
@@ -355,6 +363,8 @@ export class ConversationService {
     t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now' | 'history'> & {
       tenantId: string;
       onDelta?: (text: string) => void;
+      /** Called before each effect outside the process, and before a streamed reply is sent (ConversationUnit.beforeEffect). */
+      beforeEffect: () => Promise<void>;
     },
   ): Promise<{ result: TurnResult; routingMs: number; engineMs: number; actionsMs: number; llmMs: number }> {
     // Scoring runs inside the engine's steps and the LLM between them: time each on its own.
@@ -401,8 +411,9 @@ export class ConversationService {
     let step = gen.next();
     stepsMs += ms(s);
     while (!step.done) {
-      const a = performance.now();
       const request = step.value;
+      await t.beforeEffect();
+      const a = performance.now();
       let reply: EngineReply;
       if (request.kind === 'action') {
         reply = await inSpan('switchboard.action', { 'switchboard.action': request.action.name }, () =>
@@ -425,7 +436,11 @@ export class ConversationService {
       stepsMs += ms(s);
     }
     this.opts.renderBudgets.charge(t.tenantId, budget);
-    stream?.sync(step.value.reply);
+    if (stream) {
+      // What the client has been sent cannot be taken back: the turn must not start again after it.
+      await t.beforeEffect();
+      stream.sync(step.value.reply);
+    }
     const round = (x: number) => Math.round(x * 100) / 100;
     return {
       result: step.value,

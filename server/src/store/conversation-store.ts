@@ -9,7 +9,7 @@ import { verifyChain, type ChainReport } from '../lib/audit-chain.js';
 import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
 import { EventLog } from './event-log.js';
-import { Leases, type ConversationRef, type Lease } from './leases.js';
+import { LeaseFirst, Leases, leaseIsLive, type ConversationRef, type Lease } from './leases.js';
 import type { ConversationTableRow } from './rows.js';
 import { rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
 import type { TurnWriter } from './writer.js';
@@ -41,6 +41,11 @@ export interface ConversationUnit {
   commit(write: TurnWrite): Promise<void>;
   /** Erases what the conversation says about a person, keeping what `rules` say (service/erasure.ts). */
   erase(conversation: Conversation, now: string, rules: ErasureRules): Promise<void>;
+  /**
+   * Before the call's first effect outside the process (an action, a model call): an optimistic
+   * call takes the conversation's lease here, or starts again holding it (exclusive).
+   */
+  beforeEffect(): Promise<void>;
 }
 
 /** What a turn read returns: its keys are known already. */
@@ -111,18 +116,27 @@ export class ConversationStore {
    * process (first come, first served), and, on a database several processes share, across
    * processes by a lease on the conversation row (leases.ts). `target` null is a new
    * conversation: nothing to hold. With `skipIfBusy`, a conversation another process holds is
-   * skipped (resolves undefined).
+   * skipped (resolves undefined). With `optimistic`, `fn` first runs without the lease (one read
+   * and one conditioned write, leases.ts optimistic) and, should the row be held or change
+   * meanwhile before `fn` wrote or called out, once more holding it: `fn` must be safe to run
+   * again up to its first `beforeEffect` or commit.
    */
   async exclusive<T>(
     lockKey: string,
     target: ConversationRef | null,
     fn: (unit: ConversationUnit) => Promise<T>,
-    opts: { skipIfBusy?: boolean } = {},
+    opts: { skipIfBusy?: boolean; optimistic?: boolean } = {},
   ): Promise<T | undefined> {
     this.busy++;
     try {
       return await this.locks.run(lockKey, async () => {
-        if (this.db.adapter.shared && target) return this.leases.hold(target, (lease) => fn(this.unit(lease)), opts.skipIfBusy ?? false);
+        if (this.db.adapter.shared && target) {
+          if (opts.optimistic && !opts.skipIfBusy) {
+            const done = await this.leases.optimistic(target, (lease) => fn(this.unit(lease)));
+            if (done) return done.value;
+          }
+          return this.leases.hold(target, (lease) => fn(this.unit(lease)), opts.skipIfBusy ?? false);
+        }
         return fn(this.unit(null));
       });
     } finally {
@@ -141,13 +155,26 @@ export class ConversationStore {
   }
 
   private unit(lease: Lease | null): ConversationUnit {
+    // An optimistic call before it took its lease or wrote (leases.ts).
+    const unsettled = () => (lease?.pending && !lease.pending.settled ? lease.pending : null);
     return {
       load: async (tenantId, agentId, id) => {
         const row = this.leasedRow(lease, { tenantId, agentId, id }) ?? (await this.writer.conversation(tenantId, agentId, id));
+        const pending = unsettled();
+        if (pending && row) {
+          // Another call is answering it: wait for it, holding the lease, rather than work on a row about to change.
+          if (leaseIsLive(row, new Date().toISOString())) throw new LeaseFirst('the conversation is held by another call');
+          pending.readSeq = Number(row.audit_seq);
+        }
         return row ? rowToConversation(row) : null;
       },
+      beforeEffect: async () => {
+        await unsettled()?.take();
+      },
       commit: async (write) => {
-        await this.writer.commit(writeRows(write, this.chainKey), lease);
+        const pending = unsettled();
+        await this.writer.commit(writeRows(write, this.chainKey), pending ? null : lease);
+        if (pending) pending.settled = true;
         this.afterCommit(write);
         // The commit released the lease with its update.
         if (lease) lease.held = false;
@@ -155,6 +182,7 @@ export class ConversationStore {
         if (!this.db.adapter.shared && write.events?.length) this.eventLog.changes.emit('event', write.conversation.id);
       },
       erase: async (c, now, rules) => {
+        await unsettled()?.take();
         const adapter = this.db.adapter;
         await adapter.secureErase(this.knex, (trx) =>
           eraseConversationRows(trx, adapter, { conversations: [c], now, rules, leased: lease !== null, chainKey: this.chainKey }),

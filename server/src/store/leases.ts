@@ -7,7 +7,7 @@ import type { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import { UnavailableError } from '../errors.js';
 import type { ConversationTableRow } from './rows.js';
-import type { TurnWriter } from './writer.js';
+import { ConcurrentUpdateError, type TurnWriter } from './writer.js';
 
 /** A conversation by its tenant and id. */
 export interface ConversationRef {
@@ -21,7 +21,38 @@ export interface Lease {
   held: boolean;
   /** The row as taking the lease returned it, for the call's first load (one round trip for both). */
   row?: ConversationTableRow;
+  /**
+   * A call that runs before taking the lease (Leases.optimistic): it takes it before its first
+   * effect, at the audit sequence it read, and a write without it succeeds only on a row nobody
+   * holds or changed meanwhile.
+   */
+  pending?: PendingLease;
 }
+
+/** The state of an optimistic call's lease: what it read, and whether it has written or taken the lease yet. */
+export interface PendingLease {
+  /** The audit sequence of the row the call read (null before it read one). */
+  readSeq: number | null;
+  /** Whether the call has committed a write or taken the lease: from then on it cannot start again. */
+  settled: boolean;
+  /** Takes the lease at `readSeq`; throws LeaseFirst when the row changed or is held. */
+  take(): Promise<void>;
+}
+
+/**
+ * The optimistic way cannot go on: the row is held by another call, or changed since it was read.
+ * Nothing was written or sent yet; the call starts again holding the lease.
+ */
+export class LeaseFirst extends Error {
+  constructor(why: string) {
+    super(why);
+    this.name = 'LeaseFirst';
+  }
+}
+
+/** Whether a lease read on a row is live: held by some call and not run out at `now`. */
+export const leaseIsLive = (row: Pick<ConversationTableRow, 'lease_id' | 'lease_until'>, now: string): boolean =>
+  row.lease_id !== null && row.lease_id !== undefined && (row.lease_until ?? '') >= now;
 
 /** How long a waiter sleeps between looks at a busy conversation when no release notice comes. */
 const LEASE_POLL_MS = 250;
@@ -58,12 +89,58 @@ export class Leases {
       return await fn(lease);
     } finally {
       if (renew) clearInterval(renew);
-      if (lease.held) {
-        await this.knex('conversations')
-          .where({ id: target.id, lease_id: lease.id })
-          .update({ lease_id: null, lease_until: null })
-          .catch(() => undefined); // an unreleased lease runs out by itself
-      }
+      if (lease.held) await this.release(target, lease);
+    }
+  }
+
+  private release(target: ConversationRef, lease: Lease): Promise<unknown> {
+    return this.knex('conversations')
+      .where({ id: target.id, lease_id: lease.id })
+      .update({ lease_id: null, lease_until: null })
+      .catch(() => undefined); // an unreleased lease runs out by itself
+  }
+
+  /**
+   * Runs `fn` on `target` without taking its lease first: a turn that calls nothing outside the
+   * process is then one read and one write, the write conditioned on the row being unchanged and
+   * not held (postgres-writer.ts). Before its first effect (an action, a model call) the call takes
+   * the lease at the audit sequence it read (`lease.pending.take`). Resolves null, with nothing
+   * written or sent, when that cannot be done: the row was held or changed meanwhile; the caller
+   * then runs `fn` again holding the lease (hold).
+   */
+  async optimistic<T>(target: ConversationRef, fn: (lease: Lease) => Promise<T>): Promise<{ value: T } | null> {
+    const lease: Lease = { id: randomUUID(), held: false };
+    // Set by take(), from inside the call.
+    const timer: { renew?: NodeJS.Timeout } = {};
+    const pending: PendingLease = {
+      readSeq: null,
+      settled: false,
+      take: async () => {
+        if (lease.held || pending.settled) return;
+        if (pending.readSeq === null) throw new LeaseFirst('no row was read');
+        const now = new Date().toISOString();
+        const row = await this.writer.takeLease(target, {
+          id: lease.id,
+          until: new Date(Date.now() + this.leaseMs).toISOString(),
+          now,
+          auditSeq: pending.readSeq,
+        });
+        if (!row) throw new LeaseFirst('the conversation was held or changed since it was read');
+        lease.held = true;
+        pending.settled = true;
+        timer.renew = setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3)));
+        timer.renew.unref();
+      },
+    };
+    lease.pending = pending;
+    try {
+      return { value: await fn(lease) };
+    } catch (err) {
+      if (!pending.settled && (err instanceof LeaseFirst || err instanceof ConcurrentUpdateError)) return null;
+      throw err;
+    } finally {
+      if (timer.renew) clearInterval(timer.renew);
+      if (lease.held) await this.release(target, lease);
     }
   }
 
@@ -87,10 +164,15 @@ export class Leases {
       .update({ lease_id: leaseId, lease_until: until() })
       .returning<ConversationTableRow[]>('*');
     const taken = new Set(rows.map((r) => r.id));
+    // Renewed and released through the primary key: by the ids taken, where the lease is still this one.
+    const mine = () =>
+      this.knex('conversations')
+        .where('tenant_id', tenantId)
+        .whereIn('id', [...taken])
+        .andWhere('lease_id', leaseId);
     const renew = setInterval(
       () => {
-        void this.knex('conversations')
-          .where('lease_id', leaseId)
+        void mine()
           .update({ lease_until: until() })
           .catch(() => undefined);
       },
@@ -101,10 +183,11 @@ export class Leases {
       return { result: await fn(rows, leaseId), notTaken: ids.filter((id) => !taken.has(id)) };
     } finally {
       clearInterval(renew);
-      await this.knex('conversations')
-        .where('lease_id', leaseId)
-        .update({ lease_id: null, lease_until: null })
-        .catch(() => undefined); // an unreleased lease runs out by itself
+      if (taken.size) {
+        await mine()
+          .update({ lease_id: null, lease_until: null })
+          .catch(() => undefined); // an unreleased lease runs out by itself
+      }
     }
   }
 
@@ -122,11 +205,27 @@ export class Leases {
       const now = new Date().toISOString();
       const row = await this.writer.takeLease(target, { id: leaseId, until: new Date(Date.now() + this.leaseMs).toISOString(), now });
       if (row) return row;
-      const held = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('lease_until');
-      if (!held) return 'absent';
-      if (skipIfBusy) return 'busy';
+      if (skipIfBusy) {
+        const exists = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('id');
+        return exists ? 'busy' : 'absent';
+      }
+      // Asks the holder for a notice on release (the trigger fires only for rows so marked), while
+      // the lease is still held: marked after a release, the row would wait for a notice that never comes.
+      const marked = await this.knex('conversations')
+        .where({ id: target.id, tenant_id: target.tenantId })
+        .whereNotNull('lease_id')
+        .andWhere('lease_until', '>=', now)
+        .update({ lease_wanted: true })
+        .returning<{ lease_until: string }[]>('lease_until');
+      const held = marked.at(0);
       if (Date.now() > giveUpAt) throw new UnavailableError('The conversation is busy with another request; try again shortly');
-      const until = Date.parse(held.lease_until ?? now) - Date.now();
+      if (!held) {
+        // Released or run out since, or no such conversation: look again at once.
+        const exists = await this.knex('conversations').where({ id: target.id, tenant_id: target.tenantId }).first('id');
+        if (!exists) return 'absent';
+        continue;
+      }
+      const until = Date.parse(held.lease_until) - Date.now();
       await this.waitForRelease(target.id, Math.max(10, Math.min(LEASE_POLL_MS, until + 5)));
     }
   }

@@ -38,28 +38,38 @@ select count(*)::int as n from c`;
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
 
+// A conversation is found by its primary key alone; its tenant (and agent) are checked as a filter,
+// written `(…) is true` so that no index can serve them. A named statement keeps the generic plan
+// it made first, often on a table still nearly empty, where the planner rates every index alike:
+// it chose the (tenant_id, agent_id, user_id, …) index and then read all of an agent's entries
+// for each lookup (60 pages a call in \`npm run bench\`) until an ANALYZE came.
 const STATEMENTS = {
   agentBySlug: 'select * from agents where tenant_id = $1 and slug = $2',
-  conversationOfAgent: 'select * from conversations where id = $1 and tenant_id = $2 and agent_id = $3',
-  conversation: 'select * from conversations where id = $1 and tenant_id = $2',
-  takeLease: 'update conversations set lease_id = $3, lease_until = $4 where id = $1 and tenant_id = $2 and (lease_id is null or lease_until < $5) returning *',
+  conversationOfAgent: 'select * from conversations where id = $1 and (tenant_id = $2 and agent_id = $3) is true',
+  conversation: 'select * from conversations where id = $1 and (tenant_id = $2) is true',
+  // A new holder starts with no waiter marked (leases.ts): waiters still waiting mark the row again.
+  takeLease:
+    'update conversations set lease_id = $3, lease_until = $4, lease_wanted = false where id = $1 and (tenant_id = $2) is true and (lease_id is null or lease_until < $5) returning *',
+  // The same, only while the row has the audit sequence the call read ($6): an optimistic call's (leases.ts).
+  takeLeaseAt:
+    'update conversations set lease_id = $3, lease_until = $4, lease_wanted = false where id = $1 and (tenant_id = $2) is true and (lease_id is null or lease_until < $5) and audit_seq = $6 returning *',
   // $1 the conversation row, $2…$10 the other tables' rows.
   insertTurn: `with c as (
     insert into conversations (${cols('conversations')})
     select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id),
   ${rest(2)}`,
   // $1 the conversation row, $2 the audit sequence it must still have, $3 the lease its writer
-  // must hold (null: none; the write then leaves the lease columns alone, else releases the
-  // lease), $4…$12 the other tables' rows.
+  // must hold (null: none; the row must then have no live lease at $4, the time now, and the write
+  // leaves the lease columns alone; else it releases the lease), $5…$13 the other tables' rows.
   updateTurn: `with c as (
     update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
       select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
         case when $3::text is null then t.lease_id end, case when $3::text is null then t.lease_until end
       from json_populate_record(null::conversations, $1::json) r)
-    where t.id = ($1::json->>'id')::uuid and t.tenant_id = $1::json->>'tenant_id' and t.audit_seq = $2::int
-      and ($3::text is null or t.lease_id = $3::text)
+    where t.id = ($1::json->>'id')::uuid and (t.tenant_id = $1::json->>'tenant_id') is true and t.audit_seq = $2::int
+      and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))
     returning t.id),
-  ${rest(4)}`,
+  ${rest(5)}`,
 } as const;
 
 export class PostgresWriter implements TurnWriter {
@@ -88,8 +98,16 @@ export class PostgresWriter implements TurnWriter {
     return rows.at(0);
   }
 
-  async takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined> {
-    return (await this.run<ConversationTableRow>('takeLease', [ref.id, ref.tenantId, lease.id, lease.until, lease.now])).at(0);
+  async takeLease(
+    ref: { tenantId: string; id: string },
+    lease: { id: string; until: string; now: string; auditSeq?: number },
+  ): Promise<ConversationTableRow | undefined> {
+    const values = [ref.id, ref.tenantId, lease.id, lease.until, lease.now];
+    const rows =
+      lease.auditSeq === undefined
+        ? await this.run<ConversationTableRow>('takeLease', values)
+        : await this.run<ConversationTableRow>('takeLeaseAt', [...values, lease.auditSeq]);
+    return rows.at(0);
   }
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {
@@ -100,7 +118,7 @@ export class PostgresWriter implements TurnWriter {
     try {
       const result = w.isNew
         ? await this.run<{ n: number }>('insertTurn', [row, ...others])
-        : await this.run<{ n: number }>('updateTurn', [row, w.expectedAuditSeq, lease?.id ?? null, ...others]);
+        : await this.run<{ n: number }>('updateTurn', [row, w.expectedAuditSeq, lease?.id ?? null, new Date().toISOString(), ...others]);
       if (result.at(0)?.n !== 1) throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
     } catch (err) {
       if (isUniqueViolation(err) && (err as { table?: string }).table === 'idempotency_keys') throw new DuplicateIdempotencyKeyError();

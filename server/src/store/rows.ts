@@ -36,6 +36,8 @@ export interface ConversationTableRow {
   event_seq: Int | null;
   lease_id?: string | null;
   lease_until?: string | null;
+  /** A call waits for this lease: its release is announced (migration 021). */
+  lease_wanted?: boolean | Int;
   channel?: string | null;
   origin?: string | null;
   page_url?: string | null;

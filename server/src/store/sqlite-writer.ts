@@ -143,12 +143,15 @@ export class SqliteWriter implements TurnWriter {
   }
 
   /** Leases are for databases several processes share; through Knex, for completeness. */
-  async takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined> {
-    const rows = await this.knex('conversations')
+  async takeLease(
+    ref: { tenantId: string; id: string },
+    lease: { id: string; until: string; now: string; auditSeq?: number },
+  ): Promise<ConversationTableRow | undefined> {
+    const q = this.knex('conversations')
       .where({ id: ref.id, tenant_id: ref.tenantId })
-      .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', lease.now))
-      .update({ lease_id: lease.id, lease_until: lease.until })
-      .returning('*');
+      .andWhere((w) => w.whereNull('lease_id').orWhere('lease_until', '<', lease.now));
+    if (lease.auditSeq !== undefined) q.andWhere('audit_seq', lease.auditSeq);
+    const rows = await q.update({ lease_id: lease.id, lease_until: lease.until }).returning('*');
     return rows.at(0);
   }
 

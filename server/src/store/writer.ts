@@ -12,16 +12,21 @@ export interface TurnWriter {
   conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined>;
   /**
    * Commits a write in one transaction. An update applies only while the row still has the
-   * expected audit sequence (and, with a lease, only for its holder; the update releases the
-   * lease); otherwise nothing is written and ConcurrentUpdateError is thrown. An idempotency key
-   * stored meanwhile by another request throws DuplicateIdempotencyKeyError.
+   * expected audit sequence and, with a lease, only for its holder (the update releases the
+   * lease); without one, on a database several processes share, only while nobody holds the row.
+   * Otherwise nothing is written and ConcurrentUpdateError is thrown. An idempotency key stored
+   * meanwhile by another request throws DuplicateIdempotencyKeyError.
    */
   commit(rows: WriteRows, lease: { id: string } | null): Promise<void>;
   /**
    * Takes the lease on a conversation that has none or whose lease ran out (at `now`), until
-   * `until`; answers the row with the lease taken, or undefined when it is held or absent.
+   * `until`, and (with `auditSeq`) only while the row still has that audit sequence; answers the
+   * row with the lease taken, or undefined when it is held, changed or absent.
    */
-  takeLease(ref: { tenantId: string; id: string }, lease: { id: string; until: string; now: string }): Promise<ConversationTableRow | undefined>;
+  takeLease(
+    ref: { tenantId: string; id: string },
+    lease: { id: string; until: string; now: string; auditSeq?: number },
+  ): Promise<ConversationTableRow | undefined>;
 }
 
 /** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
