@@ -9,6 +9,9 @@
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 //   BENCH_DATABASES=sqlite or postgres: one of them alone; BENCH_REPLICAS=0: not the two processes.
+//   BENCH_RUNS (1): runs of each build, each on a fresh database, and then their medians.
+//   BENCH_BASELINE: another checkout, built there (npm run build), such as the previous commit's
+//   in a git worktree: its server runs the same workloads, alternating with this build's.
 // On PostgreSQL on this machine each workload also shows the CPU time of PostgreSQL's processes per
 // call, and the target is the CPU of a continuing call, server and database together.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -22,6 +25,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const TENANT = 'bench';
 const PG_URL = process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
 const ONLY = process.env.BENCH_DATABASES;
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 1));
+const BASELINE = process.env.BENCH_BASELINE;
 const headers = { 'tenant-id': TENANT, 'content-type': 'application/json' };
 const ENV = { MAX_TURNS_PER_CONVERSATION: '100000000', DB_POOL_MAX: process.env.DB_POOL_MAX ?? '16' };
 
@@ -167,9 +172,9 @@ function table(results: Figures[]): void {
 }
 
 /** The three workloads on one server; returns the figures and whether the database's targets were met. */
-async function benchOne(label: string, databaseUrl: string, target: Target): Promise<{ results: Figures[]; met: boolean }> {
+async function benchOne(label: string, databaseUrl: string, target: Target, checkout?: string): Promise<{ results: Figures[]; met: boolean }> {
   console.log(`\n## ${label}, Node ${process.version}`);
-  const server = await startServer(databaseUrl, ENV);
+  const server = await startServer(databaseUrl, ENV, checkout);
   const pid = server.proc.pid!;
   const db = databaseUrl.startsWith('postgres') ? await postgresCpu(databaseUrl) : () => null;
   try {
@@ -262,27 +267,72 @@ async function benchReplicas(databaseUrl: string, single: number): Promise<boole
   }
 }
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * The medians of several runs of each build on one database: /healthz's CPU a call, and for the
+ * converse workloads the server's and the database's CPU a call, their sum as a multiple of
+ * /healthz's, and p99.
+ */
+function medians(database: string, runs: Map<string, Figures[][]>): void {
+  console.log(`\n## ${database}: medians of ${[...runs.values()][0].length} runs a build`);
+  console.log('\n| build | workload | server CPU µs/call | database CPU µs/call | CPU × /healthz | p99 ms | req/s |');
+  console.log('|---|---|---:|---:|---:|---:|---:|');
+  for (const [build, results] of runs) {
+    const health = median(results.map((r) => r[0].cpuPerCall ?? 0));
+    console.log(
+      `| ${build} | GET /healthz | ${µs(health)} | — | 1.00× | ${median(results.map((r) => r[0].p99))} | ${Math.round(median(results.map((r) => r[0].rps)))} |`,
+    );
+    for (const i of [1, 2]) {
+      const server = median(results.map((r) => r[i].cpuPerCall ?? 0));
+      const dbs = results.map((r) => r[i].dbCpuPerCall);
+      const db = dbs.every((d) => d !== null) ? median(dbs as number[]) : null;
+      const times = median(results.map((r) => ((r[i].cpuPerCall ?? 0) + (r[i].dbCpuPerCall ?? 0)) / (r[0].cpuPerCall ?? 1)));
+      console.log(
+        `| ${build} | ${results[0][i].name} | ${µs(server)} | ${µs(db)} | ${times.toFixed(2)}× | ${median(results.map((r) => r[i].p99))} | ${Math.round(median(results.map((r) => r[i].rps)))} |`,
+      );
+    }
+  }
+}
+
+/** BENCH_RUNS runs of this build (and of BENCH_BASELINE's, alternating) on fresh databases; the targets judged on the first run, or on the medians. */
+async function onDatabase(database: string, fresh: () => Promise<{ url: string; drop: () => Promise<void> }>, target: Target, met: boolean[]): Promise<void> {
+  const builds: [string, string | undefined][] = [['this build', undefined], ...(BASELINE ? [[`baseline (${BASELINE})`, BASELINE] as [string, string]] : [])];
+  const runs = new Map<string, Figures[][]>(builds.map(([name]) => [name, []]));
+  for (let run = 1; run <= RUNS; run++) {
+    for (const [name, checkout] of builds) {
+      const db = await fresh();
+      try {
+        const label = `${database}${builds.length > 1 || RUNS > 1 ? `, ${name}, run ${run} of ${RUNS}` : ''}`;
+        const one = await benchOne(label, db.url, target, checkout);
+        runs.get(name)!.push(one.results);
+        if (!checkout && run === 1) met.push(one.met);
+        if (!checkout && run === 1 && database === 'PostgreSQL' && process.env.BENCH_REPLICAS !== '0')
+          met.push(await benchReplicas(db.url, one.results[2].rps));
+      } finally {
+        await db.drop();
+      }
+    }
+  }
+  if (RUNS > 1 || builds.length > 1) medians(database, runs);
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
   const met: boolean[] = [];
   try {
+    let files = 0;
+    const sqliteFile = async () => {
+      const file = join(dir, `bench-${files++}.db`);
+      return { url: `sqlite://${file}`, drop: async () => rmSync(file, { force: true }) };
+    };
     if (ONLY === 'postgres') console.log('\nSQLite: skipped (BENCH_DATABASES=postgres)');
-    else met.push((await benchOne('SQLite (better-sqlite3)', `sqlite://${join(dir, 'bench.db')}`, TARGETS.sqlite)).met);
-    if (ONLY === 'sqlite') {
-      console.log('\nPostgreSQL: skipped (BENCH_DATABASES=sqlite)');
-    } else if (!PG_URL) {
-      console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
-    } else {
-      const pg = await freshPostgres(PG_URL, 'bench');
-      try {
-        const one = await benchOne('PostgreSQL', pg.url, TARGETS.postgres);
-        met.push(one.met);
-        if (process.env.BENCH_REPLICAS !== '0') met.push(await benchReplicas(pg.url, one.results[2].rps));
-      } finally {
-        await pg.drop();
-      }
-    }
-    console.log(`\n${met.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
+    else await onDatabase('SQLite (better-sqlite3)', sqliteFile, TARGETS.sqlite, met);
+    if (ONLY === 'sqlite') console.log('\nPostgreSQL: skipped (BENCH_DATABASES=sqlite)');
+    else if (!PG_URL) console.log('\nPostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL to a PostgreSQL server)');
+    else await onDatabase('PostgreSQL', () => freshPostgres(PG_URL, 'bench'), TARGETS.postgres, met);
+    if (!met.length) console.log('\nNothing measured.');
+    else console.log(`\n${met.every(Boolean) ? 'All targets met.' : 'Some targets NOT met (see above).'}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,11 +3,13 @@
 // replica is killed -9 and another is restarted with SIGTERM. Then every conversation's history
 // is read back: each message the client sent once, each answer as the client finally received
 // it, nothing lost or doubled. Then a traffic split: each user meets the same version whichever
-// replica answers. Prints the figures; exits 1 on any mismatch or failed request.
-// Needs `haproxy` on the PATH and SOAK_DATABASE_URL or TEST_DATABASE_URL.
+// replica answers. All of it twice: the replicas straight on PostgreSQL, then through Debian's
+// PgBouncer in transaction mode (when installed). Prints the figures; exits 1 on any mismatch or
+// failed request. Needs `haproxy` on the PATH and SOAK_DATABASE_URL or TEST_DATABASE_URL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { echoAgent as agent, freshPostgres } from './server.js';
@@ -19,13 +21,19 @@ const PORTS = [3311, 3312, 3313];
 const LB_PORT = 3310;
 const headers = { 'tenant-id': 'acme', 'content-type': 'application/json' };
 
-function startReplica(url: string, port: number): ChildProcess {
+/** How the replicas reach the database: straight, or through PgBouncer in transaction mode with the settings that needs. */
+interface Route {
+  name: string;
+  env: Record<string, string>;
+}
+
+function startReplica(route: Route, port: number): ChildProcess {
   return spawn(process.execPath, ['--expose-gc', 'dist/server/src/main.js'], {
     env: {
       ...process.env,
+      ...route.env,
       PORT: String(port),
       HOST: '127.0.0.1',
-      DATABASE_URL: url,
       LOG_LEVEL: 'error',
       AGENTS_DIR: '',
       RATE_LIMIT_RPS: '0',
@@ -96,18 +104,79 @@ async function splitHeld(): Promise<number> {
   return differ;
 }
 
-async function main(): Promise<void> {
-  if (!PG) {
-    console.log('replicas: skipped (set SOAK_DATABASE_URL or TEST_DATABASE_URL)');
-    return;
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+
+/** Debian's PgBouncer, or null when it is not installed. */
+const pgbouncerPath = () => ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer'].find((p) => existsSync(p)) ?? null;
+
+/**
+ * PgBouncer in transaction mode in front of the server `url` names, on a free port, until stopped.
+ * It refuses to run as root: as root it runs as the postgres user.
+ */
+async function startPgbouncer(binary: string, url: string, dir: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const server = new URL(url);
+  const port = await freePort();
+  const user = decodeURIComponent(server.username) || 'postgres';
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'users.txt'), `"${user}" ""\n`, { mode: 0o644 });
+  writeFileSync(
+    join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `* = host=${server.hostname} port=${server.port || '5432'}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = trust',
+      `auth_file = ${join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      'max_client_conn = 400',
+      'default_pool_size = 20',
+      // pg sends statement_timeout at connect: PgBouncer would refuse the connection over it.
+      'ignore_startup_parameters = extra_float_digits, statement_timeout',
+      'log_connections = 0',
+      'log_disconnections = 0',
+      'log_stats = 0',
+      '',
+    ].join('\n'),
+    { mode: 0o644 },
+  );
+  const asRoot = process.getuid?.() === 0;
+  const proc = spawn(asRoot ? 'runuser' : binary, [...(asRoot ? ['-u', 'postgres', '--', binary] : []), join(dir, 'pgbouncer.ini')], { stdio: 'ignore' });
+  const through = new URL(url);
+  through.port = String(port);
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const c = connect(port, '127.0.0.1', () => (c.end(), resolve(true))).on('error', () => resolve(false));
+    });
+    if (up) break;
+    if (proc.exitCode !== null) throw new Error(`pgbouncer exited with ${proc.exitCode} (run it with ${join(dir, 'pgbouncer.ini')} to see why)`);
+    await new Promise((r) => setTimeout(r, 100));
   }
-  const dir = mkdtempSync(join(tmpdir(), 'switchboard-replicas-'));
-  const db = await freshPostgres(PG, 'replicas');
+  return {
+    url: through.toString(),
+    stop: async () => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+/** The run on one route: three replicas behind HAProxy, load, chaos, then every conversation checked and the split. */
+async function scenario(route: Route, dir: string): Promise<void> {
   const replicas = new Map<number, ChildProcess>();
   let lb: ChildProcess | null = null;
   try {
     // All three start together on the empty database: one migrates, the others wait for it.
-    for (const p of PORTS) replicas.set(p, startReplica(db.url, p));
+    for (const p of PORTS) replicas.set(p, startReplica(route, p));
     await Promise.all(PORTS.map(ready));
     const cfg = join(dir, 'haproxy.cfg');
     writeFileSync(
@@ -146,7 +215,7 @@ async function main(): Promise<void> {
       const old = replicas.get(PORTS[1])!;
       old.kill('SIGTERM');
       await new Promise((r) => old.once('exit', r));
-      replicas.set(PORTS[1], startReplica(db.url, PORTS[1]));
+      replicas.set(PORTS[1], startReplica(route, PORTS[1]));
       await ready(PORTS[1]);
       console.log(`replicas: restarted the replica on ${PORTS[1]} (SIGTERM, drained, started again)`);
     })();
@@ -181,15 +250,51 @@ async function main(): Promise<void> {
       if (!exact) mismatched++;
     }
     console.log(
-      `replicas: ${CLIENTS} clients for ${SECONDS} s through HAProxy over 3 replicas: ${messages} messages, ${retried} answered after a retry, ` +
+      `replicas: ${CLIENTS} clients for ${SECONDS} s through HAProxy over 3 replicas, ${route.name}: ${messages} messages, ${retried} answered after a retry, ` +
         `${mismatched} conversation${mismatched === 1 ? '' : 's'} not exactly as sent and received`,
     );
     if (mismatched > 0) process.exitCode = 1;
     if ((await splitHeld()) > 0) process.exitCode = 1;
   } finally {
     lb?.kill('SIGTERM');
-    for (const p of replicas.values()) if (p.exitCode === null) p.kill('SIGTERM');
-    await Promise.all([...replicas.values()].map((p) => (p.exitCode !== null ? null : new Promise((r) => p.once('exit', r)))));
+    // A process killed by a signal has a signalCode and no exitCode.
+    const running = [...replicas.values()].filter((p) => p.exitCode === null && p.signalCode === null);
+    for (const p of running) p.kill('SIGTERM');
+    await Promise.all(running.map((p) => new Promise((r) => p.once('exit', r))));
+  }
+}
+
+async function main(): Promise<void> {
+  if (!PG) {
+    console.log('replicas: skipped (set SOAK_DATABASE_URL or TEST_DATABASE_URL)');
+    return;
+  }
+  const direct = await freshPostgres(PG, 'replicas');
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-replicas-'));
+  try {
+    await scenario({ name: 'straight to PostgreSQL', env: { DATABASE_URL: direct.url } }, dir);
+  } finally {
+    await direct.drop();
+  }
+  const binary = pgbouncerPath();
+  if (!binary) {
+    console.log("replicas behind PgBouncer: skipped (Debian's pgbouncer is not installed)");
+    return;
+  }
+  const db = await freshPostgres(PG, 'replicas');
+  const bouncer = await startPgbouncer(binary, db.url, dir);
+  try {
+    // Transaction mode: no session state between transactions, so the converse path's statements
+    // are not kept prepared, and the LISTEN session goes to the server itself.
+    await scenario(
+      {
+        name: 'through PgBouncer in transaction mode',
+        env: { DATABASE_URL: bouncer.url, DATABASE_LISTEN_URL: db.url, DB_PREPARED_STATEMENTS: 'false' },
+      },
+      dir,
+    );
+  } finally {
+    await bouncer.stop();
     await db.drop();
     rmSync(dir, { recursive: true, force: true });
   }

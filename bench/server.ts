@@ -42,13 +42,18 @@ function build(): Promise<void> {
   return built;
 }
 
-/** `npm run serve`'s server (built first) on `databaseUrl`, on a free loopback port, once it answers /readyz. */
-export async function startServer(databaseUrl: string, env: Record<string, string> = {}): Promise<BenchServer> {
-  await build();
+/**
+ * `npm run serve`'s server (built first) on `databaseUrl`, on a free loopback port, once it answers
+ * /readyz. `checkout`: another checkout's build (its dist/, built there) to run instead, such as the
+ * previous commit's, to compare two builds in one sitting.
+ */
+export async function startServer(databaseUrl: string, env: Record<string, string> = {}, checkout?: string): Promise<BenchServer> {
+  if (!checkout) await build();
   const port = await freePort();
   // BENCH_SERVER_NODE_ARGS: more flags for the server's node, such as `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where a run's time goes.
   const extra = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   const proc = spawn(process.execPath, ['--expose-gc', ...extra, '--import', './dist/server/src/tracing-preload.js', 'dist/server/src/main.js'], {
+    cwd: checkout,
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'error', AGENTS_DIR: '', RATE_LIMIT_RPS: '0', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

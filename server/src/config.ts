@@ -16,6 +16,8 @@ const EnvSchema = z.object({
     .transform((u) => u.replace(/\/+$/, ''))
     .optional(),
   DATABASE_URL: z.string().min(1).default('sqlite://./data/switchboard.db'),
+  DATABASE_LISTEN_URL: z.string().min(1).optional(),
+  DB_PREPARED_STATEMENTS: Bool.default('true'),
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
   TRUST_TENANT_HEADER: Bool.default('false'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -276,6 +278,10 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     /** The URL clients reach this server at (behind a proxy); else /openapi.json names the request's own origin. */
     publicUrl: e.PUBLIC_URL,
     databaseUrl: e.DATABASE_URL,
+    /** PostgreSQL: the server to LISTEN on directly, when DATABASE_URL names a pooler in transaction mode (docs/scaling.md). */
+    databaseListenUrl: e.DATABASE_LISTEN_URL,
+    /** PostgreSQL: the converse path's statements prepared once per connection (off behind PgBouncer before 1.21 in transaction mode). */
+    dbPreparedStatements: e.DB_PREPARED_STATEMENTS,
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,
     logLevel: e.LOG_LEVEL,

@@ -45,6 +45,8 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
     acquireTimeoutMs: config.dbAcquireTimeoutMs,
     queryTimeoutMs: config.dbQueryTimeoutMs,
     log: logger,
+    ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
+    preparedStatements: config.dbPreparedStatements,
   });
   const applied = await migrate(db).catch(async (err: unknown) => {
     await db.close();

@@ -486,6 +486,25 @@ describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leas
     expect((await db.knex('conversations').where({ id: c.id }).first('audit_seq', 'lease_id')) as object).toMatchObject({ lease_id: null });
   });
 
+  it('takes its first load from the row read with the agent, and runs again holding the lease when that row was stale', async () => {
+    const c = await started();
+    const read = await db.knex('conversations').where({ id: c.id }).first();
+    await db.knex('conversations').where({ id: c.id }).update({ audit_seq: 2 });
+    const loads: number[] = [];
+    await store.exclusive(
+      `conv:${c.id}`,
+      ref(c),
+      async (u) => {
+        const loaded = await u.load('tenant-a', agentA, c.id);
+        loads.push(loaded!.auditSeq);
+        await u.commit(nextTurn(c, loaded!.auditSeq, `after ${loaded!.auditSeq}`));
+      },
+      { optimistic: true, read },
+    );
+    expect(loads).toEqual([1, 2]);
+    expect((await store.turns('tenant-a', c.id)).map((t) => t.message)).toEqual(['hi', 'hello', 'after 2']);
+  });
+
   it('takes the lease before an effect, and once it has, does not run again: a conflict after it is the caller’s error', async () => {
     const c = await started();
     let runs = 0;

@@ -30,6 +30,11 @@ export class KeyedLock {
     return from(0);
   }
 
+  /** Whether a call holds `key` or waits for it. */
+  isHeld(key: string): boolean {
+    return this.tails.has(key);
+  }
+
   get size(): number {
     return this.tails.size;
   }

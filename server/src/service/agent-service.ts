@@ -16,6 +16,7 @@ import type { RenderBudgets } from './render-budgets.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, AgentStore, ReleaseChange, StepInput } from '../store/agent-store.js';
+import type { PrefetchedConversation } from '../store/conversation-store.js';
 import type { ReleaseRow } from '../store/release-store.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { Logger } from 'pino';
@@ -313,7 +314,19 @@ export class AgentService {
 
   /** The live (not archived) agent with this slug, or 404. */
   async active(tenantId: string, slug: string): Promise<AgentRow> {
-    const row = await this.store.bySlug(tenantId, slug);
+    return this.live(tenantId, slug, await this.store.bySlug(tenantId, slug));
+  }
+
+  /**
+   * The live agent with this slug, or 404, and the row of its conversation `conversationId` where
+   * the database reads both in one round trip (PostgreSQL; ConversationStore.exclusive's `read`).
+   */
+  async activeWithConversation(tenantId: string, slug: string, conversationId: string): Promise<{ agent: AgentRow; conversation?: PrefetchedConversation }> {
+    const r = await this.store.bySlugWithConversation(tenantId, slug, conversationId);
+    return { agent: this.live(tenantId, slug, r.agent), conversation: r.conversation };
+  }
+
+  private live(tenantId: string, slug: string, row: AgentRow | null): AgentRow {
     if (!row || row.archivedAt) throw new NotFoundError('agent_not_found', `No agent "${slug}"`);
     this.slugs.set(`${tenantId}:${row.id}`, row.slug);
     return row;

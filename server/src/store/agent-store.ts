@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import type { Database } from './db.js';
-import { present, type AgentTableRow, type AgentVersionTableRow } from './rows.js';
+import { present, type AgentTableRow, type AgentVersionTableRow, type ConversationTableRow } from './rows.js';
 import { appendRelease, type ReleaseRow, type ReleaseStep } from './release-store.js';
 import { ConflictError } from '../errors.js';
 
@@ -83,6 +83,19 @@ export class AgentStore {
   async bySlug(tenantId: string, slug: string): Promise<AgentRow | null> {
     const r = await this.writer.agentBySlug(tenantId, slug);
     return r ? toAgent(r) : null;
+  }
+
+  /**
+   * The agent with this slug, archived or not, and (on PostgreSQL, in the same round trip) the row
+   * of its conversation `conversationId`, for that conversation's first read (ConversationStore.exclusive).
+   */
+  async bySlugWithConversation(
+    tenantId: string,
+    slug: string,
+    conversationId: string,
+  ): Promise<{ agent: AgentRow | null; conversation?: ConversationTableRow }> {
+    const r = await this.writer.agentWithConversation(tenantId, slug, conversationId);
+    return { agent: r.agent ? toAgent(r.agent) : null, conversation: r.conversation };
   }
 
   /** The slug of an agent, archived or not. */

@@ -34,6 +34,9 @@ export interface IdempotencyRecord {
   response: unknown;
 }
 
+/** A conversation's row as read with its agent (AgentStore.bySlugWithConversation), for exclusive's `read`. */
+export type PrefetchedConversation = ConversationTableRow;
+
 /** Reads and the one write of a call on a conversation, under that conversation's lock. */
 export interface ConversationUnit {
   /** `agentId` null: any agent of the tenant. */
@@ -119,20 +122,23 @@ export class ConversationStore {
    * skipped (resolves undefined). With `optimistic`, `fn` first runs without the lease (one read
    * and one conditioned write, leases.ts optimistic) and, should the row be held or change
    * meanwhile before `fn` wrote or called out, once more holding it: `fn` must be safe to run
-   * again up to its first `beforeEffect` or commit.
+   * again up to its first `beforeEffect` or commit. `read`: the conversation's row as read before
+   * (with its agent), for an optimistic call's first load when no other call of this process on
+   * the conversation came first (one that did may have changed it).
    */
   async exclusive<T>(
     lockKey: string,
     target: ConversationRef | null,
     fn: (unit: ConversationUnit) => Promise<T>,
-    opts: { skipIfBusy?: boolean; optimistic?: boolean } = {},
+    opts: { skipIfBusy?: boolean; optimistic?: boolean; read?: PrefetchedConversation } = {},
   ): Promise<T | undefined> {
     this.busy++;
+    const read = this.locks.isHeld(lockKey) ? undefined : opts.read;
     try {
       return await this.locks.run(lockKey, async () => {
         if (this.db.adapter.shared && target) {
           if (opts.optimistic && !opts.skipIfBusy) {
-            const done = await this.leases.optimistic(target, (lease) => fn(this.unit(lease)));
+            const done = await this.leases.optimistic(target, read, (lease) => fn(this.unit(lease)));
             if (done) return done.value;
           }
           return this.leases.hold(target, (lease) => fn(this.unit(lease)), opts.skipIfBusy ?? false);

@@ -42,6 +42,11 @@ export interface Database {
   /** The URL it was opened with (maintenance work opens connections of its own). */
   url: string;
   /**
+   * PostgreSQL: where the event log LISTENs, when not at `url`. Behind PgBouncer in transaction
+   * mode a LISTEN needs a session of its own on the server itself (docs/scaling.md).
+   */
+  listenUrl?: string;
+  /**
    * SQLite on a file: a read-only connection of its own, opened on first use, with a small page
    * cache, for large values read once (stored routers). Read through the main connection, thousands
    * of routers (gigabytes) passed through its page cache, evicting the conversations' pages and
@@ -129,7 +134,19 @@ function dropConnectionOnTimeout(conn: PgClient): void {
   };
 }
 
-export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeoutMs?: number; queryTimeoutMs?: number; log?: DbLog } = {}): Database {
+export function openDatabase(
+  url: string,
+  opts: {
+    poolMax?: number;
+    acquireTimeoutMs?: number;
+    queryTimeoutMs?: number;
+    log?: DbLog;
+    /** PostgreSQL: a server to LISTEN on directly (a pooler in front of `url` cannot hold a LISTEN). */
+    listenUrl?: string;
+    /** PostgreSQL: the converse path's statements as named prepared statements (false behind a pooler that cannot keep them). */
+    preparedStatements?: boolean;
+  } = {},
+): Database {
   const file = sqliteFileFromUrl(url);
   if (file !== null) {
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
@@ -211,7 +228,15 @@ export function openDatabase(url: string, opts: { poolMax?: number; acquireTimeo
       },
       acquireConnectionTimeout: opts.acquireTimeoutMs ?? 5_000,
     });
-    return { knex, dialect: 'postgres', adapter: postgresDialect, writer: new PostgresWriter(knex), url, close: () => knex.destroy() };
+    return {
+      knex,
+      dialect: 'postgres',
+      adapter: postgresDialect,
+      writer: new PostgresWriter(knex, { prepared: opts.preparedStatements ?? true }),
+      url,
+      ...(opts.listenUrl && opts.listenUrl !== url ? { listenUrl: opts.listenUrl } : {}),
+      close: () => knex.destroy(),
+    };
   }
   throw new Error(`DATABASE_URL must start with sqlite:// or postgres:// (got "${url.split(':')[0]}:…")`);
 }

@@ -4,6 +4,7 @@
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
+import pg from 'pg';
 import { rawConnection, type RawPgConnection } from './knex-adapter.js';
 
 /** The channel on which a commit with new events names its conversation (migration 005's trigger). */
@@ -45,7 +46,7 @@ export class EventLog {
     const connect = async (): Promise<void> => {
       if (stopped) return;
       try {
-        client = await rawConnection(this.knex).acquire();
+        client = await this.listenConnection();
         client.on('notification', (msg: { channel?: string; payload?: string }) => {
           if (!msg.payload) return;
           if (msg.channel === LEASES_CHANNEL) this.released.emit('released', msg.payload);
@@ -66,12 +67,27 @@ export class EventLog {
     this.listener = {
       stop: async () => {
         stopped = true;
-        if (client)
-          await rawConnection(this.knex)
-            .destroy(client)
-            .catch(() => undefined);
+        if (client) await this.closeListenConnection(client).catch(() => undefined);
       },
     };
+  }
+
+  /** A session for LISTEN: on the database's own pool's terms, or straight to the server named by `listenUrl`. */
+  private async listenConnection(): Promise<RawPgConnection> {
+    if (!this.db.listenUrl) return rawConnection(this.knex).acquire();
+    const client = new pg.Client({ connectionString: this.db.listenUrl, connectionTimeoutMillis: 5_000, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
+    try {
+      await client.connect();
+    } catch (err) {
+      await client.end().catch(() => undefined);
+      throw err;
+    }
+    return client;
+  }
+
+  private closeListenConnection(client: RawPgConnection): Promise<void> {
+    if (!this.db.listenUrl) return rawConnection(this.knex).destroy(client);
+    return (client as unknown as pg.Client).end();
   }
 
   async stopListening(): Promise<void> {

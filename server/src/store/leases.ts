@@ -19,7 +19,7 @@ export interface ConversationRef {
 export interface Lease {
   id: string;
   held: boolean;
-  /** The row as taking the lease returned it, for the call's first load (one round trip for both). */
+  /** The row as taking the lease returned it, or as read with the agent (optimistic), for the call's first load (one round trip for both). */
   row?: ConversationTableRow;
   /**
    * A call that runs before taking the lease (Leases.optimistic): it takes it before its first
@@ -101,15 +101,16 @@ export class Leases {
   }
 
   /**
-   * Runs `fn` on `target` without taking its lease first: a turn that calls nothing outside the
+   * Runs `fn` on `target` without taking its lease first (`read`: its row, when the caller has just read it): a turn that calls nothing outside the
    * process is then one read and one write, the write conditioned on the row being unchanged and
    * not held (postgres-writer.ts). Before its first effect (an action, a model call) the call takes
    * the lease at the audit sequence it read (`lease.pending.take`). Resolves null, with nothing
    * written or sent, when that cannot be done: the row was held or changed meanwhile; the caller
    * then runs `fn` again holding the lease (hold).
    */
-  async optimistic<T>(target: ConversationRef, fn: (lease: Lease) => Promise<T>): Promise<{ value: T } | null> {
-    const lease: Lease = { id: randomUUID(), held: false };
+  async optimistic<T>(target: ConversationRef, read: ConversationTableRow | undefined, fn: (lease: Lease) => Promise<T>): Promise<{ value: T } | null> {
+    // `read`: the row as read just before, which the call's first load takes instead of reading it again.
+    const lease: Lease = { id: randomUUID(), held: false, row: read };
     // Set by take(), from inside the call.
     const timer: { renew?: NodeJS.Timeout } = {};
     const pending: PendingLease = {

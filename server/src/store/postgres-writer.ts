@@ -13,7 +13,7 @@ import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TA
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
 
 interface PgConnection {
-  query(config: { name: string; text: string; values: unknown[] }, cb: (err: Error | null, res: { rows: unknown[] }) => void): void;
+  query(config: { name?: string; text: string; values: unknown[] }, cb: (err: Error | null, res: { rows: unknown[] }) => void): void;
 }
 
 type Table = keyof typeof COLUMNS;
@@ -46,6 +46,10 @@ const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.inclu
 const STATEMENTS = {
   agentBySlug: 'select * from agents where tenant_id = $1 and slug = $2',
   conversationOfAgent: 'select * from conversations where id = $1 and (tenant_id = $2 and agent_id = $3) is true',
+  // Both rows as JSON (their columns are text, numbers and booleans, which JSON carries as pg would).
+  agentWithConversation: `select to_json(a) as agent,
+      (select to_json(c) from conversations c where c.id = $3 and (c.tenant_id = $1 and c.agent_id = a.id) is true) as conversation
+    from agents a where a.tenant_id = $1 and a.slug = $2`,
   conversation: 'select * from conversations where id = $1 and (tenant_id = $2) is true',
   // A new holder starts with no waiter marked (leases.ts): waiters still waiting mark the row again.
   takeLease:
@@ -73,22 +77,38 @@ const STATEMENTS = {
 } as const;
 
 export class PostgresWriter implements TurnWriter {
-  constructor(private readonly knex: Knex) {}
+  /**
+   * `prepared`: run the statements as named prepared statements, parsed and planned once per
+   * connection. Off behind a pooler in transaction mode that does not keep them (PgBouncer before
+   * 1.21): each is then parsed and planned on every call.
+   */
+  constructor(
+    private readonly knex: Knex,
+    private readonly opts: { prepared: boolean } = { prepared: true },
+  ) {}
 
-  /** Runs a named statement; pg prepares it on the connection's first use of the name. */
+  /** Runs a statement; pg prepares a named one on the connection's first use of the name. */
   private run<T>(name: keyof typeof STATEMENTS, values: unknown[]): Promise<T[]> {
+    const query = this.opts.prepared ? { name, text: STATEMENTS[name], values } : { text: STATEMENTS[name], values };
     return withPooledConnection(
       this.knex,
       (conn: PgConnection) =>
         // The callback form: db.ts's time-out guard wraps it.
         new Promise<T[]>((resolve, reject) => {
-          conn.query({ name, text: STATEMENTS[name], values }, (err, res) => (err ? reject(err) : resolve(res.rows as T[])));
+          conn.query(query, (err, res) => (err ? reject(err) : resolve(res.rows as T[])));
         }),
     );
   }
 
   async agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined> {
     return (await this.run<AgentTableRow>('agentBySlug', [tenantId, slug])).at(0);
+  }
+
+  async agentWithConversation(tenantId: string, slug: string, conversationId: string): Promise<{ agent?: AgentTableRow; conversation?: ConversationTableRow }> {
+    const row = (
+      await this.run<{ agent: AgentTableRow; conversation: ConversationTableRow | null }>('agentWithConversation', [tenantId, slug, conversationId])
+    ).at(0);
+    return row ? { agent: row.agent, conversation: row.conversation ?? undefined } : {};
   }
 
   async conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined> {

@@ -136,6 +136,11 @@ export class SqliteWriter implements TurnWriter {
     return this.run((s) => s.agentBySlug.get({ tenant_id: tenantId, slug }) as AgentTableRow | undefined);
   }
 
+  /** The agent alone: a conversation's read is a prepared statement in this process, as cheap later as now. */
+  async agentWithConversation(tenantId: string, slug: string): Promise<{ agent?: AgentTableRow; conversation?: ConversationTableRow }> {
+    return { agent: await this.agentBySlug(tenantId, slug) };
+  }
+
   async conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined> {
     // Without an agent (operator and sweeper paths, off the hot path) Knex builds the query.
     if (!agentId) return this.knex<ConversationTableRow>('conversations').where({ id, tenant_id: tenantId }).first();

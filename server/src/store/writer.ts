@@ -8,6 +8,11 @@ import type { WriteRows } from './turn-rows.js';
 export interface TurnWriter {
   /** The agent named by a slug, archived or not: the first read of every converse call. */
   agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
+  /**
+   * The agent named by a slug and, where a read costs a round trip (PostgreSQL), its conversation
+   * `conversationId` in the same one: the reads of a continuing converse call.
+   */
+  agentWithConversation(tenantId: string, slug: string, conversationId: string): Promise<{ agent?: AgentTableRow; conversation?: ConversationTableRow }>;
   /** A conversation's row; `agentId` null: of any agent of the tenant. */
   conversation(tenantId: string, agentId: string | null, id: string): Promise<ConversationTableRow | undefined>;
   /**
