@@ -569,6 +569,40 @@ describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leas
     }
   });
 
+  it('announces new events only for a conversation an event stream follows', async () => {
+    const [quiet, followed] = [await started(), await started()];
+    const heard: string[] = [];
+    const listener = await db.knex.client.acquireConnection();
+    try {
+      listener.on('notification', (n: { channel: string; payload: string }) => {
+        if (n.channel === 'switchboard_events') heard.push(n.payload);
+      });
+      await listener.query('listen switchboard_events');
+      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() + 60_000).toISOString());
+      for (const c of [quiet, followed]) {
+        await store.exclusive(
+          `conv:${c.id}`,
+          ref(c),
+          (u) => u.commit({ ...nextTurn(c, 1, 'hello'), events: [{ type: 'turn.created', data: { text: 'hello' }, createdAt: T0 }] }),
+          {
+            optimistic: true,
+          },
+        );
+      }
+      // A mark that lapsed announces nothing either.
+      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() - 1_000).toISOString());
+      await store.exclusive(`conv:${followed.id}`, ref(followed), (u) =>
+        u.commit({ ...nextTurn({ ...followed, eventSeq: 1 }, 2, 'again'), events: [{ type: 'turn.created', data: { text: 'again' }, createdAt: T0 }] }),
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard).toEqual([followed.id]);
+      expect(await store.eventLog.events('tenant-a', quiet.id, { row: 0, index: 0 })).toHaveLength(1);
+    } finally {
+      await listener.query('unlisten switchboard_events');
+      await db.knex.client.releaseConnection(listener);
+    }
+  });
+
   it('announces a released lease only when a call waits for it', async () => {
     const c = await started();
     const heard: string[] = [];

@@ -92,13 +92,22 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
   events.changes.setMaxListeners(0);
   events.changes.on('event', onEvent);
 
+  // How long a mark that a stream follows a conversation lasts (EventLog.watch): renewed with every
+  // heartbeat, so it outlives a missed renewal or two, and lapses soon after a process stops.
+  const watchedUntil = () => new Date(Date.now() + 3 * opts.heartbeatMs).toISOString();
   const heartbeat = setInterval(() => {
     const keys = new Set<string>();
-    for (const g of byConversation.values()) {
+    const watched = new Map<string, string[]>();
+    for (const [id, g] of byConversation) {
+      watched.set(g.tenantId, [...(watched.get(g.tenantId) ?? []), id]);
       for (const s of g.subs) {
         s.stream.write(': ping\n\n');
         if (s.keyId) keys.add(s.keyId);
       }
+    }
+    const until = watchedUntil();
+    for (const [tenantId, ids] of watched) {
+      events.watch(tenantId, ids, until).catch((err: unknown) => opts.log.warn({ err }, 'event stream mark could not be renewed'));
     }
     if (keys.size && opts.revoked) {
       opts.revoked([...keys]).then(
@@ -111,6 +120,8 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
 
   const api: EventStreams = {
     async open({ tenantId, conversationId, lastEventId, keyId, signal }) {
+      // Marked before anything is read: a write after the mark announces its events, one before it is there to read.
+      await events.watch(tenantId, [conversationId], watchedUntil());
       const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId);
       // Checked after the read, so that nothing between the check and the count can interleave.
       const group = byConversation.get(conversationId);

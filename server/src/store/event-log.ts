@@ -7,7 +7,7 @@ import type { Database } from './db.js';
 import pg from 'pg';
 import { rawConnection, type RawPgConnection } from './knex-adapter.js';
 
-/** The channel on which a commit with new events names its conversation (migration 005's trigger). */
+/** The channel on which a write with new events names its conversation, when an event stream follows it (postgres-writer.ts). */
 const EVENTS_CHANNEL = 'switchboard_events';
 /** The channel on which a released conversation lease names its conversation (migration 006's trigger). */
 const LEASES_CHANNEL = 'switchboard_leases';
@@ -115,6 +115,17 @@ export class EventLog {
       });
     }
     return out;
+  }
+
+  /**
+   * On PostgreSQL, marks a tenant's conversations as followed by an event stream until `until`:
+   * their writes announce new events (postgres-writer.ts) only while so marked. Committed before
+   * the stream's first read, so a write is either announced or already there to read. Elsewhere
+   * this process hears its own writes, and nothing is marked.
+   */
+  async watch(tenantId: string, ids: string[], until: string): Promise<void> {
+    if (!this.db.adapter.shared || !ids.length) return;
+    await this.knex('conversations').where('tenant_id', tenantId).whereIn('id', ids).update({ watched_until: until });
   }
 
   /** The position after a conversation's newest event. */

@@ -24,8 +24,13 @@ const cols = (table: Table, alias?: string) => COLUMNS[table].map((c) => (alias 
 const insertFrom = (table: Table, param: string) =>
   `insert into ${table} (${cols(table)}) select ${cols(table, 'r')} from json_populate_recordset(null::${table}, ${param}::json) r where exists (select 1 from c)`;
 
-/** The inserts that follow the conversation's write, from parameters `$first`…`$first+8`. */
-const rest = (first: number) => `t as (${insertFrom('turns', `$${first}`)}),
+/**
+ * The inserts that follow the conversation's write, from parameters `$first`…`$first+8`, and the
+ * statement's answer: `n`, whether the conversation's write matched, and (`notifyAfter`: the
+ * parameter holding the time now) a notice of its new events when an event stream follows the
+ * conversation (watched_until, event-log.ts watch).
+ */
+const rest = (first: number, notifyAfter?: number) => `t as (${insertFrom('turns', `$${first}`)}),
   a as (${insertFrom('audit_entries', `$${first + 1}`)}),
   e as (${insertFrom('conversation_events', `$${first + 2}`)}),
   w as (${insertFrom('webhook_deliveries', `$${first + 3}`)}),
@@ -34,7 +39,12 @@ const rest = (first: number) => `t as (${insertFrom('turns', `$${first}`)}),
   d as (${insertFrom('agent_closes', `$${first + 6}`)} ${CLOSE_UPSERT_TAIL}),
   g as (${insertFrom('review_groups', `$${first + 7}`)} ${REVIEW_GROUP_UPSERT_TAIL}),
   o as (${insertFrom('review_occurrences', `$${first + 8}`)})
-select count(*)::int as n from c`;
+select (select count(*) from c)::int as n${
+  notifyAfter === undefined
+    ? ''
+    : `,
+  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $${notifyAfter}::text and json_array_length($${first + 2}::json) > 0)::int as told`
+}`;
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
 
@@ -57,7 +67,8 @@ const STATEMENTS = {
   // The same, only while the row has the audit sequence the call read ($6): an optimistic call's (leases.ts).
   takeLeaseAt:
     'update conversations set lease_id = $3, lease_until = $4, lease_wanted = false where id = $1 and (tenant_id = $2) is true and (lease_id is null or lease_until < $5) and audit_seq = $6 returning *',
-  // $1 the conversation row, $2…$10 the other tables' rows.
+  // $1 the conversation row, $2…$10 the other tables' rows. Nothing follows a conversation that did
+  // not exist: no notice.
   insertTurn: `with c as (
     insert into conversations (${cols('conversations')})
     select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id),
@@ -72,8 +83,8 @@ const STATEMENTS = {
       from json_populate_record(null::conversations, $1::json) r)
     where t.id = ($1::json->>'id')::uuid and (t.tenant_id = $1::json->>'tenant_id') is true and t.audit_seq = $2::int
       and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))
-    returning t.id),
-  ${rest(5)}`,
+    returning t.id, t.watched_until),
+  ${rest(5, 4)}`,
 } as const;
 
 export class PostgresWriter implements TurnWriter {

@@ -38,6 +38,8 @@ export interface ConversationTableRow {
   lease_until?: string | null;
   /** A call waits for this lease: its release is announced (migration 021). */
   lease_wanted?: boolean | Int;
+  /** PostgreSQL: an event stream follows it until then; its writes announce new events (migration 021). */
+  watched_until?: string | null;
   channel?: string | null;
   origin?: string | null;
   page_url?: string | null;

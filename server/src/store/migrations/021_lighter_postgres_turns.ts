@@ -13,6 +13,12 @@
 //   write statement's time. The write inserts those rows only in the statement that updates or
 //   inserts their conversation (postgres-writer.ts), and rows are deleted children first, so the
 //   keys guarded nothing the writes do not. SQLite keeps them (its checks cost little there).
+// - A new event is announced (NOTIFY) only for a conversation some event stream follows: a
+//   process serving a stream marks the conversation (watched_until, renewed while it streams), and
+//   the turn's write statement notifies when the row it updates is so marked. Before, a trigger
+//   notified for every event row: a PL/pgSQL call per turn, a notice to every process, and a
+//   NOTIFY's commit holds a cluster-wide lock through its WAL flush, so every turn's commit
+//   waited for every other's (docs/scaling.md).
 // - conversations keeps free room on each page (fillfactor 80) for those HOT row versions.
 import type { Knex } from 'knex';
 import { isPostgres } from '../knex-adapter.js';
@@ -23,8 +29,10 @@ export async function up(knex: Knex): Promise<void> {
   await knex.schema.alterTable('conversations', (t) => {
     t.dropIndex([], 'conversations_lease_idx');
     t.boolean('lease_wanted').notNullable().defaultTo(false);
+    t.string('watched_until').nullable();
   });
   if (!isPostgres(knex)) return;
+  await knex.raw('drop trigger if exists conversation_events_notify on conversation_events');
   for (const table of CHILDREN) await knex.raw(`alter table ${table} drop constraint if exists ${table}_conversation_id_foreign`);
   await knex.raw('drop trigger if exists conversations_lease_released on conversations');
   await knex.raw(`
@@ -36,6 +44,7 @@ export async function up(knex: Knex): Promise<void> {
 
 export async function down(knex: Knex): Promise<void> {
   if (isPostgres(knex)) {
+    await knex.raw('create trigger conversation_events_notify after insert on conversation_events for each row execute function switchboard_notify_event()');
     await knex.raw('alter table conversations reset (fillfactor)');
     await knex.raw('drop trigger if exists conversations_lease_released on conversations');
     await knex.raw(`
@@ -48,6 +57,7 @@ export async function down(knex: Knex): Promise<void> {
   }
   await knex.schema.alterTable('conversations', (t) => {
     t.dropColumn('lease_wanted');
+    t.dropColumn('watched_until');
     t.index(['lease_id'], 'conversations_lease_idx', { predicate: knex.whereNotNull('lease_id') });
   });
 }
