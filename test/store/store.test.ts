@@ -569,65 +569,56 @@ describe.each(databases.filter((d) => d.name === 'postgres'))('conversation leas
     }
   });
 
-  it('announces new events only for a conversation an event stream follows', async () => {
-    const [quiet, followed] = [await started(), await started()];
+  /** The payloads PostgreSQL announced on `channel` while `fn` ran (and shortly after). */
+  async function heardOn(channel: string, fn: () => Promise<void>): Promise<string[]> {
     const heard: string[] = [];
     const listener = await db.knex.client.acquireConnection();
     try {
       listener.on('notification', (n: { channel: string; payload: string }) => {
-        if (n.channel === 'switchboard_events') heard.push(n.payload);
+        if (n.channel === channel) heard.push(n.payload);
       });
-      await listener.query('listen switchboard_events');
-      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() + 60_000).toISOString());
-      for (const c of [quiet, followed]) {
-        await store.exclusive(
-          `conv:${c.id}`,
-          ref(c),
-          (u) => u.commit({ ...nextTurn(c, 1, 'hello'), events: [{ type: 'turn.created', data: { text: 'hello' }, createdAt: T0 }] }),
-          {
-            optimistic: true,
-          },
-        );
-      }
-      // A mark that lapsed announces nothing either.
-      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() - 1_000).toISOString());
-      await store.exclusive(`conv:${followed.id}`, ref(followed), (u) =>
-        u.commit({ ...nextTurn({ ...followed, eventSeq: 1 }, 2, 'again'), events: [{ type: 'turn.created', data: { text: 'again' }, createdAt: T0 }] }),
-      );
+      await listener.query(`listen ${channel}`);
+      await fn();
       await new Promise((r) => setTimeout(r, 200));
-      expect(heard).toEqual([followed.id]);
-      expect(await store.eventLog.events('tenant-a', quiet.id, { row: 0, index: 0 })).toHaveLength(1);
+      return heard;
     } finally {
-      await listener.query('unlisten switchboard_events');
+      await listener.query(`unlisten ${channel}`);
       await db.knex.client.releaseConnection(listener);
     }
+  }
+
+  it('announces new events only for a conversation an event stream follows', async () => {
+    const [quiet, followed] = [await started(), await started()];
+    const said = (c: Conversation, stored: number, text: string) => ({
+      ...nextTurn(c, stored, text),
+      events: [{ type: 'turn.created' as const, data: { text }, createdAt: T0 }],
+    });
+    const heard = await heardOn('switchboard_events', async () => {
+      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() + 60_000).toISOString());
+      for (const c of [quiet, followed]) await store.exclusive(`conv:${c.id}`, ref(c), (u) => u.commit(said(c, 1, 'hello')), { optimistic: true });
+      // A mark that lapsed announces nothing either.
+      await store.eventLog.watch('tenant-a', [followed.id], new Date(Date.now() - 1_000).toISOString());
+      await store.exclusive(`conv:${followed.id}`, ref(followed), (u) => u.commit(said({ ...followed, eventSeq: 1 }, 2, 'again')));
+    });
+    expect(heard).toEqual([followed.id]);
+    expect(await store.eventLog.events('tenant-a', quiet.id, { row: 0, index: 0 })).toHaveLength(1);
   });
 
   it('announces a released lease only when a call waits for it', async () => {
     const c = await started();
-    const heard: string[] = [];
-    const listener = await db.knex.client.acquireConnection();
-    try {
-      listener.on('notification', (n: { channel: string; payload: string }) => {
-        if (n.channel === 'switchboard_leases') heard.push(n.payload);
-      });
-      await listener.query('listen switchboard_leases');
-      const take = () =>
-        db
-          .knex('conversations')
-          .where({ id: c.id })
-          .update({ lease_id: randomUUID(), lease_until: new Date(Date.now() + 60_000).toISOString() });
-      const free = () => db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
+    const take = () =>
+      db
+        .knex('conversations')
+        .where({ id: c.id })
+        .update({ lease_id: randomUUID(), lease_until: new Date(Date.now() + 60_000).toISOString() });
+    const free = () => db.knex('conversations').where({ id: c.id }).update({ lease_id: null, lease_until: null });
+    const heard = await heardOn('switchboard_leases', async () => {
       await take();
       await free();
       await take();
       await db.knex('conversations').where({ id: c.id }).update({ lease_wanted: true });
       await free();
-      await new Promise((r) => setTimeout(r, 200));
-      expect(heard).toEqual([c.id]);
-    } finally {
-      await listener.query('unlisten switchboard_leases');
-      await db.knex.client.releaseConnection(listener);
-    }
+    });
+    expect(heard).toEqual([c.id]);
   });
 });
