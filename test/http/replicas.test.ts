@@ -47,7 +47,11 @@ describe.skipIf(!postgres)(`two replicas on one PostgreSQL${PG_URL ? '' : ' (SKI
   beforeAll(async () => {
     const created = await postgres!.create();
     drop = created.drop;
-    second = openDatabase(created.url, { poolMax: 20 });
+    // The second replica as it runs behind PgBouncer in transaction mode (docs/scaling.md): its
+    // statements not prepared, its LISTEN on a session of its own, opened from another URL.
+    const listenUrl = new URL(created.url);
+    listenUrl.searchParams.set('application_name', 'switchboard-listen');
+    second = openDatabase(created.url, { poolMax: 20, preparedStatements: false, listenUrl: listenUrl.toString() });
     backend = await startBackend(ordersHandler);
     hooks = await startBackend((_q, res) => setTimeout(() => json(res, 204, {}), 10));
     // Deliveries are driven by runOnce below, not by a timer that could take some of them first.

@@ -124,8 +124,14 @@ export class EventLog {
    * this process hears its own writes, and nothing is marked.
    */
   async watch(tenantId: string, ids: string[], until: string): Promise<void> {
-    if (!this.db.adapter.shared || !ids.length) return;
-    await this.knex('conversations').where('tenant_id', tenantId).whereIn('id', ids).update({ watched_until: until });
+    if (!this.db.adapter.shared) return;
+    // In statements of a thousand ids: a process may follow many conversations of one tenant.
+    for (let i = 0; i < ids.length; i += 1000) {
+      await this.knex('conversations')
+        .where('tenant_id', tenantId)
+        .whereIn('id', ids.slice(i, i + 1000))
+        .update({ watched_until: until });
+    }
   }
 
   /** The position after a conversation's newest event. */
