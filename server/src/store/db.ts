@@ -310,6 +310,11 @@ export async function migrate(db: Database): Promise<string[]> {
   }
 }
 
+/** Undoes the newest migration applied (tests of a migration on a populated database). */
+export async function rollbackLast(db: Database): Promise<void> {
+  await db.knex.migrate.down({ migrationSource });
+}
+
 export async function rollbackAll(db: Database): Promise<void> {
   await db.knex.migrate.rollback({ migrationSource }, true);
 }
