@@ -11,7 +11,8 @@
 //   BENCH_DATABASES=sqlite or postgres: one of them alone; BENCH_REPLICAS=0: not the two processes.
 //   BENCH_RUNS (1): runs of each build, each on a fresh database, and then their medians.
 //   BENCH_BASELINE: another checkout, built there (npm run build), such as the previous commit's
-//   in a git worktree: its server runs the same workloads, alternating with this build's.
+//   in a git worktree: its server runs the same workloads, alternating with this build's
+//   (BENCH_BASELINE_FIRST=1: the baseline first in each pair).
 // On PostgreSQL on this machine each workload also shows the CPU time of PostgreSQL's processes per
 // call, and the target is the CPU of a continuing call, server and database together.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -298,6 +299,8 @@ function medians(database: string, runs: Map<string, Figures[][]>): void {
 /** BENCH_RUNS runs of this build (and of BENCH_BASELINE's, alternating) on fresh databases; the targets judged on the first run, or on the medians. */
 async function onDatabase(database: string, fresh: () => Promise<{ url: string; drop: () => Promise<void> }>, target: Target, met: boolean[]): Promise<void> {
   const builds: [string, string | undefined][] = [['this build', undefined], ...(BASELINE ? [[`baseline (${BASELINE})`, BASELINE] as [string, string]] : [])];
+  // BENCH_BASELINE_FIRST=1: the baseline first in each pair, to tell a build's cost from the order's.
+  if (process.env.BENCH_BASELINE_FIRST === '1') builds.reverse();
   const runs = new Map<string, Figures[][]>(builds.map(([name]) => [name, []]));
   for (let run = 1; run <= RUNS; run++) {
     for (const [name, checkout] of builds) {
