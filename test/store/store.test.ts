@@ -5,7 +5,7 @@ import type { Conversation } from '../../server/src/domain.js';
 import { ERASURE } from '../../server/src/service/erasure.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
 import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
-import { migrate, rollbackAll, rollbackLast, type Database } from '../../server/src/store/db.js';
+import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
 import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
@@ -261,52 +261,6 @@ eachDatabase('store on $name', (database) => {
 });
 
 eachDatabase('migrations on $name', (database) => {
-  it("fills the sweeps' new keys of a populated database in place (migration 022)", async () => {
-    const { db, drop } = await database.create();
-    try {
-      const agentId = (await new AgentStore(db).put('t', 'bot', { name: 'b' }, 'd1', T0)).agent.id;
-      await rollbackLast(db);
-      expect(await db.knex.schema.hasColumn('conversations', 'closed_at')).toBe(false);
-      const row = (id: string, status: 'active' | 'completed', over: object) => ({
-        id,
-        tenant_id: 't',
-        agent_id: agentId,
-        agent_version: 1,
-        status,
-        capability: 'c',
-        capability_id: randomUUID(),
-        phase: 'p',
-        awaiting_input: true,
-        state: '{}',
-        turn_count: 2,
-        audit_seq: 1,
-        created_at: T0,
-        updated_at: T0,
-        last_user_turn_at: T0,
-        ...over,
-      });
-      const [open, closed] = [randomUUID(), randomUUID()];
-      await db
-        .knex('conversations')
-        .insert([
-          row(open, 'active', { inactive_after: '2026-11-22T10:30:15.000Z' }),
-          row(closed, 'completed', { updated_at: '2026-11-22T10:05:00.000Z', completed_at: '2026-11-22T10:05:00.000Z' }),
-        ]);
-      expect(await migrate(db)).toEqual(['022_hot_conversation_updates']);
-      const rows = await db.knex('conversations').orderBy('status').select('id', 'closed_at', 'inactive_minute');
-      expect(rows).toEqual([
-        { id: open, closed_at: null, inactive_minute: '2026-11-22T10:30' },
-        { id: closed, closed_at: '2026-11-22T10:05:00.000Z', inactive_minute: null },
-      ]);
-      const store = new ConversationStore(db);
-      expect(await store.dueForAbandonment('2026-11-22T10:30:14.999Z', 10)).toEqual([]);
-      expect(await store.dueForAbandonment('2026-11-22T10:30:15.000Z', 10)).toEqual([{ id: open, tenantId: 't' }]);
-      expect(await store.dueForRetention({ before: '2026-11-22T10:05:00.001Z', limit: 10 })).toEqual([{ id: closed, tenantId: 't' }]);
-    } finally {
-      await drop();
-    }
-  });
-
   it('roll back to nothing and forward again', async () => {
     const { db, drop } = await database.create();
     try {
@@ -335,7 +289,6 @@ eachDatabase('migrations on $name', (database) => {
         '019_releases',
         '020_channels',
         '021_lighter_postgres_turns',
-        '022_hot_conversation_updates',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -339,30 +339,25 @@ export class ConversationStore {
     return rows.map(rowToAudit);
   }
 
-  /**
-   * Conversations whose inactivity deadline has passed, oldest deadline first: through the index
-   * of the deadlines' minutes (migration 022), up to the minute of `now`, the deadline checked.
-   */
+  /** Conversations whose inactivity deadline has passed, oldest deadline first. */
   async dueForAbandonment(now: string, limit: number): Promise<ConversationRef[]> {
     const rows = await this.knex('conversations')
-      .where('inactive_minute', '<=', now.slice(0, 16))
       .whereIn('status', ['active', 'paused'])
       .andWhere('inactive_after', '<=', now)
-      .orderBy('inactive_minute')
       .orderBy('inactive_after')
       .limit(limit)
       .select('id', 'tenant_id');
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
   }
 
-  /** Closed, not yet erased conversations last changed (closed_at: last written closed) before `before` (of one tenant, or of all). */
+  /** Closed, not yet erased conversations last changed before `before` (of one tenant, or of all). */
   async dueForRetention(due: { before: string; limit: number; tenantId?: string; excludeTenants?: string[] }): Promise<ConversationRef[]> {
     const { before, limit, tenantId, excludeTenants = [] } = due;
-    // The condition of conversations_closed_idx, word for word (migrations 015 and 022), so that planners match it.
-    const q = this.knex('conversations').whereRaw("status in ('completed', 'abandoned') and erased_at is null").andWhere('closed_at', '<', before);
+    // The condition of conversations_closed_idx, word for word (migration 015), so that planners match it.
+    const q = this.knex('conversations').whereRaw("status in ('completed', 'abandoned') and erased_at is null").andWhere('updated_at', '<', before);
     if (tenantId) q.andWhere('tenant_id', tenantId);
     if (excludeTenants.length) q.whereNotIn('tenant_id', excludeTenants);
-    const rows = await q.orderBy('closed_at').limit(limit).select('id', 'tenant_id');
+    const rows = await q.orderBy('updated_at').limit(limit).select('id', 'tenant_id');
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
   }
 

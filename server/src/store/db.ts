@@ -24,7 +24,6 @@ import * as m018 from './migrations/018_review.js';
 import * as m019 from './migrations/019_releases.js';
 import * as m020 from './migrations/020_channels.js';
 import * as m021 from './migrations/021_lighter_postgres_turns.js';
-import * as m022 from './migrations/022_hot_conversation_updates.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -82,7 +81,6 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '019_releases': m019,
   '020_channels': m020,
   '021_lighter_postgres_turns': m021,
-  '022_hot_conversation_updates': m022,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
@@ -308,11 +306,6 @@ export async function migrate(db: Database): Promise<string[]> {
   } finally {
     await locker.destroy();
   }
-}
-
-/** Undoes the newest migration applied (tests of a migration on a populated database). */
-export async function rollbackLast(db: Database): Promise<void> {
-  await db.knex.migrate.down({ migrationSource });
 }
 
 export async function rollbackAll(db: Database): Promise<void> {

@@ -32,10 +32,6 @@ export interface ConversationTableRow {
   completed_at: string | null;
   last_user_turn_at: string;
   inactive_after: string | null;
-  /** The minute of inactive_after: the inactivity sweep's key (migration 022). */
-  inactive_minute?: string | null;
-  /** When it was last written closed, null while open: the retention sweep's key (migration 022). */
-  closed_at?: string | null;
   erased_at: string | null;
   event_seq: Int | null;
   lease_id?: string | null;

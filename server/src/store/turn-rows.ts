@@ -97,8 +97,6 @@ function conversationToRow(c: Conversation, head: { auditHash: string | null; ev
     completed_at: c.completedAt,
     last_user_turn_at: c.lastUserTurnAt,
     inactive_after: c.inactiveAfter,
-    inactive_minute: inactiveMinute(c),
-    closed_at: closedAt(c),
     erased_at: c.erasedAt,
     event_seq: head.eventSeq,
     channel: c.channel?.kind ?? null,
@@ -235,34 +233,21 @@ function webhookRows(w: TurnWrite) {
   }));
 }
 
-/** When a closed conversation was last written (the retention sweep's key): null while it is open. */
-const closedAt = (c: Conversation) => (c.status === 'completed' || c.status === 'abandoned' ? c.updatedAt : null);
-/** The minute of the inactivity deadline (the inactivity sweep's key), `YYYY-MM-DDTHH:MM`. */
-const inactiveMinute = (c: Conversation) => c.inactiveAfter?.slice(0, 16) ?? null;
-
 /**
- * The indexed columns of conversations that an update sets, and the value each has for a
- * conversation. None changes on most turns: every column that does (updated_at, inactive_after,
- * the lease) is left out of the indexes (migrations 021 and 022). On PostgreSQL that makes a
- * turn's update HOT, a row version without new index entries; on SQLite, where an update rewrites
- * the entries of every index having a column it sets, changed or not, the writer leaves out of an
- * update the ones that keep their values.
+ * Indexed columns of conversations that most writes leave as they are. On SQLite an update
+ * rewrites the entries of every index that has a column it sets, whether the value changed or
+ * not, so its writer leaves these out of an update that does not change them (updated_at and
+ * inactive_after, the other indexed columns it sets, change with every turn).
  */
-const STABLE_INDEXED_VALUES = {
-  status: (c: Conversation) => c.status,
-  user_id: (c: Conversation) => c.userId,
-  capability: (c: Conversation) => c.capability,
-  closed_at: closedAt,
-  inactive_minute: inactiveMinute,
-} as const;
-export type StableIndexed = keyof typeof STABLE_INDEXED_VALUES;
-export const STABLE_INDEXED = Object.keys(STABLE_INDEXED_VALUES) as readonly StableIndexed[];
+const STABLE_INDEXED_FIELDS = { status: 'status', user_id: 'userId', capability: 'capability' } as const satisfies Record<string, keyof Conversation>;
+export type StableIndexed = keyof typeof STABLE_INDEXED_FIELDS;
+export const STABLE_INDEXED = Object.keys(STABLE_INDEXED_FIELDS) as readonly StableIndexed[];
 
 /** Those of STABLE_INDEXED that an update must set: all of them unless the stored conversation is known. */
 function changedIndexed(w: TurnWrite): readonly StableIndexed[] {
   const before = w.stored;
   if (!before) return STABLE_INDEXED;
-  return STABLE_INDEXED.filter((c) => STABLE_INDEXED_VALUES[c](before) !== STABLE_INDEXED_VALUES[c](w.conversation));
+  return STABLE_INDEXED.filter((c) => before[STABLE_INDEXED_FIELDS[c]] !== w.conversation[STABLE_INDEXED_FIELDS[c]]);
 }
 
 /** The rows of one write, as both writers insert them. */
@@ -390,8 +375,6 @@ const CONVERSATION_COLUMNS = [
   'completed_at',
   'last_user_turn_at',
   'inactive_after',
-  'inactive_minute',
-  'closed_at',
   'erased_at',
   'audit_hash',
   'event_seq',
