@@ -83,14 +83,20 @@ export class Leases {
       lease.row = acquired;
     }
     // Renewed while the call works, so a slow action never lets another process in.
-    const renew = lease.held ? setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3))) : null;
-    renew?.unref();
+    const renew = lease.held ? this.renewing(target, lease) : null;
     try {
       return await fn(lease);
     } finally {
       if (renew) clearInterval(renew);
       if (lease.held) await this.release(target, lease);
     }
+  }
+
+  /** Renews `lease` every third of the lease time while a call holds it; the caller clears the timer. */
+  private renewing(target: ConversationRef, lease: Lease): NodeJS.Timeout {
+    const timer = setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3)));
+    timer.unref();
+    return timer;
   }
 
   private release(target: ConversationRef, lease: Lease): Promise<unknown> {
@@ -129,8 +135,7 @@ export class Leases {
         if (!row) throw new LeaseFirst('the conversation was held or changed since it was read');
         lease.held = true;
         pending.settled = true;
-        timer.renew = setInterval(() => void this.renew(target, lease), Math.max(500, Math.floor(this.leaseMs / 3)));
-        timer.renew.unref();
+        timer.renew = this.renewing(target, lease);
       },
     };
     lease.pending = pending;
