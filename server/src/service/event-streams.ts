@@ -99,7 +99,9 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
     const keys = new Set<string>();
     const watched = new Map<string, string[]>();
     for (const [id, g] of byConversation) {
-      watched.set(g.tenantId, [...(watched.get(g.tenantId) ?? []), id]);
+      const ids = watched.get(g.tenantId);
+      if (ids) ids.push(id);
+      else watched.set(g.tenantId, [id]);
       for (const s of g.subs) {
         s.stream.write(': ping\n\n');
         if (s.keyId) keys.add(s.keyId);
