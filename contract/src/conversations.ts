@@ -373,5 +373,12 @@ export const AuditVerification = z
         turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
       .nullable(),
+    first_sequence: z
+      .number()
+      .int()
+      .optional()
+      .describe(
+        'Present when the chain is verified from a later entry than the first: the history horizon (HISTORY_RETENTION_DAYS) dropped the entries before it',
+      ),
   })
   .describe('The audit chain recomputed, and its first broken link');

@@ -128,6 +128,15 @@ const EnvSchema = z.object({
     }),
   SSE_HEARTBEAT_MS: z.coerce.number().int().min(100).default(15_000),
   RETENTION_DAYS: z.coerce.number().min(0).default(0),
+  HISTORY_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(0)
+    .refine(
+      (d) => d === 0 || d >= 7,
+      'must be 0 (keep all history) or at least 7 days: webhook deliveries are retried for hours, and a month is dropped whole',
+    ),
   REVIEW_LOW_MARGIN: z.coerce.number().min(0).max(1).default(0.1),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
@@ -365,6 +374,7 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     /** Days after which closed conversations are erased (0: never), with per-tenant overrides. */
     retention: {
       days: e.RETENTION_DAYS,
+      historyDays: e.HISTORY_RETENTION_DAYS,
       idempotencyHours: e.IDEMPOTENCY_TTL_HOURS,
       tenants: Object.fromEntries(
         e.TENANT_RETENTION_DAYS.split(',')

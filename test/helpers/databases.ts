@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory from 'knex';
 import { describe } from 'vitest';
-import { ensureDatabase, migrate, openDatabase, type Database } from '../../server/src/store/db.js';
+import { ensureDatabase, migrate, migrateUpTo, openDatabase, type Database } from '../../server/src/store/db.js';
 
 export const PG_URL = process.env.TEST_DATABASE_URL;
 const PG_REQUIRED = process.env.REQUIRE_POSTGRES === '1' || process.env.REQUIRE_POSTGRES === 'true';
@@ -16,17 +16,20 @@ if (PG_REQUIRED && !PG_URL) throw new Error('REQUIRE_POSTGRES is set but TEST_DA
 
 export interface TestDatabase {
   name: 'sqlite' | 'postgres';
-  /** A fresh, migrated database; `url` lets a second app share it. */
-  create(): Promise<{ db: Database; url: string; drop(): Promise<void> }>;
+  /**
+   * A fresh, migrated database; `url` lets a second app share it. `migratedTo`: only up to that
+   * migration, as an older release left it.
+   */
+  create(opts?: { migratedTo?: string }): Promise<{ db: Database; url: string; drop(): Promise<void> }>;
 }
 
 const sqlite: TestDatabase = {
   name: 'sqlite',
-  async create() {
+  async create(opts) {
     const dir = mkdtempSync(join(tmpdir(), 'switchboard-test-'));
     const url = `sqlite://${join(dir, 'test.db')}`;
     const db = openDatabase(url);
-    await migrate(db);
+    await (opts?.migratedTo ? migrateUpTo(db, opts.migratedTo) : migrate(db));
     return {
       db,
       url,
@@ -43,7 +46,7 @@ let ensured: Promise<boolean> | null = null;
 
 const postgres: TestDatabase = {
   name: 'postgres',
-  async create() {
+  async create(opts) {
     await (ensured ??= ensureDatabase(PG_URL!));
     const admin = knexFactory({ client: 'pg', connection: PG_URL!, pool: { min: 0, max: 1 } });
     const name = `sb_test_${randomBytes(6).toString('hex')}`;
@@ -52,7 +55,7 @@ const postgres: TestDatabase = {
     u.pathname = `/${name}`;
     const url = u.toString();
     const db = openDatabase(url, { poolMax: 20 });
-    await migrate(db);
+    await (opts?.migratedTo ? migrateUpTo(db, opts.migratedTo) : migrate(db));
     return {
       db,
       url,

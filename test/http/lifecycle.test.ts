@@ -65,7 +65,7 @@ eachDatabase('lifecycle on $name', (database) => {
       actionAllowedHosts: { '*': [`127.0.0.1:${hooks.port}`] },
       secrets: { HOOKS: { value: SECRET, tenants: ['*'] } },
       sseHeartbeatMs: 200,
-      retention: { days: 30, tenants: { shortlived: 1 }, idempotencyHours: 24 },
+      retention: { days: 30, tenants: { shortlived: 1 }, idempotencyHours: 24, historyDays: 0 },
     }),
     agents: () => ({ life: agent(`${hooks.url}/hooks`) }),
     clock,

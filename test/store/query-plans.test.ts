@@ -14,6 +14,7 @@ import { ReplayStore } from '../../server/src/store/replay-store.js';
 import { ReleaseStore } from '../../server/src/store/release-store.js';
 import { ReviewStore, type ReviewGroupRow } from '../../server/src/store/review-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
+import { monthStart, partitionName } from '../../server/src/store/partitions.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
@@ -74,15 +75,45 @@ eachDatabase('query plans on $name', (database) => {
     });
   }
 
-  /** Every statement of `fn` reads `table` through an index (through `index`, when named). */
+  /**
+   * The indexes that serve as `index`: itself, and on PostgreSQL, where `index` is on a
+   * partitioned table, each partition's index attached to it (store/partitions.ts).
+   */
+  async function servingAs(index: string): Promise<Set<string>> {
+    if (database.name === 'sqlite') return new Set([index]);
+    const r = await db.knex.raw<{ rows: { name: string }[] }>(
+      `select c.relname as name from pg_inherits i join pg_class c on c.oid = i.inhrelid where i.inhparent = to_regclass(?)`,
+      [index],
+    );
+    return new Set([index, ...r.rows.map((x) => x.name)]);
+  }
+
+  /**
+   * Every statement of `fn` reads `table` (on PostgreSQL each of its partitions, when partitioned)
+   * through an index (through `index`, when named).
+   */
   async function indexed(table: string, fn: () => Promise<unknown>, index?: string): Promise<void> {
+    const serving = index ? await servingAs(index) : null;
     for (const q of await capture(fn)) {
       const text = await plan(q);
-      const scan = database.name === 'sqlite' ? new RegExp(`SCAN ${table}\\b(?! USING)`) : new RegExp(`Seq Scan on ${table}\\b`);
+      const scan =
+        database.name === 'sqlite' ? new RegExp(`SCAN ${table}\\b(?! USING)`) : new RegExp(`Seq Scan on ${table}(_legacy|_default|_p\\d{4}_\\d{2})?\\b`);
       expect(text, `${q.sql}\n${text}`).not.toMatch(scan);
-      if (index) expect(text, `${q.sql}\n${text}`).toMatch(new RegExp(`\\b${index}\\b`));
+      // Statements on other tables (a conversation's head, read beside its entries) are not this index's.
+      if (!serving || !new RegExp(`["\\x60\\s]${table}["\\x60\\s]`).test(q.sql)) continue;
+      if (database.name === 'sqlite') {
+        expect(text, `${q.sql}\n${text}`).toMatch(new RegExp(`\\b${index}\\b`));
+        continue;
+      }
+      // Each scan of the table or one of its partitions goes through the index or its partition's.
+      const used = [...text.matchAll(new RegExp(`using (\\S+) on ${table}(_legacy|_default|_p\\d{4}_\\d{2})?\\b`, 'g'))].map((m) => m[1]);
+      expect(used.length, `${q.sql}\n${text}`).toBeGreaterThan(0);
+      for (const u of used) expect(serving.has(u), `${q.sql}\n${text}\n${u} is not ${index}`).toBe(true);
     }
   }
+
+  /** A table's primary key index, as each database names it. */
+  const pk = (table: string) => (database.name === 'sqlite' ? `sqlite_autoindex_${table}_1` : `${table}_pkey`);
 
   const after = { createdAt: T0, id };
   // A filter that matches few rows is answered by an index that starts with it, not by reading
@@ -101,11 +132,27 @@ eachDatabase('query plans on $name', (database) => {
 
   it('reads a conversation, its turns, its audit entries and its events by index', async () => {
     await indexed('conversations', () => store.get('t', agentId, id));
-    await indexed('turns', () => store.turns('t', id));
-    await indexed('audit_entries', () => store.audit({ tenantId: 't', id }, { limit: 50, afterSeq: 1000 }));
-    await indexed('audit_entries', () => store.verifyAudit('t', id));
+    await indexed('turns', () => store.turns('t', id), pk('turns'));
+    await indexed('audit_entries', () => store.audit({ tenantId: 't', id }, { limit: 50, afterSeq: 1000 }), pk('audit_entries'));
+    await indexed('audit_entries', () => store.verifyAudit('t', id), pk('audit_entries'));
     await indexed('conversation_events', () => store.eventLog.events('t', id, { row: 0, index: 0 }), 'conversation_events_seq_idx');
     await indexed('conversation_events', () => store.eventLog.lastEventPosition('t', id), 'conversation_events_seq_idx');
+  });
+
+  it.runIf(database.name === 'postgres')("reads a conversation's history from the months since it began only", async () => {
+    const createdAt = new Date(Date.parse(monthStart(Date.now(), 1)) + 4 * 86_400_000).toISOString();
+    for (const [table, read] of [
+      ['turns', () => store.turns('t', id, createdAt)],
+      ['turns', () => store.recentTurns('t', id, 10, createdAt)],
+      ['audit_entries', () => store.audit({ tenantId: 't', id, createdAt }, { limit: 50, afterSeq: 0 })],
+    ] as const) {
+      for (const q of await capture(read)) {
+        const text = await plan(q);
+        expect(text).toContain(`${table}_default`);
+        expect(text).toContain(partitionName(table, monthStart(Date.now(), 1)));
+        expect(text).not.toContain(`${table}_legacy`);
+      }
+    }
   });
 
   it("finds one user's conversations, and those due for abandonment or erasure, by index", async () => {
@@ -139,8 +186,12 @@ eachDatabase('query plans on $name', (database) => {
   });
 
   it('lists webhook deliveries from a cursor, and finds due ones, by index', async () => {
-    await indexed('webhook_deliveries', () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }));
-    await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100));
+    await indexed(
+      'webhook_deliveries',
+      () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }),
+      'webhook_deliveries_list_idx',
+    );
+    await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100), 'webhook_deliveries_due_idx');
   });
 
   it("reads an agent's review inbox, its counts, its items' newest messages, and its evaluations by index", async () => {

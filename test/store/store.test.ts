@@ -289,6 +289,7 @@ eachDatabase('migrations on $name', (database) => {
         '019_releases',
         '020_channels',
         '021_lighter_postgres_turns',
+        '022_partitioned_history',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

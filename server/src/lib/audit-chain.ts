@@ -57,6 +57,8 @@ export interface ChainReport {
   keyed_entries: number;
   valid: boolean;
   first_broken: { sequence: number; reason: BrokenReason; turn_index?: number } | null;
+  /** Set when the chain was verified from a later entry than the first (`truncated`). */
+  first_sequence?: number;
 }
 
 export interface StoredEntry extends ChainedFields {
@@ -71,16 +73,22 @@ export interface StoredEntry extends ChainedFields {
  * link; then checks every stored turn against the hash the chain holds for it (`turns` is
  * omitted for an erased conversation, whose turns are gone). Without `key`, keyed entries do not
  * verify (hash_mismatch).
+ * `truncated`: the history horizon has dropped old entries (store/partitions.ts), so the chain may
+ * start later than sequence 1. Its first kept entry's link to the dropped one cannot be
+ * recomputed; its data is checked, and the chain is verified from it on. Turns older than the
+ * first kept turn may be gone with it.
  */
-export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[], key?: Buffer): ChainReport {
+export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[], key?: Buffer, truncated = false): ChainReport {
   let previous: string | null = null;
   let expectedSeq = 1;
   let keyed = 0;
+  const start = truncated && entries.length > 0 && entries[0].sequence > 1 ? entries[0].sequence : null;
   const broken = (sequence: number, reason: BrokenReason, turnIndex?: number): ChainReport => ({
     entries: entries.length,
     keyed_entries: keyed,
     valid: false,
     first_broken: { sequence, reason, ...(turnIndex !== undefined ? { turn_index: turnIndex } : {}) },
+    ...(start !== null ? { first_sequence: start } : {}),
   });
   // Erasures the chain itself records: erased_at → the last sequence it covered.
   const erasures = new Map<string, number>();
@@ -92,6 +100,7 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
     }
   }
   const chainedTurns = new Map<number, { hash: string; sequence: number }>();
+  if (start !== null) expectedSeq = start;
   for (const e of entries) {
     if (e.sequence !== expectedSeq) return broken(expectedSeq, 'sequence_gap');
     if (!e.hash || !e.data_hash) return broken(e.sequence, 'missing_hash');
@@ -100,7 +109,9 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
       const covered = e.erased_at !== null && (erasures.get(e.erased_at) ?? 0) >= e.sequence;
       if (!covered) return broken(e.sequence, 'data_mismatch');
     }
-    if (key && entryHash(previous, e, e.data_hash, key) === e.hash) keyed++;
+    if (e.sequence === start) {
+      // Its link to the entry before, which was dropped, cannot be recomputed: the chain is checked from it on.
+    } else if (key && entryHash(previous, e, e.data_hash, key) === e.hash) keyed++;
     else if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
     else if (keyed > 0) return broken(e.sequence, 'unkeyed_after_keyed');
     if (intact && (e.type === 'turn_timing' || e.type === 'operator_message')) {
@@ -121,7 +132,9 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
       if (c.hash !== turnHash(entries[0].conversation_id, t)) return broken(c.sequence, 'turn_mismatch', t.idx);
     }
     const stored = new Set(turns.map((t) => t.idx));
-    for (const [idx, c] of chainedTurns) if (!stored.has(idx)) return broken(c.sequence, 'turn_mismatch', idx);
+    // Where the horizon dropped history, a turn older than every kept one went with it.
+    const oldestKept = start === null ? -Infinity : Math.min(...stored);
+    for (const [idx, c] of chainedTurns) if (!stored.has(idx) && idx >= oldestKept) return broken(c.sequence, 'turn_mismatch', idx);
   }
-  return { entries: entries.length, keyed_entries: keyed, valid: true, first_broken: null };
+  return { entries: entries.length, keyed_entries: keyed, valid: true, first_broken: null, ...(start !== null ? { first_sequence: start } : {}) };
 }

@@ -281,7 +281,7 @@ export class ConversationService {
         const turnUser = prior ? prior.userId : userId;
         const history =
           prior && agent.historyTurns > 0
-            ? (await this.store.recentTurns(tenantId, conversationId, agent.historyTurns)).map((r) => ({
+            ? (await this.store.recentTurns(tenantId, conversationId, agent.historyTurns, prior.createdAt)).map((r) => ({
                 role: r.role === 'user' ? ('user' as const) : ('agent' as const),
                 message: r.message,
               }))
@@ -543,7 +543,7 @@ export class ConversationService {
 
   /** A conversation's turns, oldest first. */
   turnsOf(c: Conversation): Promise<TurnRow[]> {
-    return this.store.turns(c.tenantId, c.id);
+    return this.store.turns(c.tenantId, c.id, c.createdAt);
   }
 
   private record(c: Conversation, turns: TurnRow[]): ConversationRecord {
@@ -568,13 +568,13 @@ export class ConversationService {
 
   async history(tenantId: string, slug: string, id: string): Promise<ConversationRecord> {
     const c = await this.owned(tenantId, slug, id);
-    return this.record(c, await this.store.turns(tenantId, c.id));
+    return this.record(c, await this.store.turns(tenantId, c.id, c.createdAt));
   }
 
   async detail(tenantId: string, slug: string, id: string): Promise<ConversationDetail> {
     const c = await this.owned(tenantId, slug, id);
     return {
-      ...this.record(c, await this.store.turns(tenantId, c.id)),
+      ...this.record(c, await this.store.turns(tenantId, c.id, c.createdAt)),
       capability: c.capability,
       phase: c.phase,
       awaiting_input: c.awaitingInput,
@@ -633,7 +633,7 @@ export class ConversationService {
   ): Promise<{ conversation_id: string; data: AuditEntry[]; next_cursor: string | null }> {
     const c = await this.owned(tenantId, slug, id);
     const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) >= 0) ?? 0;
-    const rows = await this.store.audit({ tenantId, id: c.id }, { type: q.type, limit: q.limit + 1, afterSeq: after });
+    const rows = await this.store.audit({ tenantId, id: c.id, createdAt: c.createdAt }, { type: q.type, limit: q.limit + 1, afterSeq: after });
     const page = rows.slice(0, q.limit);
     return {
       conversation_id: c.id,

@@ -188,6 +188,11 @@ export interface RetentionPolicy {
   tenants: Readonly<Record<string, number>>;
   /** Hours an idempotency record is kept before the sweeper deletes it (0: kept forever). */
   idempotencyHours: number;
+  /**
+   * Days of history kept (0: all): turns, audit entries, event rows and webhook deliveries written
+   * before are deleted, whatever their conversation (store/partitions.ts).
+   */
+  historyDays?: number;
 }
 
 /** One conversation of an agent, as an operator call names it. */
@@ -352,8 +357,16 @@ export class LifecycleService {
    * again there, so with several processes each is swept exactly once (on PostgreSQL a row
    * another process holds is skipped, not waited for).
    */
-  async sweep(limit = 200): Promise<{ abandoned: number; erased: number; expiredKeys: number }> {
+  async sweep(
+    limit = 200,
+  ): Promise<{ abandoned: number; erased: number; expiredKeys: number; partitionsMade: string[]; historyDropped: { partitions: string[]; rows: number } }> {
     const now = iso(this.clock.now());
+    const historyDays = this.retention.historyDays ?? 0;
+    const history = await this.store.maintainHistory(
+      this.clock.now().getTime(),
+      historyDays > 0 ? iso(new Date(this.clock.now().getTime() - historyDays * 86_400_000)) : null,
+      limit * 25,
+    );
     // Idempotency records outlive their keep time by at most one sweep interval per batch.
     const expiredKeys =
       this.retention.idempotencyHours > 0
@@ -394,6 +407,6 @@ export class LifecycleService {
     const overridden = Object.keys(this.retention.tenants);
     for (const [tenant, days] of Object.entries(this.retention.tenants)) await eraseAll(days, tenant);
     await eraseAll(this.retention.days, undefined, overridden);
-    return { abandoned, erased, expiredKeys };
+    return { abandoned, erased, expiredKeys, partitionsMade: history.made, historyDropped: { partitions: history.partitions, rows: history.rows } };
   }
 }

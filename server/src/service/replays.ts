@@ -260,10 +260,10 @@ export class ReplayService {
     const c = await store.get(tenantId, agentId, conversationId);
     if (!c) return { conversation_id: conversationId, verdict: 'error', first_difference: null, error: 'no such conversation of this agent' };
     if (c.erasedAt) return { conversation_id: conversationId, verdict: 'error', first_difference: null, error: 'the conversation was erased' };
-    const turns = await store.turns(tenantId, c.id);
+    const turns = await store.turns(tenantId, c.id, c.createdAt);
     const audit: AuditRow[] = [];
     for (let after = 0; ;) {
-      const page = await store.audit({ tenantId, id: c.id }, { limit: 500, afterSeq: after });
+      const page = await store.audit({ tenantId, id: c.id, createdAt: c.createdAt }, { limit: 500, afterSeq: after });
       audit.push(...page);
       if (page.length < 500) break;
       after = page[page.length - 1].sequence;

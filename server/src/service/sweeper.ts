@@ -18,7 +18,11 @@ export class Sweeper {
       if (this.running) return;
       this.running = this.lifecycle
         .sweep()
-        .then((r) => (r.abandoned || r.erased || r.expiredKeys) && this.log.info(r, 'sweep'))
+        .then(
+          (r) =>
+            (r.abandoned || r.erased || r.expiredKeys || r.partitionsMade.length || r.historyDropped.partitions.length || r.historyDropped.rows) &&
+            this.log.info(r, 'sweep'),
+        )
         .catch((err: unknown) => this.log.warn({ err }, 'sweep failed'))
         .finally(() => (this.running = null));
     }, intervalMs);

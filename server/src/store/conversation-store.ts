@@ -8,8 +8,10 @@ import { KeyedLock } from '../lib/keyed-lock.js';
 import { verifyChain, type ChainReport } from '../lib/audit-chain.js';
 import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
+import { isPostgres } from './knex-adapter.js';
 import { EventLog } from './event-log.js';
 import { LeaseFirst, Leases, leaseIsLive, type ConversationRef, type Lease } from './leases.js';
+import { dropHistoryBefore, ensurePartitions, historyHorizon, historySince, type HistoryDropped } from './partitions.js';
 import type { ConversationTableRow } from './rows.js';
 import { rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
 import type { TurnWriter } from './writer.js';
@@ -283,19 +285,21 @@ export class ConversationStore {
     return new Set(rows.map((r: { id: string }) => r.id));
   }
 
-  async turns(tenantId: string, conversationId: string): Promise<TurnRow[]> {
-    const rows = await this.knex('turns')
-      .where({ conversation_id: conversationId, tenant_id: tenantId })
+  /**
+   * `createdAt`, the conversation's creation time, where the caller has it: on PostgreSQL the read
+   * then skips the months before it (store/partitions.ts, historySince).
+   */
+  async turns(tenantId: string, conversationId: string, createdAt?: string): Promise<TurnRow[]> {
+    const rows = await this.since(this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', createdAt)
       .orderBy('idx', 'asc')
       .select(...TURN_FIELDS);
     return rows.map(rowToTurn);
   }
 
   /** The last `n` turns, oldest first (what a generative phase sends the model). */
-  async recentTurns(tenantId: string, conversationId: string, n: number): Promise<TurnRow[]> {
+  async recentTurns(tenantId: string, conversationId: string, n: number, createdAt?: string): Promise<TurnRow[]> {
     if (n <= 0) return [];
-    const rows = await this.knex('turns')
-      .where({ conversation_id: conversationId, tenant_id: tenantId })
+    const rows = await this.since(this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', createdAt)
       .orderBy('idx', 'desc')
       .limit(n)
       .select(...TURN_FIELDS);
@@ -330,10 +334,14 @@ export class ConversationStore {
   }
 
   /** A conversation's audit entries after sequence `q.afterSeq`, oldest first. */
-  async audit(of: ConversationRef, page: { type?: AuditType; limit: number; afterSeq: number }): Promise<AuditRow[]> {
+  async audit(of: ConversationRef & { createdAt?: string }, page: { type?: AuditType; limit: number; afterSeq: number }): Promise<AuditRow[]> {
     const { tenantId, id: conversationId } = of;
     const { type, limit, afterSeq } = page;
-    const q = this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }).andWhere('sequence', '>', afterSeq);
+    const q = this.since(this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', of.createdAt).andWhere(
+      'sequence',
+      '>',
+      afterSeq,
+    );
     if (type) q.andWhere('type', type);
     const rows = await q.orderBy('sequence', 'asc').limit(limit);
     return rows.map(rowToAudit);
@@ -368,9 +376,17 @@ export class ConversationStore {
 
   /** Recomputes a conversation's audit chain, and its turns' hashes, and reports the first broken link. */
   async verifyAudit(tenantId: string, conversationId: string): Promise<ChainReport> {
-    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash', 'erased_at');
-    const rows = await this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }).orderBy('sequence', 'asc');
-    const turns = head?.erased_at ? undefined : await this.turns(tenantId, conversationId);
+    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash', 'erased_at', 'created_at');
+    const rows = await this.since(
+      this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }),
+      'timestamp',
+      head?.created_at,
+    ).orderBy('sequence', 'asc');
+    const turns = head?.erased_at ? undefined : await this.turns(tenantId, conversationId, head?.created_at);
+    // A chain may start late only where the history horizon dropped its start: in a conversation
+    // begun before the horizon.
+    const horizon = rows.length > 0 && Number(rows[0].sequence) > 1 ? await historyHorizon(this.knex, 'audit_entries') : null;
+    const truncated = horizon !== null && head !== undefined && head.created_at < horizon;
     return verifyChain(
       rows.map((r) => ({
         id: r.id,
@@ -389,7 +405,23 @@ export class ConversationStore {
       head?.audit_hash ?? null,
       turns,
       this.chainKey,
+      truncated,
     );
+  }
+
+  /** On PostgreSQL, `q` limited to the months a conversation created at `createdAt` can have rows in. */
+  private since<Q extends Knex.QueryBuilder>(q: Q, key: string, createdAt: string | undefined): Q {
+    return createdAt && isPostgres(this.knex) ? (q.andWhere(key, '>=', historySince(createdAt)) as Q) : q;
+  }
+
+  /**
+   * The history's upkeep, from the sweeper: on PostgreSQL the months ahead of `now` get their
+   * partitions; with `before`, history written before it is deleted (store/partitions.ts).
+   */
+  async maintainHistory(now: number, before: string | null, limit: number): Promise<{ made: string[] } & HistoryDropped> {
+    const made = await ensurePartitions(this.knex, now);
+    const dropped = before ? await dropHistoryBefore(this.knex, before, limit) : { partitions: [], rows: 0 };
+    return { made, ...dropped };
   }
 
   async ping(): Promise<void> {

@@ -24,6 +24,7 @@ import * as m018 from './migrations/018_review.js';
 import * as m019 from './migrations/019_releases.js';
 import * as m020 from './migrations/020_channels.js';
 import * as m021 from './migrations/021_lighter_postgres_turns.js';
+import * as m022 from './migrations/022_partitioned_history.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -81,6 +82,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '019_releases': m019,
   '020_channels': m020,
   '021_lighter_postgres_turns': m021,
+  '022_partitioned_history': m022,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
@@ -305,6 +307,15 @@ export async function migrate(db: Database): Promise<string[]> {
     });
   } finally {
     await locker.destroy();
+  }
+}
+
+/** Runs the migrations up to and including `name` (a database as an older release left it). */
+export async function migrateUpTo(db: Database, name: string): Promise<void> {
+  for (;;) {
+    const [, pending] = (await db.knex.migrate.list({ migrationSource })) as [unknown[], string[]];
+    if (pending.length === 0 || migrationSource.getMigrationName(pending[0]) > name) return;
+    await db.knex.migrate.up({ migrationSource });
   }
 }
 

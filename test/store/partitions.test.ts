@@ -1,0 +1,235 @@
+// The history's layout (store/partitions.ts, migration 022): on PostgreSQL, a populated database
+// is converted in place with every row and read kept; months get partitions ahead of time, and a
+// row no partition covers is moved into its month's when that is made; on both databases the
+// history horizon deletes what was written before it (on PostgreSQL by dropping whole months),
+// and an audit chain it cut verifies from its first kept entry, while a chain cut by anything
+// else still does not.
+import { randomUUID } from 'node:crypto';
+import { afterEach, expect, it } from 'vitest';
+import type { Conversation, EventDraft, WebhookDraft } from '../../server/src/domain.js';
+import { AgentStore } from '../../server/src/store/agent-store.js';
+import { ConversationStore, type TurnWrite } from '../../server/src/store/conversation-store.js';
+import { migrate, type Database } from '../../server/src/store/db.js';
+import { dropHistoryBefore, ensurePartitions, listPartitions, monthStart, partitionName, PARTITIONED } from '../../server/src/store/partitions.js';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
+
+warnIfPostgresSkipped();
+
+const NOW = Date.now();
+/** Days into the month `add` months from this one. */
+const inMonth = (add: number, day = 5) => new Date(Date.parse(monthStart(NOW, add)) + (day - 1) * 86_400_000).toISOString();
+
+function conversation(tenantId: string, agentId: string, at: string): Conversation {
+  return {
+    id: randomUUID(),
+    tenantId,
+    agentId,
+    agentVersion: 1,
+    userId: 'u1',
+    status: 'active',
+    outcome: null,
+    capability: 'c',
+    capabilityId: randomUUID(),
+    phase: 'p',
+    awaitingInput: true,
+    flow: { slots: {}, actions: {}, attempts: 0, wait: 'open' },
+    context: null,
+    turnCount: 0,
+    auditSeq: 0,
+    createdAt: at,
+    updatedAt: at,
+    completedAt: null,
+    lastUserTurnAt: at,
+    inactiveAfter: null,
+    erasedAt: null,
+    auditHash: null,
+    eventSeq: 0,
+    channel: null,
+  };
+}
+
+/** One call's rows, written at `at`: two turns, an audit entry, an event row and a webhook delivery. */
+async function talk(store: ConversationStore, c: Conversation, at: string, stored?: Conversation): Promise<Conversation> {
+  const next: Conversation = { ...(stored ?? c), turnCount: (stored?.turnCount ?? 0) + 2, auditSeq: (stored?.auditSeq ?? 0) + 1, updatedAt: at };
+  const idx = stored?.turnCount ?? 0;
+  const events: EventDraft[] = [{ type: 'turn.created', data: { text: `at ${at}` }, createdAt: at }];
+  const webhooks: WebhookDraft[] = [
+    {
+      id: randomUUID(),
+      agentId: c.agentId,
+      event: 'conversation.completed',
+      url: 'http://127.0.0.1:9/hook',
+      secretName: null,
+      payload: { at },
+      seq: next.auditSeq,
+      createdAt: at,
+    },
+  ];
+  const w: TurnWrite = {
+    conversation: next,
+    isNew: !stored,
+    stored,
+    expectedAuditSeq: stored?.auditSeq ?? 0,
+    previousAuditHash: stored?.auditHash ?? null,
+    turns: [
+      { idx, role: 'user', message: `hello at ${at}`, timestamp: at },
+      { idx: idx + 1, role: 'agent', message: 'hi', timestamp: at, phase: 'p' },
+    ],
+    audit: [{ type: 'turn_timing', turnIndex: idx, timestamp: at, durationMs: 1, data: { total_ms: 1 } }],
+    events,
+    webhooks,
+    requestId: `r-${at}`,
+  };
+  await store.exclusive(c.id, stored ? { tenantId: c.tenantId, id: c.id } : null, (u) => u.commit(w));
+  return (await store.get(c.tenantId, c.agentId, c.id))!;
+}
+
+/** Everything the store reads of a conversation. */
+async function readAll(store: ConversationStore, c: Conversation) {
+  return {
+    turns: await store.turns(c.tenantId, c.id),
+    audit: await store.audit({ tenantId: c.tenantId, id: c.id }, { limit: 100, afterSeq: 0 }),
+    verified: await store.verifyAudit(c.tenantId, c.id),
+    events: await store.eventLog.events(c.tenantId, c.id, { row: 0, index: 0 }),
+  };
+}
+
+async function counts(db: Database): Promise<Record<string, number>> {
+  const out: Record<string, number> = {};
+  for (const { table } of PARTITIONED) out[table] = Number(((await db.knex(table).count({ n: '*' }).first()) as { n: unknown }).n);
+  return out;
+}
+
+/** The partition a turn row is stored in. */
+async function partitionOf(db: Database, conversationId: string, idx: number): Promise<string> {
+  const r = await db.knex.raw<{ rows: { p: string }[] }>('select tableoid::regclass::text as p from turns where conversation_id = ? and idx = ?', [
+    conversationId,
+    idx,
+  ]);
+  return r.rows[0].p;
+}
+
+eachDatabase('history layout on $name', (database) => {
+  let cleanup: (() => Promise<void>) | null = null;
+  afterEach(async () => {
+    await cleanup?.();
+    cleanup = null;
+  });
+
+  async function open(opts?: { migratedTo?: string }) {
+    const { db, drop } = await database.create(opts);
+    cleanup = drop;
+    const agentId = (await new AgentStore(db).put('t', 'bot', { name: 'b' }, 'd1', inMonth(0, 1))).agent.id;
+    return { db, agentId };
+  }
+
+  it('converts a populated database in place: every row and every read the same, new rows in their month', async () => {
+    const { db, agentId } = await open({ migratedTo: '021_lighter_postgres_turns' });
+    const store = new ConversationStore(db);
+    const before = inMonth(0, 1);
+    const convs: Conversation[] = [];
+    for (let i = 0; i < 5; i++) {
+      const c = conversation('t', agentId, before);
+      convs.push(await talk(store, c, before, await talk(store, c, before)));
+    }
+    const delivery = (await db.knex('webhook_deliveries').first('id')) as { id: string };
+    await db.knex('webhook_attempts').insert({ delivery_id: delivery.id, attempt: 1, tenant_id: 't', at: before, status: 500, error: null, duration_ms: 3 });
+    const was = await Promise.all(convs.map((c) => readAll(store, c)));
+    const rows = await counts(db);
+    expect(rows).toEqual({ turns: 20, audit_entries: 10, conversation_events: 10, webhook_deliveries: 10, webhook_attempts: 1 });
+
+    expect(await migrate(db)).toEqual(['022_partitioned_history']);
+    const after = new ConversationStore(db);
+    expect(await counts(db)).toEqual(rows);
+    expect(await Promise.all(convs.map((c) => readAll(after, c)))).toEqual(was);
+    for (const w of was) expect(w.verified).toMatchObject({ valid: true, entries: 2 });
+
+    if (database.name === 'postgres') {
+      const next = monthStart(NOW, 1);
+      for (const { table } of PARTITIONED) {
+        expect(await listPartitions(db.knex, table)).toEqual([
+          { name: `${table}_legacy`, from: null, to: next, isDefault: false },
+          { name: partitionName(table, next), from: next, to: monthStart(NOW, 2), isDefault: false },
+          { name: partitionName(table, monthStart(NOW, 2)), from: monthStart(NOW, 2), to: monthStart(NOW, 3), isDefault: false },
+          { name: `${table}_default`, from: null, to: null, isDefault: true },
+        ]);
+      }
+      expect(await partitionOf(db, convs[0].id, 0)).toBe('turns_legacy');
+    }
+
+    // The conversations go on; a row of next month lands in next month's partition.
+    const later = await talk(after, convs[0], inMonth(1), convs[0]);
+    expect(later.turnCount).toBe(6);
+    expect((await readAll(after, later)).verified).toMatchObject({ valid: true, entries: 3 });
+    if (database.name === 'postgres') expect(await partitionOf(db, convs[0].id, 4)).toBe(partitionName('turns', monthStart(NOW, 1)));
+  });
+
+  it.runIf(database.name === 'postgres')("keeps a row no month covers in the default partition, and moves it into its month's when that is made", async () => {
+    const { db, agentId } = await open();
+    const store = new ConversationStore(db);
+    const far = inMonth(7);
+    const c = await talk(store, conversation('t', agentId, far), far);
+    expect(await partitionOf(db, c.id, 0)).toBe('turns_default');
+
+    // Several processes at once: each month is made once.
+    const made = (await Promise.all([ensurePartitions(db.knex, Date.parse(far)), ensurePartitions(db.knex, Date.parse(far))])).flat();
+    expect(made.filter((n) => n.startsWith('turns_'))).toEqual([3, 4, 5, 6, 7, 8, 9].map((m) => partitionName('turns', monthStart(NOW, m))));
+    expect(await partitionOf(db, c.id, 0)).toBe(partitionName('turns', monthStart(NOW, 7)));
+    expect(Number(((await db.knex('turns_default').count({ n: '*' }).first()) as { n: unknown }).n)).toBe(0);
+    expect((await readAll(store, c)).verified).toMatchObject({ valid: true, entries: 1 });
+    expect(await ensurePartitions(db.knex, Date.parse(far))).toEqual([]);
+  });
+
+  it('deletes the history before the horizon, months whole on PostgreSQL; a chain it cut verifies from its first kept entry, one cut otherwise does not', async () => {
+    const { db, agentId } = await open();
+    const store = new ConversationStore(db);
+    // Begun next month, continued the month after; another begun in the month after.
+    const old = conversation('t', agentId, inMonth(1));
+    let spans = await talk(store, old, inMonth(1));
+    spans = await talk(store, old, inMonth(2), spans);
+    const young = conversation('t', agentId, inMonth(2));
+    let tampered = await talk(store, young, inMonth(2));
+    tampered = await talk(store, young, inMonth(2, 6), tampered);
+
+    const horizon = monthStart(NOW, 2);
+    const dropped = await dropHistoryBefore(db.knex, horizon, 1000);
+    if (database.name === 'postgres') {
+      expect(dropped.partitions.sort()).toEqual(PARTITIONED.flatMap(({ table }) => [`${table}_legacy`, partitionName(table, monthStart(NOW, 1))]).sort());
+      expect(dropped.rows).toBe(0);
+    } else {
+      // Two turns, an audit entry, an event row and a webhook delivery.
+      expect(dropped).toEqual({ partitions: [], rows: 5 });
+    }
+
+    const kept = await readAll(store, spans);
+    expect(kept.turns.map((t) => t.idx)).toEqual([2, 3]);
+    expect(kept.audit.map((a) => a.sequence)).toEqual([2]);
+    expect(kept.events.map((e) => e.id)).toEqual(['2-0']);
+    expect(kept.verified).toEqual({ entries: 1, keyed_entries: 0, valid: true, first_broken: null, first_sequence: 2 });
+
+    // It goes on, and verifies from the same entry.
+    spans = await talk(store, old, inMonth(2, 10), spans);
+    expect(await store.verifyAudit('t', old.id)).toMatchObject({ valid: true, entries: 2, first_sequence: 2 });
+
+    // A conversation begun after the horizon has nothing the horizon took: a missing start is a gap.
+    expect(await store.verifyAudit('t', young.id)).toMatchObject({ valid: true, entries: 2 });
+    await db.knex('audit_entries').where({ conversation_id: young.id, sequence: 1 }).delete();
+    expect(await store.verifyAudit('t', young.id)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'sequence_gap' } });
+
+    // Again: nothing more to drop.
+    expect(await dropHistoryBefore(db.knex, horizon, 1000)).toEqual({ partitions: [], rows: 0 });
+  });
+
+  it.runIf(database.name === 'sqlite')('deletes old history in batches, oldest first, reading no further than it deletes', async () => {
+    const { db, agentId } = await open();
+    const store = new ConversationStore(db);
+    const c = conversation('t', agentId, inMonth(1, 1));
+    let s = await talk(store, c, inMonth(1, 1));
+    for (let d = 2; d <= 6; d++) s = await talk(store, c, inMonth(1, d), s);
+    const horizon = inMonth(1, 4);
+    // Three calls before the horizon: six turns, three audit entries, event rows and deliveries.
+    for (const rows of [8, 5, 2, 0]) expect(await dropHistoryBefore(db.knex, horizon, 2)).toEqual({ partitions: [], rows });
+    expect((await store.turns('t', c.id)).map((t) => t.idx)).toEqual([6, 7, 8, 9, 10, 11]);
+    expect(await store.verifyAudit('t', c.id)).toMatchObject({ valid: true, entries: 3, first_sequence: 4 });
+  });
+});
