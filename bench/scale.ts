@@ -7,7 +7,9 @@
 //   1,000-turn conversation, verify of a 2,000-entry audit chain, the review inbox (a quarter of
 //   the conversations fell to the fallback, a twelfth were routed with a small margin: about 3,300
 //   messages in some 2,600 groups per agent) 20 pages deep with and without filters, and the
-//   erasure of one user's 1,000 conversations with other traffic running.
+//   erasure of one user's 1,000 conversations with other traffic running; then the retention
+//   sweep's pass and the history horizon passing the seed's first month (on PostgreSQL the
+//   tables are partitioned by month from the seed's first, as a database written since then is).
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import autocannon from 'autocannon';
@@ -15,6 +17,8 @@ import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js'
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
+import { dropHistoryBefore, listPartitions, monthStart, partitionName, PARTITIONED } from '../server/src/store/partitions.js';
+import { ERASURE } from '../server/src/service/erasure.js';
 import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
 import type { ReviewReason } from '@switchboard/contract';
 import type { ReviewFinding } from '../server/src/domain.js';
@@ -363,13 +367,76 @@ async function measure(base: string, db: Database, agents: Map<string, string>):
     figure: `${duringResult.latency.p99} ms during vs ${before.latency.p99} ms before`,
     met: duringResult.latency.p99 <= Math.max(2 * before.latency.p99, 20),
   });
+  checks.push(...(await retention(db)));
   return checks;
+}
+
+/**
+ * The two ways history goes: the sweeper's retention pass (RETENTION_DAYS: 200 closed
+ * conversations erased, as LifecycleService.sweep does it) and the history horizon
+ * (HISTORY_RETENTION_DAYS) passing the seed's first month: on PostgreSQL that month's partitions
+ * dropped, on SQLite one sweep's batch of deletes.
+ */
+async function retention(db: Database): Promise<Check[]> {
+  const store = new ConversationStore(db);
+  const checks: Check[] = [];
+  const started = performance.now();
+  const due = await store.dueForRetention({ before: iso(T0 + CONVERSATIONS * 1000), limit: 200 });
+  const byTenant = new Map<string, string[]>();
+  for (const d of due) byTenant.set(d.tenantId, [...(byTenant.get(d.tenantId) ?? []), d.id]);
+  let erased = 0;
+  const now = new Date().toISOString();
+  for (const [tenant, ids] of byTenant)
+    erased += await store.eraseMany(tenant, ids, { accept: (c) => !c.erasedAt, now: () => now, rules: ERASURE, skipIfBusy: true });
+  const passMs = performance.now() - started;
+  checks.push({
+    what: 'retention sweep: one pass erasing 200 closed conversations (< 2 s)',
+    figure: `${erased} erased in ${fmt(passMs)}`,
+    met: erased === 200 && passMs < 2000,
+  });
+
+  const month = monthStart(T0, 1);
+  const count = async (table: string, before?: string) => {
+    const q = db.knex(table);
+    if (before) q.where(table === 'turns' || table === 'audit_entries' ? 'timestamp' : 'created_at', '<', before);
+    return Number(((await q.count({ n: '*' }).first()) as { n: unknown }).n);
+  };
+  const old = (await count('turns', month)) + (await count('audit_entries', month)) + (await count('conversation_events', month));
+  const dropStarted = performance.now();
+  const dropped = await dropHistoryBefore(db.knex, month, 5000);
+  const dropMs = performance.now() - dropStarted;
+  const what =
+    db.dialect === 'postgres' ? "history horizon: the seed's first month dropped (< 1 s)" : 'history horizon: one sweep of deletes, 5,000 rows a table (< 1 s)';
+  const figure =
+    db.dialect === 'postgres'
+      ? `${dropped.partitions.length} partitions, ${old.toLocaleString('en')} rows, in ${fmt(dropMs)}`
+      : `${dropped.rows.toLocaleString('en')} of ${old.toLocaleString('en')} rows in ${fmt(dropMs)} (${Math.round(dropped.rows / (dropMs / 1000)).toLocaleString('en')} rows/s)`;
+  checks.push({ what, figure, met: dropMs < 1000 && (db.dialect === 'postgres' ? (await count('turns', month)) === 0 : dropped.rows > 0) });
+  return checks;
+}
+
+/**
+ * PostgreSQL: a partition for each month from the seed's first on. The migration partitioned the
+ * empty tables from today's month (everything before in `_legacy`), and the seed lies in the past.
+ */
+async function monthsFromSeed(db: Database): Promise<void> {
+  if (db.dialect !== 'postgres') return;
+  for (const { table } of PARTITIONED) {
+    const legacy = `${table}_legacy`;
+    await db.knex.raw(`drop table ${legacy}`);
+    await db.knex.raw(`create table ${legacy} partition of ${table} for values from (minvalue) to ('${monthStart(T0)}')`);
+    const first = (await listPartitions(db.knex, table)).find((p) => !p.isDefault && p.name !== legacy)!.from!;
+    for (let m = monthStart(T0); m < first; m = monthStart(Date.parse(m), 1)) {
+      await db.knex.raw(`create table ${partitionName(table, m)} partition of ${table} for values from ('${m}') to ('${monthStart(Date.parse(m), 1)}')`);
+    }
+  }
 }
 
 async function benchOne(label: string, url: string): Promise<boolean> {
   console.log(`\n## ${label}: ${CONVERSATIONS.toLocaleString('en')} conversations of 5 turns across ${TENANTS} tenants`);
   const db = openDatabase(url, { poolMax: 4, queryTimeoutMs: 600_000 });
   await migrate(db);
+  await monthsFromSeed(db);
   const { agents, seconds } = await seed(db);
   const size =
     db.dialect === 'sqlite'

@@ -13,6 +13,8 @@ export interface DeliveryRow {
   secret_name: string | null;
   payload: string;
   attempts: number;
+  /** Its partition's key on PostgreSQL (store/partitions.ts): an update names it, and reads one month's index. */
+  created_at: string;
 }
 
 /** The outbox as the dispatcher works it: due deliveries, claims, attempts. */
@@ -57,7 +59,7 @@ export class WebhookStore {
       .andWhere('status', 'pending')
       .andWhere('next_attempt_at', '<=', now)
       .update({ next_attempt_at: until })
-      .returning<DeliveryRow[]>(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts']);
+      .returning<DeliveryRow[]>(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts', 'created_at']);
   }
 
   /** Records one attempt and the delivery's new state together. */
@@ -76,7 +78,7 @@ export class WebhookStore {
         duration_ms: a.durationMs,
       });
       await trx('webhook_deliveries')
-        .where({ id: row.id })
+        .where({ id: row.id, created_at: row.created_at })
         .update({ ...a.update, attempts: a.attempt, last_status: a.status, last_error: a.error });
     });
   }
