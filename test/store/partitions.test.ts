@@ -11,6 +11,7 @@ import { AgentStore } from '../../server/src/store/agent-store.js';
 import { ConversationStore, type TurnWrite } from '../../server/src/store/conversation-store.js';
 import { migrate, type Database } from '../../server/src/store/db.js';
 import { dropHistoryBefore, ensurePartitions, listPartitions, monthStart, partitionName, PARTITIONED } from '../../server/src/store/partitions.js';
+import { conversation as aConversation } from '../helpers/conversations.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
@@ -19,34 +20,9 @@ const NOW = Date.now();
 /** Days into the month `add` months from this one. */
 const inMonth = (add: number, day = 5) => new Date(Date.parse(monthStart(NOW, add)) + (day - 1) * 86_400_000).toISOString();
 
-function conversation(tenantId: string, agentId: string, at: string): Conversation {
-  return {
-    id: randomUUID(),
-    tenantId,
-    agentId,
-    agentVersion: 1,
-    userId: 'u1',
-    status: 'active',
-    outcome: null,
-    capability: 'c',
-    capabilityId: randomUUID(),
-    phase: 'p',
-    awaitingInput: true,
-    flow: { slots: {}, actions: {}, attempts: 0, wait: 'open' },
-    context: null,
-    turnCount: 0,
-    auditSeq: 0,
-    createdAt: at,
-    updatedAt: at,
-    completedAt: null,
-    lastUserTurnAt: at,
-    inactiveAfter: null,
-    erasedAt: null,
-    auditHash: null,
-    eventSeq: 0,
-    channel: null,
-  };
-}
+/** A conversation begun at `at`, nothing written yet. */
+const conversation = (tenantId: string, agentId: string, at: string): Conversation =>
+  aConversation(tenantId, agentId, { turnCount: 0, auditSeq: 0, createdAt: at, updatedAt: at, lastUserTurnAt: at });
 
 /** One call's rows, written at `at`: two turns, an audit entry, an event row and a webhook delivery. */
 async function talk(store: ConversationStore, c: Conversation, at: string, stored?: Conversation): Promise<Conversation> {
@@ -179,6 +155,32 @@ eachDatabase('history layout on $name', (database) => {
       expect(Number(((await db.knex('turns_default').count({ n: '*' }).first()) as { n: unknown }).n)).toBe(0);
       expect((await readAll(store, c)).verified).toMatchObject({ valid: true, entries: 1 });
       expect(await ensurePartitions(db.knex, Date.parse(far))).toEqual([]);
+    });
+
+  if (database.name === 'postgres')
+    it("makes the other tables' months when one table is busy past its lock timeout, and says which failed", async () => {
+      const { db } = await open();
+      const far = Date.parse(inMonth(4));
+      const holder = await db.knex.transaction();
+      try {
+        await holder.raw('lock table turns in access exclusive mode');
+        const upkeep = await ensurePartitions(db.knex, far).then(
+          () => null,
+          (err: unknown) => err,
+        );
+        expect(upkeep).toBeInstanceOf(AggregateError);
+        expect((upkeep as AggregateError).message).toMatch(/failed on 1 of 5 tables/);
+        expect(String((upkeep as AggregateError).errors[0])).toMatch(/lock timeout/);
+      } finally {
+        await holder.rollback();
+      }
+      const months = [3, 4, 5, 6].map((m) => monthStart(NOW, m));
+      expect((await listPartitions(db.knex, 'audit_entries')).map((p) => p.name)).toEqual(
+        expect.arrayContaining(months.map((m) => partitionName('audit_entries', m))),
+      );
+      expect((await listPartitions(db.knex, 'turns')).map((p) => p.name)).not.toContain(partitionName('turns', months[0]));
+      // The next sweep makes what the busy table missed.
+      expect(await ensurePartitions(db.knex, far)).toEqual(months.map((m) => partitionName('turns', m)));
     });
 
   it('deletes the history before the horizon, months whole on PostgreSQL; a chain it cut verifies from its first kept entry, one cut otherwise does not', async () => {

@@ -6,41 +6,12 @@ import { ERASURE } from '../../server/src/service/erasure.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
 import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
 import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
+import { conversation } from '../helpers/conversations.js';
 import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
 
 const T0 = '2026-11-22T10:00:00.000Z';
-
-function conversation(tenantId: string, agentId: string, over: Partial<Conversation> = {}): Conversation {
-  return {
-    id: randomUUID(),
-    tenantId,
-    agentId,
-    agentVersion: 1,
-    userId: 'u1',
-    status: 'active',
-    outcome: null,
-    capability: 'c',
-    capabilityId: randomUUID(),
-    phase: 'p',
-    awaitingInput: true,
-    flow: { slots: { a: 1 }, actions: {}, attempts: 0, wait: 'open' },
-    context: null,
-    turnCount: 2,
-    auditSeq: 1,
-    createdAt: T0,
-    updatedAt: T0,
-    completedAt: null,
-    lastUserTurnAt: T0,
-    inactiveAfter: null,
-    erasedAt: null,
-    auditHash: null,
-    eventSeq: 0,
-    channel: null,
-    ...over,
-  };
-}
 
 function write(c: Conversation, over: Partial<TurnWrite> = {}): TurnWrite {
   return {

@@ -361,12 +361,6 @@ export class LifecycleService {
     limit = 200,
   ): Promise<{ abandoned: number; erased: number; expiredKeys: number; partitionsMade: string[]; historyDropped: { partitions: string[]; rows: number } }> {
     const now = iso(this.clock.now());
-    const historyDays = this.retention.historyDays ?? 0;
-    const history = await this.store.maintainHistory(
-      this.clock.now().getTime(),
-      historyDays > 0 ? iso(new Date(this.clock.now().getTime() - historyDays * 86_400_000)) : null,
-      limit * 25,
-    );
     // Idempotency records outlive their keep time by at most one sweep interval per batch.
     const expiredKeys =
       this.retention.idempotencyHours > 0
@@ -407,6 +401,13 @@ export class LifecycleService {
     const overridden = Object.keys(this.retention.tenants);
     for (const [tenant, days] of Object.entries(this.retention.tenants)) await eraseAll(days, tenant);
     await eraseAll(this.retention.days, undefined, overridden);
+    // Last: a failure of it (a partition's table busy past its lock timeout) leaves the rest done.
+    const historyDays = this.retention.historyDays ?? 0;
+    const history = await this.store.maintainHistory(
+      this.clock.now().getTime(),
+      historyDays > 0 ? iso(new Date(this.clock.now().getTime() - historyDays * 86_400_000)) : null,
+      limit * 25,
+    );
     return { abandoned, erased, expiredKeys, partitionsMade: history.made, historyDropped: { partitions: history.partitions, rows: history.rows } };
   }
 }

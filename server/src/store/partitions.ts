@@ -125,7 +125,7 @@ export async function ensurePartitions(knex: Knex, now: number): Promise<string[
   if (!isPostgres(knex)) return [];
   const until = monthStart(now, MONTHS_AHEAD + 1);
   const made: string[] = [];
-  for (const { table, key } of PARTITIONED) {
+  await eachTable(async (table, key) => {
     made.push(
       ...(await knex.transaction(async (trx) => {
         await trx.raw('select pg_advisory_xact_lock(?)', [MAINTENANCE_LOCK.toString()]);
@@ -133,8 +133,19 @@ export async function ensurePartitions(knex: Knex, now: number): Promise<string[
         return extend(trx, table, key, until);
       })),
     );
-  }
+  });
   return made;
+}
+
+/**
+ * Runs `fn` for each partitioned table; one that fails (a lock not had within LOCK_TIMEOUT, a
+ * partition someone made by hand with a bound of another shape) does not keep the others from
+ * their upkeep, and the failures are thrown together after.
+ */
+async function eachTable(fn: (table: string, key: string) => Promise<void>): Promise<void> {
+  const failed: unknown[] = [];
+  for (const { table, key } of PARTITIONED) await fn(table, key).catch((err: unknown) => failed.push(err));
+  if (failed.length) throw new AggregateError(failed, `the history's upkeep failed on ${failed.length} of ${PARTITIONED.length} tables`);
 }
 
 export interface HistoryDropped {
@@ -152,7 +163,7 @@ export interface HistoryDropped {
  */
 export async function dropHistoryBefore(knex: Knex, before: string, limit: number): Promise<HistoryDropped> {
   const out: HistoryDropped = { partitions: [], rows: 0 };
-  for (const { table, key } of PARTITIONED) {
+  await eachTable(async (table, key) => {
     await knex.transaction(async (trx) => {
       await recordHorizon(trx, table, before);
       if (isPostgres(knex)) {
@@ -180,7 +191,7 @@ export async function dropHistoryBefore(knex: Knex, before: string, limit: numbe
           .del();
       }
     });
-  }
+  });
   return out;
 }
 
