@@ -114,7 +114,17 @@ eachDatabase('history layout on $name', (database) => {
     const rows = await counts(db);
     expect(rows).toEqual({ turns: 20, audit_entries: 10, conversation_events: 10, webhook_deliveries: 10, webhook_attempts: 1 });
 
+    // An operator's index built beforehand, without blocking writes, becomes the legacy partition's key.
+    let prebuilt: unknown = null;
+    if (database.name === 'postgres') {
+      await db.knex.raw('create unique index concurrently turns_pkey_by_month on turns (conversation_id, idx, "timestamp")');
+      prebuilt = (await db.knex.raw<{ rows: { oid: number }[] }>("select 'turns_pkey_by_month'::regclass::oid as oid")).rows;
+    }
     expect(await migrate(db)).toEqual(['022_partitioned_history']);
+    if (database.name === 'postgres') {
+      const key = await db.knex.raw<{ rows: { oid: number }[] }>("select 'turns_legacy_pkey'::regclass::oid as oid");
+      expect(key.rows).toEqual(prebuilt);
+    }
     const after = new ConversationStore(db);
     expect(await counts(db)).toEqual(rows);
     expect(await Promise.all(convs.map((c) => readAll(after, c)))).toEqual(was);

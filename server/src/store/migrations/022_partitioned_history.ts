@@ -10,6 +10,8 @@
 //   conversation's own row (postgres-writer.ts).
 // - The event rows' id (never read) loses its index, and webhook_attempts its foreign key, which a
 //   partitioned key cannot be referenced by.
+// - On a large database the unique indexes can be built beforehand, without blocking writes
+//   (docs/deployment.md, "Rolling onto migration 022"); the migration then uses them.
 // - history_horizons records, on both databases, how far the history horizon has dropped rows.
 import type { Knex } from 'knex';
 import { isPostgres } from '../knex-adapter.js';
@@ -55,6 +57,20 @@ async function serialSequence(knex: Knex, table: string): Promise<string | null>
   return (await knex.raw<{ rows: { s: string | null }[] }>(`select pg_get_serial_sequence(?, 'id') as s`, [table])).rows[0].s;
 }
 
+/**
+ * Whether `index` is a valid unique index of `table` on exactly `columns`: one an operator built
+ * beforehand (`create unique index concurrently <key>_by_month …`, docs/deployment.md), which the
+ * migration then takes as the key instead of building it while holding the table's lock.
+ */
+async function isUniqueIndexOn(knex: Knex, index: string, table: string, columns: string[]): Promise<boolean> {
+  const r = await knex.raw<{ rows: { def: string }[] }>(
+    `select pg_get_indexdef(x.indexrelid) as def from pg_index x
+      where x.indexrelid = to_regclass(?) and x.indrelid = to_regclass(?) and x.indisunique and x.indisvalid and x.indpred is null`,
+    [index, table],
+  );
+  return r.rows.length === 1 && r.rows[0].def.replaceAll('"', '').endsWith(`USING btree (${columns.join(', ')})`);
+}
+
 const q = (c: string) => `"${c}"`;
 const list = (cs: string[]) => cs.map(q).join(', ');
 
@@ -72,7 +88,12 @@ async function partition(knex: Knex, c: Conversion): Promise<void> {
   // names of its own; its plain indexes are renamed and matched by definition when attached.
   for (const u of c.unique) {
     await knex.raw(`alter table ${legacy} drop constraint ${u.name}`);
-    await knex.raw(`alter table ${legacy} add constraint ${legacy}_${u.name.slice(table.length + 1)} ${u.kind} (${list([...u.columns, key])})`);
+    const columns = [...u.columns, key];
+    const constraint = `${legacy}_${u.name.slice(table.length + 1)}`;
+    const prebuilt = `${u.name}_by_month`;
+    if (await isUniqueIndexOn(knex, prebuilt, legacy, columns))
+      await knex.raw(`alter table ${legacy} add constraint ${constraint} ${u.kind} using index ${prebuilt}`);
+    else await knex.raw(`alter table ${legacy} add constraint ${constraint} ${u.kind} (${list(columns)})`);
   }
   for (const i of c.indexes ?? []) await knex.raw(`alter index ${i.name} rename to ${legacy}_${i.name.slice(table.length + 1)}`);
 
