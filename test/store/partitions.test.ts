@@ -241,8 +241,13 @@ eachDatabase('history layout on $name', (database) => {
       let s = await talk(store, c, inMonth(1, 1));
       for (let d = 2; d <= 6; d++) s = await talk(store, c, inMonth(1, d), s);
       const horizon = inMonth(1, 4);
-      // Three calls before the horizon: six turns, three audit entries, event rows and deliveries.
-      for (const rows of [8, 5, 2, 0]) expect(await dropHistoryBefore(db.knex, horizon, 2)).toEqual({ partitions: [], rows });
+      // The first delivery was retried after the horizon: its attempt goes with it.
+      const first = (await db.knex('webhook_deliveries').orderBy('created_at').first('id')) as { id: string };
+      await db
+        .knex('webhook_attempts')
+        .insert({ delivery_id: first.id, attempt: 1, tenant_id: 't', at: inMonth(1, 5), status: 500, error: null, duration_ms: 3 });
+      // Three calls before the horizon: six turns, three audit entries, event rows and deliveries, and the attempt.
+      for (const rows of [9, 5, 2, 0]) expect(await dropHistoryBefore(db.knex, horizon, 2)).toEqual({ partitions: [], rows });
       expect((await store.turns('t', c.id)).map((t) => t.idx)).toEqual([6, 7, 8, 9, 10, 11]);
       expect(await store.verifyAudit('t', c.id)).toMatchObject({ valid: true, entries: 3, first_sequence: 4 });
     });

@@ -182,12 +182,24 @@ export async function dropHistoryBefore(knex: Knex, before: string, limit: numbe
         // from the oldest end, below the first row at or after the horizon, which the scan finds
         // after reading only the rows it deletes. A row written out of order (a clock behind)
         // waits until the rows before it are gone.
+        const batch = [
+          `rowid in (select rowid from ${table} where rowid < coalesce((select rowid from ${table} where "${key}" >= ? order by rowid limit 1), 9223372036854775807)
+             and "${key}" < ? order by rowid limit ?)`,
+          [before, before, limit],
+        ] as const;
+        // SQLite keeps the attempts' foreign key: a delivery's attempts go with it, later ones too.
+        if (table === 'webhook_deliveries') {
+          out.rows += await trx('webhook_attempts')
+            .whereIn(
+              'delivery_id',
+              trx('webhook_deliveries')
+                .whereRaw(...batch)
+                .select('id'),
+            )
+            .del();
+        }
         out.rows += await trx(table)
-          .whereRaw(
-            `rowid in (select rowid from ${table} where rowid < coalesce((select rowid from ${table} where "${key}" >= ? order by rowid limit 1), 9223372036854775807)
-               and "${key}" < ? order by rowid limit ?)`,
-            [before, before, limit],
-          )
+          .whereRaw(...batch)
           .del();
       }
     });
