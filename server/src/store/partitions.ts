@@ -28,8 +28,11 @@ export type PartitionedTable = (typeof PARTITIONED)[number]['table'];
 /** Months made ahead of the current one, so a write never waits for a partition to be made. */
 export const MONTHS_AHEAD = 2;
 
-/** Maintenance waits at most this long for a table's lock; a busy table is tried again next sweep. */
-const LOCK_TIMEOUT = '5s';
+/**
+ * Maintenance waits at most this long for a table's lock; a busy table is tried again next sweep.
+ * Short, since the turns' writes to that table queue behind a lock request that waits.
+ */
+const LOCK_TIMEOUT = '1s';
 
 /** Serialises maintenance across processes (any constant; pg_advisory_xact_lock's key space). */
 const MAINTENANCE_LOCK = 0x5b_0022n;
@@ -164,19 +167,23 @@ export interface HistoryDropped {
 export async function dropHistoryBefore(knex: Knex, before: string, limit: number): Promise<HistoryDropped> {
   const out: HistoryDropped = { partitions: [], rows: 0 };
   await eachTable(async (table, key) => {
-    await knex.transaction(async (trx) => {
+    const detached = await knex.transaction(async (trx) => {
       await recordHorizon(trx, table, before);
       if (isPostgres(knex)) {
         await trx.raw('select pg_advisory_xact_lock(?)', [MAINTENANCE_LOCK.toString()]);
         await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
+        // Detached here, dropped after this commits: the parent's lock, which every write to the
+        // table waits behind, is held for the catalog's change only, not for the files' removal.
+        const gone = await leftovers(trx, table);
         for (const p of await listPartitions(trx, table)) {
           if (p.isDefault) {
             out.rows += await trx(p.name).whereRaw(`ctid in (select ctid from ${p.name} where "${key}" < ? limit ?)`, [before, limit]).del();
           } else if (p.to! <= before) {
-            await trx.raw(`drop table ${p.name}`);
-            out.partitions.push(p.name);
+            await trx.raw(`alter table ${table} detach partition ${p.name}`);
+            gone.push(p.name);
           }
         }
+        return gone;
       } else {
         // Rows are in rowid order, which is the order they were written: the batch is taken
         // from the oldest end, below the first row at or after the horizon, which the scan finds
@@ -201,10 +208,26 @@ export async function dropHistoryBefore(knex: Knex, before: string, limit: numbe
         out.rows += await trx(table)
           .whereRaw(...batch)
           .del();
+        return [];
       }
     });
+    for (const name of detached) {
+      await knex.raw(`drop table if exists ${name}`);
+      out.partitions.push(name);
+    }
   });
   return out;
+}
+
+/** `table`'s months detached by a pass that ended before dropping them. */
+async function leftovers(trx: Knex.Transaction, table: string): Promise<string[]> {
+  const r = await trx.raw<{ rows: { name: string }[] }>(
+    `select c.relname as name from pg_class c
+      where c.relkind = 'r' and c.relnamespace = current_schema()::regnamespace and not c.relispartition
+        and (c.relname ~ ('^' || ? || '_p[0-9]{4}_[0-9]{2}$') or c.relname = ? || '_legacy')`,
+    [table, table],
+  );
+  return r.rows.map((x) => x.name);
 }
 
 async function recordHorizon(trx: Knex.Transaction, table: string, before: string): Promise<void> {
