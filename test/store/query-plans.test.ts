@@ -146,6 +146,8 @@ eachDatabase('query plans on $name', (database) => {
         ['turns', () => store.turns('t', id, createdAt)],
         ['turns', () => store.recentTurns('t', id, 10, createdAt)],
         ['audit_entries', () => store.audit({ tenantId: 't', id, createdAt }, { limit: 50, afterSeq: 0 })],
+        ['conversation_events', () => store.eventLog.events('t', id, { row: 0, index: 0 }, { createdAt })],
+        ['conversation_events', () => store.eventLog.lastEventPosition('t', id, createdAt)],
       ] as const) {
         for (const q of await capture(read)) {
           const text = await plan(q);

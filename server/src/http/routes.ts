@@ -112,6 +112,7 @@ export function createRouter(
         const stream = await streams.open({
           tenantId: c.tenantId,
           conversationId: c.id,
+          createdAt: c.createdAt,
           lastEventId: last,
           keyId: res.locals.keyId ?? null,
           signal: gone.signal,

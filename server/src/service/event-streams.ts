@@ -10,7 +10,15 @@ import { parseEventId, type EventLog, type EventPosition } from '../store/event-
 
 export interface EventStreams {
   /** A stream of one conversation's events; it ends when `signal` aborts (the client went). */
-  open(opts: { tenantId: string; conversationId: string; lastEventId: string | null; keyId: string | null; signal: AbortSignal }): Promise<PassThrough>;
+  /** `createdAt`: the conversation's creation time, which bounds the months its events are read from. */
+  open(opts: {
+    tenantId: string;
+    conversationId: string;
+    createdAt?: string;
+    lastEventId: string | null;
+    keyId: string | null;
+    signal: AbortSignal;
+  }): Promise<PassThrough>;
   /** Ends the streams opened with these keys (revoked). */
   endForKeys(keyIds: readonly string[]): void;
   /** Open streams in all. */
@@ -45,7 +53,7 @@ interface Subscriber {
 const before = (a: EventPosition, b: EventPosition) => a.row < b.row || (a.row === b.row && a.index < b.index);
 
 export function eventStreams(events: EventLog, opts: EventStreamOptions): EventStreams {
-  const byConversation = new Map<string, { tenantId: string; subs: Set<Subscriber>; pumping: boolean; again: boolean }>();
+  const byConversation = new Map<string, { tenantId: string; createdAt?: string; subs: Set<Subscriber>; pumping: boolean; again: boolean }>();
   const perTenant = new Map<string, number>();
   let size = 0;
 
@@ -67,7 +75,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
           // From the position of the stream furthest behind; each stream skips what it has seen.
           let from: EventPosition | null = null;
           for (const s of group.subs) if (!from || before(s.last, from)) from = s.last;
-          batch = await events.events(group.tenantId, conversationId, from!);
+          batch = await events.events(group.tenantId, conversationId, from!, { createdAt: group.createdAt });
           for (const e of batch) {
             const frame = `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`;
             for (const s of group.subs) {
@@ -121,10 +129,10 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
   heartbeat.unref();
 
   const api: EventStreams = {
-    async open({ tenantId, conversationId, lastEventId, keyId, signal }) {
+    async open({ tenantId, conversationId, createdAt, lastEventId, keyId, signal }) {
       // Marked before anything is read: a write after the mark announces its events, one before it is there to read.
       await events.watch(tenantId, [conversationId], watchedUntil());
-      const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId);
+      const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId, createdAt);
       // Checked after the read, so that nothing between the check and the count can interleave.
       const group = byConversation.get(conversationId);
       if ((perTenant.get(tenantId) ?? 0) >= opts.perTenant) throw new TooManyStreamsError('for this tenant', opts.perTenant);
@@ -149,7 +157,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
           stream.end();
         },
       };
-      const g = byConversation.get(conversationId) ?? { tenantId, subs: new Set<Subscriber>(), pumping: false, again: false };
+      const g = byConversation.get(conversationId) ?? { tenantId, createdAt, subs: new Set<Subscriber>(), pumping: false, again: false };
       byConversation.set(conversationId, g);
       g.subs.add(sub);
       size++;

@@ -205,7 +205,14 @@ export class WidgetService {
     if (open >= this.limits.streamsPerVisitor) {
       throw new RateLimitedError(5, `Too many open event streams for this visitor (at most ${this.limits.streamsPerVisitor}); close one first`);
     }
-    const stream = await this.deps.streams.open({ tenantId: c.key.tenantId, conversationId: conversation.id, lastEventId, keyId: c.key.keyId, signal });
+    const stream = await this.deps.streams.open({
+      tenantId: c.key.tenantId,
+      conversationId: conversation.id,
+      createdAt: conversation.createdAt,
+      lastEventId,
+      keyId: c.key.keyId,
+      signal,
+    });
     this.openStreams.set(who, open + 1);
     stream.once('close', () => {
       const left = (this.openStreams.get(who) ?? 1) - 1;

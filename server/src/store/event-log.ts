@@ -1,6 +1,7 @@
 // The event log behind server-sent events: one row per write (numbered per conversation), read
 // after a position; and, on PostgreSQL, the LISTEN connection that hears other processes'
 // commits (new events, released conversation leases) and re-emits them in this process.
+import { historySince } from './partitions.js';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
@@ -95,18 +96,21 @@ export class EventLog {
     this.listener = null;
   }
 
-  /** Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per conversation). */
+  /**
+   * Events of a conversation after `after`, oldest first, each with its id (`seq-index`, numbered per
+   * conversation). `createdAt`, the conversation's creation time: on PostgreSQL the read skips the
+   * months before it (store/partitions.ts).
+   */
   async events(
     tenantId: string,
     conversationId: string,
     after: EventPosition,
-    limit = 100,
+    opts: { limit?: number; createdAt?: string } = {},
   ): Promise<{ id: string; position: EventPosition; type: string; data: unknown }[]> {
-    const rows = await this.knex('conversation_events')
-      .where({ tenant_id: tenantId, conversation_id: conversationId })
+    const rows = await this.ofConversation(tenantId, conversationId, opts.createdAt)
       .andWhere('seq', '>=', after.row)
       .orderBy('seq', 'asc')
-      .limit(limit);
+      .limit(opts.limit ?? 100);
     const out: { id: string; position: EventPosition; type: string; data: unknown }[] = [];
     for (const r of rows) {
       const row = Number(r.seq);
@@ -134,9 +138,14 @@ export class EventLog {
     }
   }
 
+  private ofConversation(tenantId: string, conversationId: string, createdAt: string | undefined) {
+    const q = this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId });
+    return createdAt && this.db.adapter.shared ? q.andWhere('created_at', '>=', historySince(createdAt)) : q;
+  }
+
   /** The position after a conversation's newest event. */
-  async lastEventPosition(tenantId: string, conversationId: string): Promise<EventPosition> {
-    const r = await this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId }).max({ m: 'seq' }).first();
+  async lastEventPosition(tenantId: string, conversationId: string, createdAt?: string): Promise<EventPosition> {
+    const r = await this.ofConversation(tenantId, conversationId, createdAt).max({ m: 'seq' }).first();
     return { row: Number(r?.m ?? 0), index: Number.MAX_SAFE_INTEGER };
   }
 }
