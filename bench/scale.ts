@@ -17,7 +17,7 @@ import type { AuditDraft, Conversation, TurnRow } from '../server/src/domain.js'
 import { AgentStore } from '../server/src/store/agent-store.js';
 import { ConversationStore } from '../server/src/store/conversation-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
-import { dropHistoryBefore, listPartitions, monthStart, partitionName, PARTITIONED } from '../server/src/store/partitions.js';
+import { dropHistoryBefore, keyOf, listPartitions, monthStart, partitionName, PARTITIONED, type PartitionedTable } from '../server/src/store/partitions.js';
 import { ERASURE } from '../server/src/service/erasure.js';
 import { writeRows, type TurnWrite, type WriteRows } from '../server/src/store/turn-rows.js';
 import type { ReviewReason } from '@switchboard/contract';
@@ -396,9 +396,9 @@ async function retention(db: Database, traffic: (seconds: number) => Promise<aut
   });
 
   const month = monthStart(T0, 1);
-  const count = async (table: string, before?: string) => {
+  const count = async (table: PartitionedTable, before?: string) => {
     const q = db.knex(table);
-    if (before) q.where(table === 'turns' || table === 'audit_entries' ? 'timestamp' : 'created_at', '<', before);
+    if (before) q.where(keyOf(table), '<', before);
     return Number(((await q.count({ n: '*' }).first()) as { n: unknown }).n);
   };
   const old = (await count('turns', month)) + (await count('audit_entries', month)) + (await count('conversation_events', month));

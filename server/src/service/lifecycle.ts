@@ -192,7 +192,7 @@ export interface RetentionPolicy {
    * Days of history kept (0: all): turns, audit entries, event rows and webhook deliveries written
    * before are deleted, whatever their conversation (store/partitions.ts).
    */
-  historyDays?: number;
+  historyDays: number;
 }
 
 /** One conversation of an agent, as an operator call names it. */
@@ -402,7 +402,7 @@ export class LifecycleService {
     for (const [tenant, days] of Object.entries(this.retention.tenants)) await eraseAll(days, tenant);
     await eraseAll(this.retention.days, undefined, overridden);
     // Last: a failure of it (a partition's table busy past its lock timeout) leaves the rest done.
-    const historyDays = this.retention.historyDays ?? 0;
+    const { historyDays } = this.retention;
     const history = await this.store.maintainHistory(
       this.clock.now().getTime(),
       historyDays > 0 ? iso(new Date(this.clock.now().getTime() - historyDays * 86_400_000)) : null,

@@ -8,10 +8,9 @@ import { KeyedLock } from '../lib/keyed-lock.js';
 import { verifyChain, type ChainReport } from '../lib/audit-chain.js';
 import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
-import { isPostgres } from './knex-adapter.js';
 import { EventLog } from './event-log.js';
 import { LeaseFirst, Leases, leaseIsLive, type ConversationRef, type Lease } from './leases.js';
-import { dropHistoryBefore, ensurePartitions, historyHorizon, historySince, type HistoryDropped } from './partitions.js';
+import { conversationHistory, dropHistoryBefore, ensurePartitions, historyHorizon, partitionedUntil, type HistoryDropped } from './partitions.js';
 import type { ConversationTableRow } from './rows.js';
 import { rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
 import type { TurnWriter } from './writer.js';
@@ -68,6 +67,8 @@ export class ConversationStore {
   readonly eventLog: EventLog;
   /** Conversation calls under way; shutdown waits for them to finish before closing the database. */
   busy = 0;
+  /** Where the last successful upkeep left every table's months ending (maintainHistory). */
+  private partitionedUntil = '';
 
   /** The operator's audit chain key (AUDIT_CHAIN_KEY): entries are then HMAC-chained. */
   private readonly chainKey?: Buffer;
@@ -290,7 +291,8 @@ export class ConversationStore {
    * then skips the months before it (store/partitions.ts, historySince).
    */
   async turns(tenantId: string, conversationId: string, createdAt?: string): Promise<TurnRow[]> {
-    const rows = await this.since(this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', createdAt)
+    const rows = await conversationHistory(this.knex, 'turns', createdAt)
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
       .orderBy('idx', 'asc')
       .select(...TURN_FIELDS);
     return rows.map(rowToTurn);
@@ -299,7 +301,8 @@ export class ConversationStore {
   /** The last `n` turns, oldest first (what a generative phase sends the model). */
   async recentTurns(tenantId: string, conversationId: string, n: number, createdAt?: string): Promise<TurnRow[]> {
     if (n <= 0) return [];
-    const rows = await this.since(this.knex('turns').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', createdAt)
+    const rows = await conversationHistory(this.knex, 'turns', createdAt)
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
       .orderBy('idx', 'desc')
       .limit(n)
       .select(...TURN_FIELDS);
@@ -337,11 +340,9 @@ export class ConversationStore {
   async audit(of: ConversationRef & { createdAt?: string }, page: { type?: AuditType; limit: number; afterSeq: number }): Promise<AuditRow[]> {
     const { tenantId, id: conversationId } = of;
     const { type, limit, afterSeq } = page;
-    const q = this.since(this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }), 'timestamp', of.createdAt).andWhere(
-      'sequence',
-      '>',
-      afterSeq,
-    );
+    const q = conversationHistory(this.knex, 'audit_entries', of.createdAt)
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
+      .andWhere('sequence', '>', afterSeq);
     if (type) q.andWhere('type', type);
     const rows = await q.orderBy('sequence', 'asc').limit(limit);
     return rows.map(rowToAudit);
@@ -377,11 +378,9 @@ export class ConversationStore {
   /** Recomputes a conversation's audit chain, and its turns' hashes, and reports the first broken link. */
   async verifyAudit(tenantId: string, conversationId: string): Promise<ChainReport> {
     const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash', 'erased_at', 'created_at');
-    const rows = await this.since(
-      this.knex('audit_entries').where({ conversation_id: conversationId, tenant_id: tenantId }),
-      'timestamp',
-      head?.created_at,
-    ).orderBy('sequence', 'asc');
+    const rows = await conversationHistory(this.knex, 'audit_entries', head?.created_at)
+      .where({ conversation_id: conversationId, tenant_id: tenantId })
+      .orderBy('sequence', 'asc');
     const turns = head?.erased_at ? undefined : await this.turns(tenantId, conversationId, head?.created_at);
     // A chain may start late only where the history horizon dropped its start: in a conversation
     // begun before the horizon.
@@ -409,17 +408,16 @@ export class ConversationStore {
     );
   }
 
-  /** On PostgreSQL, `q` limited to the months a conversation created at `createdAt` can have rows in. */
-  private since<Q extends Knex.QueryBuilder>(q: Q, key: string, createdAt: string | undefined): Q {
-    return createdAt && isPostgres(this.knex) ? (q.andWhere(key, '>=', historySince(createdAt)) as Q) : q;
-  }
-
   /**
    * The history's upkeep, from the sweeper: on PostgreSQL the months ahead of `now` get their
    * partitions; with `before`, history written before it is deleted (store/partitions.ts).
    */
   async maintainHistory(now: number, before: string | null, limit: number): Promise<{ made: string[] } & HistoryDropped> {
-    const made = await ensurePartitions(this.knex, now);
+    // The months ahead are looked for once a month, not at every sweep: after a pass that made
+    // them all, nothing is missing until the month turns.
+    const until = partitionedUntil(now);
+    const made = until > this.partitionedUntil ? await ensurePartitions(this.knex, now) : [];
+    this.partitionedUntil = until;
     const dropped = before ? await dropHistoryBefore(this.knex, before, limit) : { partitions: [], rows: 0 };
     return { made, ...dropped };
   }

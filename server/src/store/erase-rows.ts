@@ -4,7 +4,7 @@ import type { Knex } from 'knex';
 import type { AuditType } from '@switchboard/contract';
 import type { Conversation, ErasureRules } from '../domain.js';
 import type { DialectAdapter } from './dialects.js';
-import { historySince } from './partitions.js';
+import { conversationHistory } from './partitions.js';
 import { auditRows } from './turn-rows.js';
 import { ConcurrentUpdateError } from './writer.js';
 
@@ -42,25 +42,19 @@ export async function eraseConversationRows(
   const tenantId = conversations[0].tenantId;
   if (conversations.some((c) => c.tenantId !== tenantId)) throw new Error('one erasure batch holds one tenant');
   const ids = conversations.map((c) => c.id);
-  // On PostgreSQL the history is read from the months since the oldest of them began (partitions.ts).
-  const since = dialect.shared ? historySince(conversations.reduce((a, c) => (c.createdAt < a ? c.createdAt : a), conversations[0].createdAt)) : null;
-  const mine = (table: 'turns' | 'conversation_events' | 'idempotency_keys', key?: string) => {
-    const q = trx(table).where('tenant_id', tenantId).whereIn('conversation_id', ids);
-    return since && key ? q.andWhere(key, '>=', since) : q;
-  };
+  // The history is read from the months since the oldest of them began (partitions.ts).
+  const oldest = conversations.reduce((a, c) => (c.createdAt < a ? c.createdAt : a), conversations[0].createdAt);
+  const mine = (table: 'turns' | 'conversation_events') => conversationHistory(trx, table, oldest).where('tenant_id', tenantId).whereIn('conversation_id', ids);
 
-  await mine('turns', 'timestamp').delete();
-  await mine('conversation_events', 'created_at').delete();
-  await mine('idempotency_keys').delete();
+  await mine('turns').delete();
+  await mine('conversation_events').delete();
+  await trx('idempotency_keys').where('tenant_id', tenantId).whereIn('conversation_id', ids).delete();
 
-  const auditQuery = trx('audit_entries').where('tenant_id', tenantId).whereIn('conversation_id', ids).whereIn('type', rules.auditTypes);
-  if (since) auditQuery.andWhere('timestamp', '>=', since);
-  const audit: { conversation_id: string; sequence: number | string; type: AuditType; data: string }[] = await auditQuery.select(
-    'conversation_id',
-    'sequence',
-    'type',
-    'data',
-  );
+  const audit: { conversation_id: string; sequence: number | string; type: AuditType; data: string }[] = await conversationHistory(trx, 'audit_entries', oldest)
+    .where('tenant_id', tenantId)
+    .whereIn('conversation_id', ids)
+    .whereIn('type', rules.auditTypes)
+    .select('conversation_id', 'sequence', 'type', 'data');
   for (const chunk of chunks(audit)) {
     const rows = chunk.map((a) => ({
       conversation_id: a.conversation_id,

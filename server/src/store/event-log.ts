@@ -1,10 +1,10 @@
 // The event log behind server-sent events: one row per write (numbered per conversation), read
 // after a position; and, on PostgreSQL, the LISTEN connection that hears other processes'
 // commits (new events, released conversation leases) and re-emits them in this process.
-import { historySince } from './partitions.js';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import type { Database } from './db.js';
+import { conversationHistory } from './partitions.js';
 import pg from 'pg';
 import { rawConnection, type RawPgConnection } from './knex-adapter.js';
 
@@ -139,8 +139,7 @@ export class EventLog {
   }
 
   private ofConversation(tenantId: string, conversationId: string, createdAt: string | undefined) {
-    const q = this.knex('conversation_events').where({ tenant_id: tenantId, conversation_id: conversationId });
-    return createdAt && this.db.adapter.shared ? q.andWhere('created_at', '>=', historySince(createdAt)) : q;
+    return conversationHistory(this.knex, 'conversation_events', createdAt).where({ tenant_id: tenantId, conversation_id: conversationId });
   }
 
   /** The position after a conversation's newest event. */

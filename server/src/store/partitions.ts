@@ -37,6 +37,11 @@ const LOCK_TIMEOUT = '1s';
 /** Serialises maintenance across processes (any constant; pg_advisory_xact_lock's key space). */
 const MAINTENANCE_LOCK = 0x5b_0022n;
 
+/** Where ensurePartitions(now) leaves every table's months ending: MONTHS_AHEAD after `now`'s. */
+export function partitionedUntil(now: number): string {
+  return monthStart(now, MONTHS_AHEAD + 1);
+}
+
 /** The first instant of the month `ms` falls in, plus `add` months, as a partition bound. */
 export function monthStart(ms: number, add = 0): string {
   const d = new Date(ms);
@@ -48,8 +53,23 @@ export function monthStart(ms: number, add = 0): string {
  * before it. Every row of the conversation is written after it was created; the day allows for
  * replicas' clocks that disagree, and the month start is all that partition pruning needs.
  */
-export function historySince(createdAt: string): string {
+function historySince(createdAt: string): string {
   return monthStart(Date.parse(createdAt) - 86_400_000);
+}
+
+/**
+ * A query of `table` for rows of conversations created at `createdAt` or later (the earliest of a
+ * batch): on PostgreSQL bounded below by historySince, so that the months before are skipped.
+ * Without `createdAt`, or on SQLite, every row.
+ */
+export function conversationHistory<T extends PartitionedTable>(knex: Knex, table: T, createdAt: string | undefined) {
+  const q = knex(table);
+  return createdAt && isPostgres(knex) ? q.where(keyOf(table), '>=', historySince(createdAt)) : q;
+}
+
+/** The column `table` is partitioned by. */
+export function keyOf(table: PartitionedTable): string {
+  return PARTITIONED.find((p) => p.table === table)!.key;
 }
 
 /** `turns_p2026_12` for the month starting at `from`. */
@@ -126,7 +146,7 @@ async function extend(trx: Knex.Transaction, table: string, key: string, until: 
  */
 export async function ensurePartitions(knex: Knex, now: number): Promise<string[]> {
   if (!isPostgres(knex)) return [];
-  const until = monthStart(now, MONTHS_AHEAD + 1);
+  const until = partitionedUntil(now);
   const made: string[] = [];
   await eachTable(async (table, key) => {
     made.push(
@@ -161,62 +181,82 @@ export interface HistoryDropped {
 /**
  * Deletes the history written before `before` from every partitioned table: on PostgreSQL each
  * partition that ends at or before it is dropped, and old rows of the default partition are
- * deleted; on SQLite up to `limit` rows of each table are deleted, oldest written first. The
- * horizon is recorded (history_horizons) so that an audit chain verifies from its first kept entry.
+ * deleted; on SQLite up to `limit` rows of each table are deleted, oldest written first. Where
+ * something was removed the horizon is recorded (history_horizons), so that an audit chain it cut
+ * verifies from its first kept entry.
  */
 export async function dropHistoryBefore(knex: Knex, before: string, limit: number): Promise<HistoryDropped> {
   const out: HistoryDropped = { partitions: [], rows: 0 };
   await eachTable(async (table, key) => {
-    const detached = await knex.transaction(async (trx) => {
-      await recordHorizon(trx, table, before);
-      if (isPostgres(knex)) {
-        await trx.raw('select pg_advisory_xact_lock(?)', [MAINTENANCE_LOCK.toString()]);
-        await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
-        // Detached here, dropped after this commits: the parent's lock, which every write to the
-        // table waits behind, is held for the catalog's change only, not for the files' removal.
-        const gone = await leftovers(trx, table);
-        for (const p of await listPartitions(trx, table)) {
-          if (p.isDefault) {
-            out.rows += await trx(p.name).whereRaw(`ctid in (select ctid from ${p.name} where "${key}" < ? limit ?)`, [before, limit]).del();
-          } else if (p.to! <= before) {
-            await trx.raw(`alter table ${table} detach partition ${p.name}`);
-            gone.push(p.name);
-          }
-        }
-        return gone;
-      } else {
-        // Rows are in rowid order, which is the order they were written: the batch is taken
-        // from the oldest end, below the first row at or after the horizon, which the scan finds
-        // after reading only the rows it deletes. A row written out of order (a clock behind)
-        // waits until the rows before it are gone.
-        const batch = [
-          `rowid in (select rowid from ${table} where rowid < coalesce((select rowid from ${table} where "${key}" >= ? order by rowid limit 1), 9223372036854775807)
-             and "${key}" < ? order by rowid limit ?)`,
-          [before, before, limit],
-        ] as const;
-        // SQLite keeps the attempts' foreign key: a delivery's attempts go with it, later ones too.
-        if (table === 'webhook_deliveries') {
-          out.rows += await trx('webhook_attempts')
-            .whereIn(
-              'delivery_id',
-              trx('webhook_deliveries')
-                .whereRaw(...batch)
-                .select('id'),
-            )
-            .del();
-        }
-        out.rows += await trx(table)
-          .whereRaw(...batch)
-          .del();
-        return [];
-      }
+    const removed = await knex.transaction(async (trx) => {
+      const r = isPostgres(knex)
+        ? await detachMonths(trx, table, key, before, limit)
+        : { detached: [], rows: await deleteOldest(trx, table, key, before, limit) };
+      // Recorded only where something went: a sweep that removes nothing writes nothing.
+      if (r.rows || r.detached.length) await recordHorizon(trx, table, before);
+      return r;
     });
-    for (const name of detached) {
+    out.rows += removed.rows;
+    // Dropped after the detach commits: the parent's lock, which every write to the table waits
+    // behind, is held for the catalog's change only, not for the files' removal.
+    for (const name of removed.detached) {
       await knex.raw(`drop table if exists ${name}`);
       out.partitions.push(name);
     }
   });
   return out;
+}
+
+/**
+ * PostgreSQL: detaches `table`'s months that end at or before `before` (and finds those a pass
+ * that died left detached), and deletes up to `limit` old rows of its default partition.
+ */
+async function detachMonths(trx: Knex.Transaction, table: string, key: string, before: string, limit: number): Promise<{ detached: string[]; rows: number }> {
+  await trx.raw('select pg_advisory_xact_lock(?)', [MAINTENANCE_LOCK.toString()]);
+  await trx.raw(`set local lock_timeout = '${LOCK_TIMEOUT}'`);
+  const detached = await leftovers(trx, table);
+  let rows = 0;
+  for (const p of await listPartitions(trx, table)) {
+    if (p.isDefault) {
+      rows += await trx(p.name).whereRaw(`ctid in (select ctid from ${p.name} where "${key}" < ? limit ?)`, [before, limit]).del();
+    } else if (p.to! <= before) {
+      await trx.raw(`alter table ${table} detach partition ${p.name}`);
+      detached.push(p.name);
+    }
+  }
+  return { detached, rows };
+}
+
+/**
+ * SQLite: deletes up to `limit` of `table`'s rows written before `before`. Rows are in rowid order,
+ * which is the order they were written: the batch is taken from the oldest end, below the first
+ * row at or after the horizon, which the scan finds after reading only the rows it deletes. A row
+ * written out of order (a clock behind) waits until the rows before it are gone.
+ */
+async function deleteOldest(trx: Knex.Transaction, table: string, key: string, before: string, limit: number): Promise<number> {
+  const batch = [
+    `rowid in (select rowid from ${table} where rowid < coalesce((select rowid from ${table} where "${key}" >= ? order by rowid limit 1), 9223372036854775807)
+       and "${key}" < ? order by rowid limit ?)`,
+    [before, before, limit],
+  ] as const;
+  let rows = 0;
+  // SQLite keeps the attempts' foreign key: a delivery's attempts go with it, later ones too.
+  if (table === 'webhook_deliveries') {
+    rows += await trx('webhook_attempts')
+      .whereIn(
+        'delivery_id',
+        trx('webhook_deliveries')
+          .whereRaw(...batch)
+          .select('id'),
+      )
+      .del();
+  }
+  return (
+    rows +
+    (await trx(table)
+      .whereRaw(...batch)
+      .del())
+  );
 }
 
 /** `table`'s months detached by a pass that ended before dropping them. */
