@@ -2,7 +2,8 @@
 // (parsed and planned once per connection) on a connection from Knex's pool. The write of a
 // turn is one statement: data-modifying CTEs update (or insert) the conversation and insert the
 // turns, audit entries, event row, webhook outbox rows and idempotency record from JSON arrays
-// (json_populate_recordset), each insert guarded by the conversation's update having matched.
+// (json_populate_recordset), each insert guarded by the conversation's update having matched;
+// a table the turn has no rows for has no insert in the statement (one statement per shape).
 // One statement is atomic by itself, so no BEGIN/COMMIT round trips; a refused update writes
 // nothing. docs/performance.md has the measurements behind this shape.
 import type { Knex } from 'knex';
@@ -24,27 +25,43 @@ const cols = (table: Table, alias?: string) => COLUMNS[table].map((c) => (alias 
 const insertFrom = (table: Table, param: string) =>
   `insert into ${table} (${cols(table)}) select ${cols(table, 'r')} from json_populate_recordset(null::${table}, ${param}::json) r where exists (select 1 from c)`;
 
+/** The tables a turn's write may insert into after the conversation's, in WriteRows' order. */
+const FOLLOWING = [
+  'turns',
+  'audit_entries',
+  'conversation_events',
+  'webhook_deliveries',
+  'idempotency_keys',
+  'agent_stats',
+  'agent_closes',
+  'review_groups',
+  'review_occurrences',
+] as const satisfies readonly Table[];
+type Following = (typeof FOLLOWING)[number];
+
+const UPSERT_TAILS: Partial<Record<Following, string>> = {
+  agent_stats: STAT_UPSERT_TAIL,
+  agent_closes: CLOSE_UPSERT_TAIL,
+  review_groups: REVIEW_GROUP_UPSERT_TAIL,
+};
+
 /**
- * The inserts that follow the conversation's write, from parameters `$first`…`$first+8`, and the
- * statement's answer: `n`, whether the conversation's write matched, and (`notifyAfter`: the
- * parameter holding the time now) a notice of its new events when an event stream follows the
- * conversation (watched_until, event-log.ts watch).
+ * The inserts that follow the conversation's write, one for each table of `present` (from
+ * parameters `$first`…), and the statement's answer: `n`, whether the conversation's write
+ * matched, and (`notifyAfter`: the parameter holding the time now) a notice of its new events when
+ * an event stream follows the conversation (watched_until, event-log.ts watch). A table with no
+ * rows in this write has no insert at all: each insert costs the executor its start-up and
+ * run whether or not its array is empty, and most turns fill four of the nine.
  */
-const rest = (first: number, notifyAfter?: number) => `t as (${insertFrom('turns', `$${first}`)}),
-  a as (${insertFrom('audit_entries', `$${first + 1}`)}),
-  e as (${insertFrom('conversation_events', `$${first + 2}`)}),
-  w as (${insertFrom('webhook_deliveries', `$${first + 3}`)}),
-  i as (${insertFrom('idempotency_keys', `$${first + 4}`)}),
-  s as (${insertFrom('agent_stats', `$${first + 5}`)} ${STAT_UPSERT_TAIL}),
-  d as (${insertFrom('agent_closes', `$${first + 6}`)} ${CLOSE_UPSERT_TAIL}),
-  g as (${insertFrom('review_groups', `$${first + 7}`)} ${REVIEW_GROUP_UPSERT_TAIL}),
-  o as (${insertFrom('review_occurrences', `$${first + 8}`)})
-select (select count(*) from c)::int as n${
-  notifyAfter === undefined
-    ? ''
-    : `,
-  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $${notifyAfter}::text and json_array_length($${first + 2}::json) > 0)::int as told`
-}`;
+function rest(present: readonly Following[], first: number, notifyAfter?: number): string {
+  const inserts = present.map((table, i) => `,\n  x${i} as (${insertFrom(table, `$${first + i}`)}${UPSERT_TAILS[table] ? ` ${UPSERT_TAILS[table]}` : ''})`);
+  const events = present.indexOf('conversation_events');
+  const notify =
+    notifyAfter === undefined || events < 0
+      ? ''
+      : `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $${notifyAfter}::text)::int as told`;
+  return `${inserts.join('')}\nselect (select count(*) from c)::int as n${notify}`;
+}
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
 
@@ -67,25 +84,36 @@ const STATEMENTS = {
   // The same, only while the row has the audit sequence the call read ($6): an optimistic call's (leases.ts).
   takeLeaseAt:
     'update conversations set lease_id = $3, lease_until = $4, lease_wanted = false where id = $1 and (tenant_id = $2) is true and (lease_id is null or lease_until < $5) and audit_seq = $6 returning *',
-  // $1 the conversation row, $2…$10 the other tables' rows. Nothing follows a conversation that did
-  // not exist: no notice.
-  insertTurn: `with c as (
+} as const;
+
+/**
+ * A turn's write for the tables `present` (see rest): $1 the conversation row, then one parameter
+ * for each table's rows. An update: $2 the audit sequence the row must still have, $3 the lease
+ * its writer must hold (null: none; the row must then have no live lease at $4, the time now, and
+ * the write leaves the lease columns alone; else it releases the lease), the tables' rows from $5.
+ * Nothing follows a conversation that did not exist: an insert sends no notice.
+ */
+function turnStatement(isNew: boolean, present: readonly Following[]): string {
+  if (isNew)
+    return `with c as (
     insert into conversations (${cols('conversations')})
-    select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id),
-  ${rest(2)}`,
-  // $1 the conversation row, $2 the audit sequence it must still have, $3 the lease its writer
-  // must hold (null: none; the row must then have no live lease at $4, the time now, and the write
-  // leaves the lease columns alone; else it releases the lease), $5…$13 the other tables' rows.
-  updateTurn: `with c as (
+    select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id)${rest(present, 2)}`;
+  return `with c as (
     update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
       select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
         case when $3::text is null then t.lease_id end, case when $3::text is null then t.lease_until end
       from json_populate_record(null::conversations, $1::json) r)
     where t.id = ($1::json->>'id')::uuid and (t.tenant_id = $1::json->>'tenant_id') is true and t.audit_seq = $2::int
       and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))
-    returning t.id, t.watched_until),
-  ${rest(5, 4)}`,
-} as const;
+    returning t.id, t.watched_until)${rest(present, 5, 4)}`;
+}
+
+/**
+ * The turn writes' texts by name, made on first use: one for each combination of tables a write
+ * fills (its name says which), so at most 2 × 2⁹ and in practice a handful, each prepared once per
+ * connection that runs it.
+ */
+const turnStatements = new Map<string, string>();
 
 export class PostgresWriter implements TurnWriter {
   /**
@@ -100,7 +128,11 @@ export class PostgresWriter implements TurnWriter {
 
   /** Runs a statement; pg prepares a named one on the connection's first use of the name. */
   private run<T>(name: keyof typeof STATEMENTS, values: unknown[]): Promise<T[]> {
-    const query = this.opts.prepared ? { name, text: STATEMENTS[name], values } : { text: STATEMENTS[name], values };
+    return this.runText(name, STATEMENTS[name], values);
+  }
+
+  private runText<T>(name: string, text: string, values: unknown[]): Promise<T[]> {
+    const query = this.opts.prepared ? { name, text, values } : { text, values };
     return withPooledConnection(
       this.knex,
       (conn: PgConnection) =>
@@ -142,14 +174,27 @@ export class PostgresWriter implements TurnWriter {
   }
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {
-    const others = [w.turns, w.audit, w.events, w.webhooks, w.idempotency ? [w.idempotency] : [], w.stats, w.closes, w.reviewGroups, w.reviewOccurrences].map(
-      (rows) => JSON.stringify(rows),
-    );
+    const rows: Record<Following, readonly unknown[]> = {
+      turns: w.turns,
+      audit_entries: w.audit,
+      conversation_events: w.events,
+      webhook_deliveries: w.webhooks,
+      idempotency_keys: w.idempotency ? [w.idempotency] : [],
+      agent_stats: w.stats,
+      agent_closes: w.closes,
+      review_groups: w.reviewGroups,
+      review_occurrences: w.reviewOccurrences,
+    };
+    const present = FOLLOWING.filter((t) => rows[t].length > 0);
+    const name = `${w.isNew ? 'insertTurn' : 'updateTurn'}:${FOLLOWING.map((t) => (rows[t].length ? 1 : 0)).join('')}`;
+    let text = turnStatements.get(name);
+    if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present)));
+    const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
     try {
       const result = w.isNew
-        ? await this.run<{ n: number }>('insertTurn', [row, ...others])
-        : await this.run<{ n: number }>('updateTurn', [row, w.expectedAuditSeq, lease?.id ?? null, new Date().toISOString(), ...others]);
+        ? await this.runText<{ n: number }>(name, text, [row, ...tables])
+        : await this.runText<{ n: number }>(name, text, [row, w.expectedAuditSeq, lease?.id ?? null, new Date().toISOString(), ...tables]);
       if (result.at(0)?.n !== 1) throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
     } catch (err) {
       if (isUniqueViolation(err) && (err as { table?: string }).table === 'idempotency_keys') throw new DuplicateIdempotencyKeyError();
