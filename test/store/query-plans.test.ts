@@ -160,8 +160,9 @@ eachDatabase('query plans on $name', (database) => {
 
   it("finds one user's conversations, and those due for abandonment or erasure, by index", async () => {
     await indexed('conversations', () => store.idsOfUser('t', 'u1'));
-    await indexed('conversations', () => store.dueForAbandonment(T0, 100));
-    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }), 'conversations_closed_idx');
+    await indexed('conversations', () => store.dueForAbandonment(T0, 100), 'conversations_due_idx');
+    await indexed('conversations', () => store.fileDeadlines(T0, 100));
+    await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100 }), 'conversations_retention_idx');
     await indexed('conversations', () => store.dueForRetention({ before: T0, limit: 100, tenantId: 't' }));
   });
 

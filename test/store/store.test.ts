@@ -261,6 +261,7 @@ eachDatabase('migrations on $name', (database) => {
         '020_channels',
         '021_lighter_postgres_turns',
         '022_partitioned_history',
+        '023_hot_turn_updates',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -367,6 +367,8 @@ export class LifecycleService {
         ? await this.store.deleteIdempotencyBefore(iso(new Date(this.clock.now().getTime() - this.retention.idempotencyHours * 3_600_000)), limit * 5)
         : 0;
     let abandoned = 0;
+    // Deadlines a version before migration 023 left unfiled or misfiled (a rolling upgrade).
+    await this.store.fileDeadlines(now, limit * 5);
     for (const due of await this.store.dueForAbandonment(now, limit)) {
       const done = await this.store.exclusive(
         `conv:${due.id}`,

@@ -12,7 +12,7 @@ import { EventLog } from './event-log.js';
 import { LeaseFirst, Leases, leaseIsLive, type ConversationRef, type Lease } from './leases.js';
 import { conversationHistory, dropHistoryBefore, ensurePartitions, historyHorizon, partitionedUntil, type HistoryDropped } from './partitions.js';
 import type { ConversationTableRow } from './rows.js';
-import { rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
+import { bucketOf, rowToAudit, rowToConversation, rowToTurn, writeRows, type TurnWrite } from './turn-rows.js';
 import type { TurnWriter } from './writer.js';
 
 export type { TurnWrite } from './turn-rows.js';
@@ -54,6 +54,10 @@ export interface ConversationUnit {
 
 /** What a turn read returns: its keys are known already. */
 const TURN_FIELDS = ['idx', 'role', 'message', 'timestamp', 'phase', 'options', 'author'] as const;
+
+/** The partial indexes' conditions (migration 023): open conversations, and closed ones not yet erased. */
+const OPEN_CONDITION = "status in ('active', 'paused')";
+const CLOSED_CONDITION = "status in ('completed', 'abandoned') and erased_at is null";
 
 /** Conversations erased per transaction by eraseMany. */
 const ERASE_BATCH = 100;
@@ -348,25 +352,50 @@ export class ConversationStore {
     return rows.map(rowToAudit);
   }
 
-  /** Conversations whose inactivity deadline has passed, oldest deadline first. */
+  /**
+   * Conversations whose inactivity deadline has passed, earliest ten minutes first. Read through
+   * the deadline's ten-minute bucket (migration 023), up to the bucket `now` is in, and judged by
+   * the deadline itself; rows not filed yet ('') come first.
+   */
   async dueForAbandonment(now: string, limit: number): Promise<ConversationRef[]> {
+    // The condition of conversations_due_idx, word for word, so that planners match it.
     const rows = await this.knex('conversations')
-      .whereIn('status', ['active', 'paused'])
+      .whereRaw(OPEN_CONDITION)
+      .andWhere('inactive_bucket', '<=', bucketOf(now))
       .andWhere('inactive_after', '<=', now)
-      .orderBy('inactive_after')
+      .orderBy('inactive_bucket')
       .limit(limit)
       .select('id', 'tenant_id');
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
   }
 
-  /** Closed, not yet erased conversations last changed before `before` (of one tenant, or of all). */
+  /**
+   * Files open conversations whose deadline is not in the bucket it is indexed under and has not
+   * passed: rows a version before migration 023 wrote ('', or a bucket its turns did not move).
+   * Each sweep files up to `limit`; returns how many it filed.
+   */
+  async fileDeadlines(now: string, limit: number): Promise<number> {
+    const misfiled = this.knex('conversations')
+      .whereRaw(OPEN_CONDITION)
+      .andWhere('inactive_bucket', '<', bucketOf(now))
+      .andWhere((q) => q.whereNull('inactive_after').orWhere('inactive_after', '>', now))
+      .limit(limit)
+      .select('id');
+    return this.knex('conversations')
+      .whereIn('id', misfiled)
+      .andWhere((q) => q.whereNull('inactive_after').orWhere('inactive_after', '>', now))
+      .update({ inactive_bucket: this.knex.raw('substr(inactive_after, 1, 15)') });
+  }
+
+  /** Closed, not yet erased conversations closed before `before` (of one tenant, or of all). */
   async dueForRetention(due: { before: string; limit: number; tenantId?: string; excludeTenants?: string[] }): Promise<ConversationRef[]> {
     const { before, limit, tenantId, excludeTenants = [] } = due;
-    // The condition of conversations_closed_idx, word for word (migration 015), so that planners match it.
-    const q = this.knex('conversations').whereRaw("status in ('completed', 'abandoned') and erased_at is null").andWhere('updated_at', '<', before);
+    // The condition of conversations_retention_idx, word for word (migration 023), so that planners match it.
+    // A closed conversation changes no more once closed (completed and abandoned are final).
+    const q = this.knex('conversations').whereRaw(CLOSED_CONDITION).andWhere('completed_at', '<', before);
     if (tenantId) q.andWhere('tenant_id', tenantId);
     if (excludeTenants.length) q.whereNotIn('tenant_id', excludeTenants);
-    const rows = await q.orderBy('updated_at').limit(limit).select('id', 'tenant_id');
+    const rows = await q.orderBy('completed_at').limit(limit).select('id', 'tenant_id');
     return rows.map((r) => ({ id: r.id, tenantId: r.tenant_id }));
   }
 

@@ -25,6 +25,7 @@ import * as m019 from './migrations/019_releases.js';
 import * as m020 from './migrations/020_channels.js';
 import * as m021 from './migrations/021_lighter_postgres_turns.js';
 import * as m022 from './migrations/022_partitioned_history.js';
+import * as m023 from './migrations/023_hot_turn_updates.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -83,6 +84,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '020_channels': m020,
   '021_lighter_postgres_turns': m021,
   '022_partitioned_history': m022,
+  '023_hot_turn_updates': m023,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -32,6 +32,8 @@ export interface ConversationTableRow {
   completed_at: string | null;
   last_user_turn_at: string;
   inactive_after: string | null;
+  /** The ten minutes inactive_after falls in (turn-rows.ts deadlineBucket; migration 023). */
+  inactive_bucket?: string | null;
   erased_at: string | null;
   event_seq: Int | null;
   lease_id?: string | null;

@@ -97,6 +97,7 @@ function conversationToRow(c: Conversation, head: { auditHash: string | null; ev
     completed_at: c.completedAt,
     last_user_turn_at: c.lastUserTurnAt,
     inactive_after: c.inactiveAfter,
+    inactive_bucket: deadlineBucket(c.inactiveAfter),
     erased_at: c.erasedAt,
     event_seq: head.eventSeq,
     channel: c.channel?.kind ?? null,
@@ -234,12 +235,27 @@ function webhookRows(w: TurnWrite) {
 }
 
 /**
+ * The ten minutes an inactivity deadline falls in (its first 15 characters, `2026-11-27T16:4`),
+ * the inactivity sweep's index key (migration 023): a turn moves the deadline but, unless it crosses
+ * a ten-minute mark, not this, so its update of the conversation changes no indexed column and
+ * PostgreSQL makes it a heap-only (HOT) update that writes no index entry at all. The sweep reads
+ * the buckets up to the current one and compares the deadlines themselves (conversation-store.ts
+ * dueForAbandonment); `substr(inactive_after, 1, 15)` is the same in SQL.
+ */
+export const bucketOf = (at: string): string => at.slice(0, 15);
+const deadlineBucket = (inactiveAfter: string | null): string | null => (inactiveAfter === null ? null : bucketOf(inactiveAfter));
+
+/**
  * Indexed columns of conversations that most writes leave as they are. On SQLite an update
  * rewrites the entries of every index that has a column it sets, whether the value changed or
- * not, so its writer leaves these out of an update that does not change them (updated_at and
- * inactive_after, the other indexed columns it sets, change with every turn).
+ * not, so its writer leaves these out of an update that does not change them.
  */
-const STABLE_INDEXED_FIELDS = { status: 'status', user_id: 'userId', capability: 'capability' } as const satisfies Record<string, keyof Conversation>;
+const STABLE_INDEXED_FIELDS = {
+  status: (c: Conversation) => c.status,
+  user_id: (c: Conversation) => c.userId,
+  capability: (c: Conversation) => c.capability,
+  inactive_bucket: (c: Conversation) => deadlineBucket(c.inactiveAfter),
+} as const satisfies Record<string, (c: Conversation) => unknown>;
 export type StableIndexed = keyof typeof STABLE_INDEXED_FIELDS;
 export const STABLE_INDEXED = Object.keys(STABLE_INDEXED_FIELDS) as readonly StableIndexed[];
 
@@ -247,7 +263,7 @@ export const STABLE_INDEXED = Object.keys(STABLE_INDEXED_FIELDS) as readonly Sta
 function changedIndexed(w: TurnWrite): readonly StableIndexed[] {
   const before = w.stored;
   if (!before) return STABLE_INDEXED;
-  return STABLE_INDEXED.filter((c) => before[STABLE_INDEXED_FIELDS[c]] !== w.conversation[STABLE_INDEXED_FIELDS[c]]);
+  return STABLE_INDEXED.filter((c) => STABLE_INDEXED_FIELDS[c](before) !== STABLE_INDEXED_FIELDS[c](w.conversation));
 }
 
 /** The rows of one write, as both writers insert them. */
@@ -375,6 +391,7 @@ const CONVERSATION_COLUMNS = [
   'completed_at',
   'last_user_turn_at',
   'inactive_after',
+  'inactive_bucket',
   'erased_at',
   'audit_hash',
   'event_seq',
