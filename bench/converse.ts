@@ -12,7 +12,9 @@
 //   BENCH_RUNS (1): runs of each build, each on a fresh database, and then their medians.
 //   BENCH_BASELINE: another checkout, built there (npm run build), such as the previous commit's
 //   in a git worktree: its server runs the same workloads, alternating with this build's
-//   (BENCH_BASELINE_FIRST=1: the baseline first in each pair).
+//   (BENCH_BASELINE_FIRST=1: the baseline first in each pair). On PostgreSQL the two builds then
+//   also run interleaved in short bursts (BENCH_BURST s, BENCH_ROUNDS rounds; BENCH_INTERLEAVED=0:
+//   not), the comparison the machine's drift disturbs least.
 // On PostgreSQL on this machine each workload also shows the CPU time of PostgreSQL's processes per
 // call, and the target is the CPU of a continuing call, server and database together.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -296,6 +298,95 @@ function medians(database: string, runs: Map<string, Figures[][]>): void {
   }
 }
 
+/**
+ * This build and BENCH_BASELINE's side by side, both servers up on fresh databases, their
+ * `/healthz` and continuing workloads taking turns in bursts of BENCH_BURST seconds (2) for
+ * BENCH_ROUNDS rounds (10): the machine's speed, which drifts over minutes here, then weighs on
+ * both alike, where whole runs one after the other can differ by a fifth. Prints each build's CPU
+ * a call summed over its bursts, and the ratio of the two.
+ */
+async function interleaved(fresh: () => Promise<{ url: string; drop: () => Promise<void> }>): Promise<void> {
+  const BURST = Number(process.env.BENCH_BURST ?? 2);
+  const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+  const builds: [string, string | undefined][] = [
+    ['this build', undefined],
+    [`baseline (${BASELINE})`, BASELINE],
+  ];
+  const sides: {
+    name: string;
+    pid: number;
+    base: string;
+    opts: autocannon.Options;
+    stop: () => Promise<void>;
+    drop: () => Promise<void>;
+    health: { cpu: number; n: number };
+    turn: { cpu: number; db: number; n: number; errors: number };
+  }[] = [];
+  const db = PG_URL ? await postgresCpu(PG_URL) : () => null;
+  try {
+    for (const [name, checkout] of builds) {
+      const d = await fresh();
+      const server = await startServer(d.url, ENV, checkout).catch(async (err: unknown) => {
+        await d.drop();
+        throw err;
+      });
+      sides.push({
+        name,
+        pid: server.proc.pid!,
+        base: server.base,
+        opts: { url: server.base },
+        stop: () => server.stop(),
+        drop: d.drop,
+        health: { cpu: 0, n: 0 },
+        turn: { cpu: 0, db: 0, n: 0, errors: 0 },
+      });
+      const { url, ids } = await prepare(server.base, CONNECTIONS);
+      sides.at(-1)!.opts = continuing(url, ids);
+      await autocannon({ ...continuing(url, ids), duration: 2 });
+    }
+    console.log(`
+## PostgreSQL, this build and the baseline interleaved: ${ROUNDS} rounds of ${BURST} s bursts, ${CONNECTIONS} connections`);
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const side of round % 2 ? [...sides].reverse() : sides) {
+        let before = cpuMicros(side.pid)!;
+        const h = await autocannon({ url: `${side.base}/healthz`, connections: CONNECTIONS, duration: BURST });
+        side.health.cpu += cpuMicros(side.pid)! - before;
+        side.health.n += h.requests.total;
+        before = cpuMicros(side.pid)!;
+        const dbBefore = db();
+        const t = await autocannon({ ...side.opts, duration: BURST });
+        side.turn.cpu += cpuMicros(side.pid)! - before;
+        const dbAfter = db();
+        side.turn.db += dbBefore === null || dbAfter === null ? 0 : dbAfter - dbBefore;
+        side.turn.n += t.requests.total;
+        side.turn.errors += t.errors + t.timeouts + t.non2xx;
+      }
+      process.stdout.write(`  round ${round + 1} of ${ROUNDS}\r`);
+    }
+    console.log('\n\n| build | /healthz CPU µs/call | continuing: server CPU µs/call | database CPU µs/call | together | × /healthz | calls | errors |');
+    console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+    const totals = sides.map((side) => {
+      const health = side.health.cpu / side.health.n;
+      const server = side.turn.cpu / side.turn.n;
+      const dbc = side.turn.db / side.turn.n;
+      console.log(
+        `| ${side.name} | ${µs(health)} | ${µs(server)} | ${µs(dbc)} | ${µs(server + dbc)} | ${((server + dbc) / health).toFixed(2)}× | ${side.turn.n} | ${side.turn.errors} |`,
+      );
+      return { server, dbc };
+    });
+    const [mine, theirs] = totals;
+    console.log(
+      `\nthis build against the baseline, a continuing call: server ${(mine.server / theirs.server).toFixed(2)}×, database ${(mine.dbc / theirs.dbc).toFixed(2)}×, ` +
+        `together ${((mine.server + mine.dbc) / (theirs.server + theirs.dbc)).toFixed(2)}×`,
+    );
+  } finally {
+    for (const side of sides) {
+      await side.stop();
+      await side.drop();
+    }
+  }
+}
+
 /** BENCH_RUNS runs of this build (and of BENCH_BASELINE's, alternating) on fresh databases; the targets judged on the first run, or on the medians. */
 async function onDatabase(database: string, fresh: () => Promise<{ url: string; drop: () => Promise<void> }>, target: Target, met: boolean[]): Promise<void> {
   const builds: [string, string | undefined][] = [['this build', undefined], ...(BASELINE ? [[`baseline (${BASELINE})`, BASELINE] as [string, string]] : [])];
@@ -318,6 +409,7 @@ async function onDatabase(database: string, fresh: () => Promise<{ url: string; 
     }
   }
   if (RUNS > 1 || builds.length > 1) medians(database, runs);
+  if (BASELINE && database === 'PostgreSQL' && process.env.BENCH_INTERLEAVED !== '0') await interleaved(fresh);
 }
 
 async function main() {
