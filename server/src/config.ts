@@ -18,6 +18,7 @@ const EnvSchema = z.object({
   DATABASE_URL: z.string().min(1).default('sqlite://./data/switchboard.db'),
   DATABASE_LISTEN_URL: z.string().min(1).optional(),
   DB_PREPARED_STATEMENTS: Bool.default('true'),
+  CONVERSATION_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(16),
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
   TRUST_TENANT_HEADER: Bool.default('false'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -291,6 +292,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     databaseListenUrl: e.DATABASE_LISTEN_URL,
     /** PostgreSQL: the converse path's statements prepared once per connection (off behind PgBouncer before 1.21 in transaction mode). */
     dbPreparedStatements: e.DB_PREPARED_STATEMENTS,
+    /** PostgreSQL: memory for the conversation rows this process wrote last, which spare the next call on each its read (0: none). */
+    conversationCacheMb: e.CONVERSATION_CACHE_MB,
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,
     logLevel: e.LOG_LEVEL,

@@ -47,6 +47,7 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
     log: logger,
     ...(config.databaseListenUrl ? { listenUrl: config.databaseListenUrl } : {}),
     preparedStatements: config.dbPreparedStatements,
+    keptRowsMb: config.conversationCacheMb,
   });
   const applied = await migrate(db).catch(async (err: unknown) => {
     await db.close();

@@ -164,6 +164,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       routers: () => agents.routerCounts,
       compiledBytes: () => agents.cachedBytes,
       compiledCollections: () => agents.collectionsAsked,
+      ...(deps.db.writer.kept ? { keptRows: () => deps.db.writer.kept! } : {}),
     },
   );
   // Observing a committed write must never fail the call or the process (conversation-store.ts).

@@ -37,7 +37,7 @@ import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitErr
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { DuplicateIdempotencyKeyError, type ConversationStore, type ListFilters, type PrefetchedConversation } from '../store/conversation-store.js';
+import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type ListFilters, type PrefetchedConversation } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 import type { SplitRow } from '../store/agent-store.js';
 import type { SecretService } from './secrets.js';
@@ -181,8 +181,22 @@ export class ConversationService {
     });
   }
 
+  /**
+   * A call that worked from rows this process kept (store/kept-rows.ts) which turned out not to
+   * be the stored ones wrote and sent nothing: it runs once more from its reads, which then find
+   * the current rows (kept from the refusal, or read).
+   */
   private async converseTraced(call: ConverseCall): Promise<ConverseResponse> {
     const started = performance.now();
+    try {
+      return await this.converseOnce(call, started);
+    } catch (err) {
+      if (err instanceof StaleRead) return this.converseOnce(call, started);
+      throw err;
+    }
+  }
+
+  private async converseOnce(call: ConverseCall, started: number): Promise<ConverseResponse> {
     const { body, tenantId } = call;
     // Characters as people count them (code points), not UTF-16 units.
     if (body.message.length > this.opts.maxMessageChars && Array.from(body.message).length > this.opts.maxMessageChars) {

@@ -58,6 +58,8 @@ export interface MetricsSources {
   compiledBytes?(): number;
   /** Collections the cache of compiled versions asked for (lib/collect.ts). */
   compiledCollections?(): number;
+  /** PostgreSQL: continuing calls' conversation rows, kept or read, and the bytes kept (store/kept-rows.ts). */
+  keptRows?(): { readonly tallies: { kept: number; read: number; stale: number }; readonly bytes: number };
 }
 
 let processRegistry: Registry | null = null;
@@ -243,6 +245,30 @@ export class Metrics {
         collect() {
           this.reset();
           this.inc(collections());
+        },
+      });
+    }
+    if (sources.keptRows) {
+      const kept = () => sources.keptRows!();
+      new Counter({
+        name: 'switchboard_conversation_rows_total',
+        help: "Continuing calls' conversation rows on PostgreSQL: kept by this process as it wrote them (no read), read from the database, or kept but found changed when written (the call ran again)",
+        labelNames: ['source'],
+        registers,
+        collect() {
+          this.reset();
+          const t = kept().tallies;
+          this.inc({ source: 'kept' }, t.kept);
+          this.inc({ source: 'database' }, t.read);
+          this.inc({ source: 'stale' }, t.stale);
+        },
+      });
+      new Gauge({
+        name: 'switchboard_conversation_rows_kept_bytes',
+        help: 'Bytes of conversation rows this process keeps for the next call on each (about; bounded by CONVERSATION_CACHE_MB)',
+        registers,
+        collect() {
+          this.set(kept().bytes);
         },
       });
     }

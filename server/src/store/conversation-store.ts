@@ -17,7 +17,7 @@ import type { TurnWriter } from './writer.js';
 
 export type { TurnWrite } from './turn-rows.js';
 export type { ConversationRef };
-export { ConcurrentUpdateError, DuplicateIdempotencyKeyError } from './writer.js';
+export { ConcurrentUpdateError, DuplicateIdempotencyKeyError, StaleRead } from './writer.js';
 
 export interface ListFilters {
   status?: ConversationStatus;
@@ -178,6 +178,7 @@ export class ConversationStore {
           // Another call is answering it: wait for it, holding the lease, rather than work on a row about to change.
           if (leaseIsLive(row, new Date().toISOString())) throw new LeaseFirst('the conversation is held by another call');
           pending.readSeq = Number(row.audit_seq);
+          pending.readVersion = row.row_version;
         }
         return row ? rowToConversation(row) : null;
       },
@@ -186,7 +187,10 @@ export class ConversationStore {
       },
       commit: async (write) => {
         const pending = unsettled();
-        await this.writer.commit(writeRows(write, this.chainKey), pending ? null : lease);
+        const rows = writeRows(write, this.chainKey);
+        // A kept row (kept-rows.ts) is written on only while the stored row is still that version.
+        if (pending?.readVersion !== undefined && pending.readSeq === write.expectedAuditSeq) rows.readVersion = pending.readVersion;
+        await this.writer.commit(rows, pending ? null : lease);
         if (pending) pending.settled = true;
         this.afterCommit(write);
         // The commit released the lease with its update.

@@ -149,6 +149,8 @@ export function openDatabase(
     listenUrl?: string;
     /** PostgreSQL: the converse path's statements as named prepared statements (false behind a pooler that cannot keep them). */
     preparedStatements?: boolean;
+    /** PostgreSQL: memory for the conversation rows this process wrote last, sparing the next call its read (kept-rows.ts; 0: none; 16 MiB unless said). */
+    keptRowsMb?: number;
   } = {},
 ): Database {
   const file = sqliteFileFromUrl(url);
@@ -236,7 +238,7 @@ export function openDatabase(
       knex,
       dialect: 'postgres',
       adapter: postgresDialect,
-      writer: new PostgresWriter(knex, { prepared: opts.preparedStatements ?? true }),
+      writer: new PostgresWriter(knex, { prepared: opts.preparedStatements ?? true, keptBytes: (opts.keptRowsMb ?? 16) * 1024 * 1024 }),
       url,
       ...(opts.listenUrl && opts.listenUrl !== url ? { listenUrl: opts.listenUrl } : {}),
       close: () => knex.destroy(),

@@ -33,6 +33,8 @@ export interface Lease {
 export interface PendingLease {
   /** The audit sequence of the row the call read (null before it read one). */
   readSeq: number | null;
+  /** The version of the row the call read, when it was one this process kept (kept-rows.ts). */
+  readVersion?: string;
   /** Whether the call has committed a write or taken the lease: from then on it cannot start again. */
   settled: boolean;
   /** Takes the lease at `readSeq`; throws LeaseFirst when the row changed or is held. */
@@ -131,6 +133,7 @@ export class Leases {
           until: new Date(Date.now() + this.leaseMs).toISOString(),
           now,
           auditSeq: pending.readSeq,
+          ...(pending.readVersion !== undefined ? { version: pending.readVersion } : {}),
         });
         if (!row) throw new LeaseFirst('the conversation was held or changed since it was read');
         lease.held = true;

@@ -11,7 +11,8 @@ import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
 import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
-import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, type TurnWriter } from './writer.js';
+import { KeptRows } from './kept-rows.js';
+import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, StaleRead, type TurnWriter } from './writer.js';
 
 interface PgConnection {
   query(config: { name?: string; text: string; values: unknown[] }, cb: (err: Error | null, res: { rows: unknown[] }) => void): void;
@@ -53,14 +54,14 @@ const UPSERT_TAILS: Partial<Record<Following, string>> = {
  * rows in this write has no insert at all: each insert costs the executor its start-up and
  * run whether or not its array is empty, and most turns fill four of the nine.
  */
-function rest(present: readonly Following[], first: number, notifyAfter?: number): string {
+function rest(present: readonly Following[], first: number, notifyAfter?: number, answer = ''): string {
   const inserts = present.map((table, i) => `,\n  x${i} as (${insertFrom(table, `$${first + i}`)}${UPSERT_TAILS[table] ? ` ${UPSERT_TAILS[table]}` : ''})`);
   const events = present.indexOf('conversation_events');
   const notify =
     notifyAfter === undefined || events < 0
       ? ''
       : `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $${notifyAfter}::text)::int as told`;
-  return `${inserts.join('')}\nselect (select count(*) from c)::int as n${notify}`;
+  return `${inserts.join('')}\nselect (select count(*) from c)::int as n, (select xmin::text from c) as version${notify}${answer}`;
 }
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
@@ -84,6 +85,10 @@ const STATEMENTS = {
   // The same, only while the row has the audit sequence the call read ($6): an optimistic call's (leases.ts).
   takeLeaseAt:
     'update conversations set lease_id = $3, lease_until = $4, lease_wanted = false where id = $1 and (tenant_id = $2) is true and (lease_id is null or lease_until < $5) and audit_seq = $6 returning *',
+  // The same on a row this process kept (kept-rows.ts): only while it is still the version kept ($7) and its agent is live.
+  takeLeaseKept: `update conversations t set lease_id = $3, lease_until = $4, lease_wanted = false
+    where t.id = $1 and (t.tenant_id = $2) is true and (t.lease_id is null or t.lease_until < $5) and t.audit_seq = $6 and t.xmin = $7::xid
+      and exists (select 1 from agents a where a.id = t.agent_id and a.archived_at is null) returning t.*`,
 } as const;
 
 /**
@@ -91,21 +96,40 @@ const STATEMENTS = {
  * for each table's rows. An update: $2 the audit sequence the row must still have, $3 the lease
  * its writer must hold (null: none; the row must then have no live lease at $4, the time now, and
  * the write leaves the lease columns alone; else it releases the lease), the tables' rows from $5.
+ * `kept`: the call worked from a row this process kept (kept-rows.ts): $5 is that row's version,
+ * which the stored row must still be, with its agent live, and the tables' rows are from $6; a
+ * refused write answers with the current rows. Every write answers with the new row's version.
  * Nothing follows a conversation that did not exist: an insert sends no notice.
  */
-function turnStatement(isNew: boolean, present: readonly Following[]): string {
+function turnStatement(isNew: boolean, present: readonly Following[], kept: boolean): string {
   if (isNew)
     return `with c as (
     insert into conversations (${cols('conversations')})
-    select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id)${rest(present, 2)}`;
+    select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id, xmin)${rest(present, 2)}`;
+  const id = `($1::json->>'id')::uuid`;
+  const tenant = `$1::json->>'tenant_id'`;
   return `with c as (
     update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
       select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
         case when $3::text is null then t.lease_id end, case when $3::text is null then t.lease_until end
       from json_populate_record(null::conversations, $1::json) r)
-    where t.id = ($1::json->>'id')::uuid and (t.tenant_id = $1::json->>'tenant_id') is true and t.audit_seq = $2::int
-      and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))
-    returning t.id, t.watched_until)${rest(present, 5, 4)}`;
+    where t.id = ${id} and (t.tenant_id = ${tenant}) is true and t.audit_seq = $2::int
+      and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))${
+        kept
+          ? `
+      and t.xmin = $5::xid and exists (select 1 from agents a where a.id = t.agent_id and a.archived_at is null)`
+          : ''
+      }
+    returning t.id, t.watched_until, t.xmin)${rest(
+      present,
+      kept ? 6 : 5,
+      4,
+      kept
+        ? `,
+  case when not exists (select 1 from c) then (select to_json(x) from conversations x where x.id = ${id} and (x.tenant_id = ${tenant}) is true) end as current,
+  case when not exists (select 1 from c) then (select to_json(a) from agents a where a.id = ($1::json->>'agent_id')::uuid) end as current_agent`
+        : '',
+    )}`;
 }
 
 /**
@@ -121,10 +145,16 @@ export class PostgresWriter implements TurnWriter {
    * connection. Off behind a pooler in transaction mode that does not keep them (PgBouncer before
    * 1.21): each is then parsed and planned on every call.
    */
+  /** The rows this process wrote last, for the next call on each conversation (kept-rows.ts). */
+  readonly kept: KeptRows;
+
+  /** `keptBytes`: memory for kept rows (0: none kept, every call reads). */
   constructor(
     private readonly knex: Knex,
-    private readonly opts: { prepared: boolean } = { prepared: true },
-  ) {}
+    private readonly opts: { prepared: boolean; keptBytes?: number } = { prepared: true },
+  ) {
+    this.kept = new KeptRows(opts.keptBytes ?? 0);
+  }
 
   /** Runs a statement; pg prepares a named one on the connection's first use of the name. */
   private run<T>(name: keyof typeof STATEMENTS, values: unknown[]): Promise<T[]> {
@@ -144,13 +174,18 @@ export class PostgresWriter implements TurnWriter {
   }
 
   async agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined> {
-    return (await this.run<AgentTableRow>('agentBySlug', [tenantId, slug])).at(0);
+    const agent = (await this.run<AgentTableRow>('agentBySlug', [tenantId, slug])).at(0);
+    this.kept.agent(agent);
+    return agent;
   }
 
   async agentWithConversation(tenantId: string, slug: string, conversationId: string): Promise<{ agent?: AgentTableRow; conversation?: ConversationTableRow }> {
+    const kept = this.kept.lend(tenantId, slug, conversationId);
+    if (kept) return kept;
     const row = (
       await this.run<{ agent: AgentTableRow; conversation: ConversationTableRow | null }>('agentWithConversation', [tenantId, slug, conversationId])
     ).at(0);
+    this.kept.agent(row?.agent);
     return row ? { agent: row.agent, conversation: row.conversation ?? undefined } : {};
   }
 
@@ -163,9 +198,19 @@ export class PostgresWriter implements TurnWriter {
 
   async takeLease(
     ref: { tenantId: string; id: string },
-    lease: { id: string; until: string; now: string; auditSeq?: number },
+    lease: { id: string; until: string; now: string; auditSeq?: number; version?: string },
   ): Promise<ConversationTableRow | undefined> {
     const values = [ref.id, ref.tenantId, lease.id, lease.until, lease.now];
+    // Taking the lease makes another row version: what is kept is not the stored row any more.
+    this.kept.forget(ref.id);
+    if (lease.version !== undefined && lease.auditSeq !== undefined) {
+      const row = (await this.run<ConversationTableRow>('takeLeaseKept', [...values, lease.auditSeq, lease.version])).at(0);
+      if (!row) {
+        this.kept.stale(ref.id);
+        throw new StaleRead(ref.id);
+      }
+      return row;
+    }
     const rows =
       lease.auditSeq === undefined
         ? await this.run<ConversationTableRow>('takeLease', values)
@@ -185,20 +230,43 @@ export class PostgresWriter implements TurnWriter {
       review_groups: w.reviewGroups,
       review_occurrences: w.reviewOccurrences,
     };
+    const id = w.conversation.id;
+    const kept = !w.isNew && w.readVersion !== undefined;
     const present = FOLLOWING.filter((t) => rows[t].length > 0);
-    const name = `${w.isNew ? 'insertTurn' : 'updateTurn'}:${FOLLOWING.map((t) => (rows[t].length ? 1 : 0)).join('')}`;
+    const name = `${w.isNew ? 'insertTurn' : kept ? 'updateKeptTurn' : 'updateTurn'}:${FOLLOWING.map((t) => (rows[t].length ? 1 : 0)).join('')}`;
     let text = turnStatements.get(name);
-    if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present)));
+    if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present, kept)));
     const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
+    type Answer = { n: number; version: string | null; current?: ConversationTableRow | null; current_agent?: AgentTableRow | null };
+    let answer: Answer | undefined;
     try {
-      const result = w.isNew
-        ? await this.runText<{ n: number }>(name, text, [row, ...tables])
-        : await this.runText<{ n: number }>(name, text, [row, w.expectedAuditSeq, lease?.id ?? null, new Date().toISOString(), ...tables]);
-      if (result.at(0)?.n !== 1) throw new ConcurrentUpdateError(`conversation ${w.conversation.id} changed underneath this turn`);
+      answer = (
+        w.isNew
+          ? await this.runText<Answer>(name, text, [row, ...tables])
+          : await this.runText<Answer>(name, text, [
+              row,
+              w.expectedAuditSeq,
+              lease?.id ?? null,
+              new Date().toISOString(),
+              ...(kept ? [w.readVersion] : []),
+              ...tables,
+            ])
+      ).at(0);
     } catch (err) {
+      this.kept.forget(id);
       if (isUniqueViolation(err) && (err as { table?: string }).table === 'idempotency_keys') throw new DuplicateIdempotencyKeyError();
       throw err;
     }
+    if (answer?.n !== 1) {
+      if (kept) {
+        this.kept.stale(id, { agent: answer?.current_agent ?? null, conversation: answer?.current ?? null });
+        throw new StaleRead(id);
+      }
+      this.kept.forget(id);
+      throw new ConcurrentUpdateError(`conversation ${id} changed underneath this turn`);
+    }
+    // The row as stored now (a write releases the lease it held, and one without leaves none live).
+    if (answer.version) this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
   }
 }

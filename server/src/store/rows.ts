@@ -42,6 +42,8 @@ export interface ConversationTableRow {
   lease_wanted?: boolean | Int;
   /** PostgreSQL: an event stream follows it until then; its writes announce new events (migration 021). */
   watched_until?: string | null;
+  /** Not a column: on a row this process kept as it wrote it (kept-rows.ts), that row version (`xmin`), which the call's write must still find. */
+  row_version?: string;
   channel?: string | null;
   origin?: string | null;
   page_url?: string | null;

@@ -269,6 +269,8 @@ function changedIndexed(w: TurnWrite): readonly StableIndexed[] {
 /** The rows of one write, as both writers insert them. */
 export interface WriteRows {
   isNew: boolean;
+  /** The version of the kept row the call worked from (kept-rows.ts): the update applies only to that version. */
+  readVersion?: string;
   /** The audit sequence the stored row must still have: an update of a row changed since is refused. */
   expectedAuditSeq: number;
   conversation: ReturnType<typeof conversationToRow>;

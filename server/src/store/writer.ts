@@ -6,6 +6,8 @@ import type { AgentTableRow, ConversationTableRow } from './rows.js';
 import type { WriteRows } from './turn-rows.js';
 
 export interface TurnWriter {
+  /** PostgreSQL: the rows this process wrote last, which spare the next call on a conversation its read (kept-rows.ts). */
+  readonly kept?: { readonly tallies: { kept: number; read: number; stale: number }; readonly bytes: number };
   /** The agent named by a slug, archived or not: the first read of every converse call. */
   agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
   /**
@@ -26,12 +28,26 @@ export interface TurnWriter {
   /**
    * Takes the lease on a conversation that has none or whose lease ran out (at `now`), until
    * `until`, and (with `auditSeq`) only while the row still has that audit sequence; answers the
-   * row with the lease taken, or undefined when it is held, changed or absent.
+   * row with the lease taken, or undefined when it is held, changed or absent. With `version` (a
+   * kept row's, kept-rows.ts), only while the row is still that version and its agent is live;
+   * otherwise it throws StaleRead.
    */
   takeLease(
     ref: { tenantId: string; id: string },
-    lease: { id: string; until: string; now: string; auditSeq?: number },
+    lease: { id: string; until: string; now: string; auditSeq?: number; version?: string },
   ): Promise<ConversationTableRow | undefined>;
+}
+
+/**
+ * A call worked from a conversation row this process kept (kept-rows.ts), and the stored row had
+ * changed since, or its agent was archived: nothing was written or sent. The call starts over from
+ * its reads (ConversationService), which find the current rows kept from the refusal.
+ */
+export class StaleRead extends Error {
+  constructor(id: string) {
+    super(`the kept row of conversation ${id} was not the stored one`);
+    this.name = 'StaleRead';
+  }
 }
 
 /** The conversation changed (or its lease was lost) between the read and the write: nothing was written; a retry is safe. */
