@@ -2,6 +2,8 @@
 // call in the same process skips its read, and writes only on the version it kept. Two apps on one
 // database stand for two replicas; whatever one does to a conversation, the other's kept row must
 // not be answered from once it is out of date.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
@@ -9,6 +11,7 @@ import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { echoAgent, slowEchoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { ordersHandler, startBackend, testApp, type Backend } from '../helpers/servers.js';
+import { openSse } from '../helpers/sse.js';
 
 const postgres = databases.find((d) => d.name === 'postgres');
 const T = { 'tenant-id': 'acme' };
@@ -20,6 +23,7 @@ describe.skipIf(!postgres)(`conversation rows kept by the process that wrote the
   let apps: App[] = [];
   let uncached: App;
   let backend: Backend;
+  let server: Server;
 
   beforeAll(async () => {
     const created = await postgres!.create();
@@ -30,10 +34,16 @@ describe.skipIf(!postgres)(`conversation rows kept by the process that wrote the
     const config = { actionAllowedHosts: { '*': [`127.0.0.1:${backend.port}`] } };
     apps = [testApp(created.db, config), testApp(second, config)];
     uncached = testApp(third, config);
+    // The second serves event streams, which hear the first's writes through LISTEN.
+    await apps[1].startBackground();
+    server = apps[1].app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
     await request(apps[0].app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
     await request(apps[0].app).put('/api/v1/agents/slow-echo').set(T).send(slowEchoAgent(backend.url)).expect(200);
   });
   afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((r) => server?.close(r));
     for (const a of [...apps, uncached]) await a?.close();
     await second?.close();
     await third?.close();
@@ -132,5 +142,23 @@ describe.skipIf(!postgres)(`conversation rows kept by the process that wrote the
     expect(r.body.response.message).toBe('You said: x3');
     expect(backend.requests.slice(calls).map((q) => q.url)).toEqual(['/tick?said=x3']);
     expect((await rows(apps[0])).stale - before.stale).toBe(1);
+  });
+
+  it('keeps no row of a conversation an event stream follows, whose mark moves the row with every heartbeat', async () => {
+    const id = (await converse(apps[0], 'echo', { message: 'echo this' }).expect(200)).body.conversation_id;
+    const port = (server.address() as AddressInfo).port;
+    const stream = await openSse(`http://127.0.0.1:${port}/api/v1/agents/echo/conversations/${id}/events`, T);
+    try {
+      await converse(apps[0], 'echo', { message: 'one', conversation_id: id }).expect(200);
+      const before = await rows(apps[0]);
+      await converse(apps[0], 'echo', { message: 'two', conversation_id: id }).expect(200);
+      await converse(apps[0], 'echo', { message: 'three', conversation_id: id }).expect(200);
+      const after = await rows(apps[0]);
+      expect([after.kept - before.kept, after.database - before.database, after.stale - before.stale]).toEqual([0, 2, 0]);
+      // The stream has the turns all the same.
+      expect((await stream.take(2)).map((e) => e.event)).toEqual(['turn.created', 'turn.created']);
+    } finally {
+      stream.close();
+    }
   });
 });

@@ -23,7 +23,11 @@ const bytesOf = (k: Kept) => 512 + k.row.state.length + (k.row.context?.length ?
 export class KeptRows {
   private readonly conversations: LRUCache<string, Kept> | null;
   private readonly agents = new LRUCache<string, AgentTableRow>({ max: 10_000 });
-  /** Calls that found their rows here, read them from the database, or found a kept row changed. */
+  /**
+   * Calls that found their rows kept here, calls that read them from the database, and kept rows
+   * found changed when written (the call's second run, on the rows the refusal answered with, is
+   * counted in neither of the others).
+   */
   readonly tallies = { kept: 0, read: 0, stale: 0 };
 
   /** `maxBytes` 0: nothing is kept (every call reads). */
@@ -53,12 +57,12 @@ export class KeptRows {
       this.tallies.read++;
       return undefined;
     }
-    this.tallies.kept++;
-    // Rows a refused write answered with are one call's read, not a version to write on.
+    // Rows a refused write answered with are one call's read (its second run), not a version to write on.
     if (kept.version === null) {
       this.conversations!.delete(id);
       return { agent, conversation: kept.row };
     }
+    this.tallies.kept++;
     return { agent, conversation: { ...kept.row, row_version: kept.version } };
   }
 

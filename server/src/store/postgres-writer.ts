@@ -124,11 +124,13 @@ function turnStatement(isNew: boolean, present: readonly Following[], kept: bool
       present,
       kept ? 6 : 5,
       4,
-      kept
-        ? `,
+      `,
+  (select watched_until from c) as watched_until` +
+        (kept
+          ? `,
   case when not exists (select 1 from c) then (select to_json(x) from conversations x where x.id = ${id} and (x.tenant_id = ${tenant}) is true) end as current,
   case when not exists (select 1 from c) then (select to_json(a) from agents a where a.id = ($1::json->>'agent_id')::uuid) end as current_agent`
-        : '',
+          : ''),
     )}`;
 }
 
@@ -238,7 +240,13 @@ export class PostgresWriter implements TurnWriter {
     if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present, kept)));
     const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
-    type Answer = { n: number; version: string | null; current?: ConversationTableRow | null; current_agent?: AgentTableRow | null };
+    type Answer = {
+      n: number;
+      version: string | null;
+      watched_until?: string | null;
+      current?: ConversationTableRow | null;
+      current_agent?: AgentTableRow | null;
+    };
     let answer: Answer | undefined;
     try {
       answer = (
@@ -267,6 +275,11 @@ export class PostgresWriter implements TurnWriter {
       throw new ConcurrentUpdateError(`conversation ${id} changed underneath this turn`);
     }
     // The row as stored now (a write releases the lease it held, and one without leaves none live).
-    if (answer.version) this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
+    // Not one an event stream follows: the stream's mark, renewed with each heartbeat, makes
+    // another row version, which would refuse most next calls and cost each an engine run more.
+    const now = new Date().toISOString();
+    if (answer.version && !(answer.watched_until && answer.watched_until >= now))
+      this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
+    else this.kept.forget(id);
   }
 }
