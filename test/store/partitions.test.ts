@@ -6,12 +6,12 @@
 // else still does not.
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
-import type { Conversation, EventDraft, WebhookDraft } from '../../server/src/domain.js';
+import type { Conversation, WebhookDraft } from '../../server/src/domain.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
-import { ConversationStore, type TurnWrite } from '../../server/src/store/conversation-store.js';
+import { ConversationStore } from '../../server/src/store/conversation-store.js';
 import { migrateUpTo, type Database } from '../../server/src/store/db.js';
 import { dropHistoryBefore, ensurePartitions, listPartitions, monthStart, partitionName, PARTITIONED } from '../../server/src/store/partitions.js';
-import { conversation as aConversation } from '../helpers/conversations.js';
+import { conversation as aConversation, commitTurn } from '../helpers/conversations.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
@@ -27,8 +27,6 @@ const conversation = (tenantId: string, agentId: string, at: string): Conversati
 /** One call's rows, written at `at`: two turns, an audit entry, an event row and a webhook delivery. */
 async function talk(store: ConversationStore, c: Conversation, at: string, stored?: Conversation): Promise<Conversation> {
   const next: Conversation = { ...(stored ?? c), turnCount: (stored?.turnCount ?? 0) + 2, auditSeq: (stored?.auditSeq ?? 0) + 1, updatedAt: at };
-  const idx = stored?.turnCount ?? 0;
-  const events: EventDraft[] = [{ type: 'turn.created', data: { text: `at ${at}` }, createdAt: at }];
   const webhooks: WebhookDraft[] = [
     {
       id: randomUUID(),
@@ -41,23 +39,7 @@ async function talk(store: ConversationStore, c: Conversation, at: string, store
       createdAt: at,
     },
   ];
-  const w: TurnWrite = {
-    conversation: next,
-    isNew: !stored,
-    stored,
-    expectedAuditSeq: stored?.auditSeq ?? 0,
-    previousAuditHash: stored?.auditHash ?? null,
-    turns: [
-      { idx, role: 'user', message: `hello at ${at}`, timestamp: at },
-      { idx: idx + 1, role: 'agent', message: 'hi', timestamp: at, phase: 'p' },
-    ],
-    audit: [{ type: 'turn_timing', turnIndex: idx, timestamp: at, durationMs: 1, data: { total_ms: 1 } }],
-    events,
-    webhooks,
-    requestId: `r-${at}`,
-  };
-  await store.exclusive(c.id, stored ? { tenantId: c.tenantId, id: c.id } : null, (u) => u.commit(w));
-  return (await store.get(c.tenantId, c.agentId, c.id))!;
+  return commitTurn(store, next, at, stored, { webhooks });
 }
 
 /** Everything the store reads of a conversation. */

@@ -5,9 +5,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Conversation } from '../../server/src/domain.js';
 import { AgentStore } from '../../server/src/store/agent-store.js';
-import { ConversationStore, type TurnWrite } from '../../server/src/store/conversation-store.js';
+import { ConversationStore } from '../../server/src/store/conversation-store.js';
 import type { Database } from '../../server/src/store/db.js';
-import { conversation as aConversation } from '../helpers/conversations.js';
+import { conversation as aConversation, commitTurn } from '../helpers/conversations.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();
@@ -27,23 +27,7 @@ async function turn(store: ConversationStore, c: Conversation, now: string, stor
     flow: { slots: { n: now }, actions: {}, attempts: 0, wait: 'open' },
     ...over,
   };
-  const idx = stored?.turnCount ?? 0;
-  const w: TurnWrite = {
-    conversation: next,
-    isNew: !stored,
-    stored,
-    expectedAuditSeq: stored?.auditSeq ?? 0,
-    previousAuditHash: stored?.auditHash ?? null,
-    turns: [
-      { idx, role: 'user', message: `at ${now}`, timestamp: now },
-      { idx: idx + 1, role: 'agent', message: 'ok', timestamp: now, phase: 'p' },
-    ],
-    audit: [{ type: 'turn_timing', turnIndex: idx, timestamp: now, durationMs: 1, data: { total_ms: 1 } }],
-    events: [{ type: 'turn.created', data: { at: now }, createdAt: now }],
-    requestId: `r-${now}`,
-  };
-  await store.exclusive(c.id, stored ? { tenantId: c.tenantId, id: c.id } : null, (u) => u.commit(w));
-  return (await store.get(c.tenantId, c.agentId, c.id))!;
+  return commitTurn(store, next, now, stored);
 }
 
 eachDatabase('turn updates on $name', (database) => {
