@@ -187,7 +187,7 @@ describe('npm run agents', () => {
   });
 
   it('prints usage for --help on the command and every sub-command, and exits 2 on a usage error', async () => {
-    for (const args of [
+    const commands = [
       ['--help'],
       ['apply', '--help'],
       ['validate', '--help'],
@@ -208,14 +208,17 @@ describe('npm run agents', () => {
       ['channel', '--help'],
       ['channel', 'connect', '--help'],
       ['channel', 'deliveries', '--help'],
-    ]) {
-      const { stdout } = await cli(...args);
-      expect(stdout, args.join(' ')).toMatch(/^Usage: npm run agents --/);
+    ];
+    // Three processes at a time: each spends its time starting (tsx), which overlaps.
+    for (let i = 0; i < commands.length; i += 3) {
+      const batch = commands.slice(i, i + 3);
+      const outs = await Promise.all(batch.map((args) => cli(...args)));
+      for (const [j, { stdout }] of outs.entries()) expect(stdout, batch[j].join(' ')).toMatch(/^Usage: npm run agents --/);
     }
     const err = await cli('apply', EXAMPLE).catch((e) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toMatch(/required option '--tenant <tenant>' not specified/);
-  }, 90_000);
+  }, 180_000);
 
   it('applies a draft to a running server, lists its versions, activates one, and says in one line what went wrong', async () => {
     const created = await databases[0].create();
