@@ -59,7 +59,7 @@ export interface MetricsSources {
   /** Collections the cache of compiled versions asked for (lib/collect.ts). */
   compiledCollections?(): number;
   /** PostgreSQL: continuing calls' conversation rows, kept or read, and the bytes kept (store/kept-rows.ts). */
-  keptRows?(): { readonly tallies: { kept: number; read: number; stale: number }; readonly bytes: number };
+  keptRows?(): { readonly tallies: { kept: number; database: number; stale: number }; readonly bytes: number };
 }
 
 let processRegistry: Registry | null = null;
@@ -211,19 +211,25 @@ export class Metrics {
         this.set(await outbox().catch(() => Number.NaN));
       },
     });
-    if (sources.routers) {
-      const routers = () => sources.routers!();
-      // A counter read from the service's own tallies at scrape time.
+    /** A counter read at scrape time from tallies the app keeps: one series for each key of `read()`, under the label `source`. */
+    const tallied = (name: string, help: string, read: () => Readonly<Record<string, number>>) =>
       new Counter({
-        name: 'switchboard_routers_total',
-        help: 'Routers this process obtained: trained here, loaded as stored by another process or an earlier run, loaded and trained again (older model), or loaded and stored again in the current layout (converted)',
+        name,
+        help,
         labelNames: ['source'],
         registers,
         collect() {
           this.reset();
-          for (const [source, n] of Object.entries(routers())) this.inc({ source }, n);
+          for (const [source, n] of Object.entries(read())) this.inc({ source }, n);
         },
       });
+    if (sources.routers) {
+      const routers = () => sources.routers!();
+      tallied(
+        'switchboard_routers_total',
+        'Routers this process obtained: trained here, loaded as stored by another process or an earlier run, loaded and trained again (older model), or loaded and stored again in the current layout (converted)',
+        routers,
+      );
     }
     if (sources.compiledBytes) {
       const compiledBytes = () => sources.compiledBytes!();
@@ -250,19 +256,11 @@ export class Metrics {
     }
     if (sources.keptRows) {
       const kept = () => sources.keptRows!();
-      new Counter({
-        name: 'switchboard_conversation_rows_total',
-        help: "Continuing calls' conversation rows on PostgreSQL: kept by this process as it wrote them (no read), read from the database, or kept but found changed when written (the call ran again)",
-        labelNames: ['source'],
-        registers,
-        collect() {
-          this.reset();
-          const t = kept().tallies;
-          this.inc({ source: 'kept' }, t.kept);
-          this.inc({ source: 'database' }, t.read);
-          this.inc({ source: 'stale' }, t.stale);
-        },
-      });
+      tallied(
+        'switchboard_conversation_rows_total',
+        "Continuing calls' conversation rows on PostgreSQL: kept by this process as it wrote them (no read), read from the database, or kept but found changed when written (the call ran again)",
+        () => kept().tallies,
+      );
       new Gauge({
         name: 'switchboard_conversation_rows_kept_bytes',
         help: 'Bytes of conversation rows this process keeps for the next call on each (about; bounded by CONVERSATION_CACHE_MB)',

@@ -379,15 +379,17 @@ export class ConversationStore {
    * Each sweep files up to `limit`; returns how many it filed.
    */
   async fileDeadlines(now: string, limit: number): Promise<number> {
+    // Checked again on the row updated: a turn may have moved its deadline meanwhile.
+    const notDue = (q: Knex.QueryBuilder) => q.whereNull('inactive_after').orWhere('inactive_after', '>', now);
     const misfiled = this.knex('conversations')
       .whereRaw(OPEN_CONDITION)
       .andWhere('inactive_bucket', '<', bucketOf(now))
-      .andWhere((q) => q.whereNull('inactive_after').orWhere('inactive_after', '>', now))
+      .andWhere(notDue)
       .limit(limit)
       .select('id');
     return this.knex('conversations')
       .whereIn('id', misfiled)
-      .andWhere((q) => q.whereNull('inactive_after').orWhere('inactive_after', '>', now))
+      .andWhere(notDue)
       .update({ inactive_bucket: this.knex.raw('substr(inactive_after, 1, 15)') });
   }
 

@@ -28,7 +28,7 @@ export class KeptRows {
    * found changed when written (the call's second run, on the rows the refusal answered with, is
    * counted in neither of the others).
    */
-  readonly tallies = { kept: 0, read: 0, stale: 0 };
+  readonly tallies = { kept: 0, database: 0, stale: 0 };
 
   /** `maxBytes` 0: nothing is kept (every call reads). */
   constructor(maxBytes: number) {
@@ -54,7 +54,7 @@ export class KeptRows {
     const kept = this.conversations?.get(id);
     const agent = kept && this.agents.get(kept.row.agent_id);
     if (!kept || !agent || kept.row.tenant_id !== tenantId || agent.tenant_id !== tenantId || agent.slug !== slug || agent.archived_at) {
-      this.tallies.read++;
+      this.tallies.database++;
       return undefined;
     }
     // Rows a refused write answered with are one call's read (its second run), not a version to write on.

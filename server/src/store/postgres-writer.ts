@@ -240,6 +240,7 @@ export class PostgresWriter implements TurnWriter {
     if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present, kept)));
     const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
+    const now = new Date().toISOString();
     type Answer = {
       n: number;
       version: string | null;
@@ -252,14 +253,7 @@ export class PostgresWriter implements TurnWriter {
       answer = (
         w.isNew
           ? await this.runText<Answer>(name, text, [row, ...tables])
-          : await this.runText<Answer>(name, text, [
-              row,
-              w.expectedAuditSeq,
-              lease?.id ?? null,
-              new Date().toISOString(),
-              ...(kept ? [w.readVersion] : []),
-              ...tables,
-            ])
+          : await this.runText<Answer>(name, text, [row, w.expectedAuditSeq, lease?.id ?? null, now, ...(kept ? [w.readVersion] : []), ...tables])
       ).at(0);
     } catch (err) {
       this.kept.forget(id);
@@ -277,7 +271,6 @@ export class PostgresWriter implements TurnWriter {
     // The row as stored now (a write releases the lease it held, and one without leaves none live).
     // Not one an event stream follows: the stream's mark, renewed with each heartbeat, makes
     // another row version, which would refuse most next calls and cost each an engine run more.
-    const now = new Date().toISOString();
     if (answer.version && !(answer.watched_until && answer.watched_until >= now))
       this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
     else this.kept.forget(id);

@@ -7,7 +7,7 @@ import type { WriteRows } from './turn-rows.js';
 
 export interface TurnWriter {
   /** PostgreSQL: the rows this process wrote last, which spare the next call on a conversation its read (kept-rows.ts). */
-  readonly kept?: { readonly tallies: { kept: number; read: number; stale: number }; readonly bytes: number };
+  readonly kept?: { readonly tallies: { kept: number; database: number; stale: number }; readonly bytes: number };
   /** The agent named by a slug, archived or not: the first read of every converse call. */
   agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
   /**
