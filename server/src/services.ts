@@ -165,6 +165,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       compiledBytes: () => agents.cachedBytes,
       compiledCollections: () => agents.collectionsAsked,
       ...(deps.db.writer.kept ? { keptRows: () => deps.db.writer.kept! } : {}),
+      ...(deps.db.writer.batches ? { turnBatches: () => deps.db.writer.batches! } : {}),
     },
   );
   // Observing a committed write must never fail the call or the process (conversation-store.ts).

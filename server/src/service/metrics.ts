@@ -60,6 +60,8 @@ export interface MetricsSources {
   compiledCollections?(): number;
   /** PostgreSQL: continuing calls' conversation rows, kept or read, and the bytes kept (store/kept-rows.ts). */
   keptRows?(): { readonly tallies: { kept: number; database: number; stale: number }; readonly bytes: number };
+  /** PostgreSQL: turn writes that went in batches of several, and the statements that carried them. */
+  turnBatches?(): { readonly writes: number; readonly statements: number };
 }
 
 let processRegistry: Registry | null = null;
@@ -269,6 +271,25 @@ export class Metrics {
           this.set(kept().bytes);
         },
       });
+    }
+    if (sources.turnBatches) {
+      const batches = () => sources.turnBatches!();
+      const total = (name: string, help: string, read: () => number) =>
+        new Counter({
+          name,
+          help,
+          registers,
+          collect() {
+            this.reset();
+            this.inc(read());
+          },
+        });
+      total(
+        'switchboard_turn_writes_batched_total',
+        'Turn writes on PostgreSQL that went in one statement with others of the same turn of the event loop',
+        () => batches().writes,
+      );
+      total('switchboard_turn_write_batches_total', 'Statements on PostgreSQL that carried several turn writes', () => batches().statements);
     }
     new Gauge({
       name: 'switchboard_event_streams_open',

@@ -151,6 +151,8 @@ export function openDatabase(
     preparedStatements?: boolean;
     /** PostgreSQL: memory for the conversation rows this process wrote last, sparing the next call its read (kept-rows.ts; 0: none; 16 MiB unless said). */
     keptRowsMb?: number;
+    /** PostgreSQL: turn writes of one turn of the event loop in shared statements (postgres-writer.ts; true unless said). */
+    turnBatches?: boolean;
   } = {},
 ): Database {
   const file = sqliteFileFromUrl(url);
@@ -238,7 +240,11 @@ export function openDatabase(
       knex,
       dialect: 'postgres',
       adapter: postgresDialect,
-      writer: new PostgresWriter(knex, { prepared: opts.preparedStatements ?? true, keptBytes: (opts.keptRowsMb ?? 16) * 1024 * 1024 }),
+      writer: new PostgresWriter(knex, {
+        prepared: opts.preparedStatements ?? true,
+        keptBytes: (opts.keptRowsMb ?? 16) * 1024 * 1024,
+        batches: opts.turnBatches ?? true,
+      }),
       url,
       ...(opts.listenUrl && opts.listenUrl !== url ? { listenUrl: opts.listenUrl } : {}),
       close: () => knex.destroy(),

@@ -10,7 +10,8 @@ import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import { STAT_COUNTERS } from '../domain.js';
+import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_KEY, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
 import { KeptRows } from './kept-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, StaleRead, type TurnWriter } from './writer.js';
 
@@ -106,20 +107,9 @@ function turnStatement(isNew: boolean, present: readonly Following[], kept: bool
     return `with c as (
     insert into conversations (${cols('conversations')})
     select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id, xmin)${rest(present, 2)}`;
-  const id = `($1::json->>'id')::uuid`;
-  const tenant = `$1::json->>'tenant_id'`;
+  const p = { row: '$1', seq: '$2', lease: '$3', now: '$4' };
   return `with c as (
-    update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
-      select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
-        case when $3::text is null then t.lease_id end, case when $3::text is null then t.lease_until end
-      from json_populate_record(null::conversations, $1::json) r)
-    where t.id = ${id} and (t.tenant_id = ${tenant}) is true and t.audit_seq = $2::int
-      and (t.lease_id = $3::text or ($3::text is null and (t.lease_id is null or t.lease_until < $4::text)))${
-        kept
-          ? `
-      and t.xmin = $5::xid and exists (select 1 from agents a where a.id = t.agent_id and a.archived_at is null)`
-          : ''
-      }
+    ${conversationUpdate(p, kept ? `t.xmin = $5::xid and ${AGENT_LIVE}` : 'true')}
     returning t.id, t.watched_until, t.xmin)${rest(
       present,
       kept ? 6 : 5,
@@ -128,10 +118,91 @@ function turnStatement(isNew: boolean, present: readonly Following[], kept: bool
   (select watched_until from c) as watched_until` +
         (kept
           ? `,
-  case when not exists (select 1 from c) then (select to_json(x) from conversations x where x.id = ${id} and (x.tenant_id = ${tenant}) is true) end as current,
-  case when not exists (select 1 from c) then (select to_json(a) from agents a where a.id = ($1::json->>'agent_id')::uuid) end as current_agent`
+  case when not exists (select 1 from c) then ${currentRows(p.row)[0]} end as current,
+  case when not exists (select 1 from c) then ${currentRows(p.row)[1]} end as current_agent`
           : ''),
     )}`;
+}
+
+/** The kept rows' condition beside their version: the conversation's agent is live. */
+const AGENT_LIVE = 'exists (select 1 from agents a where a.id = t.agent_id and a.archived_at is null)';
+
+/**
+ * The update of a turn's conversation from the row in parameter `p.row`, only while the stored
+ * row has the audit sequence `p.seq` and the lease `p.lease` (null: none live at `p.now`, and the
+ * lease columns are left alone; else the update releases it), and `extra` holds.
+ */
+function conversationUpdate(p: { row: string; seq: string; lease: string; now: string }, extra: string): string {
+  return `update conversations t set (${UPDATABLE.join(', ')}, lease_id, lease_until) = (
+      select ${UPDATABLE.map((c) => `r.${c}`).join(', ')},
+        case when ${p.lease}::text is null then t.lease_id end, case when ${p.lease}::text is null then t.lease_until end
+      from json_populate_record(null::conversations, ${p.row}::json) r)
+    where t.id = (${p.row}::json->>'id')::uuid and (t.tenant_id = ${p.row}::json->>'tenant_id') is true and t.audit_seq = ${p.seq}::int
+      and (t.lease_id = ${p.lease}::text or (${p.lease}::text is null and (t.lease_id is null or t.lease_until < ${p.now}::text)))
+      and ${extra}`;
+}
+
+/** The stored conversation and agent rows of the conversation row in parameter `row`, as JSON: a refused kept write's answer. */
+const currentRows = (row: string) =>
+  [
+    `(select to_json(x) from conversations x where x.id = (${row}::json->>'id')::uuid and (x.tenant_id = ${row}::json->>'tenant_id') is true)`,
+    `(select to_json(a) from agents a where a.id = (${row}::json->>'agent_id')::uuid)`,
+  ] as const;
+
+/** The tables a batch of turn writes may fill: none of them is refused by another write of the batch. */
+const BATCHED: readonly Following[] = ['turns', 'audit_entries', 'conversation_events', 'webhook_deliveries', 'agent_stats', 'agent_closes'];
+
+/** Counter tables: a batch adds up its writes' rows of one key first, since one insert may not update a row twice. */
+const SUMMED: Partial<Record<Following, { key: readonly string[]; counters: readonly string[] }>> = {
+  agent_stats: { key: STAT_KEY, counters: STAT_COUNTERS },
+  agent_closes: { key: ['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value'], counters: ['n'] },
+};
+
+/**
+ * The write of `size` turns of different conversations in one statement: each conversation's
+ * update as a CTE of its own (`c0`, `c1`, …), each found by its primary key as in the single
+ * write, with parameters from $2, four a write: its row, the audit sequence it must still have,
+ * its lease (or null), and its kept row's version (or null: not kept); $1 is the time now. Each
+ * table's rows come in one parameter, an array of each write's array, and only the rows of the
+ * writes whose update matched are inserted. The answer has, for each write `k`, the new row's
+ * version `v<k>` (null: refused), `w<k>` whether an event stream follows it, and for a refused
+ * kept write the current rows (`cur<k>`, `agent<k>`).
+ */
+function batchStatement(size: number, present: readonly Following[]): string {
+  const item = (k: number) => ({ row: `$${2 + 4 * k}`, seq: `$${3 + 4 * k}`, lease: `$${4 + 4 * k}`, now: '$1', version: `$${5 + 4 * k}` });
+  const ks = [...Array(size).keys()];
+  const updates = ks.map((k) => {
+    const p = item(k);
+    return `c${k} as (
+    ${conversationUpdate(p, `(${p.version}::text is null or (t.xmin = ${p.version}::text::xid and ${AGENT_LIVE}))`)}
+    returning ${k} as i, t.id, t.watched_until, t.xmin)`;
+  });
+  const first = 2 + 4 * size;
+  const inserts = present.map((table, j) => {
+    const from = `json_array_elements($${first + j}::json) with ordinality e(rows, i) cross join lateral json_populate_recordset(null::${table}, e.rows) r
+    where e.i - 1 in (select i from c)`;
+    const summed = SUMMED[table];
+    const select = summed
+      ? `select ${summed.key.map((c) => `r.${c}`).join(', ')}, ${summed.counters.map((c) => `sum(r.${c})`).join(', ')} from ${from}
+    group by ${summed.key.map((c) => `r.${c}`).join(', ')}`
+      : `select ${cols(table, 'r')} from ${from}`;
+    const columns = summed ? [...summed.key, ...summed.counters].join(', ') : cols(table);
+    return `x${j} as (insert into ${table} (${columns}) ${select}${UPSERT_TAILS[table] ? ` ${UPSERT_TAILS[table]}` : ''})`;
+  });
+  const answers = ks.map((k) => {
+    const p = item(k);
+    const refused = `${p.version}::text is not null and not exists (select 1 from c${k})`;
+    const [current, agent] = currentRows(p.row);
+    return `(select xmin::text from c${k}) as v${k}, (select watched_until from c${k}) as w${k},
+  case when ${refused} then ${current} end as cur${k}, case when ${refused} then ${agent} end as agent${k}`;
+  });
+  const notify = present.includes('conversation_events')
+    ? `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $1::text)::int as told`
+    : '';
+  return `with ${updates.join(',\n  ')},
+  c as (${ks.map((k) => `select * from c${k}`).join(' union all ')}),
+  ${inserts.join(',\n  ')}
+select ${answers.join(',\n  ')}${notify}`;
 }
 
 /**
@@ -149,11 +220,18 @@ export class PostgresWriter implements TurnWriter {
    */
   /** The rows this process wrote last, for the next call on each conversation (kept-rows.ts). */
   readonly kept: KeptRows;
+  /** Turn writes that went in batches of several, and the statements that carried them. */
+  readonly batches = { writes: 0, statements: 0 };
+  /** Turn writes waiting for the end of this turn of the event loop (flush). */
+  private queue: PendingWrite[] = [];
 
-  /** `keptBytes`: memory for kept rows (0: none kept, every call reads). */
+  /**
+   * `keptBytes`: memory for kept rows (0: none kept, every call reads). `batches` false: every
+   * turn write in a statement of its own.
+   */
   constructor(
     private readonly knex: Knex,
-    private readonly opts: { prepared: boolean; keptBytes?: number } = { prepared: true },
+    private readonly opts: { prepared: boolean; keptBytes?: number; batches?: boolean } = { prepared: true },
   ) {
     this.kept = new KeptRows(opts.keptBytes ?? 0);
   }
@@ -221,17 +299,102 @@ export class PostgresWriter implements TurnWriter {
   }
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {
-    const rows: Record<Following, readonly unknown[]> = {
-      turns: w.turns,
-      audit_entries: w.audit,
-      conversation_events: w.events,
-      webhook_deliveries: w.webhooks,
-      idempotency_keys: w.idempotency ? [w.idempotency] : [],
-      agent_stats: w.stats,
-      agent_closes: w.closes,
-      review_groups: w.reviewGroups,
-      review_occurrences: w.reviewOccurrences,
+    const rows = tableRows(w);
+    // A new conversation's write, an idempotency key (which another write may hold) and review
+    // findings (whose groups a batch would have to merge) go alone.
+    if (this.opts.batches === false || w.isNew || FOLLOWING.some((t) => rows[t].length > 0 && !BATCHED.includes(t))) return this.commitOne(w, lease, rows);
+    return new Promise<void>((resolve, reject) => {
+      if (this.queue.length === 0) setImmediate(() => this.flush());
+      this.queue.push({ w, lease, rows, resolve, reject });
+    });
+  }
+
+  /**
+   * The turn writes that reached the writer within one turn of the event loop, in statements of
+   * up to MAX_BATCH writes each: a write alone goes as it always did. A process writes one turn at
+   * a time per conversation (ConversationStore.exclusive), so a batch never holds two writes of one
+   * conversation; should it, the second waits for the next batch.
+   */
+  private flush(): void {
+    const waiting = this.queue.splice(0);
+    const seen = new Set<string>();
+    let batch: PendingWrite[] = [];
+    const send = () => {
+      if (batch.length === 1) settleWith(batch[0], this.commitOne(batch[0].w, batch[0].lease, batch[0].rows));
+      else if (batch.length > 1) void this.commitBatch(batch);
+      batch = [];
     };
+    for (const p of waiting) {
+      if (seen.has(p.w.conversation.id)) {
+        if (this.queue.length === 0) setImmediate(() => this.flush());
+        this.queue.push(p);
+        continue;
+      }
+      seen.add(p.w.conversation.id);
+      batch.push(p);
+      if (batch.length === MAX_BATCH) send();
+    }
+    send();
+  }
+
+  /**
+   * Several turn writes in one statement (batchStatement), each applied or refused on its own
+   * conditions, as its own statement would be. A statement PostgreSQL refused wrote nothing, and
+   * each write then goes on its own, so that one write's fault (a row a constraint refuses, a
+   * deadlock with another process's batch) is that write's alone. A statement whose fate is not
+   * known (the connection failed, the time-out) fails every write of it, as it would one write:
+   * it may have committed, and a write made again on top of itself would store its turn twice.
+   */
+  private async commitBatch(batch: PendingWrite[]): Promise<void> {
+    const size = 2 ** Math.ceil(Math.log2(batch.length));
+    const present = FOLLOWING.filter((t) => batch.some((p) => p.rows[t].length > 0));
+    const name = `batchTurn${size}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
+    let text = turnStatements.get(name);
+    if (text === undefined) turnStatements.set(name, (text = batchStatement(size, present)));
+    const now = new Date().toISOString();
+    const values: unknown[] = [now];
+    // Up to a power of two, so that a handful of statements serve every batch: the rest match no row.
+    for (let k = 0; k < size; k++) {
+      const p = batch.at(k);
+      values.push(p ? JSON.stringify(p.w.conversation) : '{}', p?.w.expectedAuditSeq ?? -1, p?.lease?.id ?? null, p?.w.readVersion ?? null);
+    }
+    for (const t of present) values.push(JSON.stringify(batch.map((p) => p.rows[t])));
+    let answer: Record<string, unknown> | undefined;
+    try {
+      answer = (await this.runText<Record<string, unknown>>(name, text, values)).at(0);
+    } catch (err) {
+      if (refusedWhole(err)) for (const p of batch) settleWith(p, this.commitOne(p.w, p.lease, p.rows));
+      else
+        for (const p of batch) {
+          this.kept.forget(p.w.conversation.id);
+          p.reject(err);
+        }
+      return;
+    }
+    this.batches.writes += batch.length;
+    this.batches.statements++;
+    batch.forEach((p, k) => {
+      const version = (answer?.[`v${k}`] as string | null | undefined) ?? null;
+      try {
+        this.settle(
+          p.w,
+          {
+            n: version === null ? 0 : 1,
+            version,
+            watched_until: answer?.[`w${k}`] as string | null,
+            current: answer?.[`cur${k}`] as ConversationTableRow | null,
+            current_agent: answer?.[`agent${k}`] as AgentTableRow | null,
+          },
+          now,
+        );
+        p.resolve();
+      } catch (err) {
+        p.reject(err);
+      }
+    });
+  }
+
+  private async commitOne(w: WriteRows, lease: { id: string } | null, rows: Record<Following, readonly unknown[]>): Promise<void> {
     const id = w.conversation.id;
     const kept = !w.isNew && w.readVersion !== undefined;
     const present = FOLLOWING.filter((t) => rows[t].length > 0);
@@ -241,13 +404,6 @@ export class PostgresWriter implements TurnWriter {
     const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
     const now = new Date().toISOString();
-    type Answer = {
-      n: number;
-      version: string | null;
-      watched_until?: string | null;
-      current?: ConversationTableRow | null;
-      current_agent?: AgentTableRow | null;
-    };
     let answer: Answer | undefined;
     try {
       answer = (
@@ -260,8 +416,14 @@ export class PostgresWriter implements TurnWriter {
       if (isUniqueViolation(err) && (err as { table?: string }).table === 'idempotency_keys') throw new DuplicateIdempotencyKeyError();
       throw err;
     }
+    this.settle(w, answer, now);
+  }
+
+  /** What a write's answer means for its caller and for the row kept of its conversation. */
+  private settle(w: WriteRows, answer: Answer | undefined, now: string): void {
+    const id = w.conversation.id;
     if (answer?.n !== 1) {
-      if (kept) {
+      if (!w.isNew && w.readVersion !== undefined) {
         this.kept.stale(id, { agent: answer?.current_agent ?? null, conversation: answer?.current ?? null });
         throw new StaleRead(id);
       }
@@ -275,4 +437,52 @@ export class PostgresWriter implements TurnWriter {
       this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
     else this.kept.forget(id);
   }
+}
+
+/** A turn write's answer: `n` 1 when it applied, the new row's version, and for a refused kept write the current rows. */
+type Answer = {
+  n: number;
+  version: string | null;
+  watched_until?: string | null;
+  current?: ConversationTableRow | null;
+  current_agent?: AgentTableRow | null;
+};
+
+/** A turn write waiting for its batch. */
+interface PendingWrite {
+  w: WriteRows;
+  lease: { id: string } | null;
+  rows: Record<Following, readonly unknown[]>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+/** The most writes one batch statement carries (a power of two). */
+const MAX_BATCH = 16;
+
+const settleWith = (p: PendingWrite, done: Promise<void>) => void done.then(p.resolve, p.reject);
+
+/**
+ * Whether PostgreSQL answered the statement with an error, so that it wrote nothing: an error
+ * with its SQLSTATE, other than a lost connection (class 08), a shutdown or crash (57P) or an
+ * internal error (XX), after which the statement's fate is not known.
+ */
+function refusedWhole(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P|XX)/.test(code);
+}
+
+/** A write's rows by the table they go to. */
+function tableRows(w: WriteRows): Record<Following, readonly unknown[]> {
+  return {
+    turns: w.turns,
+    audit_entries: w.audit,
+    conversation_events: w.events,
+    webhook_deliveries: w.webhooks,
+    idempotency_keys: w.idempotency ? [w.idempotency] : [],
+    agent_stats: w.stats,
+    agent_closes: w.closes,
+    review_groups: w.reviewGroups,
+    review_occurrences: w.reviewOccurrences,
+  };
 }

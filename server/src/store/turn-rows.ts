@@ -435,7 +435,8 @@ const AUDIT_COLUMNS = [
   'data_hash',
   'hash',
 ];
-const STAT_KEY = ['tenant_id', 'agent_id', 'hour', 'version', 'capability', 'outcome'];
+/** The key of agent_stats: a write adds its counters to the row of its key. */
+export const STAT_KEY = ['tenant_id', 'agent_id', 'hour', 'version', 'capability', 'outcome'];
 const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
 
 /** Adds a row of agent_stats to the one with its key (the same statement on both databases). */

@@ -8,6 +8,8 @@ import type { WriteRows } from './turn-rows.js';
 export interface TurnWriter {
   /** PostgreSQL: the rows this process wrote last, which spare the next call on a conversation its read (kept-rows.ts). */
   readonly kept?: { readonly tallies: { kept: number; database: number; stale: number }; readonly bytes: number };
+  /** PostgreSQL: turn writes that went in batches of several, and the statements that carried them (postgres-writer.ts). */
+  readonly batches?: { readonly writes: number; readonly statements: number };
   /** The agent named by a slug, archived or not: the first read of every converse call. */
   agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
   /**

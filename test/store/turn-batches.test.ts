@@ -1,0 +1,160 @@
+// Turn writes in batches (store/postgres-writer.ts): on PostgreSQL the continuing turns that reach
+// the writer within one turn of the event loop go in one statement, and each must come out as it
+// would alone: refused on its own conditions, its rows only when it applied, its counters added
+// up, and a fault of one write failing that write only. Two apps on one database stand for two
+// replicas; a third writes every turn alone, the reference the batches must match.
+import request from 'supertest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { App } from '../../server/src/app.js';
+import { openDatabase, type Database } from '../../server/src/store/db.js';
+import { echoAgent } from '../helpers/agents.js';
+import { databases, PG_URL } from '../helpers/databases.js';
+import { testApp } from '../helpers/servers.js';
+
+const postgres = databases.find((d) => d.name === 'postgres');
+const T = { 'tenant-id': 'acme' };
+
+describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: set TEST_DATABASE_URL)'}`, () => {
+  let drop: () => Promise<void>;
+  let db: Database;
+  let second: Database;
+  let alone: Database;
+  let app: App;
+  let other: App;
+  let single: App;
+
+  beforeAll(async () => {
+    const created = await postgres!.create();
+    drop = created.drop;
+    db = created.db;
+    second = openDatabase(created.url, { poolMax: 5 });
+    alone = openDatabase(created.url, { poolMax: 5, turnBatches: false });
+    [app, other, single] = [testApp(db), testApp(second), testApp(alone)];
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+    await request(app.app).put('/api/v1/agents/echo-alone').set(T).send(echoAgent).expect(200);
+  });
+  afterAll(async () => {
+    for (const a of [app, other, single]) await a?.close();
+    await second?.close();
+    await alone?.close();
+    await drop?.();
+  });
+
+  /** New conversations of `slug`, each begun by `via`, which keeps their rows. */
+  async function begin(via: App, slug: string, n: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++)
+      ids.push((await request(via.app).post(`/api/v1/agents/${slug}/converse`).set(T).send({ message: 'echo this' }).expect(200)).body.conversation_id);
+    return ids;
+  }
+
+  /** Continues each conversation at once, in one turn of the event loop: `messages[i]` to `ids[i]`. */
+  const together = (via: App, slug: string, ids: string[], messages: string[]) =>
+    Promise.allSettled(
+      ids.map((id, i) => via.conversations.converse({ tenantId: 'acme', slug, body: { message: messages[i], conversation_id: id }, requestId: `batch-${i}` })),
+    );
+
+  const batches = (d: Database) => ({ ...(d.writer.batches ?? { writes: NaN, statements: NaN }) });
+  const messagesOf = async (slug: string, id: string) =>
+    ((await request(app.app).get(`/api/v1/agents/${slug}/conversations/${id}`).set(T).expect(200)).body.turns as { role: string; message: string }[]).map(
+      (t) => `${t.role}: ${t.message}`,
+    );
+  const verify = async (slug: string, id: string) =>
+    (await request(app.app).get(`/api/v1/agents/${slug}/conversations/${id}/audit-logs/verify`).set(T).expect(200)).body as { valid: boolean };
+
+  it('writes the turns that reach the writer together in shared statements, each as it would alone', async () => {
+    const ids = await begin(app, 'echo', 12);
+    const before = batches(db);
+    const messages = ids.map((_, i) => `m${i}`);
+    const results = await together(app, 'echo', ids, messages);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.response.message : String(r.reason)))).toEqual(messages.map((m) => `You said: ${m}`));
+    const after = batches(db);
+    // Twelve writes in one turn of the event loop: a statement of up to sixteen.
+    expect([after.writes - before.writes, after.statements - before.statements]).toEqual([12, 1]);
+    for (const [i, id] of ids.entries()) {
+      expect((await messagesOf('echo', id)).slice(-2)).toEqual([`user: m${i}`, `agent: You said: m${i}`]);
+      expect((await verify('echo', id)).valid).toBe(true);
+    }
+    // And the next call on each goes on from the rows the batch kept, without a read.
+    const next = await together(
+      app,
+      'echo',
+      ids,
+      messages.map((m) => `${m} again`),
+    );
+    expect(next.every((r) => r.status === 'fulfilled')).toBe(true);
+    expect((await messagesOf('echo', ids[5])).slice(-2)).toEqual(['user: m5 again', 'agent: You said: m5 again']);
+  });
+
+  it("adds up the batch's counters as the writes alone would have", async () => {
+    // The same conversations of two new agents: one app writes in batches, the other each turn alone.
+    await request(app.app).put('/api/v1/agents/counted').set(T).send(echoAgent).expect(200);
+    await request(app.app).put('/api/v1/agents/counted-alone').set(T).send(echoAgent).expect(200);
+    const [batched, unbatched] = [await begin(app, 'counted', 6), await begin(single, 'counted-alone', 6)];
+    const before = batches(db);
+    for (let round = 0; round < 2; round++) {
+      const messages = batched.map((_, i) => `n${round}.${i}`);
+      await together(app, 'counted', batched, messages);
+      await together(single, 'counted-alone', unbatched, messages);
+    }
+    expect(batches(db).writes - before.writes).toBe(12);
+    const counters = async (slug: string) => {
+      const agent = await db.knex('agents').where({ tenant_id: 'acme', slug }).first('id');
+      const rows = await db
+        .knex('agent_stats')
+        .where({ agent_id: agent!.id })
+        .select('version', 'capability', 'outcome')
+        .sum({ started: 'started', completed: 'completed', escalated: 'escalated', abandoned: 'abandoned', routed: 'routed', fallback: 'fallback' })
+        .groupBy('version', 'capability', 'outcome')
+        .orderBy(['version', 'capability', 'outcome']);
+      return rows.map((r: Record<string, unknown>) =>
+        Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : v])),
+      );
+    };
+    const alone = await counters('counted-alone');
+    expect(alone.length).toBeGreaterThan(0);
+    expect(await counters('counted')).toEqual(alone);
+  });
+
+  it('refuses a write whose kept row another process changed, and that write alone; the call then runs again', async () => {
+    const ids = await begin(app, 'echo', 6);
+    // Another replica continues the fourth conversation: this process's kept row of it is out of date.
+    await request(other.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'elsewhere', conversation_id: ids[3] }).expect(200);
+    const stale = db.writer.kept!.tallies.stale;
+    const messages = ids.map((_, i) => `s${i}`);
+    const results = await together(app, 'echo', ids, messages);
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value.response.message : String(r.reason)))).toEqual(messages.map((m) => `You said: ${m}`));
+    expect(db.writer.kept!.tallies.stale - stale).toBe(1);
+    expect((await messagesOf('echo', ids[3])).slice(-4)).toEqual(['user: elsewhere', 'agent: You said: elsewhere', 'user: s3', 'agent: You said: s3']);
+    for (const id of ids) expect((await verify('echo', id)).valid).toBe(true);
+  });
+
+  it('goes write by write when PostgreSQL refuses the batch, so that only the faulty write fails', async () => {
+    const ids = await begin(app, 'echo', 5);
+    // A rule the third write breaks: the whole batch statement is refused, and nothing of it stays.
+    await db.knex.raw(`create function refuse_turn() returns trigger language plpgsql as $$
+      begin if new.message = 'refuse me' then raise exception 'refused by the test'; end if; return new; end $$`);
+    await db.knex.raw('create trigger refuse_turn before insert on turns for each row execute function refuse_turn()');
+    try {
+      const before = batches(db);
+      const messages = ids.map((_, i) => (i === 2 ? 'refuse me' : `f${i}`));
+      const results = await together(app, 'echo', ids, messages);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/refused by the test/);
+      // The batch wrote nothing; each write then went alone.
+      expect(batches(db).statements - before.statements).toBe(0);
+      for (const [i, id] of ids.entries()) {
+        const turns = await messagesOf('echo', id);
+        if (i === 2) expect(turns).toEqual(['user: echo this', 'agent: Say something.']);
+        else expect(turns.slice(-2)).toEqual([`user: f${i}`, `agent: You said: f${i}`]);
+        expect((await verify('echo', id)).valid).toBe(true);
+      }
+    } finally {
+      await db.knex.raw('drop trigger refuse_turn on turns');
+      await db.knex.raw('drop function refuse_turn()');
+    }
+    // The faulty conversation goes on once the rule is gone.
+    const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'later', conversation_id: ids[2] }).expect(200);
+    expect(r.body.response.message).toBe('You said: later');
+  });
+});
