@@ -129,6 +129,35 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     for (const id of ids) expect((await verify('echo', id)).valid).toBe(true);
   });
 
+  it('keeps every message when two processes batch turns of the same conversations at once', async () => {
+    const ids = await begin(app, 'echo', 8);
+    // The other process reads the rows first, so that both work from rows of the same version.
+    for (const id of ids) await request(other.app).get(`/api/v1/agents/echo/conversations/${id}`).set(T).expect(200);
+    const [mine, theirs] = await Promise.all([
+      together(
+        app,
+        'echo',
+        ids,
+        ids.map((_, i) => `here ${i}`),
+      ),
+      together(
+        other,
+        'echo',
+        ids,
+        ids.map((_, i) => `there ${i}`),
+      ),
+    ]);
+    expect([...mine, ...theirs].map((r) => r.status)).toEqual(Array(16).fill('fulfilled'));
+    for (const [i, id] of ids.entries()) {
+      const turns = await messagesOf('echo', id);
+      // Both messages, each answered, one after the other in either order.
+      expect(turns).toHaveLength(6);
+      expect(new Set(turns.slice(2))).toEqual(new Set([`user: here ${i}`, `agent: You said: here ${i}`, `user: there ${i}`, `agent: You said: there ${i}`]));
+      expect(turns[3]).toBe(turns[2].replace('user: ', 'agent: You said: '));
+      expect((await verify('echo', id)).valid).toBe(true);
+    }
+  });
+
   it('goes write by write when PostgreSQL refuses the batch, so that only the faulty write fails', async () => {
     const ids = await begin(app, 'echo', 5);
     // A rule the third write breaks: the whole batch statement is refused, and nothing of it stays.

@@ -345,7 +345,10 @@ export class PostgresWriter implements TurnWriter {
    * known (the connection failed, the time-out) fails every write of it, as it would one write:
    * it may have committed, and a write made again on top of itself would store its turn twice.
    */
-  private async commitBatch(batch: PendingWrite[]): Promise<void> {
+  private async commitBatch(waiting: PendingWrite[]): Promise<void> {
+    // In the order of their conversations' ids, so that two processes' batches lock shared rows in
+    // the same order and cannot deadlock on them.
+    const batch = waiting.sort((a, b) => (a.w.conversation.id < b.w.conversation.id ? -1 : 1));
     const size = 2 ** Math.ceil(Math.log2(batch.length));
     const present = FOLLOWING.filter((t) => batch.some((p) => p.rows[t].length > 0));
     const name = `batchTurn${size}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
