@@ -56,9 +56,16 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
 
   const batches = (d: Database) => ({ ...(d.writer.batches ?? { writes: NaN, statements: NaN }) });
   const messagesOf = async (slug: string, id: string) =>
-    ((await request(app.app).get(`/api/v1/agents/${slug}/conversations/${id}`).set(T).expect(200)).body.turns as { role: string; message: string }[]).map(
-      (t) => `${t.role}: ${t.message}`,
-    );
+    (
+      (
+        await request(app.app)
+          .get(`/api/v1/agents/${slug}/conversations/${id}`)
+          .set(T)
+          .expect((r) => {
+            if (r.status !== 200) throw new Error(JSON.stringify(r.body));
+          })
+      ).body.turns as { role: string; message: string }[]
+    ).map((t) => `${t.role}: ${t.message}`);
   const verify = async (slug: string, id: string) =>
     (await request(app.app).get(`/api/v1/agents/${slug}/conversations/${id}/audit-logs/verify`).set(T).expect(200)).body as { valid: boolean };
 
@@ -185,5 +192,34 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     // The faulty conversation goes on once the rule is gone.
     const r = await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'later', conversation_id: ids[2] }).expect(200);
     expect(r.body.response.message).toBe('You said: later');
+  });
+
+  it('fails every write of a batch whose connection died mid-statement, and stores none of them twice', async () => {
+    const ids = await begin(app, 'echo', 3);
+    // The first write's turn keeps the statement busy long enough to cut its connection.
+    await db.knex.raw(`create function slow_turn() returns trigger language plpgsql as $$
+      begin if new.message = 'slow' then perform pg_sleep(10); end if; return new; end $$`);
+    await db.knex.raw('create trigger slow_turn before insert on turns for each row execute function slow_turn()');
+    try {
+      const pending = together(app, 'echo', ids, ['slow', 'b', 'c']);
+      let killed = false;
+      for (let i = 0; i < 100 && !killed; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        const r = await db.knex.raw<{ rows: { t: boolean }[] }>(
+          `select pg_terminate_backend(pid) as t from pg_stat_activity where datname = current_database() and state = 'active' and query like 'with c0 as%'`,
+        );
+        killed = r.rows.some((x) => x.t);
+      }
+      expect(killed).toBe(true);
+      const results = await pending;
+      // Its fate unknown to the writer, no write was made again: each call failed as a lone write would.
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      for (const id of ids) expect(await messagesOf('echo', id)).toEqual(['user: echo this', 'agent: Say something.']);
+    } finally {
+      await db.knex.raw('drop trigger slow_turn on turns');
+      await db.knex.raw('drop function slow_turn()');
+    }
+    // The next calls go on, from rows read again.
+    for (const id of ids) await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'after', conversation_id: id }).expect(200);
   });
 });

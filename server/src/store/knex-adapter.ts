@@ -22,6 +22,13 @@ export async function withPooledConnection<T>(knex: Knex, fn: (conn: never) => T
   const conn = await client.acquireConnection();
   try {
     return await fn(conn);
+  } catch (err) {
+    // A pg connection the error ended (the server's FATAL, such as a terminated backend, or its
+    // socket gone) is marked as Knex marks it on the client's 'end' event, which can come after
+    // the query's error: the pool then drops it instead of lending it to the next caller.
+    const pg = conn as { _ending?: boolean; _queryable?: boolean; __knex__disposed?: unknown };
+    if ((err as { severity?: unknown }).severity === 'FATAL' || pg._ending === true || pg._queryable === false) pg.__knex__disposed ??= err;
+    throw err;
   } finally {
     await client.releaseConnection(conn);
   }

@@ -303,10 +303,13 @@ export class PostgresWriter implements TurnWriter {
     // A new conversation's write, an idempotency key (which another write may hold) and review
     // findings (whose groups a batch would have to merge) go alone.
     if (this.opts.batches === false || w.isNew || FOLLOWING.some((t) => rows[t].length > 0 && !BATCHED.includes(t))) return this.commitOne(w, lease, rows);
-    return new Promise<void>((resolve, reject) => {
-      if (this.queue.length === 0) setImmediate(() => this.flush());
-      this.queue.push({ w, lease, rows, resolve, reject });
-    });
+    return new Promise<void>((resolve, reject) => this.enqueue({ w, lease, rows, resolve, reject }));
+  }
+
+  /** Queues a write for the batch of this turn of the event loop, sent when the loop's I/O is done. */
+  private enqueue(p: PendingWrite): void {
+    if (this.queue.length === 0) setImmediate(() => this.flush());
+    this.queue.push(p);
   }
 
   /**
@@ -326,8 +329,7 @@ export class PostgresWriter implements TurnWriter {
     };
     for (const p of waiting) {
       if (seen.has(p.w.conversation.id)) {
-        if (this.queue.length === 0) setImmediate(() => this.flush());
-        this.queue.push(p);
+        this.enqueue(p);
         continue;
       }
       seen.add(p.w.conversation.id);
@@ -467,12 +469,14 @@ const settleWith = (p: PendingWrite, done: Promise<void>) => void done.then(p.re
 
 /**
  * Whether PostgreSQL answered the statement with an error, so that it wrote nothing: an error
- * with its SQLSTATE, other than a lost connection (class 08), a shutdown or crash (57P) or an
- * internal error (XX), after which the statement's fate is not known.
+ * message from the server (pg's DatabaseError, with a severity and a SQLSTATE), other than a lost
+ * connection (class 08), a shutdown or crash (57P) or an internal error (XX), after which the
+ * statement's fate is not known. A socket's error (`EPIPE`, `ECONNRESET`) or the client's time-out
+ * has no severity.
  */
-function refusedWhole(err: unknown): boolean {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P|XX)/.test(code);
+export function refusedWhole(err: unknown): boolean {
+  const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P|XX)/.test(code);
 }
 
 /** A write's rows by the table they go to. */
