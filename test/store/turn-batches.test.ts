@@ -48,11 +48,23 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     return ids;
   }
 
-  /** Continues each conversation at once, in one turn of the event loop: `messages[i]` to `ids[i]`. */
-  const together = (via: App, slug: string, ids: string[], messages: string[]) =>
+  /** Continues each conversation at once, in one turn of the event loop: `messages[i]` to `ids[i]` (undefined: a new conversation). */
+  const together = (via: App, slug: string, ids: (string | undefined)[], messages: string[]) =>
     Promise.allSettled(
-      ids.map((id, i) => via.conversations.converse({ tenantId: 'acme', slug, body: { message: messages[i], conversation_id: id }, requestId: `batch-${i}` })),
+      ids.map((id, i) =>
+        via.conversations.converse({ tenantId: 'acme', slug, body: { message: messages[i], ...(id ? { conversation_id: id } : {}) }, requestId: `batch-${i}` }),
+      ),
     );
+
+  /** New conversations of `slug` begun at once, in one turn of the event loop. */
+  async function beginTogether(via: App, slug: string, n: number): Promise<string[]> {
+    const results = await together(via, slug, Array<undefined>(n).fill(undefined), Array<string>(n).fill('echo this'));
+    return results.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      expect(r.value.response.message).toBe('Say something.');
+      return r.value.conversation_id;
+    });
+  }
 
   const batches = (d: Database) => ({ ...(d.writer.batches ?? { writes: NaN, statements: NaN }) });
   const messagesOf = async (slug: string, id: string) =>
@@ -93,18 +105,44 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     expect((await messagesOf('echo', ids[5])).slice(-2)).toEqual(['user: m5 again', 'agent: You said: m5 again']);
   });
 
+  it('starts the conversations that reach the writer together in shared statements', async () => {
+    const before = batches(db);
+    const ids = await beginTogether(app, 'echo', 9);
+    expect(new Set(ids).size).toBe(9);
+    // Each new conversation reads its agent first, so they reach the writer as those reads come
+    // back: several at a time, not all nine at once.
+    const after = batches(db);
+    expect(after.writes - before.writes).toBeGreaterThanOrEqual(2);
+    expect(after.statements - before.statements).toBeGreaterThanOrEqual(1);
+    for (const id of ids) {
+      expect(await messagesOf('echo', id)).toEqual(['user: echo this', 'agent: Say something.']);
+      expect((await verify('echo', id)).valid).toBe(true);
+    }
+    // Their rows were kept: the next calls, together again, read nothing.
+    const kept = db.writer.kept!.tallies.kept;
+    const next = await together(
+      app,
+      'echo',
+      ids,
+      ids.map((_, i) => `k${i}`),
+    );
+    expect(next.every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(db.writer.kept!.tallies.kept - kept).toBe(9);
+  });
+
   it("adds up the batch's counters as the writes alone would have", async () => {
     // The same conversations of two new agents: one app writes in batches, the other each turn alone.
     await request(app.app).put('/api/v1/agents/counted').set(T).send(echoAgent).expect(200);
     await request(app.app).put('/api/v1/agents/counted-alone').set(T).send(echoAgent).expect(200);
-    const [batched, unbatched] = [await begin(app, 'counted', 6), await begin(single, 'counted-alone', 6)];
     const before = batches(db);
+    const [batched, unbatched] = [await beginTogether(app, 'counted', 6), await beginTogether(single, 'counted-alone', 6)];
     for (let round = 0; round < 2; round++) {
       const messages = batched.map((_, i) => `n${round}.${i}`);
       await together(app, 'counted', batched, messages);
       await together(single, 'counted-alone', unbatched, messages);
     }
-    expect(batches(db).writes - before.writes).toBe(12);
+    // Twice six turns in batches (and new conversations too, as their agents' reads came back).
+    expect(batches(db).writes - before.writes).toBeGreaterThanOrEqual(12);
     const counters = async (slug: string) => {
       const agent = await db.knex('agents').where({ tenant_id: 'acme', slug }).first('id');
       const rows = await db

@@ -160,24 +160,32 @@ const SUMMED: Partial<Record<Following, { key: readonly string[]; counters: read
 
 /**
  * The write of `size` turns of different conversations in one statement: each conversation's
- * update as a CTE of its own (`c0`, `c1`, …), each found by its primary key as in the single
- * write, with parameters from $2, four a write: its row, the audit sequence it must still have,
- * its lease (or null), and its kept row's version (or null: not kept); $1 is the time now. Each
- * table's rows come in one parameter, an array of each write's array, and only the rows of the
- * writes whose update matched are inserted. The answer has, for each write `k`, the new row's
- * version `v<k>` (null: refused), `w<k>` whether an event stream follows it, and for a refused
- * kept write the current rows (`cur<k>`, `agent<k>`).
+ * write as a CTE of its own (`c0`, `c1`, …). For continuing conversations (`isNew` false) each is
+ * the update of the single write, found by its primary key, with parameters from $2, four a
+ * write: its row, the audit sequence it must still have, its lease (or null), and its kept row's
+ * version (or null: not kept); $1 is the time now. For new conversations each is the insert of
+ * its row, one parameter a write from $1. Each table's rows come in one parameter after those, an
+ * array of each write's array, and only the rows of the writes whose conversation's write matched
+ * are inserted. The answer has, for each write `k`, the new row's version `v<k>` (null: refused),
+ * and for an update `w<k>` whether an event stream follows it and for a refused kept write the
+ * current rows (`cur<k>`, `agent<k>`).
  */
-function batchStatement(size: number, present: readonly Following[]): string {
+function batchStatement(size: number, present: readonly Following[], isNew: boolean): string {
   const item = (k: number) => ({ row: `$${2 + 4 * k}`, seq: `$${3 + 4 * k}`, lease: `$${4 + 4 * k}`, now: '$1', version: `$${5 + 4 * k}` });
   const ks = [...Array(size).keys()];
-  const updates = ks.map((k) => {
+  const writes = ks.map((k) => {
+    if (isNew)
+      // The padding's row ({}) is no conversation.
+      return `c${k} as (
+    insert into conversations (${cols('conversations')})
+    select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $${k + 1}::json) r where $${k + 1}::json->>'id' is not null
+    returning ${k} as i, id, null::text as watched_until, xmin)`;
     const p = item(k);
     return `c${k} as (
     ${conversationUpdate(p, `(${p.version}::text is null or (t.xmin = ${p.version}::text::xid and ${AGENT_LIVE}))`)}
     returning ${k} as i, t.id, t.watched_until, t.xmin)`;
   });
-  const first = 2 + 4 * size;
+  const first = isNew ? size + 1 : 2 + 4 * size;
   const inserts = present.map((table, j) => {
     const from = `json_array_elements($${first + j}::json) with ordinality e(rows, i) cross join lateral json_populate_recordset(null::${table}, e.rows) r
     where e.i - 1 in (select i from c)`;
@@ -190,16 +198,19 @@ function batchStatement(size: number, present: readonly Following[]): string {
     return `x${j} as (insert into ${table} (${columns}) ${select}${UPSERT_TAILS[table] ? ` ${UPSERT_TAILS[table]}` : ''})`;
   });
   const answers = ks.map((k) => {
+    if (isNew) return `(select xmin::text from c${k}) as v${k}`;
     const p = item(k);
     const refused = `${p.version}::text is not null and not exists (select 1 from c${k})`;
     const [current, agent] = currentRows(p.row);
     return `(select xmin::text from c${k}) as v${k}, (select watched_until from c${k}) as w${k},
   case when ${refused} then ${current} end as cur${k}, case when ${refused} then ${agent} end as agent${k}`;
   });
-  const notify = present.includes('conversation_events')
-    ? `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $1::text)::int as told`
-    : '';
-  return `with ${updates.join(',\n  ')},
+  // Nothing follows a conversation that did not exist: an insert sends no notice.
+  const notify =
+    !isNew && present.includes('conversation_events')
+      ? `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $1::text)::int as told`
+      : '';
+  return `with ${writes.join(',\n  ')},
   c as (${ks.map((k) => `select * from c${k}`).join(' union all ')}),
   ${inserts.join(',\n  ')}
 select ${answers.join(',\n  ')}${notify}`;
@@ -300,9 +311,9 @@ export class PostgresWriter implements TurnWriter {
 
   async commit(w: WriteRows, lease: { id: string } | null): Promise<void> {
     const rows = tableRows(w);
-    // A new conversation's write, an idempotency key (which another write may hold) and review
-    // findings (whose groups a batch would have to merge) go alone.
-    if (this.opts.batches === false || w.isNew || FOLLOWING.some((t) => rows[t].length > 0 && !BATCHED.includes(t))) return this.commitOne(w, lease, rows);
+    // An idempotency key (which another write may hold) and review findings (whose groups a batch
+    // would have to merge) go alone.
+    if (this.opts.batches === false || FOLLOWING.some((t) => rows[t].length > 0 && !BATCHED.includes(t))) return this.commitOne(w, lease, rows);
     return new Promise<void>((resolve, reject) => this.enqueue({ w, lease, rows, resolve, reject }));
   }
 
@@ -321,11 +332,13 @@ export class PostgresWriter implements TurnWriter {
   private flush(): void {
     const waiting = this.queue.splice(0);
     const seen = new Set<string>();
-    let batch: PendingWrite[] = [];
-    const send = () => {
+    // New conversations' writes and updates in batches of their own: each kind has its statements.
+    const batches = { new: [] as PendingWrite[], update: [] as PendingWrite[] };
+    const send = (kind: keyof typeof batches) => {
+      const batch = batches[kind];
       if (batch.length === 1) settleWith(batch[0], this.commitOne(batch[0].w, batch[0].lease, batch[0].rows));
-      else if (batch.length > 1) void this.commitBatch(batch);
-      batch = [];
+      else if (batch.length > 1) void this.commitBatch(batch, kind === 'new');
+      batches[kind] = [];
     };
     for (const p of waiting) {
       if (seen.has(p.w.conversation.id)) {
@@ -333,10 +346,12 @@ export class PostgresWriter implements TurnWriter {
         continue;
       }
       seen.add(p.w.conversation.id);
-      batch.push(p);
-      if (batch.length === MAX_BATCH) send();
+      const kind = p.w.isNew ? 'new' : 'update';
+      batches[kind].push(p);
+      if (batches[kind].length === MAX_BATCH) send(kind);
     }
-    send();
+    send('new');
+    send('update');
   }
 
   /**
@@ -347,21 +362,23 @@ export class PostgresWriter implements TurnWriter {
    * known (the connection failed, the time-out) fails every write of it, as it would one write:
    * it may have committed, and a write made again on top of itself would store its turn twice.
    */
-  private async commitBatch(waiting: PendingWrite[]): Promise<void> {
+  private async commitBatch(waiting: PendingWrite[], isNew: boolean): Promise<void> {
     // In the order of their conversations' ids, so that two processes' batches lock shared rows in
     // the same order and cannot deadlock on them.
     const batch = waiting.sort((a, b) => (a.w.conversation.id < b.w.conversation.id ? -1 : 1));
     const size = 2 ** Math.ceil(Math.log2(batch.length));
     const present = FOLLOWING.filter((t) => batch.some((p) => p.rows[t].length > 0));
-    const name = `batchTurn${size}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
+    const name = `${isNew ? 'batchNew' : 'batchTurn'}${size}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
     let text = turnStatements.get(name);
-    if (text === undefined) turnStatements.set(name, (text = batchStatement(size, present)));
+    if (text === undefined) turnStatements.set(name, (text = batchStatement(size, present, isNew)));
     const now = new Date().toISOString();
-    const values: unknown[] = [now];
+    const values: unknown[] = isNew ? [] : [now];
     // Up to a power of two, so that a handful of statements serve every batch: the rest match no row.
     for (let k = 0; k < size; k++) {
       const p = batch.at(k);
-      values.push(p ? JSON.stringify(p.w.conversation) : '{}', p?.w.expectedAuditSeq ?? -1, p?.lease?.id ?? null, p?.w.readVersion ?? null);
+      const row = p ? JSON.stringify(p.w.conversation) : '{}';
+      if (isNew) values.push(row);
+      else values.push(row, p?.w.expectedAuditSeq ?? -1, p?.lease?.id ?? null, p?.w.readVersion ?? null);
     }
     for (const t of present) values.push(JSON.stringify(batch.map((p) => p.rows[t])));
     let answer: Record<string, unknown> | undefined;
