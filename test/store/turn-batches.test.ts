@@ -7,6 +7,8 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
+import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
+import { batchStatement } from '../../server/src/store/postgres-writer.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';
@@ -80,6 +82,31 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     ).map((t) => `${t.role}: ${t.message}`);
   const verify = async (slug: string, id: string) =>
     (await request(app.app).get(`/api/v1/agents/${slug}/conversations/${id}/audit-logs/verify`).set(T).expect(200)).body as { valid: boolean };
+
+  it('finds each conversation of a batch by its primary key, in the generic plan a named statement keeps', async () => {
+    // The plan a prepared statement settles on is made without the parameters' values, often while
+    // the table is still small: a join or a scan chosen then would read every conversation later.
+    for (const isNew of [false, true]) {
+      const text = batchStatement(2, ['turns', 'audit_entries', 'agent_stats'], isNew);
+      const params = isNew ? ['{}', '{}', '[]', '[]', '[]'] : [new Date().toISOString(), '{}', 1, null, null, '{}', 1, null, null, '[]', '[]', '[]'];
+      const plan = await withPooledConnection(
+        db.knex,
+        async (conn: { query(text: string, values?: unknown[]): Promise<{ rows: { 'QUERY PLAN': string }[] }> }) => {
+          await conn.query(`prepare batch_plan as ${text}`);
+          try {
+            await conn.query('set plan_cache_mode = force_generic_plan');
+            const r = await conn.query(`explain execute batch_plan(${params.map((p) => (p === null ? 'null' : `'${String(p)}'`)).join(', ')})`);
+            return r.rows.map((x) => x['QUERY PLAN']).join('\n');
+          } finally {
+            await conn.query('reset plan_cache_mode');
+            await conn.query('deallocate batch_plan');
+          }
+        },
+      );
+      expect(plan).not.toMatch(/Seq Scan on conversations/);
+      if (!isNew) expect(plan.match(/Index Scan using conversations_pkey on conversations t/g)?.length, plan).toBe(2);
+    }
+  });
 
   it('writes the turns that reach the writer together in shared statements, each as it would alone', async () => {
     const ids = await begin(app, 'echo', 12);

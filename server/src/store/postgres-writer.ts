@@ -170,7 +170,7 @@ const SUMMED: Partial<Record<Following, { key: readonly string[]; counters: read
  * and for an update `w<k>` whether an event stream follows it and for a refused kept write the
  * current rows (`cur<k>`, `agent<k>`).
  */
-function batchStatement(size: number, present: readonly Following[], isNew: boolean): string {
+export function batchStatement(size: number, present: readonly Following[], isNew: boolean): string {
   const item = (k: number) => ({ row: `$${2 + 4 * k}`, seq: `$${3 + 4 * k}`, lease: `$${4 + 4 * k}`, now: '$1', version: `$${5 + 4 * k}` });
   const ks = [...Array(size).keys()];
   const writes = ks.map((k) => {
