@@ -491,7 +491,7 @@ const settleWith = (p: PendingWrite, done: Promise<void>) => void done.then(p.re
  * statement's fate is not known. A socket's error (`EPIPE`, `ECONNRESET`) or the client's time-out
  * has no severity.
  */
-export function refusedWhole(err: unknown): boolean {
+function refusedWhole(err: unknown): boolean {
   const { code, severity } = (err ?? {}) as { code?: unknown; severity?: unknown };
   return typeof severity === 'string' && typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|57P|XX)/.test(code);
 }
