@@ -117,6 +117,10 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     const after = batches(db);
     // Twelve writes in one turn of the event loop: a statement of up to sixteen.
     expect([after.writes - before.writes, after.statements - before.statements]).toEqual([12, 1]);
+    // As /metrics exports them.
+    const metrics = (await request(app.app).get('/metrics').expect(200)).text;
+    const metric = (name: string) => Number(new RegExp(`^${name} (\\d+)`, 'm').exec(metrics)?.[1] ?? NaN);
+    expect([metric('switchboard_turn_writes_batched_total'), metric('switchboard_turn_write_batches_total')]).toEqual([after.writes, after.statements]);
     for (const [i, id] of ids.entries()) {
       expect((await messagesOf('echo', id)).slice(-2)).toEqual([`user: m${i}`, `agent: You said: m${i}`]);
       expect((await verify('echo', id)).valid).toBe(true);
