@@ -5,7 +5,9 @@
 // (json_populate_recordset), each insert guarded by the conversation's update having matched;
 // a table the turn has no rows for has no insert in the statement (one statement per shape).
 // One statement is atomic by itself, so no BEGIN/COMMIT round trips; a refused update writes
-// nothing. docs/performance.md has the measurements behind this shape.
+// nothing. The writes that reach the writer within one turn of the event loop share a statement
+// (batchStatement), each still applied or refused on its own conditions. docs/performance.md has
+// the measurements behind these shapes.
 import type { Knex } from 'knex';
 import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
