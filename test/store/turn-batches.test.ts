@@ -137,6 +137,8 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
   });
 
   it('starts the conversations that reach the writer together in shared statements', async () => {
+    // Connections for every agent read at once, so that no read waits for one to be opened.
+    await Promise.all(Array.from({ length: 12 }, () => db.knex.raw('select pg_sleep(0.05)')));
     const before = batches(db);
     const ids = await beginTogether(app, 'echo', 9);
     expect(new Set(ids).size).toBe(9);
