@@ -225,6 +225,17 @@ export class Metrics {
           for (const [source, n] of Object.entries(read())) this.inc({ source }, n);
         },
       });
+    /** A counter read at scrape time from a total the app keeps. */
+    const total = (name: string, help: string, read: () => number) =>
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          this.inc(read());
+        },
+      });
     if (sources.routers) {
       const routers = () => sources.routers!();
       tallied(
@@ -246,15 +257,11 @@ export class Metrics {
     }
     if (sources.compiledCollections) {
       const collections = () => sources.compiledCollections!();
-      new Counter({
-        name: 'switchboard_compiled_agents_collections_total',
-        help: 'Major garbage collections the cache of compiled agent versions asked for, when buffers of evicted versions V8 had not yet freed went past its slack',
-        registers,
-        collect() {
-          this.reset();
-          this.inc(collections());
-        },
-      });
+      total(
+        'switchboard_compiled_agents_collections_total',
+        'Major garbage collections the cache of compiled agent versions asked for, when buffers of evicted versions V8 had not yet freed went past its slack',
+        collections,
+      );
     }
     if (sources.keptRows) {
       const kept = () => sources.keptRows!();
@@ -274,16 +281,6 @@ export class Metrics {
     }
     if (sources.turnBatches) {
       const batches = () => sources.turnBatches!();
-      const total = (name: string, help: string, read: () => number) =>
-        new Counter({
-          name,
-          help,
-          registers,
-          collect() {
-            this.reset();
-            this.inc(read());
-          },
-        });
       total(
         'switchboard_turn_writes_batched_total',
         'Turn writes on PostgreSQL that went in one statement with others of the same turn of the event loop',

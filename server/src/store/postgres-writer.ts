@@ -13,7 +13,16 @@ import { isUniqueViolation } from './db-errors.js';
 import { withPooledConnection } from './knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from './rows.js';
 import { STAT_COUNTERS } from '../domain.js';
-import { CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_KEY, STAT_UPSERT_TAIL, type WriteRows } from './turn-rows.js';
+import {
+  CLOSE_KEY,
+  CLOSE_UPSERT_TAIL,
+  COLUMNS,
+  INSERT_ONLY_COLUMNS,
+  REVIEW_GROUP_UPSERT_TAIL,
+  STAT_KEY,
+  STAT_UPSERT_TAIL,
+  type WriteRows,
+} from './turn-rows.js';
 import { KeptRows } from './kept-rows.js';
 import { ConcurrentUpdateError, DuplicateIdempotencyKeyError, StaleRead, type TurnWriter } from './writer.js';
 
@@ -49,10 +58,14 @@ const UPSERT_TAILS: Partial<Record<Following, string>> = {
   review_groups: REVIEW_GROUP_UPSERT_TAIL,
 };
 
+/** An answer column that notifies the event streams following the conversations written (`c`), marked as followed at `now`. */
+const notifyWatched = (now: string) =>
+  `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= ${now}::text)::int as told`;
+
 /**
  * The inserts that follow the conversation's write, one for each table of `present` (from
- * parameters `$first`…), and the statement's answer: `n`, whether the conversation's write
- * matched, and (`notifyAfter`: the parameter holding the time now) a notice of its new events when
+ * parameters `$first`…), and the statement's answer: `version`, the new row's version (null: the
+ * conversation's write matched nothing), and (`notifyAfter`: the parameter holding the time now) a notice of its new events when
  * an event stream follows the conversation (watched_until, event-log.ts watch). A table with no
  * rows in this write has no insert at all: each insert costs the executor its start-up and
  * run whether or not its array is empty, and most turns fill four of the nine.
@@ -60,11 +73,8 @@ const UPSERT_TAILS: Partial<Record<Following, string>> = {
 function rest(present: readonly Following[], first: number, notifyAfter?: number, answer = ''): string {
   const inserts = present.map((table, i) => `,\n  x${i} as (${insertFrom(table, `$${first + i}`)}${UPSERT_TAILS[table] ? ` ${UPSERT_TAILS[table]}` : ''})`);
   const events = present.indexOf('conversation_events');
-  const notify =
-    notifyAfter === undefined || events < 0
-      ? ''
-      : `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $${notifyAfter}::text)::int as told`;
-  return `${inserts.join('')}\nselect (select count(*) from c)::int as n, (select xmin::text from c) as version${notify}${answer}`;
+  const notify = notifyAfter === undefined || events < 0 ? '' : notifyWatched(`$${notifyAfter}`);
+  return `${inserts.join('')}\nselect (select xmin::text from c) as version${notify}${answer}`;
 }
 
 const UPDATABLE = COLUMNS.conversations.filter((c) => !INSERT_ONLY_COLUMNS.includes(c));
@@ -110,6 +120,7 @@ function turnStatement(isNew: boolean, present: readonly Following[], kept: bool
     insert into conversations (${cols('conversations')})
     select ${cols('conversations', 'r')} from json_populate_record(null::conversations, $1::json) r returning id, xmin)${rest(present, 2)}`;
   const p = { row: '$1', seq: '$2', lease: '$3', now: '$4' };
+  const [current, agent] = currentRows(p.row);
   return `with c as (
     ${conversationUpdate(p, kept ? `t.xmin = $5::xid and ${AGENT_LIVE}` : 'true')}
     returning t.id, t.watched_until, t.xmin)${rest(
@@ -120,8 +131,8 @@ function turnStatement(isNew: boolean, present: readonly Following[], kept: bool
   (select watched_until from c) as watched_until` +
         (kept
           ? `,
-  case when not exists (select 1 from c) then ${currentRows(p.row)[0]} end as current,
-  case when not exists (select 1 from c) then ${currentRows(p.row)[1]} end as current_agent`
+  case when not exists (select 1 from c) then ${current} end as current,
+  case when not exists (select 1 from c) then ${agent} end as current_agent`
           : ''),
     )}`;
 }
@@ -157,7 +168,7 @@ const BATCHED: readonly Following[] = ['turns', 'audit_entries', 'conversation_e
 /** Counter tables: a batch adds up its writes' rows of one key first, since one insert may not update a row twice. */
 const SUMMED: Partial<Record<Following, { key: readonly string[]; counters: readonly string[] }>> = {
   agent_stats: { key: STAT_KEY, counters: STAT_COUNTERS },
-  agent_closes: { key: ['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value'], counters: ['n'] },
+  agent_closes: { key: CLOSE_KEY, counters: ['n'] },
 };
 
 /**
@@ -208,10 +219,7 @@ export function batchStatement(size: number, present: readonly Following[], isNe
   case when ${refused} then ${current} end as cur${k}, case when ${refused} then ${agent} end as agent${k}`;
   });
   // Nothing follows a conversation that did not exist: an insert sends no notice.
-  const notify =
-    !isNew && present.includes('conversation_events')
-      ? `,\n  (select count(pg_notify('switchboard_events', c.id::text)) from c where c.watched_until >= $1::text)::int as told`
-      : '';
+  const notify = !isNew && present.includes('conversation_events') ? notifyWatched('$1') : '';
   return `with ${writes.join(',\n  ')},
   c as (${ks.map((k) => `select * from c${k}`).join(' union all ')}),
   ${inserts.join(',\n  ')}
@@ -224,6 +232,14 @@ select ${answers.join(',\n  ')}${notify}`;
  * connection that runs it.
  */
 const turnStatements = new Map<string, string>();
+
+/** The name of the turn write statement `kind` for the tables `present`, its text made on first use by `make`. */
+function turnStatementNamed(kind: string, present: readonly Following[], make: () => string): { name: string; text: string } {
+  const name = `${kind}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
+  let text = turnStatements.get(name);
+  if (text === undefined) turnStatements.set(name, (text = make()));
+  return { name, text };
+}
 
 export class PostgresWriter implements TurnWriter {
   /**
@@ -370,9 +386,7 @@ export class PostgresWriter implements TurnWriter {
     const batch = waiting.sort((a, b) => (a.w.conversation.id < b.w.conversation.id ? -1 : 1));
     const size = 2 ** Math.ceil(Math.log2(batch.length));
     const present = FOLLOWING.filter((t) => batch.some((p) => p.rows[t].length > 0));
-    const name = `${isNew ? 'batchNew' : 'batchTurn'}${size}:${FOLLOWING.map((t) => (present.includes(t) ? 1 : 0)).join('')}`;
-    let text = turnStatements.get(name);
-    if (text === undefined) turnStatements.set(name, (text = batchStatement(size, present, isNew)));
+    const { name, text } = turnStatementNamed(`${isNew ? 'batchNew' : 'batchTurn'}${size}`, present, () => batchStatement(size, present, isNew));
     const now = new Date().toISOString();
     const values: unknown[] = isNew ? [] : [now];
     // Up to a power of two, so that a handful of statements serve every batch: the rest match no row.
@@ -403,7 +417,6 @@ export class PostgresWriter implements TurnWriter {
         this.settle(
           p.w,
           {
-            n: version === null ? 0 : 1,
             version,
             watched_until: answer?.[`w${k}`] as string | null,
             current: answer?.[`cur${k}`] as ConversationTableRow | null,
@@ -422,9 +435,9 @@ export class PostgresWriter implements TurnWriter {
     const id = w.conversation.id;
     const kept = !w.isNew && w.readVersion !== undefined;
     const present = FOLLOWING.filter((t) => rows[t].length > 0);
-    const name = `${w.isNew ? 'insertTurn' : kept ? 'updateKeptTurn' : 'updateTurn'}:${FOLLOWING.map((t) => (rows[t].length ? 1 : 0)).join('')}`;
-    let text = turnStatements.get(name);
-    if (text === undefined) turnStatements.set(name, (text = turnStatement(w.isNew, present, kept)));
+    const { name, text } = turnStatementNamed(w.isNew ? 'insertTurn' : kept ? 'updateKeptTurn' : 'updateTurn', present, () =>
+      turnStatement(w.isNew, present, kept),
+    );
     const tables = present.map((t) => JSON.stringify(rows[t]));
     const row = JSON.stringify(w.conversation);
     const now = new Date().toISOString();
@@ -446,7 +459,7 @@ export class PostgresWriter implements TurnWriter {
   /** What a write's answer means for its caller and for the row kept of its conversation. */
   private settle(w: WriteRows, answer: Answer | undefined, now: string): void {
     const id = w.conversation.id;
-    if (answer?.n !== 1) {
+    if (!answer?.version) {
       if (!w.isNew && w.readVersion !== undefined) {
         this.kept.stale(id, { agent: answer?.current_agent ?? null, conversation: answer?.current ?? null });
         throw new StaleRead(id);
@@ -457,15 +470,13 @@ export class PostgresWriter implements TurnWriter {
     // The row as stored now (a write releases the lease it held, and one without leaves none live).
     // Not one an event stream follows: the stream's mark, renewed with each heartbeat, makes
     // another row version, which would refuse most next calls and cost each an engine run more.
-    if (answer.version && !(answer.watched_until && answer.watched_until >= now))
-      this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
+    if (!(answer.watched_until && answer.watched_until >= now)) this.kept.keep({ ...w.conversation, lease_id: null, lease_until: null }, answer.version);
     else this.kept.forget(id);
   }
 }
 
-/** A turn write's answer: `n` 1 when it applied, the new row's version, and for a refused kept write the current rows. */
+/** A turn write's answer: the new row's version (null: refused), and for a refused kept write the current rows. */
 type Answer = {
-  n: number;
   version: string | null;
   watched_until?: string | null;
   current?: ConversationTableRow | null;

@@ -442,7 +442,9 @@ const STAT_COLUMNS = [...STAT_KEY, ...STAT_COUNTERS];
 /** Adds a row of agent_stats to the one with its key (the same statement on both databases). */
 export const STAT_UPSERT_TAIL = `on conflict (${STAT_KEY.join(', ')}) do update set ${STAT_COUNTERS.map((c) => `${c} = agent_stats.${c} + excluded.${c}`).join(', ')}`;
 /** Adds a row of agent_closes to the one with its key. */
-export const CLOSE_UPSERT_TAIL = 'on conflict (tenant_id, agent_id, hour, version, measure, value) do update set n = agent_closes.n + excluded.n';
+/** The key of agent_closes: a write adds its count to the row of its key. */
+export const CLOSE_KEY = ['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value'];
+export const CLOSE_UPSERT_TAIL = `on conflict (${CLOSE_KEY.join(', ')}) do update set n = agent_closes.n + excluded.n`;
 /** Joins a finding to its open group (the same statement on both databases). */
 export const REVIEW_GROUP_UPSERT_TAIL = `on conflict (tenant_id, agent_id, open_key) do update set count = review_groups.count + excluded.count,
   last_seen_at = case when excluded.last_seen_at > review_groups.last_seen_at then excluded.last_seen_at else review_groups.last_seen_at end`;
@@ -457,7 +459,7 @@ export const COLUMNS = {
   webhook_deliveries: WEBHOOK_COLUMNS,
   idempotency_keys: IDEMPOTENCY_COLUMNS,
   agent_stats: STAT_COLUMNS,
-  agent_closes: ['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value', 'n'],
+  agent_closes: [...CLOSE_KEY, 'n'],
   review_groups: ['id', 'tenant_id', 'agent_id', 'reason', 'group_key', 'open_key', 'count', 'first_seen_at', 'last_seen_at', 'status'],
   review_occurrences: [
     'id',
