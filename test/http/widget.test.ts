@@ -162,6 +162,17 @@ eachDatabase('the web chat widget ($name)', (database) => {
     expect(c.body.user_id).toBe('u-42');
     // The same browser without the signature is another visitor: the user's conversation is not its.
     expect((await widget('get', `help-desk/conversations/${ok.body.conversation_id}`, { visitor: 3 })).status).toBe(404);
+    // The same user's conversation of the API is no web conversation: the widget can neither read nor continue it.
+    const viaApi = await request(f.app.app)
+      .post('/api/v1/agents/help-desk/converse')
+      .set(T)
+      .send({ message: 'billing problem', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } });
+    expect(viaApi.status).toBe(200);
+    expect((await widget('get', `help-desk/conversations/${viaApi.body.conversation_id}`, { visitor: 3 }).set('x-user-id', 'u-42').set('x-user-hash', sign('u-42'))).status).toBe(404);
+    const continued = await say('last', 3, viaApi.body.conversation_id).set('x-user-id', 'u-42').set('x-user-hash', sign('u-42'));
+    expect(continued.status).toBe(404);
+    const apiTurns = await request(f.app.app).get(`/api/v1/agents/help-desk/conversations/${viaApi.body.conversation_id}/history`).set(T);
+    expect(apiTurns.body.turns).toHaveLength(2);
     expect(identityVerified(IDENTITY, 'u-42', sign('u-42'))).toBe(true);
     expect(identityVerified(undefined, 'u-42', sign('u-42'))).toBe(false);
     expect(identityVerified(IDENTITY, 'u-42', sign('u-42').toUpperCase())).toBe(false);

@@ -174,7 +174,9 @@ export class WidgetService {
       body: { message: body.message, conversation_id: body.conversation_id, context: isNew || body.language ? context : undefined },
       userIdHeader: c.userId,
       requestId: c.requestId,
-      channel: isNew ? { kind: 'web', origin: c.origin, pageUrl: body.page_url ?? null } : undefined,
+      // Every turn names its channel: a continuing turn reaches only a web conversation (of this
+      // visitor, by the user id above), never the same user's conversation of the API or a channel.
+      channel: { kind: 'web', origin: c.origin, pageUrl: body.page_url ?? null },
       onDelta,
     });
   }
