@@ -263,6 +263,15 @@ eachDatabase('the web chat widget ($name)', (database) => {
 describe('publishable keys and the API (AUTH_MODE=api_key)', () => {
   eachDatabase('($name)', (database) => {
     const f = appFixture(database, { config: { authMode: 'api_key' } });
+    let admin = '';
+    const adminKey = async () => {
+      if (!admin) {
+        const { KeyService } = await import('../../server/src/service/keys.js');
+        const { systemClock } = await import('../../server/src/lib/clock.js');
+        admin = (await new KeyService(f.db, systemClock).create('acme', ['admin'], 'admin')).key;
+      }
+      return admin;
+    };
     it('opens no route of the API: lists, conversations and keys refuse it', async () => {
       const { KeyService } = await import('../../server/src/service/keys.js');
       const { systemClock } = await import('../../server/src/lib/clock.js');
@@ -272,6 +281,20 @@ describe('publishable keys and the API (AUTH_MODE=api_key)', () => {
         const r = await request(f.app.app).get(path).set(T).set('authorization', `Bearer ${pk}`);
         expect(r.status).toBe(401);
       }
+    });
+
+    it("answers 401, never 500, to a bearer that names a publishable key's id, before and after its revocation", async () => {
+      const made = await request(f.app.app)
+        .post('/api/v1/keys')
+        .set(T)
+        .set('authorization', `Bearer ${await adminKey()}`)
+        .send({ name: 'shop', widget: { agents: ['help-desk'], origins: [SHOP] } });
+      expect(made.status).toBe(201);
+      const bearer = `sbk_${(made.body as { id: string }).id.replaceAll('-', '')}_${'a'.repeat(43)}`;
+      const ask = () => request(f.app.app).get('/api/v1/agents').set(T).set('authorization', `Bearer ${bearer}`);
+      expect((await ask()).status).toBe(401);
+      await request(f.app.app).delete(`/api/v1/keys/${made.body.id}`).set(T).set('authorization', `Bearer ${await adminKey()}`).expect(204);
+      expect((await ask()).status).toBe(401);
     });
   });
 });

@@ -126,7 +126,8 @@ export class KeyService {
     if (!m) return null;
     const id = `${m[1].slice(0, 8)}-${m[1].slice(8, 12)}-${m[1].slice(12, 16)}-${m[1].slice(16, 20)}-${m[1].slice(20)}`;
     const row = await this.store.byId(id);
-    const expected = row ? Buffer.from(row.secret_hash, 'hex') : DECOY;
+    // A publishable key's row has no secret: it is compared like an unknown id, and refused.
+    const expected = row && !row.public_key ? Buffer.from(row.secret_hash, 'hex') : DECOY;
     const matches = timingSafeEqual(expected, hashOf(m[2]));
     if (!row || !matches || row.revoked_at || row.public_key) return null;
     return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes.split(',') as Scope[] };
