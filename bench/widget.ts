@@ -98,7 +98,13 @@ try {
   }
   // The widget's own route, streamed, from this process: what the server adds, apart from the browser.
   const streamed: number[] = [];
-  const wh = { origin: shop.origin, 'x-visitor-id': 'bench-visitor-0123456789abcdef', 'content-type': 'application/json', accept: 'text/event-stream' };
+  const minted = await fetch(`${server.base}/widget/v1/agents/bench/visitor?key=${made.key}`, {
+    method: 'POST',
+    headers: { origin: shop.origin, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  const { visitor_token: token } = (await minted.json()) as { visitor_token: string };
+  const wh = { origin: shop.origin, 'x-visitor-token': token, 'content-type': 'application/json', accept: 'text/event-stream' };
   let conversation: string | undefined;
   for (let i = 0; i < ROUNDS; i++) {
     const t = performance.now();

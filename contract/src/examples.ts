@@ -709,6 +709,15 @@ export const EXAMPLES = {
       languages: ['en', 'es'],
     },
   },
+  VisitorTokenNew: { summary: 'A first visit: no token held yet', value: {} },
+  VisitorTokenIssued: {
+    summary: "A new visitor's token",
+    value: {
+      visitor_token: 'v1.Q2hhdFZpc2l0b3IwMDAwMQ.1764064800.3qfVn2bXh8a1rT0kYw5cJp7LmN4sZ6dE9gH2iK_oUxA',
+      expires_at: '2026-11-25T10:00:00.000Z',
+      renewed: false,
+    },
+  },
   WidgetConverseStart: {
     summary: "A visitor's first message",
     value: { message: 'where is my order?', language: 'en', page_url: 'https://shop.example.com/orders' },
@@ -830,6 +839,7 @@ export const OPERATION_EXAMPLES: Record<string, { request?: ExampleName[]; respo
   listAgents: { response: ['AgentList'] },
   createKey: { request: ['KeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
   getWidget: { response: ['WidgetSettings'], problems: { 403: ['WidgetOriginRefused'] } },
+  widgetVisitor: { request: ['VisitorTokenNew'], response: ['VisitorTokenIssued'], problems: { 403: ['WidgetOriginRefused'] } },
   widgetConverse: {
     request: ['WidgetConverseStart'],
     response: ['ConverseAsked', 'ConverseDone'],
@@ -870,7 +880,7 @@ export const PARAMETER_EXAMPLES: Partial<Record<string, string | number>> = {
   'header:user-id': 'u-42',
   'header:idempotency-key': 'order-100001-check',
   'header:x-request-id': 'readme-conversation-1',
-  'header:x-visitor-id': 'readme-visitor-0000000001',
+  'header:x-visitor-token': 'v1.Q2hhdFZpc2l0b3IwMDAwMQ.1764064800.3qfVn2bXh8a1rT0kYw5cJp7LmN4sZ6dE9gH2iK_oUxA',
   'query:key': WIDGET_KEY,
   'query:user_id': 'u-42',
   'query:conversation_id': CONVERSATION,

@@ -40,7 +40,16 @@ import {
   TestSuite,
 } from './review.js';
 import { ChannelDeliveriesQuery, ChannelDelivery, ChannelInfo, ChannelKind, PatchChannel, PutChannel } from './channels.js';
-import { VisitorHeaders, WidgetConversation, WidgetConverseRequest, WidgetQuery, WidgetSettings, WidgetSettingsQuery } from './widget.js';
+import {
+  VisitorHeaders,
+  VisitorTokenRequest,
+  VisitorTokenResponse,
+  WidgetConversation,
+  WidgetConverseRequest,
+  WidgetQuery,
+  WidgetSettings,
+  WidgetSettingsQuery,
+} from './widget.js';
 
 export * from './agents.js';
 export * from './common.js';
@@ -677,6 +686,17 @@ export const widgetContract = c.router(
       responses: { 200: WidgetSettings },
       summary: 'How the widget presents an agent: title, greeting, colour, languages',
     },
+    widgetVisitor: {
+      method: 'POST',
+      path: '/agents/:slug/visitor',
+      pathParams: SlugParams,
+      query: WidgetQuery,
+      body: VisitorTokenRequest,
+      responses: { 200: VisitorTokenResponse },
+      summary: "A visitor token for this browser: a new visitor's, or the renewal of the one it holds",
+      description:
+        'The widget asks for one before its first request with a visitor, and renews it before it expires. New visitors are limited per client address and per key (docs/widget.md, "Limits").',
+    },
     widgetConverse: {
       method: 'POST',
       path: '/agents/:slug/converse',
@@ -722,6 +742,7 @@ export const widgetContract = c.router(
     pathPrefix: '/widget/v1',
     commonResponses: {
       400: widgetProblem('Invalid input (`validation_error`)'),
+      401: widgetProblem('A visitor token this service did not sign for the key, or one that has expired (`unauthorized`): ask POST …/visitor for another'),
       403: widgetProblem('The page is not on an origin the key allows, or the key does not name this agent (`forbidden`)'),
       404: widgetProblem('Unknown or revoked key, unknown agent, or a conversation this visitor did not start'),
       413: widgetProblem('Body over the size limit (`payload_too_large`)'),

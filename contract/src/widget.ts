@@ -1,7 +1,7 @@
 // The web chat widget's routes (/widget/v1): a page's script talks to one agent with a publishable
-// key (`?key=pk_…`, in the URL so that preflights name it too) and a visitor id of its own. They
-// answer only for the key's agents, on pages of the key's origins, and a conversation only to
-// the visitor who started it (docs/widget.md).
+// key (`?key=pk_…`, in the URL so that preflights name it too) and a visitor token the service
+// signed for it (POST /agents/:slug/visitor). They answer only for the key's agents, on pages of
+// the key's origins, and a conversation only to the visitor who started it (docs/widget.md).
 import { z } from 'zod';
 import { ConversationStatus, Option } from './converse.js';
 import { Timestamp } from './common.js';
@@ -13,11 +13,15 @@ export const WidgetQuery = z.object({
     .describe('The publishable key (public by design: it is in the page)'),
 });
 
+/** A visitor token as the service signs it: `v1.<visitor id>.<expiry, Unix seconds>.<signature>`. */
+export const VisitorToken = z
+  .string()
+  .regex(/^v1\.[A-Za-z0-9_-]{22}\.\d{10}\.[A-Za-z0-9_-]{43}$/, 'must be a visitor token of POST /widget/v1/agents/{slug}/visitor');
+
 export const VisitorHeaders = z.object({
-  'x-visitor-id': z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{22,64}$/, 'must be 22 to 64 characters of A-Z, a-z, 0-9, _ and -')
-    .describe("The browser's random id for its visitor; only it may continue or follow its conversations"),
+  'x-visitor-token': VisitorToken.describe(
+    'The visitor token the service signed for this browser (POST …/visitor): only its visitor may continue or follow its conversations',
+  ),
   'x-user-id': z.string().min(1).max(256).optional().describe("A signed-in user's id, taken only with a valid x-user-hash"),
   'x-user-hash': z
     .string()
@@ -74,3 +78,21 @@ export const WidgetConversation = z
   })
   .describe("A visitor's conversation as the widget shows it");
 export type WidgetConversation = z.infer<typeof WidgetConversation>;
+
+export const VisitorTokenRequest = z
+  .object({
+    visitor_token: z
+      .string()
+      .max(200)
+      .optional()
+      .describe('The token this browser holds, to renew for the same visitor (up to 30 days after it expired); omit, or an unusable one, for a new visitor'),
+  })
+  .describe('A visitor token asked for: a new visitor, or the renewal of one');
+
+export const VisitorTokenResponse = z
+  .object({
+    visitor_token: VisitorToken.describe('Send it as x-visitor-token on every other request of the widget'),
+    expires_at: Timestamp.describe('Renew it before then (a renewal keeps the visitor and its conversations)'),
+    renewed: z.boolean().describe('true: the same visitor as the token sent; false: a new visitor'),
+  })
+  .describe('A visitor token: bound to the key, signed by the service, expiring');

@@ -15,20 +15,14 @@ export interface App extends Services {
 
 export function createApp(config: Config, deps: AppDeps): App {
   const services = createServices(config, deps);
-  const { app, rateLimit } = createHttpApp(services, config);
+  const app = createHttpApp(services, config);
   return {
     ...services,
     app,
-    ready: async () => {
-      await rateLimit?.ready();
-    },
+    ready: () => services.limits.ready(),
     startBackground: async () => {
-      await rateLimit?.ready();
+      await services.limits.ready();
       await services.startBackground();
-    },
-    close: async (graceMs?: number) => {
-      await services.close(graceMs);
-      await rateLimit?.close();
     },
   };
 }

@@ -21,6 +21,22 @@ const EnvSchema = z.object({
   CONVERSATION_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(16),
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
   TRUST_TENANT_HEADER: Bool.default('false'),
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .default('false')
+    .transform((v, ctx) => {
+      const trust = trustProxy(v);
+      if (trust === null) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'false, a number of proxy hops (1: one load balancer), or a comma-separated list of addresses, subnets (10.0.0.0/8) and loopback, linklocal or uniquelocal',
+        });
+        return z.NEVER;
+      }
+      return trust;
+    }),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   LOG_FORMAT: z.enum(['json', 'pretty']).default('json'),
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
@@ -145,8 +161,14 @@ const EnvSchema = z.object({
   WIDGET_KEY_PER_MINUTE: z.coerce.number().int().min(1).default(3000),
   WIDGET_VISITOR_PER_MINUTE: z.coerce.number().int().min(1).default(30),
   WIDGET_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).default(120),
+  WIDGET_UNKNOWN_KEY_PER_MINUTE: z.coerce.number().int().min(1).default(20),
+  WIDGET_NEW_VISITORS_PER_ADDRESS_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  WIDGET_KEY_NEW_VISITORS_PER_MINUTE: z.coerce.number().int().min(1).default(600),
+  WIDGET_VISITOR_TOKEN_HOURS: z.coerce.number().int().min(1).max(720).default(24),
   WIDGET_NEW_CONVERSATIONS_PER_HOUR: z.coerce.number().int().min(1).default(20),
+  WIDGET_KEY_NEW_CONVERSATIONS_PER_HOUR: z.coerce.number().int().min(1).default(5000),
   WIDGET_STREAMS_PER_VISITOR: z.coerce.number().int().min(1).max(100).default(3),
+  WIDGET_STREAMS_PER_KEY: z.coerce.number().int().min(1).default(200),
   WIDGET_MAX_MESSAGE_CHARS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
   TENANT_RETENTION_DAYS: z
     .string()
@@ -296,6 +318,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     conversationCacheMb: e.CONVERSATION_CACHE_MB,
     authMode: e.AUTH_MODE,
     trustTenantHeader: e.TRUST_TENANT_HEADER,
+    /** The proxies whose X-Forwarded-For names the client (Express's `trust proxy`): hops, or addresses and subnets; false: none. */
+    trustProxy: e.TRUST_PROXY,
     logLevel: e.LOG_LEVEL,
     /** json: one JSON object per line; pretty: pino-pretty's human-readable lines. */
     logFormat: e.LOG_FORMAT,
@@ -351,7 +375,9 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     /** How long a request waits for a database connection before answering 503. */
     dbAcquireTimeoutMs: e.DB_ACQUIRE_TIMEOUT_MS,
     /** Per-tenant request rate (per second, 0: off) and extra burst; shared through Redis when REDIS_URL is set. */
-    rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST, ...(e.REDIS_URL ? { redisUrl: e.REDIS_URL } : {}) },
+    rateLimit: { rps: e.RATE_LIMIT_RPS, burst: e.RATE_LIMIT_BURST },
+    /** Where the rate limits of every surface share their budgets across replicas (service/limits.ts); unset: each process counts its own. */
+    redisUrl: e.REDIS_URL,
     maxTurnsPerConversation: e.MAX_TURNS_PER_CONVERSATION,
     maxContextBytes: e.MAX_CONTEXT_BYTES,
     /** Slots and action results a conversation may hold, as JSON. */
@@ -399,8 +425,14 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
       keyPerMinute: e.WIDGET_KEY_PER_MINUTE,
       visitorPerMinute: e.WIDGET_VISITOR_PER_MINUTE,
       addressPerMinute: e.WIDGET_ADDRESS_PER_MINUTE,
+      unknownKeyPerMinute: e.WIDGET_UNKNOWN_KEY_PER_MINUTE,
+      newVisitorsPerAddressPerHour: e.WIDGET_NEW_VISITORS_PER_ADDRESS_PER_HOUR,
+      keyNewVisitorsPerMinute: e.WIDGET_KEY_NEW_VISITORS_PER_MINUTE,
+      visitorTokenHours: e.WIDGET_VISITOR_TOKEN_HOURS,
       newConversationsPerHour: e.WIDGET_NEW_CONVERSATIONS_PER_HOUR,
+      keyNewConversationsPerHour: e.WIDGET_KEY_NEW_CONVERSATIONS_PER_HOUR,
       streamsPerVisitor: e.WIDGET_STREAMS_PER_VISITOR,
+      streamsPerKey: e.WIDGET_STREAMS_PER_KEY,
       maxMessageChars: Math.min(e.WIDGET_MAX_MESSAGE_CHARS, e.MAX_MESSAGE_CHARS),
     },
     /** Optional OpenAI-compatible provider for messages the embedded router cannot place. */
@@ -434,6 +466,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
     );
   }
   return deepFreeze({ ...fromEnv(e, env), ...overrides });
+}
+
+/**
+ * TRUST_PROXY as Express's `trust proxy` takes it: false, a number of hops, or a list of
+ * addresses, subnets and the names Express knows; null when it is none of these. `true` (trust
+ * any sender's X-Forwarded-For) is refused: any client could then choose its own address.
+ */
+function trustProxy(v: string): false | number | string[] | null {
+  if (v === '' || /^(false|0|no)$/i.test(v)) return false;
+  if (/^\d+$/.test(v)) return Number(v);
+  const parts = v.split(',').map((p) => p.trim());
+  const ok = (p: string) => {
+    if (p === 'loopback' || p === 'linklocal' || p === 'uniquelocal') return true;
+    const m = /^([^/]+)(?:\/(\d{1,3}))?$/.exec(p);
+    const family = m ? isIP(m[1]) : 0;
+    return family > 0 && (m?.[2] === undefined || Number(m[2]) <= (family === 4 ? 32 : 128));
+  };
+  return parts.length && parts.every(ok) ? parts : null;
 }
 
 /** True for addresses only this machine can reach: the header auth mode is safe only there. */

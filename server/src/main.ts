@@ -39,6 +39,12 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
       'PUBLIC_URL is not set: /openapi.json and /docs name whatever host a request gives (uncached, Vary: Host); set PUBLIC_URL to the address clients use',
     );
   }
+  if (config.publicUrl && config.trustProxy === false) {
+    logger.warn(
+      { public_url: config.publicUrl },
+      'PUBLIC_URL is set, so a proxy is likely in front, but TRUST_PROXY is not: every client behind that proxy shares the per-address limits of the widget and the webhooks; set TRUST_PROXY (docs/deployment.md)',
+    );
+  }
   if (await ensureDatabase(config.databaseUrl)) logger.info({ database: new URL(config.databaseUrl).pathname.slice(1) }, 'created the PostgreSQL database');
   const db = openDatabase(config.databaseUrl, {
     poolMax: config.dbPoolMax,

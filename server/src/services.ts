@@ -22,6 +22,7 @@ import { LifecycleService } from './service/lifecycle.js';
 import { Metrics } from './service/metrics.js';
 import { SecretService } from './service/secrets.js';
 import { WidgetService } from './service/widget.js';
+import { Limits } from './service/limits.js';
 import { Sweeper } from './service/sweeper.js';
 import { TrainingPool } from './service/training.js';
 import { WebhookLog } from './service/webhook-log.js';
@@ -80,6 +81,8 @@ export interface Services {
   evaluations: EvaluationService;
   releases: ReleaseService;
   streams: EventStreams;
+  /** The rate limits of every surface, shared across replicas through Redis when REDIS_URL is set. */
+  limits: Limits;
   /** The web chat widget's keys, visitors and limits. */
   widget: WidgetService;
   /** Messaging channels: their webhooks, queues and deliveries. */
@@ -100,6 +103,7 @@ export interface Services {
 export function createServices(config: Config, deps: ServiceDeps): Services {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  const limits = new Limits(config.redisUrl);
   const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs, chainKey: config.auditChainKey });
   const actions = new HttpActionRunner({
     allowedHosts: config.actionAllowedHosts,
@@ -215,7 +219,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
   const sweeper = new Sweeper(lifecycle, logger);
-  const widget = new WidgetService({ keys, agents, conversations, streams, secrets, logger }, config.widget);
+  const widget = new WidgetService({ keys, agents, conversations, streams, secrets, limits, clock, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
   const reviewStore = new ReviewStore(deps.db);
   const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
@@ -230,6 +234,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const releases = new ReleaseService({ agents, evaluations, store: new ReleaseStore(deps.db, config.auditChainKey), clock });
 
   return {
+    limits,
     widget,
     channels,
     agents,
@@ -269,6 +274,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       await webhooks.stop();
       await training.close();
       await store.eventLog.stopListening();
+      await limits.close();
     },
   };
 }

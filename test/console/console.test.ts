@@ -343,9 +343,15 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await accessible();
     await shot('install');
     // A visitor's conversation through that key shows its channel in the list, filtered by it.
+    const minted = await fetch(`${server.url}/widget/v1/agents/support/visitor?key=${key}`, {
+      method: 'POST',
+      headers: { origin: 'https://shop.example.com', 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const { visitor_token: token } = (await minted.json()) as { visitor_token: string };
     const visitor = await fetch(`${server.url}/widget/v1/agents/support/converse?key=${key}`, {
       method: 'POST',
-      headers: { origin: 'https://shop.example.com', 'x-visitor-id': 'console-test-visitor-0123456789', 'content-type': 'application/json' },
+      headers: { origin: 'https://shop.example.com', 'x-visitor-token': token, 'content-type': 'application/json' },
       body: JSON.stringify({ message: 'track my package', page_url: 'https://shop.example.com/orders' }),
     });
     expect(visitor.status).toBe(200);

@@ -19,10 +19,10 @@ describe('rate limits', () => {
     for (const a of apps) await a.close();
     for (const d of drops) await d();
   });
-  async function make(rateLimit: { rps: number; burst: number; redisUrl?: string }) {
+  async function make(rateLimit: { rps: number; burst: number }, redisUrl?: string) {
     const created = await sqlite.create();
     drops.push(created.drop);
-    const app = testApp(created.db, { rateLimit });
+    const app = testApp(created.db, { rateLimit, redisUrl });
     apps.push(app);
     await app.ready();
     return app;
@@ -49,8 +49,8 @@ describe('rate limits', () => {
 
   it.skipIf(!REDIS_URL)(`shares one budget between processes through Redis${REDIS_URL ? '' : ' (SKIPPED: set TEST_REDIS_URL)'}`, async () => {
     const tenant = `rl-${randomBytes(4).toString('hex')}`;
-    const a = await make({ rps: 3, burst: 0, redisUrl: REDIS_URL });
-    const b = await make({ rps: 3, burst: 0, redisUrl: REDIS_URL });
+    const a = await make({ rps: 3, burst: 0 }, REDIS_URL);
+    const b = await make({ rps: 3, burst: 0 }, REDIS_URL);
     const statuses = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
         request((i % 2 ? a : b).app)

@@ -8,7 +8,7 @@ import type { AgentDefinitionInput } from '@switchboard/contract';
 import { identityVerified } from '../../server/src/service/widget.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
-import { listen } from '../helpers/servers.js';
+import { listen, testConfig } from '../helpers/servers.js';
 import { openSse } from '../helpers/sse.js';
 
 warnIfPostgresSkipped();
@@ -37,14 +37,21 @@ const helpDesk: AgentDefinitionInput = {
   ],
 };
 
-const visitor = (n: number) => `visitor-${String(n).padStart(3, '0')}-abcdefghijklmnopqrstuvwxyz`;
-
 eachDatabase('the web chat widget ($name)', (database) => {
   const f = appFixture(database, {
     agents: { 'help-desk': helpDesk, other: { ...helpDesk, name: 'Other' } },
     config: () => ({
       secrets: { WIDGET_IDENTITY_SECRET: { value: IDENTITY, tenants: ['acme'] } },
-      widget: { keyPerMinute: 1000, visitorPerMinute: 1000, addressPerMinute: 1000, newConversationsPerHour: 3, streamsPerVisitor: 1, maxMessageChars: 200 },
+      widget: {
+        ...testConfig().widget,
+        keyPerMinute: 1000,
+        visitorPerMinute: 1000,
+        addressPerMinute: 1000,
+        newVisitorsPerAddressPerHour: 1000,
+        newConversationsPerHour: 3,
+        streamsPerVisitor: 1,
+        maxMessageChars: 200,
+      },
     }),
   });
   let key = '';
@@ -56,12 +63,20 @@ eachDatabase('the web chat widget ($name)', (database) => {
       .send({ name: 'shop', widget: { agents: ['help-desk'], origins: ['https://Shop.Example.com'] } });
     expect(made.status).toBe(201);
     ({ key, id: keyId } = made.body as { key: string; id: string });
+    for (let n = 1; n <= 12; n++) {
+      const minted = await request(f.app.app).post(`/widget/v1/agents/help-desk/visitor?key=${key}`).set('origin', SHOP).send({});
+      expect(minted.status).toBe(200);
+      tokens.set(n, (minted.body as { visitor_token: string }).visitor_token);
+    }
   });
+  /** Visitor n's token, as the service signed it for this key. */
+  const tokens = new Map<number, string>();
+  const visitor = (n: number) => tokens.get(n)!;
 
   const widget = (method: 'get' | 'post' | 'options', path: string, opts: { origin?: string | null; visitor?: number; k?: string } = {}) => {
     const r = request(f.app.app)[method](`/widget/v1/agents/${path}${path.includes('?') ? '&' : '?'}key=${opts.k ?? key}`);
     if (opts.origin !== null) r.set('origin', opts.origin ?? SHOP);
-    if (opts.visitor !== undefined) r.set('x-visitor-id', visitor(opts.visitor));
+    if (opts.visitor !== undefined) r.set('x-visitor-token', visitor(opts.visitor));
     return r;
   };
   const say = (message: string, v: number, conversationId?: string, extra: object = {}) =>
@@ -86,10 +101,10 @@ eachDatabase('the web chat widget ($name)', (database) => {
   it('answers CORS exactly: a preflight of an allowed origin is granted, any other gets no grant', async () => {
     const ok = await widget('options', 'help-desk/converse')
       .set('access-control-request-method', 'POST')
-      .set('access-control-request-headers', 'content-type, x-visitor-id');
+      .set('access-control-request-headers', 'content-type, x-visitor-token');
     expect(ok.status).toBe(204);
     expect(ok.headers['access-control-allow-origin']).toBe(SHOP);
-    expect(ok.headers['access-control-allow-headers']).toContain('x-visitor-id');
+    expect(ok.headers['access-control-allow-headers']).toContain('x-visitor-token');
     const other = await widget('options', 'help-desk/converse', { origin: 'https://evil.example' }).set('access-control-request-method', 'POST');
     expect(other.status).toBe(403);
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
@@ -122,7 +137,7 @@ eachDatabase('the web chat widget ($name)', (database) => {
     expect((await say('last', 2, id)).status).toBe(404);
     expect((await widget('get', `help-desk/conversations/${id}`, { visitor: 2 })).status).toBe(404);
     expect((await widget('get', `help-desk/conversations/${id}/events`, { visitor: 2 })).status).toBe(404);
-    expect((await widget('get', `help-desk/conversations/${id}`)).status).toBe(400); // no visitor id at all
+    expect((await widget('get', `help-desk/conversations/${id}`)).status).toBe(400); // no visitor token at all
 
     const mine = await widget('get', `help-desk/conversations/${id}`, { visitor: 1 });
     expect(mine.status).toBe(200);
@@ -168,7 +183,10 @@ eachDatabase('the web chat widget ($name)', (database) => {
       .set(T)
       .send({ message: 'billing problem', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } });
     expect(viaApi.status).toBe(200);
-    expect((await widget('get', `help-desk/conversations/${viaApi.body.conversation_id}`, { visitor: 3 }).set('x-user-id', 'u-42').set('x-user-hash', sign('u-42'))).status).toBe(404);
+    expect(
+      (await widget('get', `help-desk/conversations/${viaApi.body.conversation_id}`, { visitor: 3 }).set('x-user-id', 'u-42').set('x-user-hash', sign('u-42')))
+        .status,
+    ).toBe(404);
     const continued = await say('last', 3, viaApi.body.conversation_id).set('x-user-id', 'u-42').set('x-user-hash', sign('u-42'));
     expect(continued.status).toBe(404);
     const apiTurns = await request(f.app.app).get(`/api/v1/agents/help-desk/conversations/${viaApi.body.conversation_id}/history`).set(T);
@@ -188,7 +206,7 @@ eachDatabase('the web chat widget ($name)', (database) => {
     const server = await listen(f.app);
     let stream: Awaited<ReturnType<typeof openSse>> | undefined;
     try {
-      const headers = { origin: SHOP, 'x-visitor-id': visitor(4), accept: 'text/event-stream' };
+      const headers = { origin: SHOP, 'x-visitor-token': visitor(4), accept: 'text/event-stream' };
       stream = await openSse(`${server.url}/widget/v1/agents/help-desk/conversations/${id}/events?key=${key}`, headers);
       expect(stream.status).toBe(200);
       const second = await fetch(`${server.url}/widget/v1/agents/help-desk/conversations/${id}/events?key=${key}`, { headers });
@@ -293,7 +311,11 @@ describe('publishable keys and the API (AUTH_MODE=api_key)', () => {
       const bearer = `sbk_${(made.body as { id: string }).id.replaceAll('-', '')}_${'a'.repeat(43)}`;
       const ask = () => request(f.app.app).get('/api/v1/agents').set(T).set('authorization', `Bearer ${bearer}`);
       expect((await ask()).status).toBe(401);
-      await request(f.app.app).delete(`/api/v1/keys/${made.body.id}`).set(T).set('authorization', `Bearer ${await adminKey()}`).expect(204);
+      await request(f.app.app)
+        .delete(`/api/v1/keys/${made.body.id}`)
+        .set(T)
+        .set('authorization', `Bearer ${await adminKey()}`)
+        .expect(204);
       expect((await ask()).status).toBe(401);
     });
   });

@@ -262,6 +262,7 @@ eachDatabase('migrations on $name', (database) => {
         '021_lighter_postgres_turns',
         '022_partitioned_history',
         '023_hot_turn_updates',
+        '024_service_secrets',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

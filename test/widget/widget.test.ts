@@ -276,6 +276,41 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     await p.close();
   });
 
+  it('asks the service for a visitor token, keeps it, and asks again for one the service refuses', async () => {
+    const p = await context.newPage();
+    await p.goto(shop.origin);
+    await p.evaluate(() => localStorage.clear());
+    await p.reload();
+    const minted: string[] = [];
+    p.on('request', (r) => {
+      if (r.method() === 'POST' && /\/visitor\?/.test(r.url())) minted.push(r.postData() ?? '');
+    });
+    await widget(p).getByRole('button', { name: 'Open chat' }).click();
+    await send('where is my order?', p);
+    await expect.poll(() => messages(p).last().textContent()).toBe('What is your order number?');
+    expect(minted).toEqual(['{}']);
+    const kept = (await p.evaluate(() => Object.entries(localStorage).map(([, v]) => JSON.parse(v as string) as Record<string, string>)))[0];
+    expect(kept.token).toMatch(/^v1\./);
+    // A token the service no longer takes (a forged one, kept far from expiry): refused once, then renewed, and the message goes.
+    await p.evaluate(() => {
+      for (const [k, v] of Object.entries(localStorage)) {
+        const s = JSON.parse(v as string);
+        localStorage.setItem(
+          k,
+          JSON.stringify({ ...s, token: `v1.${'A'.repeat(22)}.9999999999.${'B'.repeat(43)}`, tokenExpires: '99999999999999', conversation: undefined }),
+        );
+      }
+    });
+    await p.reload();
+    await widget(p).getByRole('button', { name: 'Open chat' }).click();
+    await send('where is my order?', p);
+    await expect.poll(() => messages(p).last().textContent()).toBe('What is your order number?');
+    expect(minted).toHaveLength(2);
+    expect(JSON.parse(minted[1])).toEqual({ visitor_token: `v1.${'A'.repeat(22)}.9999999999.${'B'.repeat(43)}` });
+    expect(problems).toEqual([]);
+    await p.close();
+  });
+
   it('follows the visitor’s dark mode and a right-to-left language, and another tab’s conversation', async () => {
     const p = await context.newPage();
     await p.emulateMedia({ colorScheme: 'dark' });

@@ -53,15 +53,6 @@ class HttpError extends Error {
 const RTL = new Set(['ar', 'he', 'fa', 'ur', 'ps', 'yi', 'dv', 'ku', 'sd', 'ug']);
 const URL_IN_TEXT = /\bhttps?:\/\/[^\s<>"']+[^\s<>"'.,;:!?)\]]/g;
 
-/** A random id for the visitor: 24 bytes, base64url. */
-function randomId(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(24));
-  return btoa(String.fromCharCode(...bytes))
-    .replace(/\+/g, '-')
-    .replace(/\//g, '_')
-    .replace(/=+$/, '');
-}
-
 /** Storage that outlives a reload when the browser allows it, and memory when it does not (a sandboxed frame). */
 function store(name: string) {
   const memory = new Map<string, string>();
@@ -117,15 +108,9 @@ export function mount(o: WidgetOptions): WidgetHandle {
   const server = o.server.replace(/\/+$/, '');
   const language = o.language ?? navigator.language;
   const saved = store(`switchboard-widget:${server}:${o.agent}:${o.userId ?? ''}`);
-  /** The visitor's id as this browser keeps it (made when there is none: a first visit, or storage cleared in another tab). */
-  const visitorId = () => {
-    const s = saved.get();
-    if (!s.visitor) saved.set({ ...s, visitor: randomId() });
-    return saved.get().visitor;
-  };
   const base = `${server}/widget/v1/agents/${encodeURIComponent(o.agent)}`;
   const q = `key=${encodeURIComponent(o.key)}`;
-  const headers: Record<string, string> = { 'x-visitor-id': visitorId() };
+  const headers: Record<string, string> = {};
   if (o.userId) headers['x-user-id'] = o.userId;
   if (o.userHash) headers['x-user-hash'] = o.userHash;
 
@@ -278,18 +263,60 @@ export function mount(o: WidgetOptions): WidgetHandle {
     shown.set(t.index, bubble(t.role, t.message, t.author));
   }
 
-  /** A request of the widget's routes; `visitor: false` sends no header of its own, so that it needs no preflight. */
-  async function call(url: string, init: RequestInit, signal?: AbortSignal, visitor = true): Promise<Response> {
-    const res = await fetch(url, {
-      ...init,
-      signal,
-      headers: { ...(visitor ? headers : {}), ...(init.headers as Record<string, string>) },
-      credentials: 'omit',
-    });
-    if (res.ok) return res;
+  /**
+   * The visitor's token as this browser keeps it, asked of the service on a first visit and
+   * renewed (the same visitor) when less than an hour of it is left, or at once after the service
+   * refused it (`stale`). One request at a time, whatever asks.
+   */
+  let minting: Promise<string> | null = null;
+  function visitorToken(stale?: string): Promise<string> {
+    const s = saved.get();
+    if (s.token && s.token !== stale && Number(s.tokenExpires) - Date.now() > 3600_000) return Promise.resolve(s.token);
+    minting ??= (async () => {
+      try {
+        const res = await fetch(`${base}/visitor?${q}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(s.token ? { visitor_token: s.token } : {}),
+          credentials: 'omit',
+        });
+        if (!res.ok) throw await httpError(res);
+        const v = (await res.json()) as { visitor_token: string; expires_at: string };
+        saved.set({ ...saved.get(), token: v.visitor_token, tokenExpires: String(Date.parse(v.expires_at)) });
+        return v.visitor_token;
+      } finally {
+        minting = null;
+      }
+    })();
+    return minting;
+  }
+
+  async function httpError(res: Response): Promise<HttpError> {
     const problem = (await res.json().catch(() => ({}))) as Problem;
     const after = Number(res.headers.get('retry-after'));
-    throw new HttpError(res.status, problem, Number.isFinite(after) && after > 0 ? after : null);
+    return new HttpError(res.status, problem, Number.isFinite(after) && after > 0 ? after : null);
+  }
+
+  /**
+   * A request of the widget's routes with the visitor's token (asked again once if the service
+   * refuses it); `visitor: false` sends no header of its own, so that it needs no preflight.
+   */
+  async function call(url: string, init: RequestInit, signal?: AbortSignal, visitor = true): Promise<Response> {
+    for (let stale: string | undefined, tries = 0; ; tries++) {
+      const token = visitor ? await visitorToken(stale) : undefined;
+      const res = await fetch(url, {
+        ...init,
+        signal,
+        headers: { ...(token ? { ...headers, 'x-visitor-token': token } : {}), ...(init.headers as Record<string, string>) },
+        credentials: 'omit',
+      });
+      if (res.ok) return res;
+      if (res.status === 401 && token && tries === 0) {
+        stale = token;
+        continue;
+      }
+      throw await httpError(res);
+    }
   }
 
   /** What the visitor reads for a failure, and whether (and when) to try again by itself. */
@@ -542,8 +569,7 @@ export function mount(o: WidgetOptions): WidgetHandle {
     'storage',
     (e) => {
       if (e.key !== null && !e.key.startsWith('switchboard-widget:')) return;
-      // The visitor may have changed too (storage cleared in another tab).
-      headers['x-visitor-id'] = visitorId();
+      // The visitor may have changed too (storage cleared in another tab): the next call reads its token anew.
       const id = saved.get().conversation ?? null;
       if (id !== conversationId && started) {
         log.replaceChildren();

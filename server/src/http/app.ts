@@ -15,29 +15,26 @@ import { depthLimit, refuseContentEncoding, refuseHostileInput, yamlBody } from 
 import { isAgentPut, JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
 import { getOpenApi } from './openapi.js';
 import { errorHandler, validationProblems } from './problem.js';
-import { tenantRateLimit, type TenantRateLimit } from './rate-limit.js';
+import { tenantRateLimit } from './rate-limit.js';
 import { recordRoute, requestLog, requestMetrics } from './request-log.js';
 import { requestId } from './request-id.js';
 import { createRouter } from './routes.js';
 import { widgetCors, widgetScriptRouter } from './widget.js';
 import { hooksRouter } from './hooks.js';
-import { requestOrigin } from './origin.js';
+import { requestOrigin, untrustedForwarding } from './origin.js';
 import { requireTenant } from './tenant.js';
 
-export interface HttpApp {
-  app: Express;
-  /** The per-tenant rate limit (null when off): its Redis connection is the app's own. */
-  rateLimit: TenantRateLimit | null;
-}
-
-export function createHttpApp(services: Services, config: Config): HttpApp {
-  const rateLimit = tenantRateLimit(config.rateLimit);
+export function createHttpApp(services: Services, config: Config): Express {
+  const rateLimit = tenantRateLimit(config.rateLimit, services.limits);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // The client's address (req.ip) as the trusted proxies name it; without TRUST_PROXY, the peer's.
+  app.set('trust proxy', config.trustProxy);
 
   app.use(requestId());
+  if (config.trustProxy === false) app.use(untrustedForwarding(services.logger));
   // While draining, every answer asks its client to reconnect, so keep-alive connections move to
   // another replica instead of sending more requests to this one.
   app.use((_req, res, next) => {
@@ -45,7 +42,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     next();
   });
   // The widget's preflights are answered before anything reads a body (widget.ts).
-  app.use('/widget/v1', widgetCors(services.keys));
+  app.use('/widget/v1', widgetCors(services.widget));
   app.use(requestMetrics(services.metrics));
   app.use(requestLog({ logger: services.logger }));
   // Channel webhooks read their raw bodies before any other parser (hooks.ts).
@@ -64,7 +61,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
       recordRoute as never,
       ...(config.authMode === 'api_key' ? [apiKeyAuth(services.keys) as never] : []),
       ...(rateLimit
-        ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit.middleware(req, res, next) : next())) as never]
+        ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit(req, res, next) : next())) as never]
         : []),
     ],
     responseValidation: false,
@@ -140,7 +137,7 @@ export function createHttpApp(services: Services, config: Config): HttpApp {
     next(new NotFoundError('not_found', `No route ${req.method} ${req.path}`));
   });
   app.use(errorHandler(services.logger));
-  return { app, rateLimit };
+  return app;
 }
 
 /** Every route of a ts-rest contract, nested routers walked. */

@@ -106,7 +106,7 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
   { name: 'Operations', description: 'Liveness, readiness and metrics', routes: ['healthz', 'readyz', 'metrics'] },
   {
     name: 'Web chat widget',
-    description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor id of its own (docs/widget.md)',
+    description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor token the service signed for the browser (docs/widget.md)',
     routes: ['getWidget', 'widgetConverse', 'getWidgetConversation', 'widgetEvents'],
   },
 ];

@@ -3,6 +3,7 @@ import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
 import { sameText } from '../lib/same-text.js';
 import { requestOrigin } from './origin.js';
+import { clientAddress } from './widget.js';
 import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';
@@ -28,16 +29,16 @@ function widgetRequest(
   res: Response,
   slug: string,
   key: string,
-  h: { 'x-visitor-id'?: string; 'x-user-id'?: string; 'x-user-hash'?: string },
+  h: { 'x-visitor-token'?: string; 'x-user-id'?: string; 'x-user-hash'?: string },
 ): WidgetRequest {
   return {
     key,
     slug,
     origin: req.headers.origin,
-    visitorId: h['x-visitor-id'],
+    visitorToken: h['x-visitor-token'],
     userIdClaim: h['x-user-id'],
     userHash: h['x-user-hash'],
-    address: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+    address: clientAddress(req),
     requestId: requestId(res),
     known: res.locals.widgetKey,
   };
@@ -238,6 +239,10 @@ export function createRouter(
         const { key } = await widget.admit(widgetRequest(req, res, params.slug, query.key, {}));
         return { status: 200, body: await widget.settings(key, params.slug, query.language) };
       },
+      widgetVisitor: async ({ params, query, body, req, res }) => ({
+        status: 200,
+        body: await widget.visitorToken(widgetRequest(req, res, params.slug, query.key, {}), body.visitor_token),
+      }),
       widgetConverse: async ({ params, query, headers, body, req, res }) => {
         const caller = await widget.caller(widgetRequest(req, res, params.slug, query.key, headers));
         if (!wantsStream(req)) return { status: 200, body: await widget.converse(caller, params.slug, body) };

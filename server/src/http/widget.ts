@@ -13,13 +13,13 @@ import { fileURLToPath } from 'node:url';
 import compression from 'compression';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { NotFoundError } from '../errors.js';
-import type { KeyService } from '../service/keys.js';
+import type { WidgetService } from '../service/widget.js';
 
 const KEY = /^pk_[0-9a-f]{32}$/;
-const ALLOWED_HEADERS = 'content-type, accept, x-visitor-id, x-user-id, x-user-hash, last-event-id, x-request-id';
+const ALLOWED_HEADERS = 'content-type, accept, x-visitor-token, x-user-id, x-user-hash, last-event-id, x-request-id';
 
 /** CORS for the widget's routes: the key in `?key=` decides which origin may read the answer. */
-export function widgetCors(keys: Pick<KeyService, 'publishable'>) {
+export function widgetCors(widget: Pick<WidgetService, 'key'>) {
   return async (req: Request, res: Response, next: NextFunction) => {
     const origin = req.headers.origin;
     res.vary('Origin');
@@ -29,7 +29,7 @@ export function widgetCors(keys: Pick<KeyService, 'publishable'>) {
     }
     try {
       const presented = typeof req.query.key === 'string' && KEY.test(req.query.key) ? req.query.key : null;
-      const key = presented ? await keys.publishable(presented) : null;
+      const key = presented ? await widget.key(presented, clientAddress(req)) : null;
       if (presented) res.locals.widgetKey = { presented, key };
       const allowed = !!key && key.origins.includes(origin.toLowerCase());
       if (allowed) {
@@ -56,6 +56,9 @@ export function widgetCors(keys: Pick<KeyService, 'publishable'>) {
     }
   };
 }
+
+/** The client's address: the peer's, or as the proxies TRUST_PROXY names say (Express's req.ip). */
+export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 const DEFAULT_FILE = fileURLToPath(new URL('../../../widget/dist/v1.js', import.meta.url));
 

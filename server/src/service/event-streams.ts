@@ -17,6 +17,11 @@ export interface EventStreams {
     createdAt?: string;
     lastEventId: string | null;
     keyId: string | null;
+    /**
+     * A count of its own for the stream instead of the tenant's (the widget's streams count per
+     * publishable key), so that one kind of stream never fills the tenant's SSE_MAX_PER_TENANT.
+     */
+    pool?: { name: string; limit: number; what: string };
     signal: AbortSignal;
   }): Promise<PassThrough>;
   /** Ends the streams opened with these keys (revoked). */
@@ -54,7 +59,8 @@ const before = (a: EventPosition, b: EventPosition) => a.row < b.row || (a.row =
 
 export function eventStreams(events: EventLog, opts: EventStreamOptions): EventStreams {
   const byConversation = new Map<string, { tenantId: string; createdAt?: string; subs: Set<Subscriber>; pumping: boolean; again: boolean }>();
-  const perTenant = new Map<string, number>();
+  /** Open streams per tenant (`tenant:<id>`) or per pool of their own (`pool:<name>`). */
+  const counts = new Map<string, number>();
   let size = 0;
 
   // One reader per conversation at a time; a notification during a read asks for one more pass.
@@ -129,13 +135,15 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
   heartbeat.unref();
 
   const api: EventStreams = {
-    async open({ tenantId, conversationId, createdAt, lastEventId, keyId, signal }) {
+    async open({ tenantId, conversationId, createdAt, lastEventId, keyId, pool, signal }) {
       // Marked before anything is read: a write after the mark announces its events, one before it is there to read.
       await events.watch(tenantId, [conversationId], watchedUntil());
       const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId, createdAt);
       // Checked after the read, so that nothing between the check and the count can interleave.
       const group = byConversation.get(conversationId);
-      if ((perTenant.get(tenantId) ?? 0) >= opts.perTenant) throw new TooManyStreamsError('for this tenant', opts.perTenant);
+      const counted = pool ? `pool:${pool.name}` : `tenant:${tenantId}`;
+      const limit = pool ? pool.limit : opts.perTenant;
+      if ((counts.get(counted) ?? 0) >= limit) throw new TooManyStreamsError(pool ? pool.what : 'for this tenant', limit);
       if (group && group.subs.size >= opts.perConversation) throw new TooManyStreamsError('on this conversation', opts.perConversation);
       const stream = new PassThrough();
       let closed = false;
@@ -148,9 +156,9 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
           if (closed) return;
           closed = true;
           size--;
-          const n = (perTenant.get(tenantId) ?? 1) - 1;
-          if (n > 0) perTenant.set(tenantId, n);
-          else perTenant.delete(tenantId);
+          const n = (counts.get(counted) ?? 1) - 1;
+          if (n > 0) counts.set(counted, n);
+          else counts.delete(counted);
           const g = byConversation.get(conversationId);
           g?.subs.delete(sub);
           if (g && !g.subs.size) byConversation.delete(conversationId);
@@ -161,7 +169,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
       byConversation.set(conversationId, g);
       g.subs.add(sub);
       size++;
-      perTenant.set(tenantId, (perTenant.get(tenantId) ?? 0) + 1);
+      counts.set(counted, (counts.get(counted) ?? 0) + 1);
       if (signal.aborted) sub.close();
       else signal.addEventListener('abort', sub.close, { once: true });
       stream.write('retry: 2000\n\n');

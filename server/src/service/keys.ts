@@ -49,6 +49,7 @@ const toApi = (r: ApiKeyTableRow): ApiKey => ({
 
 export class KeyService {
   private readonly store: KeyStore;
+  private readonly serviceSecrets = new Map<string, Promise<Buffer>>();
 
   constructor(
     db: Database,
@@ -95,6 +96,20 @@ export class KeyService {
     };
     await this.store.insert(row);
     return { ...toApi(row), key };
+  }
+
+  /**
+   * The service's own 32-byte secret `name`, the same on every replica (store/migrations/024):
+   * read once per process; a failed read is tried again by the next caller.
+   */
+  serviceSecret(name: string): Promise<Buffer> {
+    let secret = this.serviceSecrets.get(name);
+    if (!secret) {
+      secret = this.store.serviceSecret(name, randomBytes(32).toString('base64url'), iso(this.clock.now())).then((s) => Buffer.from(s, 'base64url'));
+      secret.catch(() => this.serviceSecrets.delete(name));
+      this.serviceSecrets.set(name, secret);
+    }
+    return secret;
   }
 
   /** The publishable key's tenant, agents and origins; null for a malformed, unknown or revoked one. */

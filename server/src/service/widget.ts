@@ -1,33 +1,51 @@
 // The web chat widget's side of the service: which publishable key, page and visitor a request
 // comes from, and what they may do. A key names its tenant, agents and origins; a visitor is the
-// browser's random id (kept as a hash) or, when the site's server signed it, the site's user id;
-// a conversation answers only to the visitor who started it. Every limit assumes the key is in
-// hostile hands, since it is public: per key, per visitor and per address rates, new
-// conversations per visitor per hour, open event streams per visitor.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+// random id inside a visitor token this service signed for the browser (bound to the key,
+// expiring, renewed), or, when the site's server signed it, the site's user id; a conversation
+// answers only to the visitor who started it. Every limit assumes the key is in hostile hands,
+// since it is public: new visitors per address and per key, per key, per visitor and per address
+// rates, new conversations per visitor and per key each hour, open event streams per visitor and
+// per key.
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { PassThrough } from 'node:stream';
 import type { ConverseResponse, LocalizedText, WidgetConversation, WidgetSettings } from '@switchboard/contract';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import { ForbiddenError, InputError, NotFoundError, RateLimitedError } from '../errors.js';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { AppError, ForbiddenError, InputError, NotFoundError, RateLimitedError } from '../errors.js';
+import { iso, type Clock } from '../lib/clock.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
 import type { EventStreams } from './event-streams.js';
 import type { KeyService, PublishableKey } from './keys.js';
+import { mustHaveRoom, spend, spendQuietly, type Limits } from './limits.js';
 import type { SecretService } from './secrets.js';
 
 /** The tenant secret (or operator secret granted to the tenant) that signs its users' ids. */
 const IDENTITY_SECRET = 'WIDGET_IDENTITY_SECRET';
+/** The service's own secret that signs visitor tokens (KeyService.serviceSecret). */
+const TOKEN_SECRET = 'widget-visitor-tokens';
+/** How long after its expiry a visitor token may still be renewed for the same visitor. */
+const RENEW_DAYS = 30;
+const TOKEN = /^v1\.([A-Za-z0-9_-]{22})\.(\d{10})\.([A-Za-z0-9_-]{43})$/;
 
 export interface WidgetLimits {
   /** Requests a minute, per publishable key, per visitor and per client address. */
   keyPerMinute: number;
   visitorPerMinute: number;
   addressPerMinute: number;
-  /** Conversations one visitor may start in an hour. */
+  /** Requests a minute from one client address that name no live publishable key. */
+  unknownKeyPerMinute: number;
+  /** New visitors (visitor tokens not renewed) one client address may get in an hour, and one key in a minute. */
+  newVisitorsPerAddressPerHour: number;
+  keyNewVisitorsPerMinute: number;
+  /** How long a visitor token is good for, in hours, before it must be renewed. */
+  visitorTokenHours: number;
+  /** Conversations one visitor, and all visitors of one key, may start in an hour. */
   newConversationsPerHour: number;
-  /** Event streams one visitor may hold open in one process. */
+  keyNewConversationsPerHour: number;
+  /** Event streams one visitor, and all visitors of one key, may hold open in one process. */
   streamsPerVisitor: number;
+  streamsPerKey: number;
   /** The longest message a visitor may send, in characters. */
   maxMessageChars: number;
 }
@@ -46,7 +64,7 @@ export interface WidgetRequest {
   key: string;
   origin: string | undefined;
   slug: string;
-  visitorId?: string;
+  visitorToken?: string;
   userIdClaim?: string;
   userHash?: string;
   address: string;
@@ -56,6 +74,33 @@ export interface WidgetRequest {
 }
 
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+
+/** The `user_id` of an anonymous visitor's conversations: a hash, so that the token's id is not shown to operators. */
+const anonymousId = (key: PublishableKey, visitorId: string) => `anonymous:${sha256(`${key.tenantId}\n${visitorId}`).slice(0, 32)}`;
+
+const tokenMac = (secret: Buffer, keyId: string, visitorId: string, expires: number) =>
+  createHmac('sha256', secret).update(`widget-visitor\n${keyId}\n${visitorId}\n${expires}`).digest();
+
+function signToken(secret: Buffer, keyId: string, visitorId: string, expires: number): string {
+  return `v1.${visitorId}.${expires}.${tokenMac(secret, keyId, visitorId, expires).toString('base64url')}`;
+}
+
+/** The visitor and expiry of a token this service signed for `keyId`; null for any other string. */
+function readToken(secret: Buffer, keyId: string, token: string): { visitorId: string; expiresMs: number } | null {
+  const m = TOKEN.exec(token);
+  if (!m) return null;
+  const mac = Buffer.from(m[3], 'base64url');
+  const expected = tokenMac(secret, keyId, m[1], Number(m[2]));
+  if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) return null;
+  return { visitorId: m[1], expiresMs: Number(m[2]) * 1000 };
+}
+
+/** 401 for a visitor token that is not this key's, or has expired: the widget asks for another and tries again. */
+class VisitorTokenError extends AppError {
+  constructor(message: string) {
+    super(401, 'unauthorized', message);
+  }
+}
 
 /** The text of a greeting in `language` (or its base language), else the first one written. */
 function localized(text: LocalizedText | undefined, language: string | undefined): string | null {
@@ -79,7 +124,11 @@ export class WidgetService {
   private readonly perKey: RateLimiterAbstract;
   private readonly perVisitor: RateLimiterAbstract;
   private readonly perAddress: RateLimiterAbstract;
+  private readonly unknownKeys: RateLimiterAbstract;
+  private readonly addressNewVisitors: RateLimiterAbstract;
+  private readonly keyNewVisitors: RateLimiterAbstract;
   private readonly newConversations: RateLimiterAbstract;
+  private readonly keyNewConversations: RateLimiterAbstract;
   private readonly openStreams = new Map<string, number>();
 
   constructor(
@@ -89,17 +138,34 @@ export class WidgetService {
       conversations: ConversationService;
       streams: EventStreams;
       secrets: Pick<SecretService, 'forTenant'>;
+      limits: Limits;
+      clock: Clock;
       logger: Logger;
     },
     readonly limits: WidgetLimits,
   ) {
-    // Counted in each process (N replicas allow N times as much): a bound on what one key,
-    // visitor or address can make one process do, which is what protects the other tenants.
-    const limiter = (prefix: string, points: number, duration: number) => new RateLimiterMemory({ keyPrefix: prefix, points, duration });
-    this.perKey = limiter('sb:widget:key', limits.keyPerMinute, 60);
-    this.perVisitor = limiter('sb:widget:visitor', limits.visitorPerMinute, 60);
-    this.perAddress = limiter('sb:widget:address', limits.addressPerMinute, 60);
-    this.newConversations = limiter('sb:widget:new', limits.newConversationsPerHour, 3600);
+    // Shared by every replica through Redis when REDIS_URL is set, else counted in each process.
+    const limiter = (name: string, points: number, seconds: number) => deps.limits.limiter({ name: `widget:${name}`, points, seconds });
+    this.perKey = limiter('key', limits.keyPerMinute, 60);
+    this.perVisitor = limiter('visitor', limits.visitorPerMinute, 60);
+    this.perAddress = limiter('address', limits.addressPerMinute, 60);
+    this.unknownKeys = limiter('unknown', limits.unknownKeyPerMinute, 60);
+    this.addressNewVisitors = limiter('address-visitors', limits.newVisitorsPerAddressPerHour, 3600);
+    this.keyNewVisitors = limiter('key-visitors', limits.keyNewVisitorsPerMinute, 60);
+    this.newConversations = limiter('new', limits.newConversationsPerHour, 3600);
+    this.keyNewConversations = limiter('key-new', limits.keyNewConversationsPerHour, 3600);
+  }
+
+  /**
+   * The live publishable key `presented`, or null. A client address has a budget of its own for
+   * requests that name no live key, spent only by those: made-up keys cost their sender, never
+   * the visitors of real ones, and past the budget are refused before any lookup.
+   */
+  async key(presented: string, address: string): Promise<PublishableKey | null> {
+    await mustHaveRoom(this.unknownKeys, address, 'Too many requests with unknown publishable keys from this address; retry later');
+    const key = await this.deps.keys.publishable(presented);
+    if (!key) await spendQuietly(this.unknownKeys, address);
+    return key;
   }
 
   /**
@@ -108,9 +174,9 @@ export class WidgetService {
    * or an agent the key does not name. The origin is checked here, not only by the browser.
    */
   async admit(r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address' | 'known'>): Promise<{ key: PublishableKey; origin: string }> {
-    await this.consume(this.perAddress, r.address, 'from this address');
-    const key = r.known?.presented === r.key ? r.known.key : await this.deps.keys.publishable(r.key);
+    const key = r.known?.presented === r.key ? r.known.key : await this.key(r.key, r.address);
     if (!key) throw new NotFoundError('not_found', 'No such publishable key (it may have been revoked)');
+    await this.consume(this.perAddress, r.address, 'from this address');
     await this.consume(this.perKey, key.keyId, 'for this key');
     const origin = r.origin?.toLowerCase();
     if (!origin || !key.origins.includes(origin)) {
@@ -120,11 +186,41 @@ export class WidgetService {
     return { key, origin };
   }
 
-  /** The visitor behind a request: a verified user id (its hash checked), else the browser's anonymous id. */
+  /**
+   * A visitor token for the browser: the renewal of `held` when it is this key's, signed here and
+   * expired less than RENEW_DAYS ago (the same visitor, spending its own budget), else a new
+   * visitor's, which spends the address's and the key's budgets of new visitors.
+   */
+  async visitorToken(
+    r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address' | 'known'>,
+    held: string | undefined,
+  ): Promise<{ visitor_token: string; expires_at: string; renewed: boolean }> {
+    const { key } = await this.admit(r);
+    const secret = await this.deps.keys.serviceSecret(TOKEN_SECRET);
+    const now = this.deps.clock.now().getTime();
+    const read = held ? readToken(secret, key.keyId, held) : null;
+    const renewed = read !== null && read.expiresMs > now - RENEW_DAYS * 86_400_000;
+    let visitorId: string;
+    if (renewed) {
+      visitorId = read.visitorId;
+      await this.consume(this.perVisitor, `${key.tenantId}\n${anonymousId(key, visitorId)}`, 'for this visitor');
+    } else {
+      await this.consume(this.addressNewVisitors, r.address, 'new visitors from this address this hour');
+      await this.consume(this.keyNewVisitors, key.keyId, 'new visitors for this key');
+      visitorId = randomBytes(16).toString('base64url');
+    }
+    const expires = Math.floor(now / 1000) + this.limits.visitorTokenHours * 3600;
+    return { visitor_token: signToken(secret, key.keyId, visitorId, expires), expires_at: iso(new Date(expires * 1000)), renewed };
+  }
+
+  /** The visitor behind a request: a verified user id (its hash checked), else the anonymous visitor its token names. */
   async caller(r: WidgetRequest): Promise<WidgetCaller> {
     const { key, origin } = await this.admit(r);
-    if (!r.visitorId) throw new InputError('A visitor id is required', [{ path: 'header.x-visitor-id', message: 'required' }]);
-    let userId = `anonymous:${sha256(`${key.tenantId}\n${r.visitorId}`).slice(0, 32)}`;
+    if (!r.visitorToken) throw new InputError('A visitor token is required', [{ path: 'header.x-visitor-token', message: 'required' }]);
+    const token = readToken(await this.deps.keys.serviceSecret(TOKEN_SECRET), key.keyId, r.visitorToken);
+    if (!token) throw new VisitorTokenError('The visitor token is not one this service signed for this key: ask POST …/visitor for one');
+    if (token.expiresMs <= this.deps.clock.now().getTime()) throw new VisitorTokenError('The visitor token has expired: renew it with POST …/visitor');
+    let userId = anonymousId(key, token.visitorId);
     if (r.userIdClaim !== undefined || r.userHash !== undefined) {
       if (r.userIdClaim === undefined) throw new ForbiddenError('x-user-hash without x-user-id');
       const secret = (await this.deps.secrets.forTenant(key.tenantId, [IDENTITY_SECRET]))[IDENTITY_SECRET];
@@ -159,7 +255,10 @@ export class WidgetService {
       throw new InputError('The message is too long', [{ path: 'message', message: `must be at most ${this.limits.maxMessageChars} characters` }]);
     }
     const isNew = body.conversation_id === undefined;
-    if (isNew) await this.consume(this.newConversations, `${c.key.tenantId}\n${c.userId}`, 'new conversations for this visitor this hour');
+    if (isNew) {
+      await this.consume(this.newConversations, `${c.key.tenantId}\n${c.userId}`, 'new conversations for this visitor this hour');
+      await this.consume(this.keyNewConversations, c.key.keyId, 'new conversations for this key this hour');
+    }
     const context = {
       version: 'v1' as const,
       context: {
@@ -199,7 +298,11 @@ export class WidgetService {
     };
   }
 
-  /** The conversation's events for its own visitor, at most `streamsPerVisitor` at once in this process. */
+  /**
+   * The conversation's events for its own visitor, at most `streamsPerVisitor` at once in this
+   * process, and `streamsPerKey` for all the key's visitors: the key's own count, apart from the
+   * tenant's (SSE_MAX_PER_TENANT), so that a widget never starves the tenant's console and API.
+   */
   async events(c: WidgetCaller, slug: string, id: string, lastEventId: string | null, signal: AbortSignal): Promise<PassThrough> {
     const conversation = await this.deps.conversations.ownedBy(c.key.tenantId, slug, id, c.userId);
     const who = `${c.key.tenantId}\n${c.userId}`;
@@ -213,6 +316,7 @@ export class WidgetService {
       createdAt: conversation.createdAt,
       lastEventId,
       keyId: c.key.keyId,
+      pool: { name: `widget:${c.key.keyId}`, limit: this.limits.streamsPerKey, what: 'for this key' },
       signal,
     });
     this.openStreams.set(who, open + 1);
@@ -226,11 +330,10 @@ export class WidgetService {
 
   private async consume(limiter: RateLimiterAbstract, key: string, what: string): Promise<void> {
     try {
-      await limiter.consume(key);
+      await spend(limiter, key, `Too many requests ${what}; retry later`);
     } catch (e) {
-      if (!(e instanceof RateLimiterRes)) throw e;
-      this.deps.logger.info({ limit: what }, 'widget limit reached');
-      throw new RateLimitedError(Math.max(1, Math.ceil(e.msBeforeNext / 1000)), `Too many requests ${what}; retry later`);
+      if (e instanceof RateLimitedError) this.deps.logger.info({ limit: what }, 'widget limit reached');
+      throw e;
     }
   }
 }

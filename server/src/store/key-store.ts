@@ -33,4 +33,12 @@ export class KeyStore {
   byId(id: string): Promise<ApiKeyTableRow | undefined> {
     return this.knex('api_keys').where({ id }).first();
   }
+
+  /** The service's own secret `name`: the one stored, else `made` stored now (the first process to store one wins). */
+  async serviceSecret(name: string, made: string, now: string): Promise<string> {
+    await this.knex('service_secrets').insert({ name, secret: made, created_at: now }).onConflict('name').ignore();
+    const row: { secret: string } | undefined = await this.knex('service_secrets').where({ name }).first('secret');
+    if (!row) throw new Error(`the service secret ${name} was not stored`);
+    return row.secret;
+  }
 }
