@@ -225,7 +225,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
   const evaluations = new EvaluationService({ agents, store: reviewStore, replays, clock, trainer: (t) => agents.routers.unstored(t), log: logger });
   const channels = new ChannelService(
-    { store: new ChannelStore(deps.db), agents, conversations, lifecycle, metrics, clock, logger },
+    { store: new ChannelStore(deps.db), agents, conversations, lifecycle, metrics, limits, clock, logger },
     { ...config.channels, key: config.secretsKey, publicUrl: config.publicUrl },
   );
   // A person's reply goes out through the conversation's channel; the reply itself is stored whatever happens here.

@@ -53,7 +53,9 @@ async function publishable(f: Fixture, tenant: string, origin: string): Promise<
 
 /** A page's request of the widget's routes, from client address `from` (as the proxy names it). */
 function page(f: Fixture, method: 'get' | 'post', path: string, o: { key: string; origin: string; from?: string; token?: string }) {
-  const r = request(f.app.app)[method](`/widget/v1/agents/help-desk${path}${path.includes('?') ? '&' : '?'}key=${o.key}`).set('origin', o.origin);
+  const r = request(f.app.app)
+    [method](`/widget/v1/agents/help-desk${path}${path.includes('?') ? '&' : '?'}key=${o.key}`)
+    .set('origin', o.origin);
   if (o.from) r.set('x-forwarded-for', o.from);
   if (o.token) r.set('x-visitor-token', o.token);
   return r;
@@ -142,11 +144,7 @@ eachDatabase('public surfaces under hostile load ($name)', (database) => {
       const id = started.body.conversation_id as string;
       // Made up, altered, or signed for another key: 401, and nothing is written.
       const [v, visitorId, exp, sig] = token.split('.');
-      const forged = [
-        `v1.${'A'.repeat(22)}.${exp}.${sig}`,
-        `${v}.${visitorId}.${Number(exp) + 3600}.${sig}`,
-        `${v}.${visitorId}.${exp}.${sig.slice(0, -2)}AA`,
-      ];
+      const forged = [`v1.${'A'.repeat(22)}.${exp}.${sig}`, `${v}.${visitorId}.${Number(exp) + 3600}.${sig}`, `${v}.${visitorId}.${exp}.${sig.slice(0, -2)}AA`];
       for (const t of forged) expect((await page(f, 'post', '/converse', { ...at, token: t }).send({ message: 'last', conversation_id: id })).status).toBe(401);
       expect((await page(f, 'get', `/conversations/${id}`, { ...at, key: other, token })).status).toBe(401);
       expect((await page(f, 'get', `/conversations/${id}`, { ...at, token })).body.turns).toHaveLength(2);
@@ -181,7 +179,10 @@ eachDatabase('public surfaces under hostile load ($name)', (database) => {
       // Another address still gets its visitors; the key's new conversations an hour hold for all of them.
       for (let i = 0; i < 2; i++) tokens.push((await mint(f, { key: other, origin: SHOP, from: `203.0.113.${60 + i}` })).body.visitor_token as string);
       const started: number[] = [];
-      for (const token of tokens) started.push((await page(f, 'post', '/converse', { key: other, origin: SHOP, from: '203.0.113.70', token }).send({ message: 'billing problem' })).status);
+      for (const token of tokens)
+        started.push(
+          (await page(f, 'post', '/converse', { key: other, origin: SHOP, from: '203.0.113.70', token }).send({ message: 'billing problem' })).status,
+        );
       expect(started).toEqual([200, 200, 200, 200, 200, 429]);
     });
 

@@ -7,13 +7,16 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { MethodNotAllowedError } from '../errors.js';
 import type { ChannelService } from '../service/channels.js';
+import { refuseContentEncoding } from './input-guards.js';
+import { clientAddress } from './widget.js';
 
 /** Provider webhooks are small (Slack's and WhatsApp's batch a few events at most). */
 const HOOK_BODY_LIMIT = 256 * 1024;
 
 export function hooksRouter(channels: ChannelService, publicUrl: string | undefined): Router {
   const router = express.Router();
-  router.use(express.raw({ type: () => true, limit: HOOK_BODY_LIMIT }));
+  // No provider compresses its webhooks: a compressed body is refused (415) before it is read.
+  router.use(refuseContentEncoding, express.raw({ type: () => true, limit: HOOK_BODY_LIMIT, inflate: false }));
   router.all('/:id', async (req: Request, res: Response, next: NextFunction) => {
     res.locals.route = '/hooks/v1/:channel_id';
     if (req.method !== 'GET' && req.method !== 'POST' && req.method !== 'HEAD') {
@@ -25,13 +28,17 @@ export function hooksRouter(channels: ChannelService, publicUrl: string | undefi
       // PUBLIC_URL with its path, as the channel's webhook_url names it.
       const origin = publicUrl ? publicUrl.replace(/\/+$/, '') : `${req.protocol}://${req.get('host') ?? 'localhost'}`;
       const query = Object.fromEntries(Object.entries(req.query).filter((e): e is [string, string] => typeof e[1] === 'string'));
-      const answer = await channels.hook(String(req.params.id), {
-        method: req.method === 'HEAD' ? 'GET' : req.method,
-        url: `${origin}${req.originalUrl}`,
-        headers: req.headers,
-        query,
-        body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
-      });
+      const answer = await channels.hook(
+        String(req.params.id),
+        {
+          method: req.method === 'HEAD' ? 'GET' : req.method,
+          url: `${origin}${req.originalUrl}`,
+          headers: req.headers,
+          query,
+          body: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0),
+        },
+        clientAddress(req),
+      );
       res.status(answer.status);
       if (answer.contentType) res.type(answer.contentType);
       res.send(answer.body ?? '');

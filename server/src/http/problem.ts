@@ -74,7 +74,7 @@ export function validationProblems(err: RequestValidationError, opts: { body?: b
 }
 
 /** Errors of body-parser, by its `type` field. */
-function bodyParserProblem(err: { type?: string; limit?: number } | null | undefined): [number, ProblemCode, string] | null {
+function bodyParserProblem(err: { type?: string; limit?: number; status?: number } | null | undefined): [number, ProblemCode, string] | null {
   switch (err?.type) {
     case 'entity.parse.failed':
       return [400, 'validation_error', 'The body is not valid JSON'];
@@ -88,7 +88,10 @@ function bodyParserProblem(err: { type?: string; limit?: number } | null | undef
     case 'stream.not.readable':
       return [400, 'validation_error', 'The body could not be read'];
     default:
-      return null;
+      // Any other refusal of body-parser's (its errors carry a type and a 4xx status) is the body's fault.
+      return typeof err?.type === 'string' && typeof err.status === 'number' && err.status >= 400 && err.status < 500
+        ? [400, 'validation_error', 'The body could not be read']
+        : null;
   }
 }
 
@@ -98,7 +101,7 @@ function problemFor(rawErr: unknown, log: { error(obj: object, msg: string): voi
     return { status: 400, code: 'validation_error', detail: 'The request is not valid', errors: validationProblems(rawErr) };
   }
   // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
-  const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as { type?: string; limit?: number } | null | undefined);
+  const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as Parameters<typeof bodyParserProblem>[0]);
   if (bp) return { status: bp[0], code: bp[1], detail: bp[2] };
   const err = mapDbError(rawErr);
   if (err instanceof AppError) {

@@ -9,17 +9,19 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { isChannelKind, type ChannelInfo, type ChannelKind, type ConverseResponse } from '@switchboard/contract';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { request } from 'undici';
 import { ADAPTERS, DEFAULT_API_URLS } from '../channels/index.js';
 import type { CallResult, ChannelAdapter, HookAnswer, HookRequest, InboundMessage, ProviderHttp } from '../channels/adapter.js';
 import type { AuditDraft, Conversation, TurnRow } from '../domain.js';
-import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, RateLimitedError } from '../errors.js';
+import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { OncePer } from '../lib/once-per.js';
 import type { ChannelRow, ChannelStore, InboundRow, OutboxRow } from '../store/channel-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
 import type { LifecycleService } from './lifecycle.js';
+import { mustHaveRoom, spend, spendQuietly, type Limits } from './limits.js';
 import type { Metrics } from './metrics.js';
 import { SecretsDisabledError, seal, unseal, type Sealed } from './secrets.js';
 
@@ -37,6 +39,10 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 const KEEP_MESSAGE_IDS_MS = 8 * 24 * 3600_000;
 /** Provider calls one attempt makes at most (a longer reply goes on in the next, at once). */
 const MAX_CALLS_PER_ATTEMPT = 8;
+/** Webhook requests that fail (no such channel, no valid signature) one client address may send a minute. */
+const FAILED_HOOKS_PER_ADDRESS = 30;
+/** Webhook requests one channel id may take a minute, counted before it is looked up, as a multiple of its messages a minute. */
+const HOOKS_PER_MESSAGE = 2;
 
 export interface ChannelOptions {
   intervalMs: number;
@@ -55,6 +61,7 @@ export interface ChannelDeps {
   conversations: ConversationService;
   lifecycle: LifecycleService;
   metrics: Metrics;
+  limits: Limits;
   clock: Clock;
   logger: Logger;
 }
@@ -94,13 +101,19 @@ async function providerCall(req: { url: string; headers: Record<string, string>;
 
 export class ChannelService {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly inbound: RateLimiterMemory;
-  private readonly inFlight = new Map<string, Promise<void>>();
-  private readonly perTenant = new Map<string, number>();
+  private readonly inbound: RateLimiterAbstract;
+  private readonly hooks: RateLimiterAbstract;
+  private readonly failedHooks: RateLimiterAbstract;
+  private readonly refusalsSaid = new OncePer();
+  /** Turns of waiting messages, and deliveries: each its own slots, so that a slow provider's replies never hold up any tenant's turns. */
+  private readonly turns: Lane;
+  private readonly sends: Lane;
   private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private kicked = false;
   private starved = false;
+  /** A reply was queued since the last pass: the next pass sends it. */
+  private queued = false;
   private auditedAt = 0;
   private stopped = false;
   private readonly timeoutMs: number;
@@ -109,9 +122,24 @@ export class ChannelService {
     private readonly deps: ChannelDeps,
     private readonly opts: ChannelOptions,
   ) {
-    // Per channel and process: what one channel's traffic (or someone replaying its signed requests) can make a replica do.
-    this.inbound = new RateLimiterMemory({ keyPrefix: 'sb:channel:in', points: opts.inboundPerMinute, duration: 60 });
+    // Shared by every replica through Redis when REDIS_URL is set, else counted in each process.
+    // Per channel: the messages its traffic (or someone replaying its signed requests) may bring;
+    // before any lookup, the requests its URL may take, and the failures one address may send.
+    const limiter = (name: string, points: number) => deps.limits.limiter({ name: `channel:${name}`, points, seconds: 60 });
+    this.inbound = limiter('in', opts.inboundPerMinute);
+    this.hooks = limiter('hooks', opts.inboundPerMinute * HOOKS_PER_MESSAGE);
+    this.failedHooks = limiter('failed', FAILED_HOOKS_PER_ADDRESS);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
+    this.turns = new Lane(opts.concurrency);
+    this.sends = new Lane(opts.concurrency);
+  }
+
+  private get inFlight(): number {
+    return this.turns.jobs.size + this.sends.jobs.size;
+  }
+
+  private settled(): Promise<unknown> {
+    return Promise.allSettled([...this.turns.jobs.values(), ...this.sends.jobs.values()]);
   }
 
   // --- Connecting -------------------------------------------------------------------------
@@ -235,13 +263,20 @@ export class ChannelService {
   // --- Webhooks ---------------------------------------------------------------------------
 
   /**
-   * A provider's request to a channel's webhook URL. The signature is checked first: a request
-   * that fails it is refused (401) and counted, and nothing of it is read further or stored.
+   * A provider's request to a channel's webhook URL, from client address `address`. What it may
+   * cost is bounded before the channel is looked up: an address that sent too many failing
+   * requests, or a channel id past its requests a minute, is refused at once (429). Then the
+   * signature is checked: a request that fails it is refused (401) and counted, and nothing of
+   * it is read further or stored. Refusals are logged once a minute per channel and reason.
    */
-  async hook(channelId: string, req: HookRequest): Promise<HookAnswer> {
-    const row = CHANNEL_ID.test(channelId) ? await this.deps.store.byId(channelId) : undefined;
+  async hook(channelId: string, req: HookRequest, address: string): Promise<HookAnswer> {
+    await mustHaveRoom(this.failedHooks, address, 'Too many failed webhook requests from this address; retry later');
+    const known = CHANNEL_ID.test(channelId);
+    if (known) await this.limited(this.hooks, channelId, 'unknown', 'Too many requests on this channel; retry later');
+    const row = known ? await this.deps.store.byId(channelId) : undefined;
     const channel = row ? this.open(row) : null;
     if (!channel) {
+      await spendQuietly(this.failedHooks, address);
       this.deps.metrics.channelInbound('unknown', 'unknown_channel');
       throw new NotFoundError('channel_not_found', 'No such channel');
     }
@@ -250,21 +285,21 @@ export class ChannelService {
       if (!adapter.challenge) throw new NotFoundError('not_found', `${kind} webhooks are POST only`);
       const answer = adapter.challenge(req, creds);
       this.deps.metrics.channelInbound(kind, answer.status === 200 ? 'verification' : 'refused');
+      if (answer.status !== 200) await spendQuietly(this.failedHooks, address);
       return answer;
     }
     const refused = adapter.verify(req, creds, this.deps.clock.now());
     if (refused) {
+      await spendQuietly(this.failedHooks, address);
       this.deps.metrics.channelInbound(kind, 'refused');
-      this.deps.logger.warn({ tenant: row!.tenant_id, channel: kind, reason: refused }, 'channel webhook refused');
+      if (this.refusalsSaid.due(`${channelId}\n${refused}`))
+        this.deps.logger.warn(
+          { tenant: channel.row.tenant_id, channel: kind, reason: refused },
+          'channel webhook refused (said once a minute per channel and reason)',
+        );
       throw new InvalidSignatureError(`The request does not carry a valid ${kind} signature (${refused})`);
     }
-    try {
-      await this.inbound.consume(channelId);
-    } catch (e) {
-      if (!(e instanceof RateLimiterRes)) throw e;
-      this.deps.metrics.channelInbound(kind, 'rate_limited');
-      throw new RateLimitedError(Math.max(1, Math.ceil(e.msBeforeNext / 1000)), 'Too many messages on this channel; retry later');
-    }
+    await this.limited(this.inbound, channelId, kind, 'Too many messages on this channel; retry later');
     const parsed = adapter.parse(req);
     if (channel.row.status === 'paused') {
       this.deps.metrics.channelInbound(kind, 'paused');
@@ -288,6 +323,16 @@ export class ChannelService {
     return parsed.answer;
   }
 
+  /** Spends one of `channelId`'s requests of `limiter`, counting a refusal in the metrics. */
+  private async limited(limiter: RateLimiterAbstract, channelId: string, kind: ChannelKind | 'unknown', detail: string): Promise<void> {
+    try {
+      await spend(limiter, channelId, detail);
+    } catch (e) {
+      this.deps.metrics.channelInbound(kind, 'rate_limited');
+      throw e;
+    }
+  }
+
   // --- Workers ----------------------------------------------------------------------------
 
   start(): void {
@@ -301,7 +346,7 @@ export class ChannelService {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await this.ticking?.catch(() => undefined);
-    await Promise.allSettled([...this.inFlight.values()]);
+    await this.settled();
   }
 
   /** Starts a pass soon (a message arrived, a delivery is due): one pass at a time, another after it if asked meanwhile. */
@@ -327,66 +372,64 @@ export class ChannelService {
     for (let i = 0; i < 100; i++) {
       await this.ticking;
       await this.tick();
-      if (!this.inFlight.size) {
+      if (!this.inFlight) {
         await this.tick();
-        if (!this.inFlight.size) return;
+        if (!this.inFlight) return;
       }
-      await Promise.allSettled([...this.inFlight.values()]);
+      await this.settled();
     }
   }
 
-  private room(tenantId: string): boolean {
-    const room = this.inFlight.size < this.opts.concurrency.total && (this.perTenant.get(tenantId) ?? 0) < this.opts.concurrency.perTenant;
-    if (!room) this.starved = true;
-    return room;
-  }
-
-  private run(key: string, tenantId: string, work: () => Promise<void>): void {
-    this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
-    const done = work()
-      .catch((err: unknown) => this.deps.logger.warn({ err, work: key.split(':')[0] }, 'channel work failed; it is retried'))
-      .finally(() => {
-        this.inFlight.delete(key);
-        const n = (this.perTenant.get(tenantId) ?? 1) - 1;
-        if (n > 0) this.perTenant.set(tenantId, n);
-        else this.perTenant.delete(tenantId);
-        // Work left for want of room, or a user's next reply after this one, starts now; otherwise
-        // the next message or the timer starts a pass.
-        if (this.starved || key.startsWith('out:')) {
+  private run(lane: Lane, key: string, tenantId: string, work: () => Promise<void>): void {
+    lane.run(
+      key,
+      tenantId,
+      () => work().catch((err: unknown) => this.deps.logger.warn({ err, work: key.split(':')[0] }, 'channel work failed; it is retried')),
+      () => {
+        // Work left for want of room, a reply just queued, or a user's next reply after this one, starts now;
+        // otherwise the next message or the timer starts a pass.
+        if (this.starved || lane === this.sends || this.queued) {
           this.starved = false;
+          this.queued = false;
           this.kick();
         }
-      });
-    this.inFlight.set(key, done);
+      },
+    );
   }
 
   private async tick(): Promise<void> {
     const now = this.deps.clock.now();
-    // Users with messages waiting, each taken by one process at a time.
-    for (const u of await this.deps.store.waitingUsers(this.opts.concurrency.total * 4)) {
-      const key = `in:${u.channel_id}:${u.user_key}`;
-      if (this.inFlight.has(key) || !this.room(u.tenant_id)) continue;
-      if (!(await this.deps.store.lease(u.channel_id, u.user_key, this.owner, iso(now), iso(new Date(now.getTime() + LEASE_MS))))) continue;
-      this.run(key, u.tenant_id, () => this.drainUser(u.channel_id, u.user_key));
+    const { total, perTenant } = this.opts.concurrency;
+    // Users with messages waiting and no lease on them, at most `perTenant` of each tenant, so
+    // that every tenant's oldest waiting users are in every pass however long another's queue is.
+    if (this.turns.free > 0) {
+      for (const u of await this.deps.store.waitingUsers(iso(now), perTenant, total * 4)) {
+        const key = `in:${u.channel_id}:${u.user_key}`;
+        if (this.turns.jobs.has(key)) continue;
+        if (!this.turns.room(u.tenant_id)) {
+          this.starved = true;
+          continue;
+        }
+        if (!(await this.deps.store.lease(u.channel_id, u.user_key, this.owner, iso(now), iso(new Date(now.getTime() + LEASE_MS))))) continue;
+        this.run(this.turns, key, u.tenant_id, () => this.drainUser(u.channel_id, u.user_key));
+      }
     }
-    // Replies due, in order per user.
-    const free = this.opts.concurrency.total - this.inFlight.size;
+    // Replies due, in order per user, at most `perTenant` of each tenant at once.
+    const free = this.sends.free;
     if (free > 0) {
-      const due = (await this.deps.store.dueDeliveries(iso(now), this.opts.concurrency.perTenant, free + this.opts.concurrency.perTenant)).filter(
-        (d) => !this.inFlight.has(`out:${d.id}`),
-      );
+      const due = (await this.deps.store.dueDeliveries(iso(now), perTenant, free + perTenant)).filter((d) => !this.sends.jobs.has(`out:${d.id}`));
       const picked: number[] = [];
-      const busy = new Map(this.perTenant);
+      const busy = this.sends.counts();
       for (const d of due) {
         if (picked.length >= free) break;
         const n = busy.get(d.tenant_id) ?? 0;
-        if (n >= this.opts.concurrency.perTenant) continue;
+        if (n >= perTenant) continue;
         busy.set(d.tenant_id, n + 1);
         picked.push(d.id);
       }
       if (picked.length) {
         const until = iso(new Date(now.getTime() + this.claimMs()));
-        for (const row of await this.deps.store.claim(picked, iso(now), until)) this.run(`out:${row.id}`, row.tenant_id, () => this.deliver(row));
+        for (const row of await this.deps.store.claim(picked, iso(now), until)) this.run(this.sends, `out:${row.id}`, row.tenant_id, () => this.deliver(row));
       }
     }
     // Every 30 s: finished deliveries whose audit entry a dead process did not write, and the ids
@@ -412,8 +455,8 @@ export class ChannelService {
           retryIn = 5000 * 3 ** row.attempts;
           return;
         }
-        // The reply goes out at once, in this job: the user's lease keeps it in order with the next message's.
-        if (done) await this.sendNext(channelId, userKey, done);
+        // The reply goes out in a delivery slot of its own (replies leave in order per user, whoever sends them).
+        if (done) this.queued = true;
       }
     } finally {
       // After a passing failure the lease is kept until the next try: no process (this one neither) takes the user sooner.
@@ -422,30 +465,23 @@ export class ChannelService {
     }
   }
 
-  /** The user's oldest unsent reply, when it is due: claimed and sent now. */
-  private async sendNext(channelId: string, userKey: string, channel: OpenChannel): Promise<void> {
-    const now = this.deps.clock.now();
-    const row = await this.deps.store.claimNext(channelId, userKey, iso(now), iso(new Date(now.getTime() + this.claimMs())));
-    if (row) await this.deliver(row, channel);
-  }
-
   /** How long a claimed delivery is held: its calls' time-outs and some. */
   private claimMs(): number {
     return this.timeoutMs * (MAX_CALLS_PER_ATTEMPT + 1) + 30_000;
   }
 
   /**
-   * One message: its turn and its reply's delivery. Answers the channel when a reply was queued,
-   * null when none was, or 'retry' when the message is to be tried again later.
+   * One message: its turn and its reply's delivery, queued. Answers whether a reply was queued,
+   * or 'retry' when the message is to be tried again later.
    */
-  private async process(row: InboundRow): Promise<OpenChannel | null | 'retry'> {
+  private async process(row: InboundRow): Promise<boolean | 'retry'> {
     const now = () => iso(this.deps.clock.now());
     const channelRow = await this.deps.store.byId(row.channel_id);
     const channel = channelRow ? this.open(channelRow) : null;
     const msg = JSON.parse(row.payload ?? 'null') as InboundMessage | null;
     if (!channel || !msg) {
       await this.deps.store.completeInbound(row, { conversationId: null, replyTo: '{}', options: null, now: now(), error: 'channel removed' }, null);
-      return null;
+      return false;
     }
     const { kind } = channel;
     const slug = await this.deps.agents.slugOf(channel.row.tenant_id, channel.row.agent_id).catch(() => null);
@@ -500,7 +536,7 @@ export class ChannelService {
         await this.deps.store.retryInbound(row.id, attempts, ((err as Error).message || String(err)).slice(0, 300), failed, now());
         this.deps.metrics.channelInbound(kind, failed ? 'failed' : 'retried');
         this.deps.logger.warn({ err, tenant: channel.row.tenant_id, channel: kind, attempts }, 'a channel message could not be answered');
-        return failed ? null : 'retry';
+        return failed ? false : 'retry';
       }
     }
     if (!slug) error = 'agent_not_found: the agent was deleted';
@@ -508,7 +544,7 @@ export class ChannelService {
       await this.deps.store.completeInbound(row, { conversationId: null, replyTo: '{}', options: null, now: now(), error: error ?? 'no answer' }, null);
       this.deps.metrics.channelInbound(kind, 'failed');
       this.deps.logger.warn({ tenant: channel.row.tenant_id, channel: kind, error }, 'a channel message was not answered');
-      return null;
+      return false;
     }
     const reply = { text: response.response.message, options: response.response.options };
     const calls = [...(msg.acknowledge ?? []), ...(reply.text || reply.options.length ? channel.adapter.render(reply, msg.replyTo) : [])];
@@ -536,7 +572,7 @@ export class ChannelService {
           }
         : null,
     );
-    return calls.length > 0 ? channel : null;
+    return calls.length > 0;
   }
 
   /**
@@ -569,10 +605,10 @@ export class ChannelService {
   }
 
   /** One attempt at a delivery: its remaining calls in order, stopping at the first that fails. */
-  private async deliver(row: OutboxRow, known?: OpenChannel): Promise<void> {
+  private async deliver(row: OutboxRow): Promise<void> {
     const clock = this.deps.clock;
-    const channelRow = known?.row.id === row.channel_id ? known.row : await this.deps.store.byId(row.channel_id);
-    const channel = known?.row.id === row.channel_id ? known : channelRow ? this.open(channelRow) : null;
+    const channelRow = await this.deps.store.byId(row.channel_id);
+    const channel = channelRow ? this.open(channelRow) : null;
     const attempt = row.attempts + 1;
     const ids = JSON.parse(row.provider_ids) as string[];
     const finish = async (status: 'sent' | 'failed' | 'refused', update: Record<string, unknown>, log: Parameters<ChannelStore['recordAttempt']>[2]) => {
@@ -705,4 +741,38 @@ export function chosen(msg: Pick<InboundMessage, 'text' | 'choice'>, offered: { 
   if (msg.choice !== undefined) return (msg.choice.startsWith('#') ? byNumber(msg.choice) : msg.choice) ?? msg.text;
   const text = msg.text.trim();
   return byNumber(text) ?? offered.find((o) => o.label.toLowerCase() === text.toLowerCase())?.value ?? text;
+}
+
+/** Channel work of one kind in flight in this process: at most `total` jobs, and `perTenant` of one tenant. */
+class Lane {
+  readonly jobs = new Map<string, Promise<void>>();
+  private readonly perTenant = new Map<string, number>();
+
+  constructor(private readonly limits: { total: number; perTenant: number }) {}
+
+  get free(): number {
+    return this.limits.total - this.jobs.size;
+  }
+
+  room(tenantId: string): boolean {
+    return this.free > 0 && (this.perTenant.get(tenantId) ?? 0) < this.limits.perTenant;
+  }
+
+  /** Jobs in flight by tenant (a copy). */
+  counts(): Map<string, number> {
+    return new Map(this.perTenant);
+  }
+
+  /** Runs `work` (which never rejects) in a slot; `after` runs once the slot is free again. */
+  run(key: string, tenantId: string, work: () => Promise<void>, after: () => void): void {
+    this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
+    const done = work().finally(() => {
+      this.jobs.delete(key);
+      const n = (this.perTenant.get(tenantId) ?? 1) - 1;
+      if (n > 0) this.perTenant.set(tenantId, n);
+      else this.perTenant.delete(tenantId);
+      after();
+    });
+    this.jobs.set(key, done);
+  }
 }

@@ -207,13 +207,34 @@ export class ChannelStore {
   }
 
   /** Users with messages waiting, oldest message first. */
-  async waitingUsers(limit: number): Promise<{ channel_id: string; user_key: string; tenant_id: string }[]> {
-    const rows = (await this.knex('channel_inbound')
-      .where('status', 'pending')
-      .groupBy('channel_id', 'user_key', 'tenant_id')
-      .select('channel_id', 'user_key', 'tenant_id', this.knex.raw('min(id) as first'))
-      .orderBy('first')
-      .limit(limit)) as { channel_id: string; user_key: string; tenant_id: string }[];
+  async waitingUsers(now: string, perTenant: number, limit: number): Promise<{ channel_id: string; user_key: string; tenant_id: string }[]> {
+    const knex = this.knex;
+    // Each tenant's `perTenant` users waiting longest, among users no process holds: a tenant
+    // with a long queue fills its own share of a pass, never another tenant's.
+    const ranked = knex('channel_inbound as i')
+      .where('i.status', 'pending')
+      .whereNotExists((sub) =>
+        sub
+          .select(knex.raw('1'))
+          .from('channel_users as u')
+          .whereRaw('u.channel_id = i.channel_id')
+          .andWhereRaw('u.user_key = i.user_key')
+          .andWhere('u.lease_until', '>=', now),
+      )
+      .groupBy('i.channel_id', 'i.user_key', 'i.tenant_id')
+      .select(
+        'i.channel_id',
+        'i.user_key',
+        'i.tenant_id',
+        knex.raw('min(i.id) as first'),
+        knex.raw('row_number() over (partition by i.tenant_id order by min(i.id)) as rn'),
+      );
+    const rows = (await knex
+      .from(ranked.as('r'))
+      .where('r.rn', '<=', perTenant)
+      .orderBy('r.first')
+      .limit(limit)
+      .select('r.channel_id', 'r.user_key', 'r.tenant_id')) as { channel_id: string; user_key: string; tenant_id: string }[];
     return rows;
   }
 
