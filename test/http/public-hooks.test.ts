@@ -103,12 +103,7 @@ eachDatabase('webhooks and channel workers under hostile load ($name)', (databas
   });
 
   const slack = (body: string, from = '192.0.2.10', headers = slackHeaders(body, new Date())) =>
-    request(app.app)
-      .post(`/hooks/v1/${hooks.slack}`)
-      .set('x-forwarded-for', from)
-      .set('content-type', 'application/json')
-      .set(headers)
-      .send(body);
+    request(app.app).post(`/hooks/v1/${hooks.slack}`).set('x-forwarded-for', from).set('content-type', 'application/json').set(headers).send(body);
 
   it('refuses compressed and unreadable bodies with 415 and 400, never 500', async () => {
     const gz = await request(app.app)
@@ -131,15 +126,30 @@ eachDatabase('webhooks and channel workers under hostile load ($name)', (databas
   it('refuses an address after its failed requests before any lookup, logging once a minute per channel and reason', async () => {
     const unsigned = JSON.stringify(slackMessage('hello', '1700000000.000100'));
     const statuses: number[] = [];
-    for (let i = 0; i < 40; i++) statuses.push((await slack(unsigned, '203.0.113.66', { 'x-slack-request-timestamp': '1', 'x-slack-signature': 'v0=00' })).status);
+    for (let i = 0; i < 40; i++)
+      statuses.push((await slack(unsigned, '203.0.113.66', { 'x-slack-request-timestamp': '1', 'x-slack-signature': 'v0=00' })).status);
     expect(statuses.slice(0, 30)).toEqual(Array<number>(30).fill(401));
     expect(new Set(statuses.slice(30))).toEqual(new Set([429]));
     // Made-up channel ids spend the same budget.
     const unknown: number[] = [];
     for (let i = 0; i < 3; i++)
-      unknown.push((await request(app.app).post(`/hooks/v1/ch_${randomBytes(24).toString('base64url')}`).set('x-forwarded-for', '203.0.113.67').send('{}')).status);
+      unknown.push(
+        (
+          await request(app.app)
+            .post(`/hooks/v1/ch_${randomBytes(24).toString('base64url')}`)
+            .set('x-forwarded-for', '203.0.113.67')
+            .send('{}')
+        ).status,
+      );
     expect(unknown).toEqual([404, 404, 404]);
-    expect((await request(app.app).post(`/hooks/v1/ch_${randomBytes(24).toString('base64url')}`).set('x-forwarded-for', '203.0.113.66').send('{}')).status).toBe(429);
+    expect(
+      (
+        await request(app.app)
+          .post(`/hooks/v1/ch_${randomBytes(24).toString('base64url')}`)
+          .set('x-forwarded-for', '203.0.113.66')
+          .send('{}')
+      ).status,
+    ).toBe(429);
     // The provider's own requests, from its address, still go through.
     const signed = JSON.stringify(slackMessage('hello', '1700000000.000200', 'U0SIGNED'));
     expect((await slack(signed, '198.51.100.5')).status).toBe(200);
@@ -167,7 +177,12 @@ eachDatabase('webhooks and channel workers under hostile load ($name)', (databas
         .set('x-telegram-bot-api-secret-token', CREDS.telegram.secret_token)
         .send(body);
       expect(hook.status).toBe(200);
-      await expect.poll(() => providers.calls.slice(sent).some((c) => c.method === 'sendMessage' && String(c.body.text).includes(`quiet ${i}`)), { timeout: 30_000, interval: 20 }).toBe(true);
+      await expect
+        .poll(() => providers.calls.slice(sent).some((c) => c.method === 'sendMessage' && String(c.body.text).includes(`quiet ${i}`)), {
+          timeout: 30_000,
+          interval: 20,
+        })
+        .toBe(true);
       const reached = providers.calls.slice(sent).find((c) => String(c.body.text).includes(`quiet ${i}`))!.at;
       waits.push(reached - at);
     }

@@ -53,9 +53,9 @@ async function publishable(f: Fixture, tenant: string, origin: string): Promise<
 
 /** A page's request of the widget's routes, from client address `from` (as the proxy names it). */
 function page(f: Fixture, method: 'get' | 'post', path: string, o: { key: string; origin: string; from?: string; token?: string }) {
-  const r = request(f.app.app)
-    [method](`/widget/v1/agents/help-desk${path}${path.includes('?') ? '&' : '?'}key=${o.key}`)
-    .set('origin', o.origin);
+  const url = `/widget/v1/agents/help-desk${path}${path.includes('?') ? '&' : '?'}key=${o.key}`;
+  const agent = request(f.app.app);
+  const r = (method === 'get' ? agent.get(url) : agent.post(url)).set('origin', o.origin);
   if (o.from) r.set('x-forwarded-for', o.from);
   if (o.token) r.set('x-visitor-token', o.token);
   return r;

@@ -229,13 +229,12 @@ export class ChannelStore {
         knex.raw('min(i.id) as first'),
         knex.raw('row_number() over (partition by i.tenant_id order by min(i.id)) as rn'),
       );
-    const rows = (await knex
-      .from(ranked.as('r'))
+    return knex
+      .from<{ channel_id: string; user_key: string; tenant_id: string }>(ranked.as('r'))
       .where('r.rn', '<=', perTenant)
       .orderBy('r.first')
       .limit(limit)
-      .select('r.channel_id', 'r.user_key', 'r.tenant_id')) as { channel_id: string; user_key: string; tenant_id: string }[];
-    return rows;
+      .select('r.channel_id', 'r.user_key', 'r.tenant_id');
   }
 
   /** Takes a user's messages for `owner` until `until`, unless a process (this one too) holds them. */
