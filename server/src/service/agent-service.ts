@@ -119,7 +119,7 @@ export class AgentService {
     tenantId: string,
     slug: string,
     definition: AgentDefinition,
-    opts: { activate?: boolean; step?: StepInput } = {},
+    opts: { activate?: boolean; step?: StepInput; expectCurrent?: number | null } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: ReleaseRow | null }> {
     const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
@@ -152,6 +152,7 @@ export class AgentService {
       iso(this.clock.now()),
       opts.activate ?? true,
       opts.step,
+      opts.expectCurrent,
     );
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {

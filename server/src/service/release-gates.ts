@@ -141,3 +141,56 @@ export function judgeGates(policy: ReleasePolicy, result: EvaluationResult, defs
   }
   return gates;
 }
+
+/**
+ * How `next` (the policy of a version about to become current) is weaker than `current` (the
+ * policy in force), in words; none when it is as strong or stronger. A policy lives in the
+ * current version's definition, so a step that makes a version current also sets the policy the
+ * next step is judged by: a weaker one is judged as a failed gate of its own (`policy`).
+ */
+export function policyWeakenings(current: ReleasePolicy | undefined, next: ReleasePolicy | undefined): string[] {
+  if (!current) return [];
+  if (!next) return ['it has no release policy'];
+  const out: string[] = [];
+  const c = current.require;
+  const n = next.require;
+  if (c.tests === 'pass' && n.tests !== 'pass') out.push('it drops tests: pass');
+  const accuracy = (name: 'labelled_accuracy' | 'routing_accuracy') => {
+    const was = c[name];
+    if (!was) return;
+    const is = n[name];
+    if (!is) return out.push(`it drops ${name}`);
+    if (was.min !== undefined && (is.min === undefined || is.min < was.min)) out.push(`${name}.min goes from ${was.min} to ${is.min ?? 'none'}`);
+    if (was.no_regression && !is.no_regression) out.push(`it drops ${name}.no_regression`);
+  };
+  accuracy('labelled_accuracy');
+  accuracy('routing_accuracy');
+  if (c.replay) {
+    const is = n.replay;
+    if (!is) out.push('it drops replay');
+    else {
+      if (is.conversations < c.replay.conversations) out.push(`replay.conversations goes from ${c.replay.conversations} to ${is.conversations}`);
+      for (const k of ['max_changed_outcomes', 'max_changed_capabilities'] as const) {
+        const was = c.replay[k];
+        if (was !== undefined && (is[k] === undefined || is[k] > was)) out.push(`replay.${k} goes from ${was} to ${is[k] ?? 'none'}`);
+      }
+      if (c.replay.new_hosts === 'forbid' && is.new_hosts !== 'forbid') out.push('replay.new_hosts goes from forbid to allow');
+    }
+  }
+  if (next.max_age_hours > current.max_age_hours) out.push(`max_age_hours goes from ${current.max_age_hours} to ${next.max_age_hours}`);
+  return out;
+}
+
+/** The `policy` gate of a step whose version weakens the policy in force (policyWeakenings); null when it does not. */
+export function policyGate(version: number, weakenings: string[]): ReleaseGate | null {
+  if (!weakenings.length) return null;
+  return {
+    gate: 'policy',
+    passed: false,
+    figure: weakenings.length,
+    current: null,
+    limit: 0,
+    evidence: weakenings.length,
+    detail: `policy: version ${version} weakens the release policy in force: ${weakenings.join('; ')}`,
+  };
+}

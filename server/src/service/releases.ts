@@ -1,16 +1,20 @@
 // Releases (docs/releases.md): a version is made current, or given a share of new conversations,
 // only through the release gates of the current version's policy, judged on an evaluation of the
 // candidate beside it (service/evaluations.ts, reused per digest); every step is written to the
-// agent's release record (store/release-store.ts) in the transaction that makes it.
+// agent's release record (store/release-store.ts) in the transaction that makes it. The policy
+// cannot fall away: a step that makes current a version whose policy is weaker than the one in
+// force (a rollback to a version from before it included) fails a gate of its own, `policy`, and
+// goes only when forced with a reason, recorded as forced.
 import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
 import { AppError, GatesFailedError, NotFoundError } from '../errors.js';
+import { CurrentChangedError } from '../store/agent-store.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentRow, StepInput } from '../store/agent-store.js';
 import type { ReleaseRow, ReleaseStore } from '../store/release-store.js';
 import type { AgentService } from './agent-service.js';
 import type { EvaluationService } from './evaluations.js';
-import { judgeGates, replayNeeded } from './release-gates.js';
+import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './release-gates.js';
 
 /** Who releases: the API key (null without api_key auth) and the request. */
 export interface Actor {
@@ -63,21 +67,34 @@ export class ReleaseService {
     actor: Actor,
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: Release | null }> {
     const { agents } = this.deps;
-    const policy = opts.activate ? await this.policyOf(tenantId, slug) : null;
-    if (!policy) {
-      const r = await agents.put(tenantId, slug, definition, { activate: opts.activate, step: this.step(actor) });
-      return { ...r, release: r.release && releaseToApi(r.release) };
-    }
-    const stored = await agents.put(tenantId, slug, definition, { activate: false });
-    if (stored.version === stored.agent.version) return { ...stored, release: null };
-    try {
-      const { release, ...agent } = await this.activate(tenantId, slug, stored.version, { force: false }, actor);
-      return { ...stored, agent, changed: true, release };
-    } catch (err) {
-      if (err instanceof GatesFailedError) {
-        throw new GatesFailedError(`${err.message}; the definition is stored as draft version ${stored.version}`, err.gates, err.evaluationId);
+    for (let attempt = 1; ; attempt++) {
+      const inForce = opts.activate ? await this.policyOf(tenantId, slug) : null;
+      if (!inForce?.policy) {
+        // Ungated: made current only if the version read above is still current when the row is
+        // locked; a release that made a policy's version current meanwhile sends this PUT through the gates.
+        try {
+          const r = await agents.put(tenantId, slug, definition, {
+            activate: opts.activate,
+            step: this.step(actor),
+            ...(opts.activate ? { expectCurrent: inForce?.version ?? null } : {}),
+          });
+          return { ...r, release: r.release && releaseToApi(r.release) };
+        } catch (err) {
+          if (err instanceof CurrentChangedError && attempt < 3) continue;
+          throw err;
+        }
       }
-      throw err;
+      const stored = await agents.put(tenantId, slug, definition, { activate: false });
+      if (stored.version === stored.agent.version) return { ...stored, release: null };
+      try {
+        const { release, ...agent } = await this.activate(tenantId, slug, stored.version, { force: false }, actor);
+        return { ...stored, agent, changed: true, release };
+      } catch (err) {
+        if (err instanceof GatesFailedError) {
+          throw new GatesFailedError(`${err.message}; the definition is stored as draft version ${stored.version}`, err.gates, err.evaluationId);
+        }
+        throw err;
+      }
     }
   }
 
@@ -97,7 +114,13 @@ export class ReleaseService {
     const row = await agents.active(tenantId, slug);
     const rollback = version < row.currentVersion && (await store.wasReleased(tenantId, row.id, version));
     const promote = row.split?.version === version;
-    const judged = version === row.currentVersion || rollback ? null : await this.judge(tenantId, slug, row, version, body);
+    let judged: { gates: ReleaseGate[]; evaluationId: string | null; failed: boolean } | null = null;
+    if (rollback) {
+      // Not judged on an evaluation (it must be at once), but never a way around the policy in force.
+      const weaker = await this.weakerPolicy(tenantId, slug, row, version);
+      if (weaker && !body.force) throw new GatesFailedError(`${weaker.detail}: force the rollback with a reason`, [weaker], null);
+      judged = weaker && { gates: [weaker], evaluationId: null, failed: true };
+    } else if (version !== row.currentVersion) judged = await this.judge(tenantId, slug, row, version, body);
     const { agent, release } = await agents.release(tenantId, slug, row, {
       expectCurrent: row.currentVersion,
       current: version,
@@ -182,17 +205,24 @@ export class ReleaseService {
   }
 
   /**
-   * The release policy of the agent's current version, if any: none for an agent not yet stored,
-   * or archived (a PUT brings it back with nothing running on it to protect).
+   * The agent's current version and the release policy in it, if any: null for an agent not yet
+   * stored, or archived (a PUT brings it back with nothing running on it to protect).
    */
-  private async policyOf(tenantId: string, slug: string): Promise<ReleasePolicy | null> {
+  private async policyOf(tenantId: string, slug: string): Promise<{ version: number; policy: ReleasePolicy | null } | null> {
     const row = await this.deps.agents.any(tenantId, slug).catch((err: unknown) => {
       if (err instanceof NotFoundError) return null;
       throw err;
     });
     if (!row || row.archivedAt) return null;
     const v = await this.deps.agents.version(tenantId, slug, row.currentVersion);
-    return v.definition.release ?? null;
+    return { version: row.currentVersion, policy: v.definition.release ?? null };
+  }
+
+  /** The failed `policy` gate of making `version` current, when its policy is weaker than the current version's; else null. */
+  private async weakerPolicy(tenantId: string, slug: string, row: AgentRow, version: number): Promise<ReleaseGate | null> {
+    const candidate = await this.deps.agents.version(tenantId, slug, version);
+    const current = await this.deps.agents.version(tenantId, slug, row.currentVersion);
+    return policyGate(version, policyWeakenings(current.definition.release, candidate.definition.release));
   }
 
   /**
@@ -220,7 +250,11 @@ export class ReleaseService {
       { replay: replayNeeded(policy), folds: GATE_FOLDS },
       { maxAgeMs: policy.max_age_hours * 3_600_000, keyId: null },
     );
-    const gates = judgeGates(policy, evaluation.result as EvaluationResult, { candidate: candidate.definition, current: current.definition });
+    const weaker = policyGate(version, policyWeakenings(policy, candidate.definition.release));
+    const gates = [
+      ...judgeGates(policy, evaluation.result as EvaluationResult, { candidate: candidate.definition, current: current.definition }),
+      ...(weaker ? [weaker] : []),
+    ];
     const failing = gates.filter((g) => !g.passed);
     if (failing.length && !body.force) {
       throw new GatesFailedError(

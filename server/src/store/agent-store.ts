@@ -7,6 +7,13 @@ import { present, type AgentTableRow, type AgentVersionTableRow, type Conversati
 import { appendRelease, type ReleaseRow, type ReleaseStep } from './release-store.js';
 import { ConflictError } from '../errors.js';
 
+/** A PUT that was to make its version current found another version current than the one it was checked against. */
+export class CurrentChangedError extends ConflictError {
+  constructor() {
+    super('invalid_transition', 'Another version was made current while this one was stored; try again');
+  }
+}
+
 /** A split in force: its candidate and share of new conversations in hundredths of a percent. */
 export interface SplitRow {
   version: number;
@@ -126,11 +133,12 @@ export class AgentStore {
     now: string,
     activate = true,
     step?: StepInput,
+    expectCurrent?: number | null,
   ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
     // Concurrent first PUTs of one slug race to insert it: the losers find it on a second try.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.putOnce(tenantId, slug, definition, digest, now, activate, step);
+        return await this.putOnce(tenantId, slug, definition, digest, now, { activate, step, expectCurrent });
       } catch (err) {
         if (attempt >= 3 || !isUniqueViolation(err)) throw err;
       }
@@ -141,7 +149,9 @@ export class AgentStore {
    * A new agent starts at version 1, current even as a draft (there is nothing else to run). For
    * an existing one the definition is compared with the current version, then with the newest:
    * the same as either is no new version (a draft put again, or activated when `activate`);
-   * anything else is a new version after the newest, current when `activate`.
+   * anything else is a new version after the newest, current when `activate`. With
+   * `expectCurrent` (a version, or null for an agent not stored or archived), a PUT that would
+   * make its version current refuses (CurrentChangedError) when the locked row says otherwise.
    */
   private async putOnce(
     tenantId: string,
@@ -149,12 +159,14 @@ export class AgentStore {
     definition: unknown,
     digest: string,
     now: string,
-    activate: boolean,
-    step?: StepInput,
+    o: { activate: boolean; step: StepInput | undefined; expectCurrent: number | null | undefined },
   ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
+    const { activate, step } = o;
     return this.knex.transaction(async (trx) => {
       const q = trx('agents').where({ tenant_id: tenantId, slug }).first();
       const existing = await this.adapter.forUpdate(q);
+      const live = existing && !existing.archived_at ? Number(existing.current_version) : null;
+      if (activate && o.expectCurrent !== undefined && live !== o.expectCurrent) throw new CurrentChangedError();
       const reread = async (id: string) => toAgent(present(await trx('agents').where({ id }).first(), 'agent'));
       // A version made current is a step of the release record, written with it.
       const record = async (id: string, version: number, previousVersion: number | null) => {
