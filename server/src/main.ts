@@ -131,10 +131,14 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
         await new Promise((r) => setTimeout(r, config.shutdown.delayMs));
       }
       logger.info('draining in-flight requests');
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Event streams never end by themselves: they end now (their clients resume on another
+      // replica with Last-Event-ID), and each connection is closed as soon as it falls idle.
+      built.streams.closeAll();
+      const idle = setInterval(() => server.closeIdleConnections(), 50);
+      server.closeIdleConnections();
+      await closed;
+      clearInterval(idle);
       await built.close();
       await db.close();
       process.off('unhandledRejection', onRejection);

@@ -38,11 +38,19 @@ eachDatabase('a release policy that cannot fall away ($name)', (database) => {
     const refused = await api().post(`/api/v1/agents/${SLUG}/versions/1/activate`).set(T);
     expect(refused.status).toBe(409);
     expect(refused.body.code).toBe('release_gates_failed');
-    expect(refused.body.gates).toEqual([expect.objectContaining({ gate: 'policy', passed: false, detail: expect.stringMatching(/version 1 weakens .*no release policy/) })]);
+    expect(refused.body.gates).toEqual([
+      expect.objectContaining({ gate: 'policy', passed: false, detail: expect.stringMatching(/version 1 weakens .*no release policy/) }),
+    ]);
     expect(await current()).toBe(2);
     const forced = await api().post(`/api/v1/agents/${SLUG}/versions/1/activate?force=true&reason=v2%20escalates%20everything`).set(T);
     expect(forced.status).toBe(200);
-    expect((await record())[0]).toMatchObject({ action: 'rollback', version: 1, forced: true, reason: 'v2 escalates everything', gates: [{ gate: 'policy', passed: false }] });
+    expect((await record())[0]).toMatchObject({
+      action: 'rollback',
+      version: 1,
+      forced: true,
+      reason: 'v2 escalates everything',
+      gates: [{ gate: 'policy', passed: false }],
+    });
     // Back to the policy: a rollforward to v2 is gated by nothing (v1 has no policy) and strengthens it.
     expect((await api().post(`/api/v1/agents/${SLUG}/versions/2/activate`).set(T)).status).toBe(200);
   });

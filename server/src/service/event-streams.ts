@@ -5,7 +5,7 @@
 // however many streams follow it (the rows are fanned out to each); a stream opened with an API
 // key ends when the key is revoked (at once here, within a heartbeat on other processes).
 import { PassThrough } from 'node:stream';
-import { AppError } from '../errors.js';
+import { AppError, UnavailableError } from '../errors.js';
 import { parseEventId, type EventLog, type EventPosition } from '../store/event-log.js';
 
 export interface EventStreams {
@@ -28,7 +28,7 @@ export interface EventStreams {
   endForKeys(keyIds: readonly string[]): void;
   /** Open streams in all. */
   readonly size: number;
-  /** Ends every open stream (shutdown). */
+  /** Ends every open stream and refuses new ones (shutdown: clients resume on another replica with Last-Event-ID). */
   closeAll(): void;
 }
 
@@ -62,6 +62,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
   /** Open streams per tenant (`tenant:<id>`) or per pool of their own (`pool:<name>`). */
   const counts = new Map<string, number>();
   let size = 0;
+  let shutDown = false;
 
   // One reader per conversation at a time; a notification during a read asks for one more pass.
   const pump = async (conversationId: string) => {
@@ -140,6 +141,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
       await events.watch(tenantId, [conversationId], watchedUntil());
       const last = lastEventId !== null ? parseEventId(lastEventId) : await events.lastEventPosition(tenantId, conversationId, createdAt);
       // Checked after the read, so that nothing between the check and the count can interleave.
+      if (shutDown) throw new UnavailableError('This server is shutting down: follow the conversation on another replica (with Last-Event-ID)');
       const group = byConversation.get(conversationId);
       const counted = pool ? `pool:${pool.name}` : `tenant:${tenantId}`;
       const limit = pool ? pool.limit : opts.perTenant;
@@ -185,6 +187,7 @@ export function eventStreams(events: EventLog, opts: EventStreamOptions): EventS
       return size;
     },
     closeAll() {
+      shutDown = true;
       clearInterval(heartbeat);
       events.changes.off('event', onEvent);
       for (const g of [...byConversation.values()]) for (const s of [...g.subs]) s.close();
