@@ -115,8 +115,21 @@ describe('npm start and SIGTERM', () => {
         // A Telegram message whose reply is under way at a provider that never answers (a user of
         // its own each run: the reply a killed run left claimed holds its user's next ones back).
         const before = calls.length;
-        const message = { update_id: 100 + run, message: { message_id: 100 + run, from: { id: 4242 + run, is_bot: false, first_name: 'T' }, chat: { id: 4242 + run, type: 'private' }, date: 1732442745, text: 'hello' } };
-        const hooked = await fetch(hook, { method: 'POST', headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET_TOKEN }, body: JSON.stringify(message) });
+        const message = {
+          update_id: 100 + run,
+          message: {
+            message_id: 100 + run,
+            from: { id: 4242 + run, is_bot: false, first_name: 'T' },
+            chat: { id: 4242 + run, type: 'private' },
+            date: 1732442745,
+            text: 'hello',
+          },
+        };
+        const hooked = await fetch(hook, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-telegram-bot-api-secret-token': SECRET_TOKEN },
+          body: JSON.stringify(message),
+        });
         expect(hooked.status).toBe(200);
         await waitUntil('the reply to reach the provider', () => Promise.resolve(calls.length > before), 10_000, 20);
 

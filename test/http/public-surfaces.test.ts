@@ -2,16 +2,19 @@
 // X-Forwarded-For, made-up keys, minted visitors, and the budgets that keep one tenant's widget
 // from hurting another tenant or the tenant's own console. On both databases.
 import request from 'supertest';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { Config } from '../../server/src/config.js';
 import { FakeClock } from '../helpers/clock.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, type Fixture } from '../helpers/fixture.js';
-import { listen, testConfig } from '../helpers/servers.js';
+import { randomBytes } from 'node:crypto';
+import type { App } from '../../server/src/app.js';
+import { listen, testApp, testConfig } from '../helpers/servers.js';
 import { openSse } from '../helpers/sse.js';
 
 warnIfPostgresSkipped();
+const REDIS_URL = process.env.TEST_REDIS_URL;
 
 const SHOP = 'https://shop.example.com';
 const BETA = 'https://beta.example.org';
@@ -112,6 +115,48 @@ eachDatabase('public surfaces under hostile load ($name)', (database) => {
       const statuses: number[] = [];
       for (let i = 0; i < 4; i++) statuses.push((await page(f, 'get', '', { key, origin: SHOP, from: `192.0.2.${i + 1}` })).status);
       expect(statuses).toEqual([200, 200, 200, 429]);
+    });
+  });
+
+  describe.skipIf(!REDIS_URL)(`two replicas sharing REDIS_URL${REDIS_URL ? '' : ' (SKIPPED: set TEST_REDIS_URL)'}`, () => {
+    const config = { trustProxy: 1, redisUrl: REDIS_URL, widget: widgetLimits({ addressPerMinute: 4 }) };
+    const f = appFixture(database, { agents: { 'help-desk': helpDesk }, config });
+    let second: App;
+    beforeAll(async () => {
+      second = testApp(f.db, config);
+      await Promise.all([f.app.ready(), second.ready()]);
+    });
+    afterAll(() => second?.close());
+    // Addresses of their own in every run: Redis outlives the test.
+    const address = () => `198.18.${randomBytes(1)[0]}.${randomBytes(1)[0]}`;
+
+    it("spends one address's widget budget on both", async () => {
+      const key = await publishable(f, 'acme', SHOP);
+      const from = address();
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const app = i % 2 ? second : f.app;
+        statuses.push((await request(app.app).get(`/widget/v1/agents/help-desk?key=${key}`).set('origin', SHOP).set('x-forwarded-for', from)).status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    });
+
+    it("spends one address's budget of failed webhook requests on both", async () => {
+      const from = address();
+      const statuses: number[] = [];
+      for (let i = 0; i < 32; i++) {
+        const app = i % 2 ? second : f.app;
+        statuses.push(
+          (
+            await request(app.app)
+              .post(`/hooks/v1/ch_${randomBytes(24).toString('base64url')}`)
+              .set('x-forwarded-for', from)
+              .send('{}')
+          ).status,
+        );
+      }
+      expect(statuses.slice(0, 30)).toEqual(Array<number>(30).fill(404));
+      expect(statuses.slice(30)).toEqual([429, 429]);
     });
   });
 
