@@ -39,8 +39,14 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 const KEEP_MESSAGE_IDS_MS = 8 * 24 * 3600_000;
 /** Provider calls one attempt makes at most (a longer reply goes on in the next, at once). */
 const MAX_CALLS_PER_ATTEMPT = 8;
-/** Webhook requests that fail (no such channel, no valid signature) one client address may send a minute. */
-const FAILED_HOOKS_PER_ADDRESS = 30;
+/**
+ * Webhook requests one client address may send a minute that name no channel. Generous, since a
+ * provider's addresses are shared by every tenant and a removed channel's URL is such a request:
+ * it bounds a sprayer of made-up ids to a few primary-key reads a second.
+ */
+const UNKNOWN_HOOKS_PER_ADDRESS = 300;
+/** Webhook requests without a valid signature one client address may send one channel a minute (a misconfigured secret blocks only its own channel). */
+const REFUSED_HOOKS_PER_ADDRESS = 30;
 /** Webhook requests one channel id may take a minute, counted before it is looked up, as a multiple of its messages a minute. */
 const HOOKS_PER_MESSAGE = 2;
 
@@ -103,7 +109,8 @@ export class ChannelService {
   private readonly owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inbound: RateLimiterAbstract;
   private readonly hooks: RateLimiterAbstract;
-  private readonly failedHooks: RateLimiterAbstract;
+  private readonly unknownHooks: RateLimiterAbstract;
+  private readonly refusedHooks: RateLimiterAbstract;
   private readonly refusalsSaid = new OncePer();
   /** Turns of waiting messages, and deliveries: each its own slots, so that a slow provider's replies never hold up any tenant's turns. */
   private readonly turns: Lane;
@@ -124,11 +131,12 @@ export class ChannelService {
   ) {
     // Shared by every replica through Redis when REDIS_URL is set, else counted in each process.
     // Per channel: the messages its traffic (or someone replaying its signed requests) may bring;
-    // before any lookup, the requests its URL may take, and the failures one address may send.
+    // before any lookup, the requests its URL may take; per address, the failures it may send.
     const limiter = (name: string, points: number) => deps.limits.limiter({ name: `channel:${name}`, points, seconds: 60 });
     this.inbound = limiter('in', opts.inboundPerMinute);
     this.hooks = limiter('hooks', opts.inboundPerMinute * HOOKS_PER_MESSAGE);
-    this.failedHooks = limiter('failed', FAILED_HOOKS_PER_ADDRESS);
+    this.unknownHooks = limiter('unknown', UNKNOWN_HOOKS_PER_ADDRESS);
+    this.refusedHooks = limiter('refused', REFUSED_HOOKS_PER_ADDRESS);
     this.timeoutMs = opts.timeoutMs ?? 10_000;
     this.turns = new Lane(opts.concurrency);
     this.sends = new Lane(opts.concurrency);
@@ -264,19 +272,24 @@ export class ChannelService {
 
   /**
    * A provider's request to a channel's webhook URL, from client address `address`. What it may
-   * cost is bounded before the channel is looked up: an address that sent too many failing
-   * requests, or a channel id past its requests a minute, is refused at once (429). Then the
-   * signature is checked: a request that fails it is refused (401) and counted, and nothing of
-   * it is read further or stored. Refusals are logged once a minute per channel and reason.
+   * cost is bounded before the channel is looked up: an address past its requests for unknown
+   * channels, or past its refused requests to this channel, or a channel id past its requests a
+   * minute, is refused at once (429). Then the signature is checked: a request that fails it is
+   * refused (401) and counted, and nothing of it is read further or stored. Refusals are logged
+   * once a minute per channel and reason.
    */
   async hook(channelId: string, req: HookRequest, address: string): Promise<HookAnswer> {
-    await mustHaveRoom(this.failedHooks, address, 'Too many failed webhook requests from this address; retry later');
+    await mustHaveRoom(this.unknownHooks, address, 'Too many requests for unknown channels from this address; retry later');
     const known = CHANNEL_ID.test(channelId);
-    if (known) await this.limited(this.hooks, channelId, 'unknown', 'Too many requests on this channel; retry later');
+    const refusals = `${address}\n${channelId}`;
+    if (known) {
+      await mustHaveRoom(this.refusedHooks, refusals, 'Too many unsigned requests to this channel from this address; retry later');
+      await this.limited(this.hooks, channelId, 'unknown', 'Too many requests on this channel; retry later');
+    }
     const row = known ? await this.deps.store.byId(channelId) : undefined;
     const channel = row ? this.open(row) : null;
     if (!channel) {
-      await spendQuietly(this.failedHooks, address);
+      await spendQuietly(this.unknownHooks, address);
       this.deps.metrics.channelInbound('unknown', 'unknown_channel');
       throw new NotFoundError('channel_not_found', 'No such channel');
     }
@@ -285,12 +298,12 @@ export class ChannelService {
       if (!adapter.challenge) throw new NotFoundError('not_found', `${kind} webhooks are POST only`);
       const answer = adapter.challenge(req, creds);
       this.deps.metrics.channelInbound(kind, answer.status === 200 ? 'verification' : 'refused');
-      if (answer.status !== 200) await spendQuietly(this.failedHooks, address);
+      if (answer.status !== 200) await spendQuietly(this.refusedHooks, refusals);
       return answer;
     }
     const refused = adapter.verify(req, creds, this.deps.clock.now());
     if (refused) {
-      await spendQuietly(this.failedHooks, address);
+      await spendQuietly(this.refusedHooks, refusals);
       this.deps.metrics.channelInbound(kind, 'refused');
       if (this.refusalsSaid.due(`${channelId}\n${refused}`))
         this.deps.logger.warn(
