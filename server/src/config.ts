@@ -155,6 +155,10 @@ const EnvSchema = z.object({
       'must be 0 (keep all history) or at least 7 days: webhook deliveries are retried for hours, and a month is dropped whole',
     ),
   REVIEW_LOW_MARGIN: z.coerce.number().min(0).max(1).default(0.1),
+  HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
+  MAX_CONNECTIONS: z.coerce.number().int().min(1).default(8192),
+  MAX_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).default(512),
   SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).default(0),
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(1000).default(30_000),
   IDEMPOTENCY_TTL_HOURS: z.coerce.number().min(0).default(24),
@@ -420,6 +424,16 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
      * notice), and the most the whole drain may take before the process exits anyway.
      */
     shutdown: { delayMs: e.SHUTDOWN_DELAY_MS, timeoutMs: e.SHUTDOWN_TIMEOUT_MS },
+    /**
+     * What a client's connection may hold (http/server.ts): its headers, and its whole request,
+     * within these times; connections open in the process, and from one address without TRUST_PROXY.
+     */
+    connections: {
+      headersTimeoutMs: Math.min(e.HEADERS_TIMEOUT_MS, e.REQUEST_TIMEOUT_MS),
+      requestTimeoutMs: e.REQUEST_TIMEOUT_MS,
+      max: e.MAX_CONNECTIONS,
+      perAddress: e.MAX_CONNECTIONS_PER_ADDRESS,
+    },
     /** What one publishable key, visitor and client address may do (docs/widget.md, "Limits"). */
     widget: {
       keyPerMinute: e.WIDGET_KEY_PER_MINUTE,

@@ -6,6 +6,7 @@ import { canCollect } from './lib/collect.js';
 import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError, testsBeside } from './agents-loader.js';
 import { createApp, type App } from './app.js';
+import { createHttpServer } from './http/server.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase } from './store/db.js';
 import { describeStartupError } from './startup-errors.js';
@@ -104,7 +105,7 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
   }
 
   await built.startBackground();
-  const server = built.app.listen(config.port, config.host);
+  const server = createHttpServer(built.app, config, logger).listen(config.port, config.host);
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('listening', resolve);
