@@ -90,7 +90,11 @@ describe.each(targets)('slow clients on $name', (target) => {
         method: 'PUT',
         path: '/api/v1/agents/echo',
         headers: { 'tenant-id': 'acme', 'content-type': 'application/json' },
-        body: JSON.stringify({ name: 'Echo', routing: { fallback: 'echo' }, capabilities: [{ name: 'echo', examples: ['hello', 'anything'], phases: [{ id: 'say', say: 'You said: {{ message }}' }] }] }),
+        body: JSON.stringify({
+          name: 'Echo',
+          routing: { fallback: 'echo' },
+          capabilities: [{ name: 'echo', examples: ['hello', 'anything'], phases: [{ id: 'say', say: 'You said: {{ message }}' }] }],
+        }),
       });
       // No credential, no channel: a webhook URL and the API, each announcing a body it sends a byte at a time.
       let closed = 0;
@@ -98,7 +102,9 @@ describe.each(targets)('slow clients on $name', (target) => {
         const s = connect({ host: '127.0.0.1', port, localAddress: '127.0.0.1' });
         s.on('error', () => undefined);
         s.on('close', () => closed++);
-        s.write(`POST ${i % 2 ? '/hooks/v1/ch_x' : '/api/v1/agents/echo/converse'} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{`);
+        s.write(
+          `POST ${i % 2 ? '/hooks/v1/ch_x' : '/api/v1/agents/echo/converse'} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{`,
+        );
         sockets.push(s);
       }
       trickle = setInterval(() => {

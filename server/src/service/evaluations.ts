@@ -168,15 +168,12 @@ export class EvaluationService {
     const { store, clock } = this.deps;
     const now = clock.now();
     await store.deleteExpiredEvaluations(iso(now));
-    if ((await store.runningEvaluations(tenantId, BackgroundJobs.liveSince(now))) >= 1) {
-      throw new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
-    }
+    const busy = () => new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
+    if ((await store.runningEvaluations(tenantId, BackgroundJobs.liveSince(now))) >= 1) throw busy();
     // 404 for a version that does not exist.
     const digests = known ?? (await this.digestsOf(tenantId, slug, agent, version, body));
-    // Started first: a tenant at its replay limit is refused before anything is stored.
-    const replay = body.replay > 0 ? await this.deps.replays.start(tenantId, slug, { version, limit: body.replay }) : null;
     const id = randomUUID();
-    const row = {
+    let row: Omit<EvaluationRow, 'result' | 'error'> = {
       id,
       tenantId,
       agentId: agent.id,
@@ -185,15 +182,26 @@ export class EvaluationService {
       status: 'running' as const,
       stage: 'queued',
       done: 0,
-      total: 2 * body.folds + 4 + (replay ? 1 : 0),
-      replayId: replay?.id ?? null,
+      total: 2 * body.folds + 4 + (body.replay > 0 ? 1 : 0),
+      replayId: null,
       createdBy: keyId,
       createdAt: iso(now),
       updatedAt: iso(now),
       expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
       digests,
     };
-    await store.insertEvaluation(row);
+    // Stored only if none of the tenant runs, checked under the tenant's lock: of concurrent
+    // starts on any replica, one runs and the others are refused.
+    if (!(await store.startEvaluation(row, BackgroundJobs.liveSince(now)))) throw busy();
+    if (body.replay > 0) {
+      // A tenant at its replay limit is refused, and the evaluation it would have been part of is forgotten.
+      const replay = await this.deps.replays.start(tenantId, slug, { version, limit: body.replay }).catch(async (err: unknown) => {
+        await store.deleteEvaluation(tenantId, id);
+        throw err;
+      });
+      await store.setEvaluationReplay(id, replay.id);
+      row = { ...row, replayId: replay.id };
+    }
     this.running.start(id, (job) => this.run(row, slug, body.folds, job));
     return { ...row, result: null, error: null };
   }

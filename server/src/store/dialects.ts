@@ -22,6 +22,12 @@ export interface DialectAdapter {
   changedRows(result: unknown): number;
   /** SQL for the seconds between two columns holding ISO timestamps. */
   secondsBetween(from: string, to: string): string;
+  /**
+   * Holds `key` until the transaction ends, so that transactions taking the same key run one after
+   * another (a check and the insert it allows): an advisory lock on PostgreSQL; SQLite's one
+   * connection runs transactions one at a time anyway.
+   */
+  lockKey(trx: Knex.Transaction, key: string): Promise<void>;
 }
 
 /** Truncating checkpoints tried after an erasure while another checkpoint holds the WAL (10 ms apart). */
@@ -31,6 +37,7 @@ export const sqliteDialect: DialectAdapter = {
   name: 'sqlite',
   shared: false,
   forUpdate: (q) => q,
+  lockKey: () => Promise.resolve(),
   async secureErase(knex, fn) {
     await knex.transaction(async (trx) => {
       await trx.raw('pragma secure_delete = ON');
@@ -66,6 +73,9 @@ export const postgresDialect: DialectAdapter = {
   name: 'postgres',
   shared: true,
   forUpdate: (q) => q.forUpdate() as typeof q,
+  async lockKey(trx, key) {
+    await trx.raw('select pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
+  },
   // PostgreSQL overwrites nothing in place; VACUUM reclaims dead rows in their time.
   secureErase: (knex, fn) => knex.transaction(fn),
   jsonRows: (table, columns) => `select ${columns.join(', ')} from json_populate_recordset(null::${table}, ?::json)`,

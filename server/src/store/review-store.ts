@@ -171,8 +171,11 @@ const toEvaluation = (r: EvaluationTableRow): EvaluationRow => ({
 
 export class ReviewStore {
   private readonly knex: Knex;
+  private readonly adapter: Database['adapter'];
+
   constructor(db: Database) {
     this.knex = db.knex;
+    this.adapter = db.adapter;
   }
 
   private groups(tenantId: string, agentId: string, f: ReviewFilter) {
@@ -292,8 +295,22 @@ export class ReviewStore {
       .merge(['tests', 'updated_at']);
   }
 
-  async insertEvaluation(r: Omit<EvaluationRow, 'result' | 'error'>): Promise<void> {
-    await this.knex<EvaluationTableRow>('evaluations').insert({
+  /**
+   * Stores a running evaluation unless one of the tenant is running already (updated since
+   * `since`): the check and the insert hold the tenant's lock, so of concurrent starts on any
+   * replica one stores and the others answer false.
+   */
+  async startEvaluation(r: Omit<EvaluationRow, 'result' | 'error'>, since: string): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      await this.adapter.lockKey(trx, `evaluations:${r.tenantId}`);
+      if ((await runningJobs(trx, 'evaluations', r.tenantId, since)) >= 1) return false;
+      await this.insertEvaluation(r, trx);
+      return true;
+    });
+  }
+
+  private async insertEvaluation(r: Omit<EvaluationRow, 'result' | 'error'>, trx: Knex.Transaction): Promise<void> {
+    await trx<EvaluationTableRow>('evaluations').insert({
       id: r.id,
       tenant_id: r.tenantId,
       agent_id: r.agentId,
@@ -354,6 +371,14 @@ export class ReviewStore {
   async evaluations(tenantId: string, agentId: string, q: { limit: number; after: [string, string] | null; now: string }): Promise<EvaluationRow[]> {
     const query = this.knex<EvaluationTableRow>('evaluations').where({ tenant_id: tenantId, agent_id: agentId }).where('expires_at', '>=', q.now);
     return (await newestFirst(query, 'created_at', q.after, q.limit)).map(toEvaluation);
+  }
+
+  async setEvaluationReplay(id: string, replayId: string): Promise<void> {
+    await this.knex<EvaluationTableRow>('evaluations').where({ id }).update({ replay_id: replayId });
+  }
+
+  async deleteEvaluation(tenantId: string, id: string): Promise<void> {
+    await this.knex<EvaluationTableRow>('evaluations').where({ tenant_id: tenantId, id }).delete();
   }
 
   /** Evaluations of the tenant still running (updated since `since`). */
