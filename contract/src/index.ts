@@ -614,7 +614,8 @@ export const routeScopes: Record<keyof typeof apiContract, Scope> = {
   putSplit: 'admin',
   endSplit: 'admin',
   promoteSplit: 'admin',
-  runTests: 'read',
+  // Running test conversations spends the tenant's render budget: no read.
+  runTests: 'converse',
   listReview: 'read',
   actOnReview: 'admin',
   getTestSuite: 'read',

@@ -68,6 +68,15 @@ eachDatabase('API keys on $name', (database) => {
     expect((await as(keys.adminA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
   });
 
+  it('runs test conversations for a key that may converse, never for one that may only read', async () => {
+    const readOnly = (await app.keys.create('a', ['read'])).key;
+    const tests = [{ name: 't', steps: [{ user: 'echo this', expect: { capability: 'echo' } }] }];
+    const refused = await as(readOnly)(request(app.app).post('/api/v1/agents/echo/tests').send({ tests }));
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toMatch(/"converse" scope/);
+    expect((await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/tests').send({ tests }))).status).toBe(200);
+  });
+
   it('lets an admin key alone read and converse: admin implies the other scopes', async () => {
     const adminOnly = (await app.keys.create('a', ['admin'])).key;
     const c = await as(adminOnly)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this' }));
