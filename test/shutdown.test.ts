@@ -21,24 +21,30 @@ const SECRET_TOKEN = 'telegram-secret-token-0123456789';
 describe('npm start and SIGTERM', () => {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-shutdown-'));
   /**
-   * Telegram's API as a provider that answers sendMessage in 1 s for even chat ids, as Telegram
-   * documents the answer, and never for odd ones.
+   * Telegram's API as a provider that answers sendMessage in 1 s for the current run's chat when
+   * its id is even, as Telegram documents the answer, and never when it is odd. An earlier run's
+   * reply, taken up again once its killed run's claim has expired, is answered at once.
    */
   let provider: Server;
-  const calls: string[] = [];
+  /** The chat ids of the sendMessage calls the provider took. */
+  const calls: number[] = [];
   let providerUrl = '';
+  let current = 0;
   beforeAll(async () => {
     provider = createServer((req, res) => {
-      calls.push(req.url ?? '');
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
         const chat = Number((JSON.parse(body || '{}') as { chat_id?: number }).chat_id);
-        if (chat % 2) return;
-        setTimeout(() => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ ok: true, result: { message_id: 1, date: 1732442745, chat: { id: chat, type: 'private' }, text: 'ok' } }));
-        }, 1000);
+        calls.push(chat);
+        if (chat === current && chat % 2) return;
+        setTimeout(
+          () => {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ ok: true, result: { message_id: 1, date: 1732442745, chat: { id: chat, type: 'private' }, text: 'ok' } }));
+          },
+          chat === current ? 1000 : 0,
+        );
       });
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
@@ -114,7 +120,7 @@ describe('npm start and SIGTERM', () => {
         expect(streams.map((s) => s.status)).toEqual([200, 200]);
         // A Telegram message whose reply is under way at a provider that never answers (a user of
         // its own each run: the reply a killed run left claimed holds its user's next ones back).
-        const before = calls.length;
+        current = 4242 + run;
         const message = {
           update_id: 100 + run,
           message: {
@@ -131,7 +137,7 @@ describe('npm start and SIGTERM', () => {
           body: JSON.stringify(message),
         });
         expect(hooked.status).toBe(200);
-        await waitUntil('the reply to reach the provider', () => Promise.resolve(calls.length > before), 10_000, 20);
+        await waitUntil('the reply to reach the provider', () => Promise.resolve(calls.includes(current)), 10_000, 20);
 
         const sent = performance.now();
         npm.kill('SIGTERM');
