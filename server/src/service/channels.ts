@@ -16,6 +16,7 @@ import type { CallResult, ChannelAdapter, HookAnswer, HookRequest, InboundMessag
 import type { AuditDraft, Conversation, TurnRow } from '../domain.js';
 import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { Lane } from '../lib/lane.js';
 import { OncePer } from '../lib/once-per.js';
 import type { ChannelRow, ChannelStore, InboundRow, OutboxRow } from '../store/channel-store.js';
 import type { AgentService } from './agent-service.js';
@@ -754,38 +755,4 @@ export function chosen(msg: Pick<InboundMessage, 'text' | 'choice'>, offered: { 
   if (msg.choice !== undefined) return (msg.choice.startsWith('#') ? byNumber(msg.choice) : msg.choice) ?? msg.text;
   const text = msg.text.trim();
   return byNumber(text) ?? offered.find((o) => o.label.toLowerCase() === text.toLowerCase())?.value ?? text;
-}
-
-/** Channel work of one kind in flight in this process: at most `total` jobs, and `perTenant` of one tenant. */
-class Lane {
-  readonly jobs = new Map<string, Promise<void>>();
-  private readonly perTenant = new Map<string, number>();
-
-  constructor(private readonly limits: { total: number; perTenant: number }) {}
-
-  get free(): number {
-    return this.limits.total - this.jobs.size;
-  }
-
-  room(tenantId: string): boolean {
-    return this.free > 0 && (this.perTenant.get(tenantId) ?? 0) < this.limits.perTenant;
-  }
-
-  /** Jobs in flight by tenant (a copy). */
-  counts(): Map<string, number> {
-    return new Map(this.perTenant);
-  }
-
-  /** Runs `work` (which never rejects) in a slot; `after` runs once the slot is free again. */
-  run(key: string, tenantId: string, work: () => Promise<void>, after: () => void): void {
-    this.perTenant.set(tenantId, (this.perTenant.get(tenantId) ?? 0) + 1);
-    const done = work().finally(() => {
-      this.jobs.delete(key);
-      const n = (this.perTenant.get(tenantId) ?? 1) - 1;
-      if (n > 0) this.perTenant.set(tenantId, n);
-      else this.perTenant.delete(tenantId);
-      after();
-    });
-    this.jobs.set(key, done);
-  }
 }
