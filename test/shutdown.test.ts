@@ -75,7 +75,8 @@ describe('npm start and SIGTERM', () => {
     const T = { 'tenant-id': 'demo', 'content-type': 'application/json' };
     let hook = '';
     for (let run = 0; run < RUNS; run++) {
-      const npm: ChildProcess = spawn('npm', ['start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      // A group of its own, so that a failed run ends npm's node child too, not npm alone.
+      const npm: ChildProcess = spawn('npm', ['start'], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let output = '';
       npm.stdout!.on('data', (c: Buffer) => (output += c.toString()));
       npm.stderr!.on('data', (c: Buffer) => (output += c.toString()));
@@ -163,7 +164,13 @@ describe('npm start and SIGTERM', () => {
         }
       } finally {
         for (const s of streams) s.close();
-        if (npm.exitCode === null && npm.signalCode === null) npm.kill('SIGKILL');
+        if (npm.pid !== undefined) {
+          try {
+            process.kill(-npm.pid, 'SIGKILL');
+          } catch {
+            // the group is gone: every process of it exited
+          }
+        }
       }
     }
   }, 600_000);
