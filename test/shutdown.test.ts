@@ -146,8 +146,9 @@ describe('npm start and SIGTERM', () => {
         const took = performance.now() - sent;
         expect(code, `run ${run + 1}: npm start still running ${3 * SHUTDOWN_TIMEOUT_MS} ms after SIGTERM\n${output}`).not.toBe('alive');
         if (run % 2 === 0) {
-          // The provider answers in 1 s: the drain ends cleanly, well within the timeout.
-          expect({ code, within: took < SHUTDOWN_TIMEOUT_MS - 1000 }, output).toEqual({ code: 0, within: true });
+          // The provider answers in 1 s: the drain ends cleanly (exit 0), so before the timeout,
+          // which would have ended it with 1.
+          expect(code, output).toBe(0);
         } else {
           // It never answers: SHUTDOWN_TIMEOUT_MS ends the process.
           expect(code, output).toBe(1);
