@@ -8,7 +8,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { MethodNotAllowedError } from '../errors.js';
 import type { ChannelService } from '../service/channels.js';
 import { refuseContentEncoding } from './input-guards.js';
-import { clientAddress } from './widget.js';
+import { clientAddress } from './origin.js';
 
 /** Provider webhooks are small (Slack's and WhatsApp's batch a few events at most). */
 const HOOK_BODY_LIMIT = 256 * 1024;

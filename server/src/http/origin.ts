@@ -1,8 +1,12 @@
-// The origin a request reached this server at, read from its Host header when that is a plain
-// host name or address (and port): what documents and answers name when PUBLIC_URL is not set.
+// Where a request comes from and went to: the client's address (behind TRUST_PROXY's proxies),
+// and the origin it reached this server at, read from its Host header when that is a plain host
+// name or address (and port): what documents and answers name when PUBLIC_URL is not set.
 import type { NextFunction, Request, Response } from 'express';
 
 const PLAIN_HOST = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+
+/** The client's address: the peer's, or as the proxies TRUST_PROXY names say (Express's req.ip). */
+export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 export function requestOrigin(req: Request): string | null {
   const host = req.get('host');

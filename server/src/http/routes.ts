@@ -2,8 +2,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract, type ConverseResponse } from '@switchboard/contract';
 import { sameText } from '../lib/same-text.js';
-import { requestOrigin } from './origin.js';
-import { clientAddress } from './widget.js';
+import { clientAddress, requestOrigin } from './origin.js';
 import { ForbiddenError, UnauthorizedError, UnavailableError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import type { Services } from '../services.js';

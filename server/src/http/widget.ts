@@ -14,6 +14,7 @@ import compression from 'compression';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { NotFoundError } from '../errors.js';
 import type { WidgetService } from '../service/widget.js';
+import { clientAddress } from './origin.js';
 
 const KEY = /^pk_[0-9a-f]{32}$/;
 const ALLOWED_HEADERS = 'content-type, accept, x-visitor-token, x-user-id, x-user-hash, last-event-id, x-request-id';
@@ -56,9 +57,6 @@ export function widgetCors(widget: Pick<WidgetService, 'key'>) {
     }
   };
 }
-
-/** The client's address: the peer's, or as the proxies TRUST_PROXY names say (Express's req.ip). */
-export const clientAddress = (req: Request) => req.ip ?? req.socket.remoteAddress ?? 'unknown';
 
 const DEFAULT_FILE = fileURLToPath(new URL('../../../widget/dist/v1.js', import.meta.url));
 

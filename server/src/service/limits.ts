@@ -24,11 +24,6 @@ export class Limits {
     this.redis?.on('error', () => undefined); // the insurance limiters cover an unreachable Redis
   }
 
-  /** Whether budgets are shared by every process (Redis), or counted in this one. */
-  get shared(): boolean {
-    return this.redis !== null;
-  }
-
   limiter(spec: LimitSpec): RateLimiterAbstract {
     const opts = { keyPrefix: `sb:${spec.name}`, points: spec.points, duration: spec.seconds };
     return this.redis ? new RateLimiterRedis({ storeClient: this.redis, ...opts, insuranceLimiter: new RateLimiterMemory(opts) }) : new RateLimiterMemory(opts);
@@ -56,10 +51,10 @@ export class Limits {
 /** Seconds until a refused limiter has room again, at least 1 (for retry-after). */
 export const retryAfterOf = (res: RateLimiterRes) => Math.max(1, Math.ceil(res.msBeforeNext / 1000));
 
-/** Spends `points` of `key`'s budget, or throws 429 with `detail` and the wait in retry-after. */
-export async function spend(limiter: RateLimiterAbstract, key: string, detail: string, points = 1): Promise<void> {
+/** Spends one of `key`'s budget, or throws 429 with `detail` and the wait in retry-after. */
+export async function spend(limiter: RateLimiterAbstract, key: string, detail: string): Promise<void> {
   try {
-    await limiter.consume(key, points);
+    await limiter.consume(key);
   } catch (e) {
     if (!(e instanceof RateLimiterRes)) throw e;
     throw new RateLimitedError(retryAfterOf(e), detail);
