@@ -356,6 +356,14 @@ export const AuditVerification = z
       .number()
       .int()
       .describe('Entries whose hash is an HMAC under the operator key (AUDIT_CHAIN_KEY): only those prove who wrote them (docs/security.md)'),
+    keyed_from: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe(
+        'With AUDIT_CHAIN_KEY: the entry from which every one is keyed under it (null when none is). Entries before it were written before the key and verify only because a later keyed entry or the chain’s seal vouches for them: they prove consistency, not who wrote them',
+      ),
     valid: z.boolean(),
     first_broken: z
       .object({
@@ -366,12 +374,16 @@ export const AuditVerification = z
           'data_mismatch',
           'hash_mismatch',
           'unkeyed_after_keyed',
+          'not_keyed',
           'head_mismatch',
           'turn_mismatch',
           'turn_unchained',
         ]),
         turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
+      .describe(
+        '`not_keyed`: with AUDIT_CHAIN_KEY, an entry not keyed under it that no later keyed entry and no seal vouches for (a chain rebuilt without the key)',
+      )
       .nullable(),
     first_sequence: z
       .number()

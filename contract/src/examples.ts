@@ -319,7 +319,7 @@ export const EXAMPLES = {
   },
   AuditVerified: {
     summary: 'Every entry chains to the one before it',
-    value: { conversation_id: CONVERSATION, entries: 10, keyed_entries: 10, valid: true, first_broken: null },
+    value: { conversation_id: CONVERSATION, entries: 10, keyed_entries: 10, keyed_from: 1, valid: true, first_broken: null },
   },
   OperatorMessageRequest: { summary: 'A person answers', value: { message: 'Hi, this is Dana from support. Let me look into it.', author: 'dana' } },
   OperatorMessageResult: {
@@ -444,7 +444,7 @@ export const EXAMPLES = {
       next_cursor: null,
     },
   },
-  ReleasesVerified: { summary: 'The release record is intact', value: { entries: 4, keyed_entries: 0, valid: true, first_broken: null } },
+  ReleasesVerified: { summary: 'The release record is intact', value: { entries: 4, keyed_entries: 4, keyed_from: 1, valid: true, first_broken: null } },
   SplitRequest: { summary: 'Send half of new conversations to version 3', value: { version: 3, percent: 50 } },
   SplitStarted: {
     summary: 'Half of new conversations start on version 3',

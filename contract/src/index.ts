@@ -3,7 +3,7 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { ActivationResult, Agent, AgentVersion, AgentVersionSummary, PutAgentQuery, PutAgentResult, VersionsQuery } from './agents.js';
-import { ActivateQuery, EndSplitQuery, PutSplit, Release, ReleasesQuery, ReleaseVerification, SplitResult } from './releases.js';
+import { ActivateQuery, EndSplitQuery, PutSplit, Release, ReleasesQuery, ReleasesVerifyQuery, ReleaseVerification, SplitResult } from './releases.js';
 import { commonErrors, ConverseHeaders, Page, Problem, Slug, TenantHeaders, Uuid } from './common.js';
 import {
   AuditLogPage,
@@ -397,8 +397,11 @@ export const agentsContract = c.router({
     path: '/agents/:slug/releases/verify',
     pathParams: SlugParams,
     headers: TenantHeaders,
+    query: ReleasesVerifyQuery,
     responses: { 200: ReleaseVerification },
     summary: "Recompute the release record's hash chain and report the first broken link",
+    description:
+      "Checks the chain, every step's version column, the agent's served version and split against the newest step, the evaluations steps cite against the evidence chained with them and, with `head`, that a head published earlier is still in the record (docs/security.md).",
   },
   putSplit: {
     method: 'PUT',

@@ -76,19 +76,51 @@ export const ReleasesQuery = z.object({
   cursor: z.string().max(500).optional(),
 });
 
-export const ReleaseVerification = z
+export const ReleasesVerifyQuery = z.object({
+  head: z
+    .string()
+    .regex(/^[1-9][0-9]{0,9}:[0-9a-f]{64}$/, 'a head as published: <sequence>:<hash>')
+    .optional()
+    .describe('A head published earlier (the `head` of a `release.head` log line): the record must still hold that step with that hash'),
+});
+
+const ReleaseVerificationSchema = z
   .object({
     entries: z.number().int(),
     keyed_entries: z.number().int().describe('Steps whose hash is an HMAC under the operator key (AUDIT_CHAIN_KEY)'),
+    keyed_from: z
+      .number()
+      .int()
+      .nullable()
+      .optional()
+      .describe('Present with AUDIT_CHAIN_KEY: the step from which every one is keyed under it (null when none is); steps before it prove consistency only'),
     valid: z.boolean(),
     first_broken: z
       .object({
         sequence: z.number().int(),
-        reason: z.enum(['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'unkeyed_after_keyed', 'head_mismatch']),
+        reason: z.enum([
+          'sequence_gap',
+          'missing_hash',
+          'data_mismatch',
+          'hash_mismatch',
+          'unkeyed_after_keyed',
+          'not_keyed',
+          'head_mismatch',
+          'state_mismatch',
+          'evidence_mismatch',
+          'evidence_missing',
+          'anchor_missing',
+        ]),
       })
+      .describe(
+        "`data_mismatch` includes a step's version column that is not its chained one; `state_mismatch`: the agent's served version or split is not the one the newest step made; `evidence_mismatch` / `evidence_missing`: the evaluation a step cites was changed or deleted; `anchor_missing`: the record no longer holds the head given in `head` (steps cut off the end)",
+      )
       .nullable(),
+    head: z.string().optional().describe('The head checked, when one was given'),
   })
   .describe("The release record's hash chain recomputed, and its first broken link");
+export type ReleaseVerification = z.infer<typeof ReleaseVerificationSchema>;
+export const ReleaseVerification: z.ZodType<ReleaseVerification> = ReleaseVerificationSchema;
 
 const SplitResultSchema = z
   .object({

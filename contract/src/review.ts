@@ -215,7 +215,7 @@ const EvaluationSchema = z
     created_by: z.string().nullable().describe('The id of the API key that started it'),
     created_at: Timestamp,
     updated_at: Timestamp,
-    expires_at: Timestamp.describe('Evaluations are kept for thirty days'),
+    expires_at: Timestamp.describe('Evaluations are kept for thirty days; one a release step cites as long as the step (9999-12-31)'),
   })
   .describe("A draft's evaluation beside the current version");
 

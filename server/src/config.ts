@@ -49,6 +49,13 @@ const EnvSchema = z.object({
     .string()
     .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -base64 32)')
     .optional(),
+  AUDIT_CHAIN_PREVIOUS_KEYS: z
+    .string()
+    .regex(
+      /^(([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)(,([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?))*)?$/,
+      'must be keys of 32 bytes (64 hex digits or base64), comma-separated, oldest first',
+    )
+    .optional(),
   SECRETS_KEY: z
     .string()
     .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/_-]{43}=?)$/, 'must be 32 bytes as 64 hex digits or base64 (openssl rand -base64 32)')
@@ -351,6 +358,11 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     secretsKey: parseKey(e.SECRETS_KEY),
     /** Key of the audit chain's HMAC (AUDIT_CHAIN_KEY); without it entries are chained with SHA-256 alone. */
     auditChainKey: parseKey(e.AUDIT_CHAIN_KEY, 'AUDIT_CHAIN_KEY'),
+    /** Keys the audit chain was keyed with before AUDIT_CHAIN_KEY (AUDIT_CHAIN_PREVIOUS_KEYS, oldest first): they only verify. */
+    auditChainPreviousKeys: (e.AUDIT_CHAIN_PREVIOUS_KEYS ?? '')
+      .split(',')
+      .filter(Boolean)
+      .map((k) => parseKey(k, 'AUDIT_CHAIN_PREVIOUS_KEYS')!),
     /** What all template rendering of one turn may spend: time spent rendering (never waiting) and characters produced. */
     renderBudget: { timeMs: e.RENDER_BUDGET_MS, outputChars: e.RENDER_BUDGET_CHARS },
     /** Template time one tenant may spend per second in one process (bursts up to four turns' budget). */

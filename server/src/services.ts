@@ -104,7 +104,11 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const limits = new Limits(config.redisUrl);
-  const store = new ConversationStore(deps.db, { leaseMs: config.conversationLeaseMs, chainKey: config.auditChainKey });
+  const store = new ConversationStore(deps.db, {
+    leaseMs: config.conversationLeaseMs,
+    chainKey: config.auditChainKey,
+    previousKeys: config.auditChainPreviousKeys,
+  });
   const actions = new HttpActionRunner({
     allowedHosts: config.actionAllowedHosts,
     maxResponseBytes: config.actionMaxResponseBytes,
@@ -231,7 +235,14 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   // A person's reply goes out through the conversation's channel; the reply itself is stored whatever happens here.
   lifecycle.onOperatorMessage = (c, turn) =>
     channels.operatorReply(c, turn).catch((err: unknown) => logger.error({ err, conversation: c.id }, 'a person’s reply could not be queued for its channel'));
-  const releases = new ReleaseService({ agents, evaluations, store: new ReleaseStore(deps.db, config.auditChainKey), clock });
+  const releases = new ReleaseService({
+    agents,
+    evaluations,
+    store: new ReleaseStore(deps.db, config.auditChainKey, config.auditChainPreviousKeys),
+    clock,
+    log: logger,
+    chainKey: config.auditChainKey,
+  });
 
   return {
     limits,

@@ -129,10 +129,113 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
   const f = appFixture(database, { agents: { echo: echoAgent }, config: { auditChainKey: KEY } });
   const say = async (message: string, conversation_id?: string) =>
     (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message, conversation_id }).expect(200)).body.conversation_id as string;
-  const verifyWith = async (id: string, key?: Buffer) => {
+  const verifyWith = async (id: string, key?: Buffer, previousKeys: Buffer[] = []) => {
     const { ConversationStore } = await import('../../server/src/store/conversation-store.js');
-    return new ConversationStore(f.db, { chainKey: key }).verifyAudit('acme', id);
+    return new ConversationStore(f.db, { chainKey: key, previousKeys }).verifyAudit('acme', id);
   };
+  /** Rechains a conversation's entries from the first, unkeyed or under `key`, data edited by `edit`, and moves its head. */
+  const rechain = async (id: string, key?: Buffer, edit: (sequence: number, data: string) => string = (_s, d) => d) => {
+    const { dataHash, entryHash } = await import('../../server/src/lib/audit-chain.js');
+    let previous: string | null = null;
+    for (const r of await entries(id)) {
+      const fields = {
+        ...r,
+        sequence: Number(r.sequence),
+        turn_index: r.turn_index === null ? null : Number(r.turn_index),
+        duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
+      };
+      const data = edit(fields.sequence, r.data);
+      previous = entryHash(previous, fields, dataHash(data), key);
+      await f.db
+        .knex('audit_entries')
+        .where({ conversation_id: id, sequence: r.sequence })
+        .update({ data, data_hash: dataHash(data), hash: previous });
+    }
+    await f.db.knex('conversations').where({ id }).update({ audit_hash: previous });
+  };
+  const seal = async () => {
+    const { sealChains } = await import('../../server/src/service/chain-seals.js');
+    const { ChainSealStore } = await import('../../server/src/store/chain-seals.js');
+    const { ConversationStore } = await import('../../server/src/store/conversation-store.js');
+    const { ReleaseStore } = await import('../../server/src/store/release-store.js');
+    const { systemClock } = await import('../../server/src/lib/clock.js');
+    const done = await sealChains(
+      {
+        conversations: new ConversationStore(f.db, { chainKey: KEY }),
+        releases: new ReleaseStore(f.db, KEY),
+        seals: new ChainSealStore(f.db),
+        keys: { current: KEY, previous: [] },
+        clock: systemClock,
+      },
+      () => {},
+    );
+    return done.find((p) => p.kind === 'conversation')!;
+  };
+
+  it('never verifies a conversation rebuilt without the key from its first entry', async () => {
+    const id = await say('echo this');
+    await say('more', id);
+    await rechain(id, undefined, (sequence, data) => (sequence === 2 ? JSON.stringify({ ...JSON.parse(data), forged: true }) : data));
+    const report = await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set(T).expect(200);
+    expect(report.body).toMatchObject({ valid: false, keyed_entries: 0, keyed_from: null, first_broken: { sequence: 1, reason: 'not_keyed' } });
+  });
+
+  it('vouches for a chain written before the key only once it is sealed, and only as it was sealed', async () => {
+    const old = await say('echo this');
+    await rechain(old); // as an app without the key wrote it
+    const broken = await say('another');
+    await rechain(broken, undefined, (sequence, data) => (sequence === 1 ? `${data} ` : data));
+    await f.db
+      .knex('audit_entries')
+      .where({ conversation_id: broken, sequence: 1 })
+      .update({ data_hash: 'f'.repeat(64) });
+    expect(await verifyWith(old, KEY)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'not_keyed' } });
+
+    const sealed = await seal();
+    expect(sealed.broken).toEqual([expect.objectContaining({ id: broken, reason: 'data_mismatch' })]);
+    expect(sealed.sealed).toBeGreaterThanOrEqual(1);
+    const n = (await entries(old)).length;
+    expect(await verifyWith(old, KEY)).toEqual({ entries: n, keyed_entries: 0, keyed_from: null, valid: true, first_broken: null });
+    // The broken one stays unsealed.
+    expect(await f.db.knex('chain_seals').where({ chain_id: broken }).first()).toBeUndefined();
+
+    // Rewritten after the seal, unkeyed: the seal names another hash.
+    await rechain(old, undefined, (sequence, data) => (sequence === 1 ? JSON.stringify({ ...JSON.parse(data), forged: true }) : data));
+    expect(await verifyWith(old, KEY)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'not_keyed' } });
+    // A seal a writer made up (without the key) vouches for nothing either.
+    const head = await f.db.knex('conversations').where({ id: old }).first('audit_hash', 'audit_seq');
+    await f.db
+      .knex('chain_seals')
+      .where({ chain_id: old })
+      .update({ hash: head!.audit_hash, sequence: head!.audit_seq, seal: 'a'.repeat(64) });
+    expect(await verifyWith(old, KEY)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'not_keyed' } });
+  });
+
+  it('rotates the key: entries under the previous key verify before the new one took over, and only with it configured', async () => {
+    const OLD = Buffer.alloc(32, 3);
+    const id = await say('echo this');
+    await rechain(id, OLD); // written while OLD was the key
+    const before = (await entries(id)).length;
+    expect(await verifyWith(id, KEY, [OLD])).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'not_keyed' } });
+    await say('more', id); // now under KEY, chained onto OLD's entries
+    const all = (await entries(id)).length;
+    expect(await verifyWith(id, KEY, [OLD])).toEqual({ entries: all, keyed_entries: all - before, keyed_from: before + 1, valid: true, first_broken: null });
+    expect(await verifyWith(id, KEY)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'hash_mismatch' } });
+    // An entry under the previous key after one under the current key: someone holding the old key.
+    const { dataHash, entryHash } = await import('../../server/src/lib/audit-chain.js');
+    const rows = await entries(id);
+    const last = rows[rows.length - 1];
+    const fields = {
+      ...last,
+      sequence: Number(last.sequence),
+      turn_index: last.turn_index === null ? null : Number(last.turn_index),
+      duration_ms: last.duration_ms === null ? null : Number(last.duration_ms),
+    };
+    const hash = entryHash(rows[rows.length - 2].hash, fields, dataHash(last.data), OLD);
+    await f.db.knex('audit_entries').where({ conversation_id: id, sequence: last.sequence }).update({ hash });
+    await f.db.knex('conversations').where({ id }).update({ audit_hash: hash });
+    expect(await verifyWith(id, KEY, [OLD])).toMatchObject({ valid: false, first_broken: { sequence: Number(last.sequence), reason: 'unkeyed_after_keyed' } });
+  });
   const entries = (id: string) => f.db.knex('audit_entries').where({ conversation_id: id }).orderBy('sequence');
 
   it('chains every entry with the key, and such a chain verifies only with it', async () => {
@@ -140,7 +243,7 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
     await say('more', id);
     const n = (await entries(id)).length;
     const res = await request(f.app.app).get(`/api/v1/agents/echo/conversations/${id}/audit-logs/verify`).set(T).expect(200);
-    expect(res.body).toEqual({ conversation_id: id, entries: n, keyed_entries: n, valid: true, first_broken: null });
+    expect(res.body).toEqual({ conversation_id: id, entries: n, keyed_entries: n, keyed_from: 1, valid: true, first_broken: null });
     expect(await verifyWith(id)).toMatchObject({ valid: false, first_broken: { sequence: 1, reason: 'hash_mismatch' } });
   });
 

@@ -263,6 +263,7 @@ eachDatabase('migrations on $name', (database) => {
         '022_partitioned_history',
         '023_hot_turn_updates',
         '024_service_secrets',
+        '025_chain_seals',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

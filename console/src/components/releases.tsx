@@ -219,10 +219,15 @@ export function ReleaseRecord({ slug, tick }: { slug: string; tick: number }) {
           onClick={() =>
             void verify.run(async () => {
               const v = ok(await client.api.verifyReleases({ params: { slug } }));
+              // "Intact" only when every step is keyed: steps from before the key prove consistency only.
               setVerified(
-                v.valid
-                  ? `Intact: ${v.entries} steps chained${v.keyed_entries ? `, ${v.keyed_entries} keyed` : ''}.`
-                  : `Broken at step ${v.first_broken!.sequence}: ${v.first_broken!.reason.replace(/_/g, ' ')}.`,
+                !v.valid
+                  ? `Broken at step ${v.first_broken!.sequence}: ${v.first_broken!.reason.replace(/_/g, ' ')}.`
+                  : v.keyed_from === undefined
+                    ? `Consistent: ${v.entries} steps chained without an operator key, which proves consistency, not who wrote them.`
+                    : v.keyed_entries === v.entries
+                      ? `Intact: ${v.entries} steps, every one keyed.`
+                      : `Valid, not intact: ${v.entries - v.keyed_entries} of ${v.entries} steps predate the operator key and prove consistency only.`,
               );
             })
           }
@@ -232,7 +237,7 @@ export function ReleaseRecord({ slug, tick }: { slug: string; tick: number }) {
       </div>
       {verify.error && <ErrorBox error={verify.error} />}
       {verified && (
-        <p role="status" class={verified.startsWith('Intact') ? 'ok' : 'bad'}>
+        <p role="status" class={verified.startsWith('Broken') ? 'bad' : 'ok'}>
           {verified}
         </p>
       )}

@@ -167,7 +167,14 @@ function Verify({ agent, id, entries }: { agent: Agent; id: string; entries: num
       const v = ok(await client.api.verifyAuditLogs({ params: { slug: agent.slug, id } }));
       setResult(
         v.valid
-          ? { valid: true, text: `Chain intact: ${v.entries} entries and every turn match their chained hashes.` }
+          ? {
+              valid: true,
+              // "Intact" only when every entry is keyed: entries from before the key prove consistency only.
+              text:
+                v.keyed_from === undefined || v.keyed_entries === v.entries
+                  ? `Chain intact: ${v.entries} entries and every turn match their chained hashes${v.keyed_from === undefined ? ' (no operator key: this proves consistency, not who wrote them)' : ', every entry keyed'}.`
+                  : `Chain valid, not intact: ${v.entries - v.keyed_entries} of ${v.entries} entries predate the operator key and prove consistency only.`,
+            }
           : {
               valid: false,
               text: `Chain broken at entry #${v.first_broken!.sequence} (${v.first_broken!.reason.replace(/_/g, ' ')}${v.first_broken!.turn_index !== undefined ? `, turn ${v.first_broken!.turn_index}` : ''}).`,

@@ -220,8 +220,12 @@ remoteOptions(
     .description("an agent's release record on a running server, newest first: every activation, rollback and split, who did it, and the gates")
     .argument('<slug>', 'the agent')
     .option('--limit <n>', 'how many steps', (v) => versionNumber(v), 20)
-    .option('--verify', "also recompute the record's hash chain"),
-).action(async (slug: string, opts: RemoteOptions & { limit: number; verify?: boolean }) => {
+    .option('--verify', "also recompute the record's hash chain")
+    .option('--head <sequence:hash>', 'with --verify: a head published earlier (a release.head log line), which the record must still hold', (v) => {
+      if (!/^[1-9][0-9]{0,9}:[0-9a-f]{64}$/.test(v)) throw new InvalidArgumentError('a head as published: <sequence>:<hash>');
+      return v;
+    }),
+).action(async (slug: string, opts: RemoteOptions & { limit: number; verify?: boolean; head?: string }) => {
   await printReleases(slug, opts);
 });
 

@@ -1,6 +1,6 @@
 // `npm run agents -- activate | split | promote | releases`: releases on a running server through
 // the release gates (docs/releases.md), each gate printed with its figure, and the release record.
-import type { Release, ReleaseGate } from '@switchboard/contract';
+import type { Release, ReleaseGate, ReleaseVerification } from '@switchboard/contract';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 
 /** Every gate on a line of its own: pass or FAIL, then what it measured. */
@@ -71,7 +71,22 @@ export async function promote(slug: string, o: RemoteOptions & Force): Promise<v
   printGates(r.body.release.gates);
 }
 
-export async function printReleases(slug: string, o: RemoteOptions & { limit: number; verify?: boolean }): Promise<void> {
+/**
+ * A verification in words. "Intact" is said only of a record every step of which is keyed under
+ * the server's key: steps from before it prove consistency only, and a server without a key proves
+ * no more than that.
+ */
+function describeVerification(v: ReleaseVerification): string {
+  if (!v.valid) return `release record BROKEN at step ${v.first_broken!.sequence}: ${v.first_broken!.reason}`;
+  const head = v.head ? `; it still holds head ${v.head.split(':')[0]}` : '';
+  if (v.keyed_from === undefined)
+    return `release record consistent: ${v.entries} steps chained without a key (AUDIT_CHAIN_KEY), which proves consistency only${head}`;
+  if (v.keyed_entries === v.entries) return `release record intact: ${v.entries} steps, every one keyed${head}`;
+  const before = v.keyed_from === null ? v.entries : v.keyed_from - 1;
+  return `release record valid but not intact: ${before} of ${v.entries} steps predate the key and prove consistency only${head}`;
+}
+
+export async function printReleases(slug: string, o: RemoteOptions & { limit: number; verify?: boolean; head?: string }): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.listReleases({ params: { slug }, query: { limit: Math.min(o.limit, 100) } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
@@ -82,13 +97,9 @@ export async function printReleases(slug: string, o: RemoteOptions & { limit: nu
   }
   if (r.body.next_cursor) console.log('(older steps not shown: --limit)');
   if (o.verify) {
-    const v = await reach(o, () => sb.api.verifyReleases({ params: { slug } }));
+    const v = await reach(o, () => sb.api.verifyReleases({ params: { slug }, query: o.head ? { head: o.head } : {} }));
     if (v.status !== 200) throw new Error(describeFailure(o, v.status, v.body));
-    console.log(
-      v.body.valid
-        ? `release record intact: ${v.body.entries} steps chained${v.body.keyed_entries ? `, ${v.body.keyed_entries} keyed` : ''}`
-        : `release record BROKEN at step ${v.body.first_broken!.sequence}: ${v.body.first_broken!.reason}`,
-    );
+    console.log(describeVerification(v.body));
     if (!v.body.valid) process.exitCode = 1;
   }
 }

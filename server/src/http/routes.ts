@@ -216,7 +216,10 @@ export function createRouter(
         body: await releases.activate(headers['tenant-id'], params.slug, params.version, query, actor(res)),
       }),
       listReleases: async ({ params, headers, query }) => ({ status: 200, body: await releases.list(headers['tenant-id'], params.slug, query) }),
-      verifyReleases: async ({ params, headers }) => ({ status: 200, body: await releases.verify(headers['tenant-id'], params.slug) }),
+      verifyReleases: async ({ params, headers, query }) => {
+        const head = query.head ? { sequence: Number(query.head.split(':')[0]), hash: query.head.split(':')[1] } : undefined;
+        return { status: 200, body: await releases.verify(headers['tenant-id'], params.slug, head) };
+      },
       putSplit: async ({ params, headers, body, res }) => ({ status: 200, body: await releases.putSplit(headers['tenant-id'], params.slug, body, actor(res)) }),
       endSplit: async ({ params, headers, query, res }) => ({
         status: 200,

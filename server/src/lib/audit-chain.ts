@@ -5,9 +5,13 @@
 // Turn texts are chained too: the entry written with a turn (turn_timing, operator_message)
 // lists each turn's hash (turnHash) in its data.
 // With an operator key (AUDIT_CHAIN_KEY) `hash` is HMAC-SHA-256 under that key instead of SHA-256:
-// then only a holder of the key can write an entry that verifies. A chain may begin unkeyed
-// (written before the key was set) but, once an entry is keyed, every later one must be too, so a
-// forger cannot rewrite the end of a chain unkeyed.
+// then only a holder of the key can write an entry that verifies. Keyed means keyed: under a key,
+// an entry that is unkeyed (or keyed under an older key, AUDIT_CHAIN_PREVIOUS_KEYS) verifies only
+// before a point the current key fixed: a later entry under the current key, which chains it, or
+// the chain's seal (`npm run audit -- seal`, store/chain-seals.ts), an HMAC under the current key
+// of the chain's id, a sequence and the hash there. A database writer can move neither, so a chain
+// rebuilt without the key (or under a leaked older one) never verifies; a chain's keys only ever
+// get newer along it.
 // Erasure replaces some entries' data by a skeleton and keeps both hashes; such an entry is
 // accepted only when its erased_at column is set and a later chained `erasure` entry records
 // that erasure (same time, sequence covered). Writing `erased: true` into data proves nothing.
@@ -48,13 +52,50 @@ export function turnHash(conversationId: string, t: HashedTurn): string {
   return sha256(JSON.stringify([conversationId, t.idx, t.role, t.message, t.timestamp, t.author ?? null]));
 }
 
-type BrokenReason =
-  'sequence_gap' | 'missing_hash' | 'data_mismatch' | 'hash_mismatch' | 'unkeyed_after_keyed' | 'head_mismatch' | 'turn_mismatch' | 'turn_unchained';
+export type BrokenReason =
+  | 'sequence_gap'
+  | 'missing_hash'
+  | 'data_mismatch'
+  | 'hash_mismatch'
+  | 'unkeyed_after_keyed'
+  | 'not_keyed'
+  | 'head_mismatch'
+  | 'turn_mismatch'
+  | 'turn_unchained';
+
+/**
+ * The operator's keys: `current` writes and seals, `previous` (oldest first) only verify entries
+ * written before the current key took over.
+ */
+export interface ChainKeys {
+  current: Buffer;
+  previous: readonly Buffer[];
+}
+
+/** A chain's seal (store/chain-seals.ts): the current key's word that the chain up to `sequence` ended in `hash`. */
+export interface ChainSeal {
+  sequence: number;
+  hash: string;
+  seal: string;
+}
+
+/** The seal of a chain's entry: HMAC-SHA-256 under the current key of [kind, chain id, sequence, hash]. */
+export function sealOf(key: Buffer, kind: string, chainId: string, sequence: number, hash: string): string {
+  return createHmac('sha256', key)
+    .update(JSON.stringify(['seal', kind, chainId, sequence, hash]))
+    .digest('hex');
+}
 
 export interface ChainReport {
   entries: number;
-  /** Entries whose hash is keyed (HMAC under the operator's key). */
+  /** Entries whose hash is keyed under the current operator key. */
   keyed_entries: number;
+  /**
+   * Under a key: the sequence from which every entry is keyed under the current key (null when
+   * none is). Entries before it verified because a point the key fixed vouches for them (a later
+   * keyed entry or the seal): they prove what they proved when written, consistency only if unkeyed.
+   */
+  keyed_from?: number | null;
   valid: boolean;
   first_broken: { sequence: number; reason: BrokenReason; turn_index?: number } | null;
   /** Set when the chain was verified from a later entry than the first (`truncated`). */
@@ -78,16 +119,30 @@ export interface StoredEntry extends ChainedFields {
  * recomputed; its data is checked, and the chain is verified from it on. Turns older than the
  * first kept turn may be gone with it.
  */
-export function verifyChain(entries: StoredEntry[], head: string | null, turns?: HashedTurn[], key?: Buffer, truncated = false): ChainReport {
+export function verifyChain(
+  entries: StoredEntry[],
+  head: string | null,
+  turns?: HashedTurn[],
+  keys?: ChainKeys,
+  truncated = false,
+  seal?: { kind: string; chainId: string; seal: ChainSeal | null },
+): ChainReport {
   let previous: string | null = null;
   let expectedSeq = 1;
   let keyed = 0;
+  // Under keys: each entry's rank (0 unkeyed, 1… the previous keys, the current key last), never
+  // falling along the chain; the first entry under the current key, and the newest entry below it.
+  const ranked = keys ? [...keys.previous, keys.current] : [];
+  let rank = 0;
+  let keyedFrom: number | null = null;
+  let firstBelow: number | null = null;
   const start = truncated && entries.length > 0 && entries[0].sequence > 1 ? entries[0].sequence : null;
   const broken = (sequence: number, reason: BrokenReason, turnIndex?: number): ChainReport => ({
     entries: entries.length,
     keyed_entries: keyed,
     valid: false,
     first_broken: { sequence, reason, ...(turnIndex !== undefined ? { turn_index: turnIndex } : {}) },
+    ...(keys ? { keyed_from: keyedFrom } : {}),
     ...(start !== null ? { first_sequence: start } : {}),
   });
   // Erasures the chain itself records: erased_at → the last sequence it covered.
@@ -111,9 +166,19 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
     }
     if (e.sequence === start) {
       // Its link to the entry before, which was dropped, cannot be recomputed: the chain is checked from it on.
-    } else if (key && entryHash(previous, e, e.data_hash, key) === e.hash) keyed++;
-    else if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
-    else if (keyed > 0) return broken(e.sequence, 'unkeyed_after_keyed');
+    } else if (!keys) {
+      if (entryHash(previous, e, e.data_hash) !== e.hash) return broken(e.sequence, 'hash_mismatch');
+    } else {
+      const dh = e.data_hash;
+      const r = [undefined, ...ranked].findIndex((k) => entryHash(previous, e, dh, k) === e.hash);
+      if (r < 0) return broken(e.sequence, 'hash_mismatch');
+      if (r < rank) return broken(e.sequence, 'unkeyed_after_keyed');
+      rank = r;
+      if (r === ranked.length) {
+        keyed++;
+        keyedFrom ??= e.sequence;
+      } else firstBelow ??= e.sequence;
+    }
     if (intact && (e.type === 'turn_timing' || e.type === 'operator_message')) {
       const listed = (JSON.parse(e.data) as { turns?: { index: number; hash: string }[] }).turns;
       if (Array.isArray(listed)) for (const t of listed) chainedTurns.set(t.index, { hash: t.hash, sequence: e.sequence });
@@ -136,5 +201,23 @@ export function verifyChain(entries: StoredEntry[], head: string | null, turns?:
     const oldestKept = start === null ? -Infinity : Math.min(...stored);
     for (const [idx, c] of chainedTurns) if (!stored.has(idx) && idx >= oldestKept) return broken(c.sequence, 'turn_mismatch', idx);
   }
-  return { entries: entries.length, keyed_entries: keyed, valid: true, first_broken: null, ...(start !== null ? { first_sequence: start } : {}) };
+  if (keys && firstBelow !== null && keyedFrom === null) {
+    // Checked last, so that `not_keyed` says the chain is otherwise intact (what sealing needs).
+    // No entry under the current key chains the older ones: only the chain's seal may vouch for
+    // them, up to the entry it names.
+    const sl = seal?.seal;
+    const at = sl ? entries.find((e) => e.sequence === sl.sequence) : undefined;
+    const vouchedThrough =
+      sl && at && at.hash === sl.hash && sl.seal === sealOf(keys.current, seal.kind, seal.chainId, sl.sequence, sl.hash) ? sl.sequence : null;
+    if (vouchedThrough === null) return broken(firstBelow, 'not_keyed');
+    if (vouchedThrough < expectedSeq - 1) return broken(Math.max(vouchedThrough + 1, firstBelow), 'not_keyed');
+  }
+  return {
+    entries: entries.length,
+    keyed_entries: keyed,
+    ...(keys ? { keyed_from: keyedFrom } : {}),
+    valid: true,
+    first_broken: null,
+    ...(start !== null ? { first_sequence: start } : {}),
+  };
 }

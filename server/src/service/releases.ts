@@ -5,13 +5,18 @@
 // cannot fall away: a step that makes current a version whose policy is weaker than the one in
 // force (a rollback to a version from before it included) fails a gate of its own, `policy`, and
 // goes only when forced with a reason, recorded as forced.
+// Each step's new head is published to the log stream (`release.head`, signed with the audit
+// chain key when one is set): a copy outside the database that `verify` can be given back, so a
+// record cut short and its head moved back is found (docs/security.md).
 import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
 import { AppError, GatesFailedError, NotFoundError } from '../errors.js';
 import { CurrentChangedError } from '../store/agent-store.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
+import { createHmac } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { AgentRow, StepInput } from '../store/agent-store.js';
-import type { ReleaseRow, ReleaseStore } from '../store/release-store.js';
+import { evidenceOf, type Evidence, type ReleaseRow, type ReleaseStore } from '../store/release-store.js';
 import type { AgentService } from './agent-service.js';
 import type { EvaluationService } from './evaluations.js';
 import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './release-gates.js';
@@ -52,8 +57,30 @@ export class ReleaseService {
       evaluations: EvaluationService;
       store: ReleaseStore;
       clock: Clock;
+      log?: Logger;
+      /** AUDIT_CHAIN_KEY: signs the heads published to the log stream. */
+      chainKey?: Buffer;
     },
   ) {}
+
+  /**
+   * Publishes a step's new head to the log stream: `{ tenant, agent, agent_id, sequence, hash }`,
+   * with `signature` = HMAC-SHA-256 under the audit chain key of `release-head\n` + JSON of
+   * [tenant, agent_id, sequence, hash] when a key is set, so a forged line in the logs is told apart.
+   */
+  private published<T extends { release: Release }>(tenantId: string, slug: string, agentId: string, r: T): T {
+    const { sequence, hash } = r.release;
+    const signature = this.deps.chainKey
+      ? createHmac('sha256', this.deps.chainKey)
+          .update(`release-head\n${JSON.stringify([tenantId, agentId, sequence, hash])}`)
+          .digest('hex')
+      : null;
+    this.deps.log?.info(
+      { event: 'release.head', tenant: tenantId, agent: slug, agent_id: agentId, sequence, hash, head: `${sequence}:${hash}`, signature },
+      `release record of ${slug}: step ${sequence}`,
+    );
+    return r;
+  }
 
   /**
    * Stores a definition (PUT /agents/:slug). A new version that would be made current under a
@@ -78,7 +105,8 @@ export class ReleaseService {
             step: this.step(actor),
             ...(opts.activate ? { expectCurrent: inForce?.version ?? null } : {}),
           });
-          return { ...r, release: r.release && releaseToApi(r.release) };
+          if (!r.release) return { ...r, release: null };
+          return this.published(tenantId, slug, r.agent.id, { ...r, release: releaseToApi(r.release) });
         } catch (err) {
           if (err instanceof CurrentChangedError && attempt < 3) continue;
           throw err;
@@ -114,7 +142,7 @@ export class ReleaseService {
     const row = await agents.active(tenantId, slug);
     const rollback = version < row.currentVersion && (await store.wasReleased(tenantId, row.id, version));
     const promote = row.split?.version === version;
-    let judged: { gates: ReleaseGate[]; evaluationId: string | null; failed: boolean } | null = null;
+    let judged: { gates: ReleaseGate[]; evaluationId: string | null; evidence?: Evidence | null; failed: boolean } | null = null;
     if (rollback) {
       // Not judged on an evaluation (it must be at once), but never a way around the policy in force.
       const weaker = await this.weakerPolicy(tenantId, slug, row, version);
@@ -128,11 +156,12 @@ export class ReleaseService {
         action: rollback ? 'rollback' : promote ? 'promote' : 'activate',
         gates: judged?.gates ?? [],
         evaluationId: judged?.evaluationId ?? null,
+        evidence: judged?.evidence ?? null,
         forced: judged?.failed ?? false,
         reason: body.reason ?? null,
       }),
     });
-    return { ...agent, release: releaseToApi(release) };
+    return this.published(tenantId, slug, row.id, { ...agent, release: releaseToApi(release) });
   }
 
   /** Makes the split's candidate current, through the gates, ending the split. */
@@ -165,11 +194,12 @@ export class ReleaseService {
         action: row.split?.version === body.version ? 'split_change' : 'split_start',
         gates: judged.gates,
         evaluationId: judged.evaluationId,
+        evidence: judged.evidence,
         forced: judged.failed,
         reason: body.reason ?? null,
       }),
     });
-    return { split: agent.split, release: releaseToApi(release) };
+    return this.published(tenantId, slug, row.id, { split: agent.split, release: releaseToApi(release) });
   }
 
   /** Ends the split: every new conversation starts on the current version. Not gated. */
@@ -182,7 +212,7 @@ export class ReleaseService {
       split: null,
       step: this.step(actor, { action: 'split_end', gates: [], evaluationId: null, forced: false, reason: body.reason ?? null }),
     });
-    return { split: agent.split, release: releaseToApi(release) };
+    return this.published(tenantId, slug, row.id, { split: agent.split, release: releaseToApi(release) });
   }
 
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: Release[]; next_cursor: string | null }> {
@@ -193,14 +223,20 @@ export class ReleaseService {
     return { data: page.map(releaseToApi), next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].sequence) : null };
   }
 
-  async verify(tenantId: string, slug: string) {
+  /** Verifies the record; `head` is one published earlier (`<sequence>:<hash>`), which the record must still hold. */
+  async verify(tenantId: string, slug: string, head?: { sequence: number; hash: string }) {
     const row = await this.deps.agents.any(tenantId, slug);
-    const r = await this.deps.store.verify(tenantId, row.id);
+    const r = await this.deps.store.verify(tenantId, row.id, head);
     return {
       entries: r.entries,
       keyed_entries: r.keyed_entries,
+      ...(r.keyed_from !== undefined ? { keyed_from: r.keyed_from } : {}),
       valid: r.valid,
-      first_broken: r.first_broken && { sequence: r.first_broken.sequence, reason: r.first_broken.reason as 'sequence_gap' },
+      first_broken: r.first_broken && {
+        sequence: r.first_broken.sequence,
+        reason: r.first_broken.reason as Exclude<typeof r.first_broken.reason, 'turn_mismatch' | 'turn_unchained'>,
+      },
+      ...(head ? { head: `${head.sequence}:${head.hash}` } : {}),
     };
   }
 
@@ -235,13 +271,13 @@ export class ReleaseService {
     row: AgentRow,
     version: number,
     body: { force: boolean; reason?: string },
-  ): Promise<{ gates: ReleaseGate[]; evaluationId: string | null; failed: boolean }> {
+  ): Promise<{ gates: ReleaseGate[]; evaluationId: string | null; evidence: Evidence | null; failed: boolean }> {
     const { agents, evaluations } = this.deps;
     // The candidate first: 404 for a version that does not exist, policy or none.
     const candidate = await agents.version(tenantId, slug, version);
     const current = await agents.version(tenantId, slug, row.currentVersion);
     const policy = current.definition.release;
-    if (!policy) return { gates: [], evaluationId: null, failed: false };
+    if (!policy) return { gates: [], evaluationId: null, evidence: null, failed: false };
     const { row: evaluation } = await evaluations.forGates(
       tenantId,
       slug,
@@ -263,7 +299,7 @@ export class ReleaseService {
         evaluation.id,
       );
     }
-    return { gates, evaluationId: evaluation.id, failed: failing.length > 0 };
+    return { gates, evaluationId: evaluation.id, evidence: evidenceOf(evaluation), failed: failing.length > 0 };
   }
 
   private step(actor: Actor, s: Partial<StepInput> = {}): StepInput & { action: ReleaseRow['action'] } {

@@ -5,7 +5,8 @@ import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus } from '@switchboard/contract';
 import type { AuditRow, Channel, Conversation, ErasureRules, TurnRow } from '../domain.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import { verifyChain, type ChainReport } from '../lib/audit-chain.js';
+import { verifyChain, type ChainKeys, type ChainReport } from '../lib/audit-chain.js';
+import { readSeal } from './chain-seals.js';
 import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
 import { EventLog } from './event-log.js';
@@ -76,12 +77,14 @@ export class ConversationStore {
 
   /** The operator's audit chain key (AUDIT_CHAIN_KEY): entries are then HMAC-chained. */
   private readonly chainKey?: Buffer;
+  private readonly keys?: ChainKeys;
 
   constructor(
     private readonly db: Database,
-    opts: { leaseMs?: number; chainKey?: Buffer } = {},
+    opts: { leaseMs?: number; chainKey?: Buffer; previousKeys?: readonly Buffer[] } = {},
   ) {
     this.chainKey = opts.chainKey;
+    this.keys = opts.chainKey ? { current: opts.chainKey, previous: opts.previousKeys ?? [] } : undefined;
     this.knex = db.knex;
     this.writer = db.writer;
     this.eventLog = new EventLog(db);
@@ -438,8 +441,9 @@ export class ConversationStore {
       })),
       head?.audit_hash ?? null,
       turns,
-      this.chainKey,
+      this.keys,
       truncated,
+      this.keys ? { kind: 'conversation', chainId: conversationId, seal: await readSeal(this.knex, 'conversation', conversationId) } : undefined,
     );
   }
 

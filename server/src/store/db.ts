@@ -27,6 +27,7 @@ import * as m021 from './migrations/021_lighter_postgres_turns.js';
 import * as m022 from './migrations/022_partitioned_history.js';
 import * as m023 from './migrations/023_hot_turn_updates.js';
 import * as m024 from './migrations/024_service_secrets.js';
+import * as m025 from './migrations/025_chain_seals.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
@@ -87,6 +88,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '022_partitioned_history': m022,
   '023_hot_turn_updates': m023,
   '024_service_secrets': m024,
+  '025_chain_seals': m025,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */
