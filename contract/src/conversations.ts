@@ -200,6 +200,12 @@ export const TurnTimingData = z.object({
   llm_ms: z.number().optional().describe('Time spent waiting on the language model (generative phases)'),
   storage_ms: z.number(),
   turns: TurnHashes.optional(),
+  state: z
+    .string()
+    .optional()
+    .describe(
+      "SHA-256 of the conversation's state as the turn left it: version, user, status, outcome, capability, phase, slots, context and channel (docs/security.md); verification compares the stored conversation with it",
+    ),
   erased,
 });
 
@@ -378,11 +384,12 @@ export const AuditVerification = z
           'head_mismatch',
           'turn_mismatch',
           'turn_unchained',
+          'state_mismatch',
         ]),
         turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
       .describe(
-        '`not_keyed`: with AUDIT_CHAIN_KEY, an entry not keyed under it that no later keyed entry and no seal vouches for (a chain rebuilt without the key)',
+        "`not_keyed`: with AUDIT_CHAIN_KEY, an entry not keyed under it that no later keyed entry and no seal vouches for (a chain rebuilt without the key); `state_mismatch`: the stored conversation's state is not the one its newest turn chained",
       )
       .nullable(),
     first_sequence: z

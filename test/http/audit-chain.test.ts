@@ -1,14 +1,28 @@
 // The tamper-evident audit log: a hash chain per conversation, recomputed by the verify endpoint.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import request from 'supertest';
-import { expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase, migrate } from '../../server/src/store/db.js';
+import { ConversationStore } from '../../server/src/store/conversation-store.js';
+import { ReleaseStore } from '../../server/src/store/release-store.js';
 import { echoAgent, supportAgent } from '../helpers/agents.js';
 import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
+import { testApp } from '../helpers/servers.js';
 
 const T = { 'tenant-id': 'acme' };
 
 eachDatabase('audit chain on $name', (database) => {
-  const f = appFixture(database, { agents: { echo: echoAgent } });
+  const f = appFixture(database, { agents: { echo: echoAgent, support: supportAgent('http://127.0.0.1:9') } });
+  const verifyAt = (slug: string, id: string) =>
+    request(f.app.app)
+      .get(`/api/v1/agents/${slug}/conversations/${id}/audit-logs/verify`)
+      .set(T)
+      .then((r) => r.body as Record<string, unknown>);
 
   async function conversation(turns = 3): Promise<string> {
     const id = (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' })).body.conversation_id;
@@ -115,6 +129,23 @@ eachDatabase('audit chain on $name', (database) => {
       .knex('turns')
       .insert({ conversation_id: c, idx: 4, tenant_id: 'acme', role: 'agent', message: 'smuggled', timestamp: '2026-11-22T10:00:00.000Z' });
     expect(await verify(c)).toMatchObject({ valid: false, first_broken: { reason: 'turn_unchained', turn_index: 4 } });
+  });
+
+  it("finds the conversation's state changed with no turn: its slots, phase or status are chained with the turn that left them", async () => {
+    const id = (await request(f.app.app).post('/api/v1/agents/support/converse').set(T).send({ message: 'where is my order' }).expect(200)).body
+      .conversation_id as string;
+    expect(await verifyAt('support', id)).toMatchObject({ valid: true });
+    const row = (await f.db.knex('conversations').where({ id }).first())!;
+    const state = JSON.parse(row.state);
+    await f.db
+      .knex('conversations')
+      .where({ id })
+      .update({ state: JSON.stringify({ ...state, slots: { ...state.slots, order_id: '999999' } }) });
+    expect(await verifyAt('support', id)).toMatchObject({ valid: false, first_broken: { reason: 'state_mismatch' } });
+    await f.db.knex('conversations').where({ id }).update({ state: row.state, status: 'completed' });
+    expect(await verifyAt('support', id)).toMatchObject({ valid: false, first_broken: { reason: 'state_mismatch' } });
+    await f.db.knex('conversations').where({ id }).update({ status: row.status });
+    expect(await verifyAt('support', id)).toMatchObject({ valid: true });
   });
 
   it("answers 404 for another tenant's conversation", async () => {
@@ -296,5 +327,44 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
     const report = await verifyWith(id, KEY);
     expect(report).toMatchObject({ valid: true, entries: (await entries(id)).length });
     expect(report.keyed_entries).toBe((await entries(id)).length - before);
+  });
+});
+
+describe('npm run audit -- seal', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-seal-'));
+  const url = `sqlite://${join(dir, 's.db')}`;
+  const KEY = Buffer.alloc(32, 5);
+  const cli = (env: Record<string, string>) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', 'server/src/cli/audit.ts', 'seal'], {
+      env: { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('AUDIT_CHAIN'))), DATABASE_URL: url, LOG_LEVEL: 'silent', ...env },
+    });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('seals the chains written before the key, prints what it did, and leaves sealed ones alone the next time', async () => {
+    const db = openDatabase(url);
+    await migrate(db);
+    const app = testApp(db); // no key yet
+    await request(app.app).put('/api/v1/agents/echo').set(T).send(echoAgent).expect(200);
+    const id = (await request(app.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'echo this' }).expect(200)).body.conversation_id as string;
+    await app.close();
+    const agent = (await db.knex('agents').first('id')) as { id: string };
+    const conversations = new ConversationStore(db, { chainKey: KEY });
+    const releases = new ReleaseStore(db, KEY);
+    expect(await conversations.verifyAudit('acme', id)).toMatchObject({ valid: false, first_broken: { reason: 'not_keyed' } });
+    expect(await releases.verify('acme', agent.id)).toMatchObject({ valid: false, first_broken: { reason: 'not_keyed' } });
+
+    const without = await cli({}).catch((e: { code: number; stderr: string }) => e);
+    expect(without).toMatchObject({ code: 1, stderr: expect.stringContaining('AUDIT_CHAIN_KEY is not set') });
+
+    const first = await cli({ AUDIT_CHAIN_KEY: KEY.toString('hex') });
+    expect(first.stdout).toContain('release records: 1 checked, 1 sealed, 0 already keyed or sealed, 0 broken (not sealed)');
+    expect(first.stdout).toContain('conversations: 1 checked, 1 sealed, 0 already keyed or sealed, 0 broken (not sealed)');
+    expect(first.stderr).toContain('conversations: 1/1 checked, 1 sealed');
+    expect(await conversations.verifyAudit('acme', id)).toMatchObject({ valid: true, keyed_entries: 0, keyed_from: null });
+    expect(await releases.verify('acme', agent.id)).toMatchObject({ valid: true, keyed_entries: 0, keyed_from: null });
+
+    const again = await cli({ AUDIT_CHAIN_KEY: KEY.toString('hex') });
+    expect(again.stdout).toContain('conversations: 1 checked, 0 sealed, 1 already keyed or sealed');
+    await db.close();
   });
 });

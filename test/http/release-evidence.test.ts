@@ -54,7 +54,12 @@ eachDatabase('release records against a database writer ($name)', (database) => 
   });
   const api = () => request(app.app);
   const verify = async (head?: string) =>
-    (await api().get(`/api/v1/agents/${SLUG}/releases/verify${head ? `?head=${head}` : ''}`).set(T).expect(200)).body as Record<string, unknown>;
+    (
+      await api()
+        .get(`/api/v1/agents/${SLUG}/releases/verify${head ? `?head=${head}` : ''}`)
+        .set(T)
+        .expect(200)
+    ).body as Record<string, unknown>;
   const agentId = async () => ((await db.knex('agents').where({ tenant_id: 'acme', slug: SLUG }).first('id')) as { id: string }).id;
   const step = async (sequence: number) => db.knex('release_records').where({ tenant_id: 'acme', sequence }).first();
 
@@ -73,7 +78,9 @@ eachDatabase('release records against a database writer ($name)', (database) => 
     for (const h of heads) {
       const row = await step(h.sequence as number);
       expect(h).toMatchObject({ tenant: 'acme', agent: SLUG, agent_id: id, hash: row.hash, head: `${h.sequence}:${row.hash}` });
-      const signature = createHmac('sha256', KEY).update(`release-head\n${JSON.stringify(['acme', id, h.sequence, row.hash])}`).digest('hex');
+      const signature = createHmac('sha256', KEY)
+        .update(`release-head\n${JSON.stringify(['acme', id, h.sequence, row.hash])}`)
+        .digest('hex');
       expect(h.signature).toBe(signature);
     }
     expect(await verify(heads[1].head as string)).toMatchObject({ valid: true, head: heads[1].head });
@@ -86,7 +93,10 @@ eachDatabase('release records against a database writer ($name)', (database) => 
     // The figures the gate was judged on, made better after the fact.
     const result = JSON.parse(evaluation.result);
     result.draft.cross_validation.accuracy = 0.01;
-    await db.knex('evaluations').where({ id: cited }).update({ result: JSON.stringify(result) });
+    await db
+      .knex('evaluations')
+      .where({ id: cited })
+      .update({ result: JSON.stringify(result) });
     expect(await verify()).toMatchObject({ valid: false, first_broken: { sequence: 2, reason: 'evidence_mismatch' } });
     await db.knex('evaluations').where({ id: cited }).delete();
     expect(await verify()).toMatchObject({ valid: false, first_broken: { sequence: 2, reason: 'evidence_missing' } });
@@ -94,7 +104,7 @@ eachDatabase('release records against a database writer ($name)', (database) => 
     expect(await verify()).toMatchObject({ valid: true });
   });
 
-  it("finds the served version or split changed with no step", async () => {
+  it('finds the served version or split changed with no step', async () => {
     const id = await agentId();
     await db.knex('agents').where({ id }).update({ current_version: 2 });
     expect(await verify()).toMatchObject({ valid: false, first_broken: { sequence: 2, reason: 'state_mismatch' } });
@@ -137,9 +147,21 @@ eachDatabase('release records against a database writer ($name)', (database) => 
     let previous: string | null = null;
     for (const r of rows) {
       const data = JSON.stringify({ ...JSON.parse(r.data), forced: false, reason: null });
-      const fields = { id: r.id, conversation_id: id, sequence: Number(r.sequence), turn_index: null, type: r.action, request_id: r.request_id, timestamp: r.created_at, duration_ms: null };
+      const fields = {
+        id: r.id,
+        conversation_id: id,
+        sequence: Number(r.sequence),
+        turn_index: null,
+        type: r.action,
+        request_id: r.request_id,
+        timestamp: r.created_at,
+        duration_ms: null,
+      };
       previous = entryHash(previous, fields, dataHash(data));
-      await db.knex('release_records').where({ id: r.id }).update({ data, data_hash: dataHash(data), hash: previous });
+      await db
+        .knex('release_records')
+        .where({ id: r.id })
+        .update({ data, data_hash: dataHash(data), hash: previous });
     }
     await db.knex('agents').where({ id }).update({ release_hash: previous });
     expect(await verify()).toMatchObject({ valid: false, keyed_entries: 0, keyed_from: null, first_broken: { sequence: 1, reason: 'not_keyed' } });

@@ -16,7 +16,7 @@
 // accepted only when its erased_at column is set and a later chained `erasure` entry records
 // that erasure (same time, sequence covered). Writing `erased: true` into data proves nothing.
 import { createHmac } from 'node:crypto';
-import { sha256 } from './canonical.js';
+import { canonicalJson, sha256 } from './canonical.js';
 
 export interface ChainedFields {
   id: string;
@@ -47,6 +47,42 @@ export interface HashedTurn {
   author?: string | null;
 }
 
+/** What a conversation decides by, as a turn leaves it. */
+export interface ChainedState {
+  agentVersion: number;
+  userId: string | null;
+  status: string;
+  outcome: string | null;
+  capability: string | null;
+  capabilityId?: string | null;
+  phase: string | null;
+  awaitingInput: boolean;
+  flow: unknown;
+  context: unknown;
+  channel: { kind: string; origin: string; pageUrl: string | null } | null;
+}
+
+/**
+ * Hash of a conversation's state (chained in its turn's turn_timing entry as `state`), over a
+ * canonical JSON of the fields, so that a read back from either database hashes the same.
+ */
+export function stateHash(c: ChainedState): string {
+  const fields = [
+    c.agentVersion,
+    c.userId ?? null,
+    c.status,
+    c.outcome ?? null,
+    c.capability ?? null,
+    c.capabilityId ?? null,
+    c.phase ?? null,
+    c.awaitingInput,
+    c.flow ?? null,
+    c.context ?? null,
+    c.channel && [c.channel.kind, c.channel.origin, c.channel.pageUrl ?? null],
+  ];
+  return sha256(canonicalJson(JSON.parse(JSON.stringify(fields))));
+}
+
 /** Hash of one turn as stored, bound to its conversation and place. */
 export function turnHash(conversationId: string, t: HashedTurn): string {
   return sha256(JSON.stringify([conversationId, t.idx, t.role, t.message, t.timestamp, t.author ?? null]));
@@ -61,7 +97,8 @@ export type BrokenReason =
   | 'not_keyed'
   | 'head_mismatch'
   | 'turn_mismatch'
-  | 'turn_unchained';
+  | 'turn_unchained'
+  | 'state_mismatch';
 
 /**
  * The operator's keys: `current` writes and seals, `previous` (oldest first) only verify entries

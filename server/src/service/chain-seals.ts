@@ -40,7 +40,13 @@ export async function sealChains(
         p.checked++;
         if (r.valid) p.keyed++;
         else if (r.first_broken?.reason === 'not_keyed') {
-          await deps.seals.put(kind, c.id, c.tenantId, { sequence: c.sequence, hash: c.hash, seal: sealOf(deps.keys.current, kind, c.id, c.sequence, c.hash) }, iso(deps.clock.now()));
+          await deps.seals.put(
+            kind,
+            c.id,
+            c.tenantId,
+            { sequence: c.sequence, hash: c.hash, seal: sealOf(deps.keys.current, kind, c.id, c.sequence, c.hash) },
+            iso(deps.clock.now()),
+          );
           p.sealed++;
         } else if (r.first_broken) p.broken.push({ id: c.id, tenantId: c.tenantId, sequence: r.first_broken.sequence, reason: r.first_broken.reason });
       }

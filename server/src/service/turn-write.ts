@@ -5,7 +5,7 @@ import type { ContextEnvelope, ConverseResponse } from '@switchboard/contract';
 import type { Channel, Conversation, EventDraft, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { TurnResult } from '../engine/run.js';
-import { turnHash } from '../lib/audit-chain.js';
+import { turnHash, stateHash } from '../lib/audit-chain.js';
 import type { TurnWrite } from '../store/conversation-store.js';
 import { closeDeltas, statDeltas } from './agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
@@ -98,7 +98,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       turnIndex,
       timestamp: now,
       durationMs: i.timing.total_ms,
-      data: { ...i.timing, turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })) },
+      data: { ...i.timing, turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })), state: stateHash(conversation) },
     },
   ];
   const events: EventDraft[] = turns.map(turnEvent);

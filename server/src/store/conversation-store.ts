@@ -5,7 +5,7 @@ import type { Knex } from 'knex';
 import type { AuditType, ConversationStatus } from '@switchboard/contract';
 import type { AuditRow, Channel, Conversation, ErasureRules, TurnRow } from '../domain.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
-import { verifyChain, type ChainKeys, type ChainReport } from '../lib/audit-chain.js';
+import { stateHash, verifyChain, type ChainKeys, type ChainReport } from '../lib/audit-chain.js';
 import { readSeal } from './chain-seals.js';
 import type { Database } from './db.js';
 import { eraseConversationRows } from './erase-rows.js';
@@ -415,7 +415,7 @@ export class ConversationStore {
 
   /** Recomputes a conversation's audit chain, and its turns' hashes, and reports the first broken link. */
   async verifyAudit(tenantId: string, conversationId: string): Promise<ChainReport> {
-    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first('audit_hash', 'erased_at', 'created_at');
+    const head = await this.knex('conversations').where({ id: conversationId, tenant_id: tenantId }).first();
     const rows = await conversationHistory(this.knex, 'audit_entries', head?.created_at)
       .where({ conversation_id: conversationId, tenant_id: tenantId })
       .orderBy('sequence', 'asc');
@@ -424,7 +424,7 @@ export class ConversationStore {
     // begun before the horizon.
     const horizon = rows.length > 0 && Number(rows[0].sequence) > 1 ? await historyHorizon(this.knex, 'audit_entries') : null;
     const truncated = horizon !== null && head !== undefined && head.created_at < horizon;
-    return verifyChain(
+    const report = verifyChain(
       rows.map((r) => ({
         id: r.id,
         conversation_id: r.conversation_id,
@@ -445,6 +445,16 @@ export class ConversationStore {
       truncated,
       this.keys ? { kind: 'conversation', chainId: conversationId, seal: await readSeal(this.knex, 'conversation', conversationId) } : undefined,
     );
+    // The state the conversation decides by must be the one its newest turn chained (when the
+    // newest entry is that turn's; a later write of another kind, such as erasure, ends the check).
+    const newest = rows.at(-1);
+    if (head && !head.erased_at && newest?.type === 'turn_timing' && (report.valid || report.first_broken?.reason === 'not_keyed')) {
+      const chained = (JSON.parse(newest.data) as { state?: unknown }).state;
+      if (typeof chained === 'string' && chained !== stateHash(rowToConversation(head))) {
+        return { ...report, valid: false, first_broken: { sequence: Number(newest.sequence), reason: 'state_mismatch' } };
+      }
+    }
+    return report;
   }
 
   /**
