@@ -53,8 +53,12 @@ const ReviewItemSchema = z
       .object({
         action: z.enum(['add_example', 'add_out_of_scope', 'dismiss']),
         capability: z.string().optional(),
-        example: z.string().optional().describe('The text added to the draft'),
+        example: z.string().optional().describe('The text added to the draft (absent once erased)'),
         version: z.number().int().optional().describe('The draft version it was added to'),
+        erased: z
+          .literal(true)
+          .optional()
+          .describe('The example was erased with a conversation it came from: it left the drafts and evaluations too (docs/lifecycle.md)'),
         acted_by: z.string().nullable().describe('The id of the API key that acted (null without API keys)'),
         acted_at: Timestamp,
       })

@@ -213,6 +213,45 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
       expect(list.status === 200 && list.body.data[0].id).toBe(started.body.id);
     });
 
+    it('erases the words a reviewer acted on from every copy: the acted item, the drafts that hold them and the evaluations', async () => {
+      const words = 'I never got the things I paid for';
+      const everywhere = async () => {
+        const tables = await Promise.all([
+          f.db.knex('review_groups').where({ tenant_id: 'acme' }).select('action'),
+          f.db.knex('review_occurrences').where({ tenant_id: 'acme' }).select('message'),
+          f.db.knex('agent_versions').where({ tenant_id: 'acme' }).select('version', 'definition'),
+          f.db.knex('evaluations').where({ tenant_id: 'acme' }).select('result'),
+        ]);
+        return tables.map((rows) => JSON.stringify(rows).includes(words));
+      };
+      expect(await everywhere()).toEqual([true, true, true, true]);
+      const said = (await f.db.knex('review_occurrences').where({ tenant_id: 'acme', message: words }).first('conversation_id')) as { conversation_id: string };
+      const drafts = (await api().get(`/api/v1/agents/${SLUG}/versions`).set('tenant-id', 'acme').expect(200)).body.data as {
+        version: number;
+        digest: string;
+      }[];
+
+      await api().delete(`/api/v1/agents/${SLUG}/conversations/${said.conversation_id}`).set('tenant-id', 'acme').expect(204);
+      expect(await everywhere()).toEqual([false, false, false, false]);
+      // The acted item says it was erased; the other example of the same action stays.
+      const acted = (await inbox({ status: 'added' })).data;
+      expect(acted.find((i) => i.action?.erased)).toMatchObject({ action: { action: 'add_example', erased: true } });
+      expect(acted.find((i) => i.action?.erased)!.action!.example).toBeUndefined();
+      const newest = (await api().get(`/api/v1/agents/${SLUG}/versions/${drafts[0].version}`).set('tenant-id', 'acme').expect(200)).body;
+      const examples = newest.definition.capabilities.find((x: { name: string }) => x.name === 'order_status').examples as string[];
+      expect(examples).toContain('where is the stuff I bought');
+      expect(examples).not.toContain(words);
+      // A draft's digest follows its definition; the current version, released, is as it was.
+      expect(newest.digest).not.toBe(drafts[0].digest);
+      expect((await api().get(`/api/v1/agents/${SLUG}/versions`).set('tenant-id', 'acme').expect(200)).body.data.at(-1).digest).toBe(drafts.at(-1)!.digest);
+      // The evaluation keeps its figures, and the message's place with its text emptied.
+      const listed = await c.sb.api.listEvaluations({ params: { slug: SLUG }, query: {} });
+      const id = listed.status === 200 ? listed.body.data[0].id : '';
+      const e = await c.sb.api.getEvaluation({ params: { slug: SLUG, id } });
+      expect(e.status === 200 && e.body.result!.labelled.messages.filter((m) => m.message === '')).toHaveLength(1);
+      expect(e.status === 200 && e.body.result!.draft.labelled).toEqual({ total: 3, as_reviewed: 3 });
+    });
+
     it('refuses a version that does not exist, and another tenant', async () => {
       expect((await api().post(`/api/v1/agents/${SLUG}/versions/99/evaluations`).set('tenant-id', 'acme').send({}).expect(404)).body.code).toBe(
         'version_not_found',

@@ -196,7 +196,13 @@ export class ReviewService {
 
 function toItem(g: ReviewGroupRow, occ: ReviewOccurrenceRow[]): ReviewItem {
   const newest = occ.at(0);
-  const a = g.action as { action: 'add_example' | 'add_out_of_scope' | 'dismiss'; capability?: string; example?: string; version?: number } | null;
+  const a = g.action as {
+    action: 'add_example' | 'add_out_of_scope' | 'dismiss';
+    capability?: string;
+    example?: string;
+    version?: number;
+    erased?: true;
+  } | null;
   const margin = g.reason === 'low_margin' ? (newest?.detail.margin as number | undefined) : undefined;
   return {
     id: g.id,

@@ -7,12 +7,14 @@ import type { DialectAdapter } from './dialects.js';
 import { conversationHistory } from './partitions.js';
 import { auditRows } from './turn-rows.js';
 import { ConcurrentUpdateError } from './writer.js';
+import { canonicalJson, sha256 } from '../lib/canonical.js';
 
 /**
  * Erases what conversations say about a person: their turns, slots, action results, context,
  * user id, event log and idempotency records; audit entries, webhook payloads and replay results keep what
  * the rules say, marked with the erasure time; their review-inbox occurrences are deleted (a group
- * left with none leaves the inbox), and a chained `erasure` entry in each
+ * left with none leaves the inbox), and the words a reviewer acted on leave every copy
+ * (eraseReviewedWords); a chained `erasure` entry in each
  * conversation records which entries it reduced.
  * The dialect's secureErase leaves nothing of it in free pages or a write-ahead log.
  * `leased`: the conversations' leases are released with the update.
@@ -105,6 +107,7 @@ export async function eraseConversationRows(
       .update({ results: JSON.stringify(kept) });
   }
 
+  await eraseReviewedWords(trx, tenantId, ids);
   await eraseReviewOccurrences(trx, tenantId, ids);
 
   const next = conversations.map((c) => {
@@ -163,5 +166,109 @@ async function eraseReviewOccurrences(trx: Knex.Transaction, tenantId: string, i
       });
       await open().where('count', 0).delete();
     }
+  }
+}
+
+/**
+ * The words of the conversations' messages a reviewer acted on (a review group's `example`) leave
+ * every copy the action made: the acted group keeps its action without them (`erased: true`);
+ * drafts of its agent, versions never made current nor given a split, lose the example from
+ * their capabilities' examples and out-of-scope messages (their digest is computed again, and a
+ * stored router of the old digest no version uses any more is deleted); evaluations' labelled
+ * sets and confused examples have the text emptied. Versions a release step names keep theirs:
+ * they are the agent's definition as released and named by digest in its release record.
+ */
+async function eraseReviewedWords(trx: Knex.Transaction, tenantId: string, ids: string[]): Promise<void> {
+  const groupIds = new Set<string>();
+  for (const chunk of chunks(ids)) {
+    const rows: { acted_group: string }[] = await trx('review_occurrences')
+      .where('tenant_id', tenantId)
+      .whereIn('conversation_id', chunk)
+      .whereNotNull('acted_group')
+      .distinct('acted_group');
+    for (const r of rows) groupIds.add(r.acted_group);
+  }
+  if (!groupIds.size) return;
+  const words = new Map<string, Set<string>>(); // agent → example texts
+  for (const chunk of chunks([...groupIds])) {
+    const groups: { id: string; agent_id: string; action: string | null }[] = await trx('review_groups')
+      .where('tenant_id', tenantId)
+      .whereIn('id', chunk)
+      .select('id', 'agent_id', 'action');
+    for (const g of groups) {
+      const action = g.action ? (JSON.parse(g.action) as Record<string, unknown>) : null;
+      if (!action || typeof action.example !== 'string') continue;
+      const { example, ...kept } = action;
+      words.set(g.agent_id, (words.get(g.agent_id) ?? new Set()).add(example));
+      await trx('review_groups')
+        .where({ tenant_id: tenantId, id: g.id })
+        .update({ action: JSON.stringify({ ...kept, erased: true }) });
+    }
+  }
+  for (const [agentId, said] of words) {
+    await eraseFromDrafts(trx, tenantId, agentId, said);
+    await eraseFromEvaluations(trx, tenantId, agentId, said);
+  }
+}
+
+async function eraseFromDrafts(trx: Knex.Transaction, tenantId: string, agentId: string, said: Set<string>): Promise<void> {
+  const agent: { current_version: number | string; split_version: number | string | null } | undefined = await trx('agents')
+    .where({ tenant_id: tenantId, id: agentId })
+    .first('current_version', 'split_version');
+  if (!agent) return;
+  const released = new Set<number>([Number(agent.current_version), ...(agent.split_version === null ? [] : [Number(agent.split_version)])]);
+  const stepped: { version: number | string }[] = await trx('release_records').where({ tenant_id: tenantId, agent_id: agentId }).distinct('version');
+  for (const r of stepped) released.add(Number(r.version));
+  const versions: { version: number | string; digest: string; definition: string }[] = await trx('agent_versions')
+    .where({ tenant_id: tenantId, agent_id: agentId })
+    .whereNotIn('version', [...released])
+    .select('version', 'digest', 'definition');
+  const keep = (e: unknown) => typeof e !== 'string' || !said.has(e);
+  for (const v of versions) {
+    const def = JSON.parse(v.definition) as { capabilities?: { examples?: unknown[] }[]; routing?: { out_of_scope?: unknown[] } };
+    let changed = false;
+    for (const cap of def.capabilities ?? []) {
+      if (Array.isArray(cap.examples) && !cap.examples.every(keep)) {
+        cap.examples = cap.examples.filter(keep);
+        changed = true;
+      }
+    }
+    if (Array.isArray(def.routing?.out_of_scope) && !def.routing.out_of_scope.every(keep)) {
+      def.routing.out_of_scope = def.routing.out_of_scope.filter(keep);
+      changed = true;
+    }
+    if (!changed) continue;
+    // The digest as agent-service.ts computes it for a definition put.
+    const digest = sha256(canonicalJson(def));
+    await trx('agent_versions')
+      .where({ tenant_id: tenantId, agent_id: agentId, version: v.version })
+      .update({ definition: JSON.stringify(def), digest });
+    const used = await trx('agent_versions').where({ tenant_id: tenantId, digest: v.digest }).first('version');
+    if (!used) await trx('stored_routers').where({ tenant_id: tenantId, digest: v.digest }).delete();
+  }
+}
+
+async function eraseFromEvaluations(trx: Knex.Transaction, tenantId: string, agentId: string, said: Set<string>): Promise<void> {
+  const rows: { id: string; result: string }[] = await trx('evaluations')
+    .where({ tenant_id: tenantId, agent_id: agentId })
+    .whereNotNull('result')
+    .select('id', 'result');
+  for (const r of rows) {
+    let changed = false;
+    const result = JSON.parse(r.result, (key, value: unknown) => {
+      if (key === 'message' && typeof value === 'string' && said.has(value)) {
+        changed = true;
+        return '';
+      }
+      if (key === 'messages' && Array.isArray(value) && value.some((m) => typeof m === 'string' && said.has(m))) {
+        changed = true;
+        return value.map((m: unknown) => (typeof m === 'string' && said.has(m) ? '' : m));
+      }
+      return value;
+    }) as unknown;
+    if (changed)
+      await trx('evaluations')
+        .where({ tenant_id: tenantId, id: r.id })
+        .update({ result: JSON.stringify(result) });
   }
 }

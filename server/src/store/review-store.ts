@@ -276,9 +276,10 @@ export class ReviewStore {
       ])
       .limit(limit)
       .select('status', 'action');
-    return rows.map((r) => {
-      const a = JSON.parse(r.action) as { example: string; capability?: string };
-      return { message: a.example, capability: r.status === 'added' ? (a.capability ?? null) : null };
+    // An erased example (docs/lifecycle.md) is no longer there to label.
+    return rows.flatMap((r) => {
+      const a = JSON.parse(r.action) as { example?: string; capability?: string };
+      return typeof a.example === 'string' ? [{ message: a.example, capability: r.status === 'added' ? (a.capability ?? null) : null }] : [];
     });
   }
 
