@@ -254,14 +254,14 @@ async function eraseFromEvaluations(trx: Knex.Transaction, tenantId: string, age
     .whereNotNull('result')
     .select('id', 'result');
   for (const r of rows) {
-    let changed = false;
+    const hit = { changed: false };
     const result = JSON.parse(r.result, (key, value: unknown) => {
       if (key === 'message' && typeof value === 'string' && said.has(value)) {
-        changed = true;
+        hit.changed = true;
         return '';
       }
       if (key === 'messages' && Array.isArray(value) && value.some((m) => typeof m === 'string' && said.has(m))) {
-        changed = true;
+        hit.changed = true;
         return value.map((m: unknown) => (typeof m === 'string' && said.has(m) ? '' : m));
       }
       return value;
