@@ -266,7 +266,7 @@ async function eraseFromEvaluations(trx: Knex.Transaction, tenantId: string, age
       }
       return value;
     }) as unknown;
-    if (changed)
+    if (hit.changed)
       await trx('evaluations')
         .where({ tenant_id: tenantId, id: r.id })
         .update({ result: JSON.stringify(result) });
