@@ -95,6 +95,13 @@ const ReviewPageSchema = z
         slot_failed: Count,
       })
       .describe('Items and messages by reason, with the status and time filters (not the reason filter)'),
+    capped: z
+      .object({
+        per_conversation: z.number().int().describe('Findings left out because their conversation had added REVIEW_MAX_PER_CONVERSATION already'),
+        per_agent_hour: z.number().int().describe("Findings left out because the agent's inbox had taken REVIEW_MAX_PER_AGENT_HOUR that hour"),
+        since: Timestamp.describe('Counted from this hour (`since`, or seven days ago) until `until` or now'),
+      })
+      .describe('Messages worth a look that the caps kept out of the inbox (docs/improving.md): many here means one source is flooding it'),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
   })
   .describe('Review items, the most recently seen first');

@@ -162,6 +162,8 @@ const EnvSchema = z.object({
       'must be 0 (keep all history) or at least 7 days: webhook deliveries are retried for hours, and a month is dropped whole',
     ),
   REVIEW_LOW_MARGIN: z.coerce.number().min(0).max(1).default(0.1),
+  REVIEW_MAX_PER_CONVERSATION: z.coerce.number().int().min(0).default(5),
+  REVIEW_MAX_PER_AGENT_HOUR: z.coerce.number().int().min(0).default(500),
   HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(30_000),
   MAX_CONNECTIONS: z.coerce.number().int().min(1).default(8192),
@@ -400,6 +402,8 @@ function fromEnv(e: z.infer<typeof EnvSchema>, env: NodeJS.ProcessEnv) {
     maxStateBytes: e.MAX_STATE_BYTES,
     /** A routing whose two best capabilities are closer than this goes to the review inbox (low_margin). */
     reviewLowMargin: e.REVIEW_LOW_MARGIN,
+    /** Review-inbox findings one conversation adds at most, and one agent in an hour (shared through Redis); the rest are counted, not kept. */
+    reviewCaps: { perConversation: e.REVIEW_MAX_PER_CONVERSATION, perAgentHour: e.REVIEW_MAX_PER_AGENT_HOUR },
     /** How often the sweeper abandons inactive conversations and applies retention (0: never). */
     sweepIntervalMs: e.SWEEP_INTERVAL_MS,
     /** How often due webhook deliveries are attempted (0: never). */

@@ -23,6 +23,8 @@ export interface FlowState {
   answered?: true;
   /** The last routed message, for the review inbox's findings of later turns (service/review-findings.ts); erasure drops it. */
   review?: ReviewMark;
+  /** Review-inbox findings the conversation has added (capped by REVIEW_MAX_PER_CONVERSATION). */
+  reviewCount?: number;
 }
 
 /** A user message a turn showed is worth a review (service/review-findings.ts), as the turn's write stores it. */
@@ -183,8 +185,11 @@ export interface CloseDelta {
   hour: string;
   /** The agent version the conversation ran on. */
   version: number;
-  /** 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound; `web_<counter>` (value 0): a widget conversation counted. */
-  measure: 'turns' | 'seconds' | `${(typeof CHANNEL_PREFIX)[keyof typeof CHANNEL_PREFIX]}_${(typeof CHANNEL_MEASURES)[number]}`;
+  /**
+   * 'turns': its turn count; 'seconds': its duration, as a bucket's lower bound; `web_<counter>` (value 0): a widget conversation counted;
+   * 'capped_conv' / 'capped_hour' (value 0): review-inbox findings left out by the cap per conversation / per agent and hour.
+   */
+  measure: 'turns' | 'seconds' | 'capped_conv' | 'capped_hour' | `${(typeof CHANNEL_PREFIX)[keyof typeof CHANNEL_PREFIX]}_${(typeof CHANNEL_MEASURES)[number]}`;
   value: number;
   n: number;
 }

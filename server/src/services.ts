@@ -212,6 +212,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     llmTokensPerConversation: config.llm?.maxTokensPerConversation ?? 0,
     embeddings,
     reviewLowMargin: config.reviewLowMargin,
+    reviewCaps: config.reviewCaps,
+    limits,
   });
   const lifecycle = new LifecycleService({
     agents,

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { compileAgent } from '../../server/src/engine/compile.js';
 import type { TurnResult } from '../../server/src/engine/run.js';
-import { turnHash } from '../../server/src/lib/audit-chain.js';
+import { stateHash, turnHash } from '../../server/src/lib/audit-chain.js';
 import { buildTurnWrite } from '../../server/src/service/turn-write.js';
 import { parseDefinition } from '../helpers/agents.js';
 import { driveTurn, NOW } from '../helpers/engine.js';
@@ -40,6 +40,7 @@ describe('the write of a converse call', () => {
       now: NOW,
       requestId: 'r1',
       reviewLowMargin: 0.1,
+      reviewMaxPerConversation: 5,
       timing,
       idempotency: { key: 'k', hash: 'h' },
     });
@@ -67,7 +68,11 @@ describe('the write of a converse call', () => {
     ]);
     const last = write.audit.at(-1)!;
     expect(last.type).toBe('turn_timing');
-    expect(last.data).toEqual({ ...timing, turns: write.turns.map((t) => ({ index: t.idx, hash: turnHash('c1', t) })) });
+    expect(last.data).toEqual({
+      ...timing,
+      turns: write.turns.map((t) => ({ index: t.idx, hash: turnHash('c1', t) })),
+      state: stateHash(write.conversation),
+    });
     expect(write.events!.map((e) => e.type)).toEqual(['turn.created', 'turn.created', 'phase.changed', 'status.changed', 'status.changed']);
     expect(write.webhooks).toHaveLength(1);
     expect(write.webhooks![0]).toMatchObject({ event: 'conversation.completed', url: 'https://hooks.example.com/h' });
@@ -88,6 +93,7 @@ describe('the write of a converse call', () => {
       now: NOW,
       requestId: 'r1',
       reviewLowMargin: 0.1,
+      reviewMaxPerConversation: 5,
       timing,
     });
     const prior = { ...first.write.conversation, status: 'active' as const, completedAt: null, auditHash: 'h0', eventSeq: 4 };
@@ -104,6 +110,7 @@ describe('the write of a converse call', () => {
       now: later,
       requestId: 'r2',
       reviewLowMargin: 0.1,
+      reviewMaxPerConversation: 5,
       timing,
     });
     expect(write.isNew).toBe(false);

@@ -64,9 +64,11 @@ export class ReviewService {
       until: q.until ? iso(new Date(q.until)) : undefined,
     };
     const after = decodeCursor(q.cursor, isTimeAndId);
-    const [rows, counted] = await Promise.all([
+    const cappedSince = filter.since ?? iso(new Date(this.deps.clock.now().getTime() - 7 * 86_400_000));
+    const [rows, counted, capped] = await Promise.all([
       this.deps.store.list(tenantId, agent.id, { ...filter, reason: q.reason }, { limit: q.limit + 1, after }),
       this.deps.store.counts(tenantId, agent.id, filter),
+      this.deps.store.capped(tenantId, agent.id, { since: cappedSince, until: filter.until }),
     ]);
     const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.lastSeenAt, last.id]);
     const occurrences = await this.deps.store.occurrences(tenantId, agent.id, page, SHOWN);
@@ -79,6 +81,7 @@ export class ReviewService {
         return occ.length || g.status !== 'open' ? [toItem(g, occ)] : [];
       }),
       counts,
+      capped: { per_conversation: capped.capped_conv, per_agent_hour: capped.capped_hour, since: `${cappedSince.slice(0, 13)}:00:00.000Z` },
       next_cursor,
     };
   }

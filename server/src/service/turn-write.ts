@@ -2,7 +2,7 @@
 // both turns, the audit entries (ending with turn_timing, which chains the turns' hashes), the
 // events, the webhook deliveries and the idempotency record. Pure: no I/O, no clock.
 import type { ContextEnvelope, ConverseResponse } from '@switchboard/contract';
-import type { Channel, Conversation, EventDraft, TurnRow } from '../domain.js';
+import type { Channel, CloseDelta, Conversation, EventDraft, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { TurnResult } from '../engine/run.js';
 import { turnHash, stateHash } from '../lib/audit-chain.js';
@@ -37,6 +37,8 @@ export interface TurnWriteInput {
   channel?: Channel | null;
   /** A routing whose two best capabilities are closer than this is a review-inbox finding (REVIEW_LOW_MARGIN). */
   reviewLowMargin: number;
+  /** Findings one conversation adds to the review inbox at most (REVIEW_MAX_PER_CONVERSATION); the rest are counted as `capped_conv`. */
+  reviewMaxPerConversation: number;
 }
 
 export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response: ConverseResponse } {
@@ -56,6 +58,12 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   const flow = { ...result.flow };
   if (review.mark) flow.review = review.mark;
   else delete flow.review;
+  // One conversation buries no reviewer: past its cap its findings are counted, not kept.
+  const added = prior?.flow.reviewCount ?? 0;
+  const findings = review.findings.slice(0, Math.max(0, i.reviewMaxPerConversation - added));
+  const cappedHere = review.findings.length - findings.length;
+  if (added + findings.length > 0) flow.reviewCount = added + findings.length;
+  else delete flow.reviewCount;
   const conversation: Conversation = {
     id: conversationId,
     tenantId: i.tenantId,
@@ -120,10 +128,18 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       webhooks: statusIdx >= 0 ? webhooksFor(agent, conversation, { from: prior?.status ?? null, seq: (prior?.auditSeq ?? 0) + statusIdx + 1, now }) : [],
       audit,
       stats: statDeltas({ conversation, isNew: prior === null, audit }, agent.fallback.name),
-      closes: closeDeltas({ conversation, audit, isNew: prior === null }),
-      review: review.findings,
+      closes: [
+        ...closeDeltas({ conversation, audit, isNew: prior === null }),
+        ...(cappedHere ? [cappedDelta('capped_conv', now, conversation.agentVersion, cappedHere)] : []),
+      ],
+      review: findings,
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
     },
   };
+}
+
+/** Review findings left out by a cap, as a row of agent_closes counted in the inbox (ReviewStore.capped). */
+export function cappedDelta(measure: 'capped_conv' | 'capped_hour', now: string, version: number, n: number): CloseDelta {
+  return { hour: now.slice(0, 13), version, measure, value: 0, n };
 }

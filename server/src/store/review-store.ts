@@ -227,6 +227,19 @@ export class ReviewStore {
     return out;
   }
 
+  /** Findings the caps left out (agent_closes' `capped_*` rows, written with the turns), in the hours from `since` to `until`. */
+  async capped(tenantId: string, agentId: string, w: { since: string; until?: string }): Promise<{ capped_conv: number; capped_hour: number }> {
+    const q = this.knex('agent_closes')
+      .where({ tenant_id: tenantId, agent_id: agentId })
+      .whereIn('measure', ['capped_conv', 'capped_hour'])
+      .where('hour', '>=', w.since.slice(0, 13));
+    if (w.until) q.where('hour', '<=', w.until.slice(0, 13));
+    const rows: { measure: string; n: unknown }[] = await q.select('measure', this.knex.raw('sum(n) as n')).groupBy('measure');
+    const out = { capped_conv: 0, capped_hour: 0 };
+    for (const r of rows) out[r.measure as keyof typeof out] = Number(r.n);
+    return out;
+  }
+
   async groupsById(tenantId: string, agentId: string, ids: string[]): Promise<ReviewGroupRow[]> {
     return (await this.knex<GroupTableRow>('review_groups').where({ tenant_id: tenantId, agent_id: agentId }).whereIn('id', ids)).map(toGroup);
   }
