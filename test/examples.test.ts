@@ -377,7 +377,7 @@ describe('npm run agents', () => {
       const record = await cli('releases', 'acme-support', '--verify', ...on);
       expect(record.stdout).toMatch(/^ {3}5 {2}\S+ {2}promote {6}version 3 \(was 1\)$/m);
       expect(record.stdout).toMatch(/^ {3}1 {2}\S+ {2}activate {5}version 1$/m);
-      expect(record.stdout).toContain('release record intact: 5 steps chained');
+      expect(record.stdout).toContain('release record consistent: 5 steps chained without a key (AUDIT_CHAIN_KEY), which proves consistency only');
     } finally {
       await server.close();
       await app.close();

@@ -624,7 +624,7 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await page.getByText('current version v3').waitFor({ timeout: 30_000 });
     const record = page.getByRole('region', { name: 'Release record' });
     await record.getByRole('button', { name: 'Verify the chain' }).click();
-    await record.getByText('Intact: 4 steps chained.').waitFor();
+    await record.getByText('Consistent: 4 steps chained without an operator key, which proves consistency, not who wrote them.').waitFor();
     const rows = record.getByRole('region', { name: 'Steps of the release record' }).locator('tbody tr');
     expect(await rows.first().textContent()).toMatch(/promoted v3 \(from v2\)/);
     expect(await rows.filter({ hasText: 'forced' }).textContent()).toContain('Copy approved by support');
