@@ -310,19 +310,7 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
     const id = await say('echo this');
     const before = (await entries(id)).length;
     // Rewrite the conversation so far as an app without the key would have written it.
-    const { dataHash, entryHash } = await import('../../server/src/lib/audit-chain.js');
-    let previous: string | null = null;
-    for (const r of await entries(id)) {
-      const fields = {
-        ...r,
-        sequence: Number(r.sequence),
-        turn_index: r.turn_index === null ? null : Number(r.turn_index),
-        duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
-      };
-      previous = entryHash(previous, fields, dataHash(r.data));
-      await f.db.knex('audit_entries').where({ conversation_id: id, sequence: r.sequence }).update({ hash: previous });
-    }
-    await f.db.knex('conversations').where({ id }).update({ audit_hash: previous });
+    await rechain(id);
     await say('more', id);
     const report = await verifyWith(id, KEY);
     expect(report).toMatchObject({ valid: true, entries: (await entries(id)).length });

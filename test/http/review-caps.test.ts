@@ -33,7 +33,7 @@ eachDatabase('review inbox caps on $name', (database) => {
     expect(page.capped).toMatchObject({ per_conversation: 5, per_agent_hour: 0 });
   });
 
-  it("keeps at most ten findings of the agent an hour, however many conversations bring them, and counts the rest", async () => {
+  it('keeps at most ten findings of the agent an hour, however many conversations bring them, and counts the rest', async () => {
     for (let i = 0; i < 10; i++) await say(f.app, `a fresh visitor asks about topic ${'y'.repeat(i + 1)}`);
     const page = await inbox(f.app);
     expect(page.counts.fallback.messages).toBe(10);
