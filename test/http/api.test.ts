@@ -400,7 +400,7 @@ eachDatabase('API on $name', (database) => {
         });
         expect(all.body.data[4].turn_index).toBe(2);
         const timing = all.body.data[3].data;
-        expect(Object.keys(timing).sort()).toEqual(['actions_ms', 'engine_ms', 'routing_ms', 'storage_ms', 'total_ms', 'turns']);
+        expect(Object.keys(timing).sort()).toEqual(['actions_ms', 'engine_ms', 'routing_ms', 'state', 'storage_ms', 'total_ms', 'turns']);
         const routing = await api.audit('support', s.conversation_id, { type: 'routing_decision' });
         expect(routing.body.data).toHaveLength(1);
         expect(routing.body.data[0].data.selected.capability).toBe('order_status');
