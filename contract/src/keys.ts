@@ -10,7 +10,9 @@ export const WebOrigin = z
   .string()
   .max(255)
   .regex(
-    /^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)(:\d{1,5})?$/,
+    // `[/]{2}`, not `\/\/`: the published pattern then has no escaped slash, which some generators
+    // copy into a regex literal of their own as `\\/`.
+    /^https?:[/]{2}(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)(:\d{1,5})?$/,
     'must be an origin such as https://shop.example.com (scheme, host, port; no path)',
   )
   .transform((o) => o.toLowerCase());
