@@ -64,7 +64,8 @@ export interface ChainedState {
 
 /**
  * Hash of a conversation's state (chained in its turn's turn_timing entry as `state`), over a
- * canonical JSON of the fields, so that a read back from either database hashes the same.
+ * canonical JSON of the fields (keys sorted, undefined left out as JSON leaves it out), so that a
+ * read back from either database hashes the same.
  */
 export function stateHash(c: ChainedState): string {
   const fields = [
@@ -80,7 +81,7 @@ export function stateHash(c: ChainedState): string {
     c.context ?? null,
     c.channel && [c.channel.kind, c.channel.origin, c.channel.pageUrl ?? null],
   ];
-  return sha256(canonicalJson(JSON.parse(JSON.stringify(fields))));
+  return sha256(canonicalJson(fields));
 }
 
 /** Hash of one turn as stored, bound to its conversation and place. */
