@@ -370,4 +370,30 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     await p.close();
     expect(problems.filter((m) => !/status of 403|Failed to load resource/.test(m))).toEqual([]);
   });
+
+  it('puts a message back in the box when the conversation was closed elsewhere, and says it has ended', async () => {
+    await page.evaluate(() => localStorage.clear());
+    await page.reload();
+    await widget().getByRole('button', { name: 'Open chat' }).click();
+    await send('where is my order?');
+    await expect.poll(() => messages().count()).toBe(3);
+    await expect.poll(() => widget().getByRole('button', { name: 'Send' }).isEnabled()).toBe(true);
+    const before = await messages().allTextContents();
+    // The service's answer when a person or the sweeper closed the conversation a moment before.
+    await page.route('**/widget/v1/agents/support/converse**', (route) =>
+      route.fulfill({
+        status: 409,
+        headers: { 'access-control-allow-origin': shop.origin, 'content-type': 'application/problem+json' },
+        body: JSON.stringify({ type: 'about:blank', title: 'Conflict', status: 409, code: 'conversation_closed', detail: 'The conversation is completed' }),
+      }),
+    );
+    try {
+      await send('100001');
+      await expect.poll(() => widget().getByText('This conversation has ended.').count()).toBe(1);
+      expect(await messages().allTextContents()).toEqual(before);
+      expect(await widget().getByLabel('Your message').inputValue()).toBe('100001');
+    } finally {
+      await page.unroute('**/widget/v1/agents/support/converse**');
+    }
+  });
 });

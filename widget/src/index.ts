@@ -394,7 +394,6 @@ export function mount(o: WidgetOptions): WidgetHandle {
             body.replaceChildren();
             richText(body, reply.text);
           }
-          if (shownAs !== message) mine.text = message;
           setOptions(done.response.options);
           setStatus(done.state.status);
           if (isNew) follow(true);
@@ -402,6 +401,11 @@ export function mount(o: WidgetOptions): WidgetHandle {
         } catch (err) {
           typing.remove();
           if (err instanceof HttpError && err.status === 409) {
+            // Closed elsewhere (a person, the sweeper): the message was not taken. It leaves the
+            // log and goes back to the box, and the chat says it has ended.
+            mine.node.remove();
+            provisional.splice(provisional.indexOf(mine), 1);
+            if (!input.value) input.value = message;
             setStatus('completed');
             return;
           }
