@@ -95,6 +95,14 @@ describe('architecture', () => {
     expect(circles).toEqual([]);
   });
 
+  it('defines every kind of AppError in errors.ts, the one family the error mapper answers', () => {
+    const elsewhere = files(join(root, 'server/src'))
+      .filter((f) => !f.endsWith('server/src/errors.ts') && /class \w+ extends (AppError|InputError|ConflictError)\b/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(root, f));
+    expect(elsewhere).toEqual([]);
+    expect(readFileSync(join(root, 'server/src/errors.ts'), 'utf8')).toMatch(/class ReviewClosedError extends AppError/);
+  });
+
   it('finds the imports it checks (the rules are not vacuous)', () => {
     expect(imports(join(root, 'server/src/http/routes.ts'))).toContain('server/src/services.js');
     expect(imports(join(root, 'server/src/engine/run.ts'))).toContain('server/src/engine/routing.js');

@@ -144,3 +144,43 @@ export class ChannelSetupError extends AppError {
     super(502, 'channel_setup_failed', message);
   }
 }
+
+/** 409: some review items were acted on meanwhile (or their messages erased); nothing was changed. */
+export class ReviewClosedError extends AppError {
+  constructor(ids: string[]) {
+    super(
+      409,
+      'review_item_closed',
+      `${ids.length} of the items are no longer open: nothing was changed`,
+      ids.map((id) => ({ path: 'items', message: `${id} is not open` })),
+    );
+  }
+}
+
+/** 429: a tenant, key or process has as many event streams open as it may. */
+export class TooManyStreamsError extends AppError {
+  constructor(what: string, limit: number) {
+    super(429, 'rate_limited', `Too many open event streams ${what} (at most ${limit}); close one first`, undefined, { 'retry-after': '5' });
+  }
+}
+
+/** 409: tenant secrets need SECRETS_KEY, which the operator has not set. */
+export class SecretsDisabledError extends AppError {
+  constructor(what = 'Tenant secrets are off on this server') {
+    super(409, 'secrets_not_configured', `${what}: the operator has to set SECRETS_KEY`);
+  }
+}
+
+/** 401: a web chat visitor token that is missing, malformed, expired or another key's. */
+export class VisitorTokenError extends AppError {
+  constructor(message: string) {
+    super(401, 'unauthorized', message);
+  }
+}
+
+/** 422: a definition whose router would cost more to train than the tenant's budget allows. */
+export class TrainingBudgetError extends AppError {
+  constructor(message: string, opts?: { cause?: unknown }) {
+    super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }], undefined, opts);
+  }
+}

@@ -14,7 +14,7 @@ import { request } from 'undici';
 import { ADAPTERS, DEFAULT_API_URLS } from '../channels/index.js';
 import type { CallResult, ChannelAdapter, HookAnswer, HookRequest, InboundMessage, ProviderHttp } from '../channels/adapter.js';
 import type { AuditDraft, Conversation, TurnRow } from '../domain.js';
-import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError } from '../errors.js';
+import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, SecretsDisabledError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { Lane } from '../lib/lane.js';
 import { OncePer } from '../lib/once-per.js';
@@ -24,7 +24,7 @@ import type { ConversationService } from './conversation-service.js';
 import type { LifecycleService } from './lifecycle.js';
 import { mustHaveRoom, spend, spendQuietly, type Limits } from './limits.js';
 import type { Metrics } from './metrics.js';
-import { SecretsDisabledError, seal, unseal, type Sealed } from './secrets.js';
+import { seal, unseal, type Sealed } from './secrets.js';
 
 /** Seconds to wait after the 1st, 2nd, … failed attempt of a delivery (about 50 minutes in all, then it fails). */
 const BACKOFF_SECONDS = [2, 10, 30, 120, 300, 900, 1800];

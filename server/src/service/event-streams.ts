@@ -5,7 +5,7 @@
 // however many streams follow it (the rows are fanned out to each); a stream opened with an API
 // key ends when the key is revoked (at once here, within a heartbeat on other processes).
 import { PassThrough } from 'node:stream';
-import { AppError, UnavailableError } from '../errors.js';
+import { TooManyStreamsError, UnavailableError } from '../errors.js';
 import { parseEventId, type EventLog, type EventPosition } from '../store/event-log.js';
 
 export interface EventStreams {
@@ -39,12 +39,6 @@ export interface EventStreamOptions {
   /** Of these key ids, the ones revoked since (checked once per heartbeat for all streams). */
   revoked?: (keyIds: string[]) => Promise<string[]>;
   log: { warn(o: object, m: string): void };
-}
-
-class TooManyStreamsError extends AppError {
-  constructor(what: string, limit: number) {
-    super(429, 'rate_limited', `Too many open event streams ${what} (at most ${limit}); close one first`, undefined, { 'retry-after': '5' });
-  }
 }
 
 interface Subscriber {

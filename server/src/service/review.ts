@@ -13,7 +13,7 @@ import {
 } from '@switchboard/contract';
 import { createTwoFilesPatch } from 'diff';
 import { stringify as toYaml } from 'yaml';
-import { AppError, InputError, NotFoundError } from '../errors.js';
+import { InputError, NotFoundError, ReviewClosedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
@@ -22,17 +22,6 @@ import { checkTestSteps, type AgentService } from './agent-service.js';
 
 /** Occurrences shown with each item. */
 const SHOWN = 3;
-
-class ReviewClosedError extends AppError {
-  constructor(ids: string[]) {
-    super(
-      409,
-      'review_item_closed',
-      `${ids.length} of the items are no longer open: nothing was changed`,
-      ids.map((id) => ({ path: 'items', message: `${id} is not open` })),
-    );
-  }
-}
 
 const STATUS_OF = { add_example: 'added', add_out_of_scope: 'out_of_scope', dismiss: 'dismissed' } as const;
 

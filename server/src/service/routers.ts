@@ -23,7 +23,8 @@ import { sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { RouterStore } from '../store/router-store.js';
 import type { ServerEmbeddings } from './server-embeddings.js';
-import { TrainingBudgetError, type Trainer } from './training.js';
+import type { Trainer } from './training.js';
+import { TrainingBudgetError } from '../errors.js';
 
 /** How this process came by the routers it compiled with (switchboard_routers_total). */
 export interface RouterCounts {

@@ -4,15 +4,9 @@
 // but is not granted is indistinguishable from one that does not exist.
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { OperatorSecret } from '../config.js';
-import { AppError, NotFoundError } from '../errors.js';
+import { NotFoundError, SecretsDisabledError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { SecretStore } from '../store/secret-store.js';
-
-export class SecretsDisabledError extends AppError {
-  constructor(what = 'Tenant secrets are off on this server') {
-    super(409, 'secrets_not_configured', `${what}: the operator has to set SECRETS_KEY`);
-  }
-}
 
 const aad = (tenantId: string, name: string) => Buffer.from(`${tenantId}\u0000${name}`);
 

@@ -7,7 +7,7 @@
 // trainings (nobody waits for them) count as large, have a turn of their own per tenant, and take
 // a worker only when no foreground training is waiting.
 import { Worker } from 'node:worker_threads';
-import { AppError } from '../errors.js';
+import { TrainingBudgetError } from '../errors.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../engine/router/index.js';
 import type { WordVectors } from '../engine/word-vectors.js';
@@ -29,13 +29,6 @@ export interface TrainingBudget {
  * training starts a fresh one (about a tenth of a second). Back-to-back trainings reuse it.
  */
 const WORKER_IDLE_MS = 5_000;
-
-/** A definition whose router cannot be trained within the budget: refused, with the reason. */
-export class TrainingBudgetError extends AppError {
-  constructor(message: string, opts?: { cause?: unknown }) {
-    super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }], undefined, opts);
-  }
-}
 
 /**
  * `background`: nobody waits for this training (a router of server embeddings, a stored router

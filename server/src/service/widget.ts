@@ -11,7 +11,7 @@ import type { PassThrough } from 'node:stream';
 import type { ConverseResponse, LocalizedText, WidgetConversation, WidgetSettings } from '@switchboard/contract';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { AppError, ForbiddenError, InputError, NotFoundError, RateLimitedError } from '../errors.js';
+import { ForbiddenError, InputError, NotFoundError, RateLimitedError, VisitorTokenError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
@@ -93,13 +93,6 @@ function readToken(secret: Buffer, keyId: string, token: string): { visitorId: s
   const expected = tokenMac(secret, keyId, m[1], Number(m[2]));
   if (mac.length !== expected.length || !timingSafeEqual(mac, expected)) return null;
   return { visitorId: m[1], expiresMs: Number(m[2]) * 1000 };
-}
-
-/** 401 for a visitor token that is not this key's, or has expired: the widget asks for another and tries again. */
-class VisitorTokenError extends AppError {
-  constructor(message: string) {
-    super(401, 'unauthorized', message);
-  }
 }
 
 /** The text of a greeting in `language` (or its base language), else the first one written. */
