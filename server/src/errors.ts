@@ -184,3 +184,10 @@ export class TrainingBudgetError extends AppError {
     super(422, 'training_budget_exceeded', message, [{ path: 'capabilities', message }], undefined, opts);
   }
 }
+
+/** 409: a PUT that was to make its version current found another version current than the one it was checked against. */
+export class CurrentChangedError extends ConflictError {
+  constructor() {
+    super('invalid_transition', 'Another version was made current while this one was stored; try again');
+  }
+}

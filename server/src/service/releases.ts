@@ -9,8 +9,7 @@
 // chain key when one is set): a copy outside the database that `verify` can be given back, so a
 // record cut short and its head moved back is found (docs/security.md).
 import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
-import { AppError, GatesFailedError, NotFoundError } from '../errors.js';
-import { CurrentChangedError } from '../store/agent-store.js';
+import { AppError, CurrentChangedError, GatesFailedError, NotFoundError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { createHmac } from 'node:crypto';

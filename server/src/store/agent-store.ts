@@ -5,14 +5,7 @@ import { isUniqueViolation } from './db-errors.js';
 import type { Database } from './db.js';
 import { present, type AgentTableRow, type AgentVersionTableRow, type ConversationTableRow } from './rows.js';
 import { appendRelease, type ReleaseRow, type ReleaseStep } from './release-store.js';
-import { ConflictError } from '../errors.js';
-
-/** A PUT that was to make its version current found another version current than the one it was checked against. */
-export class CurrentChangedError extends ConflictError {
-  constructor() {
-    super('invalid_transition', 'Another version was made current while this one was stored; try again');
-  }
-}
+import { ConflictError, CurrentChangedError } from '../errors.js';
 
 /** A split in force: its candidate and share of new conversations in hundredths of a percent. */
 export interface SplitRow {
