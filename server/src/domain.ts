@@ -174,7 +174,7 @@ export type StatDelta = {
 /** The measures of agent_closes that count the web chat widget's conversations: `web_started`, `web_completed`, … (value 0). */
 export const CHANNEL_MEASURES = ['started', 'completed', 'escalated', 'abandoned'] as const;
 /** The prefix of each channel's measures in agent_closes (kept short: measures hold 16 characters). */
-export const CHANNEL_PREFIX = { web: 'web', slack: 'sl', telegram: 'tg', whatsapp: 'wa', sms: 'sms' } as const;
+export const CHANNEL_PREFIX = { web: 'web', slack: 'sl', telegram: 'tg', whatsapp: 'wa', sms: 'sms' } as const satisfies Record<'web' | ChannelKind, string>;
 
 /**
  * A row's worth of agent_closes (service/agent-stats.ts): a conversation closed (completed or

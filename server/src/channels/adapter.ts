@@ -81,6 +81,10 @@ export interface ProviderHttp {
 
 export interface ChannelAdapter<C = Record<string, string>> {
   kind: ChannelKind;
+  /** The provider's name, as people know it (in messages). */
+  label: string;
+  /** Where the provider's API is, unless the operator points it elsewhere (CHANNEL_API_URLS). */
+  defaultApiUrl: string;
   /** The contract's schema of this channel's credentials. */
   credentials: z.ZodType<C>;
   /**

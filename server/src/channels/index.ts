@@ -1,4 +1,5 @@
 // The channels the service speaks: one adapter per folder (docs/channels.md, "Adding a channel").
+// Typed by the contract's ChannelKind: a kind added there and not here does not compile.
 import type { ChannelKind } from '@switchboard/contract';
 import type { ChannelAdapter } from './adapter.js';
 import { slack } from './slack/adapter.js';
@@ -11,12 +12,4 @@ export const ADAPTERS: Record<ChannelKind, ChannelAdapter> = {
   telegram: telegram,
   whatsapp: whatsapp,
   sms: sms,
-};
-
-/** Where each provider's API is, unless the operator points it elsewhere (CHANNEL_API_URLS). */
-export const DEFAULT_API_URLS: Record<ChannelKind, string> = {
-  slack: 'https://slack.com/api',
-  telegram: 'https://api.telegram.org',
-  whatsapp: 'https://graph.facebook.com/v21.0',
-  sms: 'https://api.twilio.com',
 };

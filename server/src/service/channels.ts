@@ -11,7 +11,7 @@ import { isChannelKind, type ChannelInfo, type ChannelKind, type ConverseRespons
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { request } from 'undici';
-import { ADAPTERS, DEFAULT_API_URLS } from '../channels/index.js';
+import { ADAPTERS } from '../channels/index.js';
 import type { CallResult, ChannelAdapter, HookAnswer, HookRequest, InboundMessage, ProviderHttp } from '../channels/adapter.js';
 import type { AuditDraft, Conversation, TurnRow } from '../domain.js';
 import { AppError, ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, SecretsDisabledError } from '../errors.js';
@@ -171,7 +171,7 @@ export class ChannelService {
   }
 
   private http(kind: ChannelKind): ProviderHttp {
-    return { base: (this.opts.apiUrls[kind] ?? DEFAULT_API_URLS[kind]).replace(/\/+$/, ''), call: (req) => providerCall(req, this.timeoutMs) };
+    return { base: (this.opts.apiUrls[kind] ?? ADAPTERS[kind].defaultApiUrl).replace(/\/+$/, ''), call: (req) => providerCall(req, this.timeoutMs) };
   }
 
   async list(tenantId: string, slug: string, origin: string | null): Promise<ChannelInfo[]> {
@@ -196,7 +196,7 @@ export class ChannelService {
       );
     }
     if (body.set_webhook && !adapter.setWebhook)
-      throw new InputError(`set_webhook is for telegram only`, [
+      throw new InputError(`set_webhook is for channels whose provider takes its webhook URL by a call, and ${adapter.label} does not`, [
         { path: 'body.set_webhook', message: `${kind} has no such call: paste webhook_url into its settings` },
       ]);
     if (!this.opts.key) throw new SecretsDisabledError('Channel credentials are kept encrypted, and this server has no key for them');
@@ -209,7 +209,7 @@ export class ChannelService {
       const result = await adapter
         .setWebhook(creds, this.webhookUrl(id, origin), this.http(kind))
         .catch((e: unknown) => ({ ok: false, status: null, error: (e as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable' }));
-      if (!result.ok) throw new ChannelSetupError(`Telegram did not take setWebhook: ${result.error ?? `HTTP ${result.status}`}`);
+      if (!result.ok) throw new ChannelSetupError(`${adapter.label} did not take the webhook URL: ${result.error ?? `HTTP ${result.status}`}`);
       webhookSet = true;
     }
     const now = iso(this.deps.clock.now());

@@ -1,5 +1,6 @@
 // Channels, their inbound messages, their users and their outbox. Every read an API caller makes
 // filters by tenant_id; the workers read by channel id, which names its tenant.
+import type { ChannelKind } from '@switchboard/contract';
 import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { Database } from './db.js';
@@ -97,7 +98,7 @@ const toOutbox = (r: OutboxRow): OutboxRow => ({ ...r, id: n(r.id), call_count: 
 /** A channel_deliveries row as the log reads it (numbers may come back as strings from PostgreSQL). */
 interface DeliveryListRow {
   id: number | string;
-  kind: 'slack' | 'telegram' | 'whatsapp' | 'sms';
+  kind: ChannelKind;
   conversation_id: string;
   source: 'reply' | 'operator';
   status: 'pending' | 'sent' | 'failed' | 'refused';

@@ -52,6 +52,8 @@ const id = (v: unknown): string | undefined => {
 
 export const slack: ChannelAdapter<Creds> = {
   kind: 'slack',
+  label: 'Slack',
+  defaultApiUrl: 'https://slack.com/api',
   credentials: ChannelCredentials.slack,
 
   verify(req, creds, now) {

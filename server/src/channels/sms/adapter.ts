@@ -31,6 +31,8 @@ function urlVariants(url: string): string[] {
 
 export const sms: ChannelAdapter<Creds> = {
   kind: 'sms',
+  label: 'Twilio',
+  defaultApiUrl: 'https://api.twilio.com',
   credentials: ChannelCredentials.sms,
 
   verify(req, creds) {

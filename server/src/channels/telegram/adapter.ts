@@ -48,6 +48,8 @@ async function botCall(method: string, body: Record<string, unknown>, creds: Cre
 
 export const telegram: ChannelAdapter<Creds> = {
   kind: 'telegram',
+  label: 'Telegram',
+  defaultApiUrl: 'https://api.telegram.org',
   credentials: ChannelCredentials.telegram,
 
   complete: (creds) => (creds.secret_token ? creds : { ...creds, secret_token: randomBytes(24).toString('base64url') }),

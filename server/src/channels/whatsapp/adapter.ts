@@ -37,6 +37,8 @@ const waId = (v: unknown) => (typeof v === 'string' && /^\d{5,20}$/.test(v) ? v 
 
 export const whatsapp: ChannelAdapter<Creds> = {
   kind: 'whatsapp',
+  label: 'WhatsApp',
+  defaultApiUrl: 'https://graph.facebook.com/v21.0',
   credentials: ChannelCredentials.whatsapp,
   replyWindowHours: 24,
 
