@@ -35,6 +35,22 @@ describe('openapi.json', () => {
     expect(rest.match(/\{\{start\.response\.body\.\$\.conversation_id\}\}/g)).toHaveLength(3);
   }, 60_000);
 
+  it('tags every operation with its resource: Operations holds the health checks and metrics only', () => {
+    const doc = JSON.parse(renderOpenApi());
+    const tagged = new Map<string, string[]>();
+    for (const ops of Object.values(doc.paths) as Record<string, { operationId?: string; tags?: string[] }>[]) {
+      for (const op of Object.values(ops)) {
+        if (!op.operationId) continue;
+        expect(op.tags, op.operationId).toHaveLength(1);
+        tagged.set(op.tags![0], [...(tagged.get(op.tags![0]) ?? []), op.operationId]);
+      }
+    }
+    expect(tagged.get('Operations')!.sort()).toEqual(['healthz', 'metrics', 'readyz']);
+    expect(tagged.get('Releases')!.sort()).toEqual(['endSplit', 'listReleases', 'promoteSplit', 'putSplit', 'verifyReleases']);
+    // Every tag an operation has is described at the top of the document.
+    expect([...tagged.keys()].sort()).toEqual(doc.tags.map((t: { name: string }) => t.name).sort());
+  });
+
   it('documents every route of the contract with a summary, a description and every error response', () => {
     const doc = JSON.parse(renderOpenApi());
     const resolve = (r: { $ref?: string; description?: string }) => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r);

@@ -94,6 +94,21 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
     routes: ['listVersions', 'getVersion', 'activateVersion', 'runTests', 'startReplay', 'listReplays', 'getReplay'],
   },
   { name: 'Analytics', description: "How an agent's conversations went", routes: ['getAnalytics'] },
+  {
+    name: 'Review',
+    description: 'The review inbox: messages worth a look, turned into examples or out-of-scope messages of a draft (docs/improving.md)',
+    routes: ['listReview', 'actOnReview'],
+  },
+  {
+    name: 'Evaluations',
+    description: "A draft's evaluation beside the current version, and the stored test conversations it runs (docs/improving.md)",
+    routes: ['getTestSuite', 'putTestSuite', 'startEvaluation', 'listEvaluations', 'getEvaluation'],
+  },
+  {
+    name: 'Releases',
+    description: 'The release record with its gates and hash chain, and traffic splits (docs/releases.md)',
+    routes: ['listReleases', 'verifyReleases', 'putSplit', 'endSplit', 'promoteSplit'],
+  },
   { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
   {
     name: 'Channels',
@@ -107,7 +122,7 @@ const TAGS: { name: string; description: string; routes: string[] }[] = [
   {
     name: 'Web chat widget',
     description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor token the service signed for the browser (docs/widget.md)',
-    routes: ['getWidget', 'widgetConverse', 'getWidgetConversation', 'widgetEvents'],
+    routes: ['getWidget', 'widgetVisitor', 'widgetConverse', 'getWidgetConversation', 'widgetEvents'],
   },
 ];
 const tagOf = new Map(TAGS.flatMap((t) => t.routes.map((r) => [r, t.name] as const)));
@@ -221,7 +236,10 @@ function nameSchemas(doc: Json): Json {
 function mapOperation(op: Json, route: AppRoute): Json {
   const name = routeName.get(route) ?? '';
   const scope = scopes[name];
-  op.tags = [tagOf.get(name) ?? 'Operations'];
+  // Every operation belongs to a resource: a route the table does not list is a mistake, not "Operations".
+  const tag = tagOf.get(name);
+  if (!tag) throw new Error(`openapi: operation ${name} has no tag; add it to TAGS in http/openapi.ts`);
+  op.tags = [tag];
   // Tenant header, or an API key that names its tenant (with a scope): as the server runs.
   op.security = scope ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
   if (scope) op['x-scope'] = scope;
