@@ -630,6 +630,41 @@ describe('channel adapters', () => {
     expect(twilioSignature('12345', url, Object.entries({ ...params, Caller: '+14158675309', From: '+14158675309' }))).toBe('RSOYDt4T1cUTdK1PDd93/VVr8B8=');
   });
 
+  it("checks Slack's signature as its documentation's example computes it, within five minutes of its timestamp", () => {
+    // https://api.slack.com/authentication/verifying-requests-from-slack (the documented secret, timestamp, body and signature)
+    const body =
+      'token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&team_domain=testteamnow&channel_id=G8PSS9T3V&channel_name=foobar&user_id=U2CERLKJA&user_name=roadrunner&command=%2Fwebhook-collect&text=&response_url=https%3A%2F%2Fhooks.slack.com%2Fcommands%2FT1DC2JH3J%2F397700885554%2F96rGlfmibIGlgcZRskXaIFfN&trigger_id=398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c';
+    const req = (signature: string, raw = body) => ({
+      method: 'POST',
+      url: 'https://switchboard.example.com/hooks/v1/ch_x',
+      query: {},
+      headers: { 'x-slack-request-timestamp': '1531420618', 'x-slack-signature': signature },
+      body: Buffer.from(raw),
+    });
+    const creds = { bot_token: 'xoxb-1', signing_secret: '8f742231b10e8888abcd99yyyzzz85a5' };
+    const signature = 'v0=a2114d57b48eac39b9ad189dd8316235a7b4a8d21a10bd27519666489c69b503';
+    const at = (seconds: number) => new Date((1531420618 + seconds) * 1000);
+    expect(ADAPTERS.slack.verify(req(signature), creds, at(30))).toBeNull();
+    expect(ADAPTERS.slack.verify(req(signature, `${body}&x=1`), creds, at(30))).toBe('X-Slack-Signature does not match');
+    expect(ADAPTERS.slack.verify(req(signature), creds, at(301))).toMatch(/stale/);
+  });
+
+  it("checks WhatsApp's X-Hub-Signature-256 as the scheme's published example computes it", () => {
+    // Meta signs as GitHub does (sha256= and the HMAC-SHA256 of the raw body, in hex); GitHub's
+    // documentation publishes the example: https://docs.github.com/webhooks/using-webhooks/validating-webhook-deliveries
+    const req = (signature: string, raw = 'Hello, World!') => ({
+      method: 'POST',
+      url: '',
+      query: {},
+      headers: { 'x-hub-signature-256': signature },
+      body: Buffer.from(raw),
+    });
+    const creds = { access_token: 't', app_secret: "It's a Secret to Everybody", phone_number_id: '1', verify_token: 'v' };
+    const signature = 'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17';
+    expect(ADAPTERS.whatsapp.verify(req(signature), creds, new Date())).toBeNull();
+    expect(ADAPTERS.whatsapp.verify(req(signature, 'Hello, World?'), creds, new Date())).toBe('X-Hub-Signature-256 does not match');
+  });
+
   it('splits long replies at the provider’s limit, at a break where one falls near it', () => {
     const long = `${'word '.repeat(900)}end`;
     const pieces = splitText(long, 1600);
