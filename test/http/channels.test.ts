@@ -382,6 +382,9 @@ eachDatabase('channels on $name', (database) => {
 
       it('refuses a forged signature with 401 and stores nothing', async () => {
         const before = callsOf(kind).length;
+        const inboundRows = async () =>
+          Number((await ctx.app.channels['deps'].store.knex('channel_inbound').where({ channel_id: hookIds[kind] }).count({ n: '*' }))[0].n);
+        const stored = await inboundRows();
         const res = await post(kind, script.forged(9));
         expect(res.status).toBe(401);
         expect(res.body.code).toBe('invalid_signature');
@@ -397,8 +400,8 @@ eachDatabase('channels on $name', (database) => {
         expect(unsigned.status).toBe(401);
         await ctx.app.channels.runOnce();
         expect(callsOf(kind).length).toBe(before);
-        const inbound = await ctx.app.channels['deps'].store.knex('channel_inbound').where({ channel_id: hookIds[kind] }).count({ n: '*' });
-        expect(Number(inbound[0].n)).toBe(4);
+        // Nothing more than before the refused requests, whatever the earlier tests stored.
+        expect(await inboundRows()).toBe(stored);
       });
 
       it('keeps credentials out of every response, log line and audit entry', async () => {
