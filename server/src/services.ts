@@ -35,6 +35,8 @@ import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
 import { ReplayStore } from './store/replay-store.js';
 import { ReviewStore } from './store/review-store.js';
+import { EvaluationStore } from './store/evaluation-store.js';
+import { TestSuiteStore } from './store/test-suite-store.js';
 import { ReviewService } from './service/review.js';
 import { EvaluationService } from './service/evaluations.js';
 import { ReleaseService } from './service/releases.js';
@@ -227,9 +229,19 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const sweeper = new Sweeper(lifecycle, logger);
   const widget = new WidgetService({ keys, agents, conversations, streams, secrets, limits, clock, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
-  const reviewStore = new ReviewStore(deps.db);
-  const review = new ReviewService({ agents, store: reviewStore, clock, log: logger });
-  const evaluations = new EvaluationService({ agents, store: reviewStore, replays, clock, trainer: (t) => agents.routers.unstored(t), log: logger });
+  const inbox = new ReviewStore(deps.db);
+  const suites = new TestSuiteStore(deps.db);
+  const review = new ReviewService({ agents, store: inbox, suites, clock, log: logger });
+  const evaluations = new EvaluationService({
+    agents,
+    store: new EvaluationStore(deps.db),
+    inbox,
+    suites,
+    replays,
+    clock,
+    trainer: (t) => agents.routers.unstored(t),
+    log: logger,
+  });
   const channels = new ChannelService(
     { store: new ChannelStore(deps.db), agents, conversations, lifecycle, metrics, limits, clock, logger },
     { ...config.channels, key: config.secretsKey, publicUrl: config.publicUrl },

@@ -13,6 +13,7 @@ import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
 import { ReplayStore } from '../../server/src/store/replay-store.js';
 import { ReleaseStore } from '../../server/src/store/release-store.js';
 import { ReviewStore, type ReviewGroupRow } from '../../server/src/store/review-store.js';
+import { EvaluationStore } from '../../server/src/store/evaluation-store.js';
 import { listDeliveries, WebhookStore } from '../../server/src/store/webhook-store.js';
 import { monthStart, partitionName } from '../../server/src/store/partitions.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -223,7 +224,7 @@ eachDatabase('query plans on $name', (database) => {
       actedAt: null,
     });
     await indexed('review_occurrences', () => review.occurrences('t', agentId, [group('open'), group('added')], 3));
-    await indexed('evaluations', () => review.evaluations('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
+    await indexed('evaluations', () => new EvaluationStore(db).evaluations('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
   });
 
   it("reads an agent's release record, and an evaluation of the same versions and inputs, by index", async () => {
@@ -231,7 +232,7 @@ eachDatabase('query plans on $name', (database) => {
     await indexed('release_records', () => releases.list('t', agentId, { limit: 21, before: 40 }), 'release_records_seq');
     await indexed('release_records', () => releases.wasReleased('t', agentId, 3), 'release_records_seq');
     const digests = { digest: 'a'.repeat(64), baseline: 'b'.repeat(64), inputs: 'c'.repeat(64) };
-    await indexed('evaluations', () => new ReviewStore(db).sameEvaluation('t', agentId, digests, T0), 'evaluations_digest_idx');
+    await indexed('evaluations', () => new EvaluationStore(db).sameEvaluation('t', agentId, digests, T0), 'evaluations_digest_idx');
   });
 
   it("lists an agent's replays from a cursor by index", async () => {

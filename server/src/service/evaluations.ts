@@ -14,7 +14,9 @@ import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
 import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
-import type { EvaluationDigests, EvaluationRow, ReviewStore } from '../store/review-store.js';
+import type { EvaluationDigests, EvaluationRow, EvaluationStore } from '../store/evaluation-store.js';
+import type { ReviewStore } from '../store/review-store.js';
+import type { TestSuiteStore } from '../store/test-suite-store.js';
 import type { AgentRow } from '../store/agent-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ReplayService } from './replays.js';
@@ -28,7 +30,10 @@ type Result = NonNullable<Evaluation['result']>;
 
 export interface EvaluationDeps {
   agents: AgentService;
-  store: ReviewStore;
+  store: EvaluationStore;
+  /** The review inbox: its labelled messages are one of the evaluation's inputs. */
+  inbox: ReviewStore;
+  suites: TestSuiteStore;
   replays: ReplayService;
   clock: Clock;
   /** Trains the folds' routers (not stored) for a tenant. */
@@ -142,15 +147,15 @@ export class EvaluationService {
     /** The two versions' digests when the caller has read them. */
     known?: { digest: string; baseline: string },
   ): Promise<EvaluationDigests> {
-    const { agents, store } = this.deps;
+    const { agents, suites, inbox } = this.deps;
     const [versions, suite, labelled] = await Promise.all([
       known ??
         Promise.all([agents.version(tenantId, slug, version), agents.version(tenantId, slug, agent.currentVersion)]).then(([c, b]) => ({
           digest: c.digest,
           baseline: b.digest,
         })),
-      store.testSuite(tenantId, agent.id),
-      store.labelled(tenantId, agent.id, MAX_LABELLED),
+      suites.testSuite(tenantId, agent.id),
+      inbox.labelled(tenantId, agent.id, MAX_LABELLED),
     ]);
     const inputs = sha256(canonicalJson({ tests: suite?.tests ?? [], labelled, replay: body.replay, folds: body.folds }));
     return { ...versions, inputs };
@@ -256,7 +261,7 @@ export class EvaluationService {
   }
 
   private async run(row: Omit<EvaluationRow, 'result' | 'error'>, slug: string, folds: number, job: JobControl): Promise<void> {
-    const { agents, store, clock } = this.deps;
+    const { agents, store, suites, inbox, clock } = this.deps;
     const { tenantId, agentId, id } = row;
     let done = 0;
     let stage = 'cross_validation';
@@ -281,7 +286,7 @@ export class EvaluationService {
       }
 
       stage = 'labelled';
-      const labelled = (await store.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
+      const labelled = (await inbox.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
         message: l.message,
         // Out of scope: the version's fallback, whichever capability that is.
         expected: l.capability ?? compiled.draft.fallback.name,
@@ -294,7 +299,7 @@ export class EvaluationService {
       await step(2);
 
       stage = 'tests';
-      const suite = await store.testSuite(tenantId, agentId);
+      const suite = await suites.testSuite(tenantId, agentId);
       const tests = suite?.tests.length ? (suite.tests as TestCase[]) : null;
       const results = {
         draft: tests ? await agents.test(tenantId, slug, { version: versions.draft, tests }) : null,

@@ -18,6 +18,7 @@ import { iso, type Clock } from '../lib/clock.js';
 import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import { KeyedLock } from '../lib/keyed-lock.js';
 import type { ReviewGroupRow, ReviewOccurrenceRow, ReviewStore } from '../store/review-store.js';
+import type { TestSuiteStore } from '../store/test-suite-store.js';
 import { checkTestSteps, type AgentService } from './agent-service.js';
 
 /** Occurrences shown with each item. */
@@ -36,6 +37,7 @@ export class ReviewService {
     private readonly deps: {
       agents: AgentService;
       store: ReviewStore;
+      suites: TestSuiteStore;
       clock: Clock;
       log: { info(o: object, m: string): void };
     },
@@ -173,7 +175,7 @@ export class ReviewService {
 
   async testSuite(tenantId: string, slug: string): Promise<{ tests: TestCase[]; updated_at: string | null }> {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const found = await this.deps.store.testSuite(tenantId, agent.id);
+    const found = await this.deps.suites.testSuite(tenantId, agent.id);
     return { tests: (found?.tests ?? []) as TestCase[], updated_at: found?.updatedAt ?? null };
   }
 
@@ -181,7 +183,7 @@ export class ReviewService {
     checkTestSteps(tests);
     const agent = await this.deps.agents.active(tenantId, slug);
     const now = iso(this.deps.clock.now());
-    await this.deps.store.putTestSuite(tenantId, agent.id, tests, now);
+    await this.deps.suites.putTestSuite(tenantId, agent.id, tests, now);
     return { tests, updated_at: now };
   }
 }
