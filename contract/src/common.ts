@@ -14,6 +14,9 @@ export const TenantId = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 characters of letters, digits, ".", "_" or "-"')
   .describe('Tenant identifier');
 
+/** What breaks any hash chain (a conversation's audit log, an agent's release record; docs/security.md). */
+export const CHAIN_BREAKS = ['sequence_gap', 'missing_hash', 'data_mismatch', 'hash_mismatch', 'unkeyed_after_keyed', 'not_keyed', 'head_mismatch'] as const;
+
 export const Timestamp = z.string().datetime({ offset: true }).describe('ISO 8601 UTC timestamp');
 
 /** A point in time given by a caller: ISO 8601, and one that exists (`+99:99` is no offset). */

@@ -1,7 +1,7 @@
 // Conversation records, summaries, history and audit entries.
 import { z } from 'zod';
 import { CHANNEL_KINDS, ChannelKind } from './channels.js';
-import { TimeFilter, Timestamp } from './common.js';
+import { CHAIN_BREAKS, TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
 
 export const Turn = z.object({
@@ -374,18 +374,7 @@ export const AuditVerification = z
     first_broken: z
       .object({
         sequence: z.number().int(),
-        reason: z.enum([
-          'sequence_gap',
-          'missing_hash',
-          'data_mismatch',
-          'hash_mismatch',
-          'unkeyed_after_keyed',
-          'not_keyed',
-          'head_mismatch',
-          'turn_mismatch',
-          'turn_unchained',
-          'state_mismatch',
-        ]),
+        reason: z.enum([...CHAIN_BREAKS, 'turn_mismatch', 'turn_unchained', 'state_mismatch']),
         turn_index: z.number().int().optional().describe('For turn_mismatch and turn_unchained: the turn whose text does not match its chained hash'),
       })
       .describe(

@@ -1,7 +1,7 @@
 // Releases (docs/releases.md): activations gated on an evaluation of the candidate, traffic
 // splits between the current version and a candidate, and the tamper-evident record of both.
 import { z } from 'zod';
-import { ReleaseGate, Timestamp } from './common.js';
+import { CHAIN_BREAKS, ReleaseGate, Timestamp } from './common.js';
 
 const Reason = z.string().trim().min(1).max(2000);
 
@@ -98,19 +98,7 @@ const ReleaseVerificationSchema = z
     first_broken: z
       .object({
         sequence: z.number().int(),
-        reason: z.enum([
-          'sequence_gap',
-          'missing_hash',
-          'data_mismatch',
-          'hash_mismatch',
-          'unkeyed_after_keyed',
-          'not_keyed',
-          'head_mismatch',
-          'state_mismatch',
-          'evidence_mismatch',
-          'evidence_missing',
-          'anchor_missing',
-        ]),
+        reason: z.enum([...CHAIN_BREAKS, 'state_mismatch', 'evidence_mismatch', 'evidence_missing', 'anchor_missing']),
       })
       .describe(
         "`data_mismatch` includes a step's version column that is not its chained one; `state_mismatch`: the agent's served version or split is not the one the newest step made; `evidence_mismatch` / `evidence_missing`: the evaluation a step cites was changed or deleted; `anchor_missing`: the record no longer holds the head given in `head` (steps cut off the end)",
