@@ -35,6 +35,7 @@ import { ConversationStore } from './store/conversation-store.js';
 import type { Database } from './store/db.js';
 import { ReplayStore } from './store/replay-store.js';
 import { ReviewStore } from './store/review-store.js';
+import { ReviewHourlyCap } from './service/review-caps.js';
 import { EvaluationStore } from './store/evaluation-store.js';
 import { TestSuiteStore } from './store/test-suite-store.js';
 import { ReviewService } from './service/review.js';
@@ -215,7 +216,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     embeddings,
     reviewLowMargin: config.reviewLowMargin,
     reviewCaps: config.reviewCaps,
-    limits,
+    reviewHourly: new ReviewHourlyCap(limits, config.reviewCaps.perAgentHour),
   });
   const lifecycle = new LifecycleService({
     agents,

@@ -14,9 +14,8 @@ import type {
 } from '@switchboard/contract';
 import type { Channel, Conversation, TurnRow } from '../domain.js';
 import { openConversation } from './lifecycle.js';
-import { buildTurnWrite, cappedDelta } from './turn-write.js';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Limits } from './limits.js';
+import { buildTurnWrite } from './turn-write.js';
+import type { ReviewHourlyCap } from './review-caps.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import {
@@ -39,14 +38,7 @@ import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitErr
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
-import {
-  DuplicateIdempotencyKeyError,
-  StaleRead,
-  type ConversationStore,
-  type ListFilters,
-  type PrefetchedConversation,
-  type TurnWrite,
-} from '../store/conversation-store.js';
+import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type ListFilters, type PrefetchedConversation } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 import type { SplitRow } from '../store/agent-store.js';
 import type { SecretService } from './secrets.js';
@@ -92,8 +84,8 @@ export interface ConversationServiceOptions {
   reviewLowMargin: number;
   /** Review-inbox findings per conversation and per agent and hour (REVIEW_MAX_PER_CONVERSATION, REVIEW_MAX_PER_AGENT_HOUR). */
   reviewCaps?: { perConversation: number; perAgentHour: number };
-  /** The shared limits: the per-agent hourly cap of findings counts across replicas through them. */
-  limits?: Limits;
+  /** The per-agent hourly cap of findings, counted across replicas through the shared limits. */
+  reviewHourly?: ReviewHourlyCap;
 }
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
@@ -174,8 +166,6 @@ class ReplyStream {
 }
 
 export class ConversationService {
-  private reviewHourly?: RateLimiterAbstract;
-
   constructor(
     private readonly agents: AgentService,
     private readonly store: ConversationStore,
@@ -369,37 +359,13 @@ export class ConversationService {
           idempotency: ctx.idem,
           channel: call.channel ?? null,
         });
-        if (write.review?.length) await this.capFindingsPerHour(tenantId, agent, write, now);
+        if (write.review?.length) await this.opts.reviewHourly?.apply(tenantId, agent.agentId, write, now);
         await unit.commit(write);
         return response;
       },
       { optimistic: true, read: ctx.read },
     );
     return response!;
-  }
-
-  /**
-   * Keeps the turn's review findings within the agent's hourly share (REVIEW_MAX_PER_AGENT_HOUR,
-   * counted across replicas through the shared limits); those left out are counted as `capped_hour`.
-   */
-  private async capFindingsPerHour(tenantId: string, agent: CompiledAgent, write: TurnWrite, now: string): Promise<void> {
-    const caps = this.opts.reviewCaps;
-    const findings = write.review ?? [];
-    if (!caps || !this.opts.limits) return;
-    this.reviewHourly ??= this.opts.limits.limiter({ name: 'review-findings', points: caps.perAgentHour, seconds: 3600 });
-    let room = findings.length;
-    if (caps.perAgentHour === 0) room = 0;
-    else {
-      try {
-        await this.reviewHourly.consume(`${tenantId}:${agent.agentId}`, findings.length);
-      } catch (e) {
-        if (!(e instanceof RateLimiterRes)) throw e;
-        room = Math.max(0, caps.perAgentHour - (e.consumedPoints - findings.length));
-      }
-    }
-    if (room >= findings.length) return;
-    write.review = findings.slice(0, room);
-    write.closes = [...(write.closes ?? []), cappedDelta('capped_hour', now, write.conversation.agentVersion, findings.length - room)];
   }
 
   /** A conversation started on a chosen version: only a new one, and only on a version the agent has (compiled here, once). */
