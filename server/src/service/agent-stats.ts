@@ -85,3 +85,8 @@ function channelDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isN
   }
   return [...byKey.values()].sort((a, b) => (a.hour + a.measure < b.hour + b.measure ? -1 : 1));
 }
+
+/** Review findings a cap left out, as a row of agent_closes the inbox counts (ReviewStore.capped). */
+export function cappedDelta(measure: 'capped_conv' | 'capped_hour', now: string, version: number, n: number): CloseDelta {
+  return { hour: hourOf(now), version, measure, value: 0, n };
+}

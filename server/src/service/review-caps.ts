@@ -6,7 +6,7 @@
 import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { TurnWrite } from '../store/conversation-store.js';
 import type { Limits } from './limits.js';
-import { cappedDelta } from './turn-write.js';
+import { cappedDelta } from './agent-stats.js';
 
 export class ReviewHourlyCap {
   private readonly limiter: RateLimiterAbstract;

@@ -2,12 +2,12 @@
 // both turns, the audit entries (ending with turn_timing, which chains the turns' hashes), the
 // events, the webhook deliveries and the idempotency record. Pure: no I/O, no clock.
 import type { ContextEnvelope, ConverseResponse } from '@switchboard/contract';
-import type { Channel, CloseDelta, Conversation, EventDraft, TurnRow } from '../domain.js';
+import type { Channel, Conversation, EventDraft, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { TurnResult } from '../engine/run.js';
 import { turnHash, stateHash } from '../lib/audit-chain.js';
 import type { TurnWrite } from '../store/conversation-store.js';
-import { closeDeltas, statDeltas } from './agent-stats.js';
+import { cappedDelta, closeDeltas, statDeltas } from './agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from './review-findings.js';
 
@@ -137,9 +137,4 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
     },
   };
-}
-
-/** Review findings left out by a cap, as a row of agent_closes counted in the inbox (ReviewStore.capped). */
-export function cappedDelta(measure: 'capped_conv' | 'capped_hour', now: string, version: number, n: number): CloseDelta {
-  return { hour: now.slice(0, 13), version, measure, value: 0, n };
 }

@@ -6,6 +6,12 @@ import type { Database } from './db.js';
 
 export type ChainKind = 'conversation' | 'release';
 
+/** Where each kind of chain keeps its length and head: the table, and its two columns. */
+const HEADS: Record<ChainKind, { table: string; sequence: string; hash: string }> = {
+  conversation: { table: 'conversations', sequence: 'audit_seq', hash: 'audit_hash' },
+  release: { table: 'agents', sequence: 'release_seq', hash: 'release_hash' },
+};
+
 /** The seal of a chain, if it has one. */
 export async function readSeal(knex: Knex, kind: ChainKind, chainId: string): Promise<ChainSeal | null> {
   const r: { sequence: number | string; hash: string; seal: string } | undefined = await knex('chain_seals')
@@ -31,17 +37,20 @@ export class ChainSealStore {
 
   /** Counts the chains with a head: conversations, or agents' release records. */
   async count(kind: ChainKind): Promise<number> {
-    const [table, head] = kind === 'conversation' ? ['conversations', 'audit_hash'] : ['agents', 'release_hash'];
-    const r = (await this.knex(table).whereNotNull(head).count({ n: '*' }).first()) as { n: number | string } | undefined;
+    const h = HEADS[kind];
+    const r = (await this.knex(h.table).whereNotNull(h.hash).count({ n: '*' }).first()) as { n: number | string } | undefined;
     return Number(r?.n ?? 0);
   }
 
   /** A page of chains with a head, by id, with the head: conversations, or agents for their release records. */
   async chains(kind: ChainKind, after: string | null, limit: number): Promise<{ id: string; tenantId: string; sequence: number; hash: string }[]> {
-    const [table, seq, head] = kind === 'conversation' ? ['conversations', 'audit_seq', 'audit_hash'] : ['agents', 'release_seq', 'release_hash'];
-    const q = this.knex(table).whereNotNull(head);
+    const h = HEADS[kind];
+    const q = this.knex(h.table).whereNotNull(h.hash);
     if (after !== null) q.where('id', '>', after);
-    const rows: Record<string, string | number>[] = await q.orderBy('id').limit(limit).select('id', 'tenant_id', `${seq} as sequence`, `${head} as hash`);
+    const rows: Record<string, string | number>[] = await q
+      .orderBy('id')
+      .limit(limit)
+      .select('id', 'tenant_id', `${h.sequence} as sequence`, `${h.hash} as hash`);
     return rows.map((r) => ({ id: String(r.id), tenantId: String(r.tenant_id), sequence: Number(r.sequence), hash: String(r.hash) }));
   }
 }
