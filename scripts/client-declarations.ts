@@ -191,7 +191,7 @@ export function clientDeclarations(root: string): string {
           return `  ${r.name}(args${optional ? '?' : ''}: ${args}): Promise<${printer.print(probed.get(`Result_${i}`)!)}>;`;
         });
     // Zod schemas (values of the contract) keep their runtime, typed by their own names where they have one.
-    const schemaValues = exports.filter((s) => s.flags & ts.SymbolFlags.Variable && s.name !== 'contract' && /^[A-Z]/.test(s.name));
+    const schemaValues = exports.filter((s) => s.flags & ts.SymbolFlags.Variable && !['contract', 'RESOURCES'].includes(s.name) && /^[A-Z]/.test(s.name));
     const typeNames = new Set(typeNamed.map((s) => s.name));
     const values = schemaValues
       .filter((s) => {
@@ -252,6 +252,8 @@ export function clientDeclarations(root: string): string {
       '',
       "/** The contract's routes, by group (api, ops, widget); the workspace package @switchboard/contract has their full type. */",
       'export declare const contract: { readonly [group: string]: { readonly [route: string]: unknown } };',
+      "/** The contract's resources by name: each one's routes, OpenAPI tag and examples; @switchboard/contract has their full type. */",
+      'export declare const RESOURCES: { readonly [name: string]: { readonly tag: string; readonly description: string; readonly routes: { readonly [route: string]: unknown } } };',
       ...values,
       ...plain,
       '',

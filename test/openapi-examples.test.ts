@@ -1,4 +1,4 @@
-// The examples of openapi.json (contract/src/examples.ts): every operation has them, each one is
+// The examples of openapi.json (each resource's, contract/src/resources/): every operation has them, each one is
 // valid against its schema (the contract's Zod schema, and the document's as the response check
 // reads it, objects closed), and Prism's mock server answers the README's conversation with them.
 import { spawn, type ChildProcess } from 'node:child_process';

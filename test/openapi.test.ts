@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { describe, expect, it } from 'vitest';
-import { contract } from '@switchboard/contract';
+import { contract, RESOURCES } from '@switchboard/contract';
 import { lintOpenApi } from '../scripts/lint-openapi.js';
 import { OPENAPI_FILE, renderOpenApi } from '../scripts/openapi.js';
 import { COLLECTION_FILES, COLLECTIONS_DIR, renderCollections } from '../scripts/collections.js';
@@ -34,6 +34,21 @@ describe('openapi.json', () => {
     expect(rest).toContain('# @name start');
     expect(rest.match(/\{\{start\.response\.body\.\$\.conversation_id\}\}/g)).toHaveLength(3);
   }, 60_000);
+
+  it('files every route of the contract under exactly one resource, whose tag it carries', () => {
+    const owners = new Map<string, string[]>();
+    for (const [name, r] of Object.entries(RESOURCES)) for (const route of Object.keys(r.routes)) owners.set(route, [...(owners.get(route) ?? []), name]);
+    const routes = [...Object.keys(contract.api), ...Object.keys(contract.ops), ...Object.keys(contract.widget)];
+    expect(routes.length).toBe(new Set(routes).size);
+    for (const route of routes) expect(owners.get(route), route).toHaveLength(1);
+    expect([...owners.keys()].sort()).toEqual([...routes].sort());
+    const doc = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'));
+    for (const ops of Object.values(doc.paths) as Record<string, { operationId: string; tags: string[] }>[])
+      for (const op of Object.values(ops)) {
+        const resource = owners.get(op.operationId)![0] as keyof typeof RESOURCES;
+        expect(op.tags, op.operationId).toEqual([RESOURCES[resource].tag]);
+      }
+  });
 
   it('tags every operation with its resource: Operations holds the health checks and metrics only', () => {
     const doc = JSON.parse(renderOpenApi());

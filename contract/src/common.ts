@@ -138,3 +138,6 @@ export const Page = <T extends z.ZodTypeAny>(item: T) =>
     data: z.array(item),
     next_cursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
   });
+
+/** What the liveness and readiness probes answer. */
+export const Health = z.object({ status: z.enum(['ok', 'unavailable']) });

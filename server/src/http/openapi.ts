@@ -75,62 +75,11 @@ const NAMED: Record<string, ZodTypeAny> = {
   ReplaySummary: c.ReplaySummary,
 };
 
-const TAGS: { name: string; description: string; routes: string[] }[] = [
-  {
-    name: 'Conversations',
-    description: 'Talk to an agent, and read conversations, their turns and live state',
-    routes: ['converse', 'listConversations', 'getConversation', 'getHistory', 'streamEvents'],
-  },
-  { name: 'Audit', description: 'What the service decided and did for a conversation, hash-chained', routes: ['getAuditLogs', 'verifyAuditLogs'] },
-  {
-    name: 'Operators',
-    description: 'People taking over: messages, status moves, erasure',
-    routes: ['postOperatorMessage', 'setStatus', 'eraseConversation', 'eraseUserConversations'],
-  },
-  { name: 'Agents', description: 'Agent definitions and their versions', routes: ['putAgent', 'listAgents', 'getAgent', 'deleteAgent'] },
-  {
-    name: 'Versions',
-    description: 'Versions and drafts, activation and rollback, test conversations and replays of recorded ones',
-    routes: ['listVersions', 'getVersion', 'activateVersion', 'runTests', 'startReplay', 'listReplays', 'getReplay'],
-  },
-  { name: 'Analytics', description: "How an agent's conversations went", routes: ['getAnalytics'] },
-  {
-    name: 'Review',
-    description: 'The review inbox: messages worth a look, turned into examples or out-of-scope messages of a draft (docs/improving.md)',
-    routes: ['listReview', 'actOnReview'],
-  },
-  {
-    name: 'Evaluations',
-    description: "A draft's evaluation beside the current version, and the stored test conversations it runs (docs/improving.md)",
-    routes: ['getTestSuite', 'putTestSuite', 'startEvaluation', 'listEvaluations', 'getEvaluation'],
-  },
-  {
-    name: 'Releases',
-    description: 'The release record with its gates and hash chain, and traffic splits (docs/releases.md)',
-    routes: ['listReleases', 'verifyReleases', 'putSplit', 'endSplit', 'promoteSplit'],
-  },
-  { name: 'Webhooks', description: 'Deliveries of outgoing webhooks, with every attempt', routes: ['listWebhookDeliveries'] },
-  {
-    name: 'Channels',
-    description:
-      'Messaging channels (Slack, Telegram, WhatsApp, SMS) connected with the tenant’s credentials, and the replies sent through them (docs/channels.md). Providers call /hooks/v1/{channel_id}, outside this document.',
-    routes: ['listChannels', 'putChannel', 'patchChannel', 'deleteChannel', 'listChannelDeliveries'],
-  },
-  { name: 'Keys', description: 'API keys (AUTH_MODE=api_key)', routes: ['createKey', 'listKeys', 'revokeKey'] },
-  { name: 'Secrets', description: "The tenant's own secrets for action templates (write-only)", routes: ['putSecret', 'listSecrets', 'deleteSecret'] },
-  { name: 'Operations', description: 'Liveness, readiness and metrics', routes: ['healthz', 'readyz', 'metrics'] },
-  {
-    name: 'Web chat widget',
-    description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor token the service signed for the browser (docs/widget.md)',
-    routes: ['getWidget', 'widgetVisitor', 'widgetConverse', 'getWidgetConversation', 'widgetEvents'],
-  },
-];
-const tagOf = new Map(TAGS.flatMap((t) => t.routes.map((r) => [r, t.name] as const)));
-const routeName = new Map<AppRoute, string>([
-  ...Object.entries(c.contract.api).map(([k, r]) => [r as AppRoute, k] as const),
-  ...Object.entries(c.contract.ops).map(([k, r]) => [r as AppRoute, k] as const),
-  ...Object.entries(c.contract.widget).map(([k, r]) => [r as AppRoute, k] as const),
-]);
+/** Each operation's resource (contract/src/resources/): its tag is the resource's. */
+const resourceOf = new Map<string, { tag: string }>(Object.values(c.RESOURCES).flatMap((r) => Object.keys(r.routes).map((name) => [name, r] as const)));
+const routeName = new Map<AppRoute, string>(
+  (['api', 'ops', 'widget'] as const).flatMap((part) => Object.entries(c.contract[part]).map(([k, r]) => [r as AppRoute, k] as const)),
+);
 const scopes = c.routeScopes as Record<string, string>;
 
 /** OpenAPI 3.0 `nullable` → 3.1 (a `null` type), everywhere in a schema tree. */
@@ -236,10 +185,10 @@ function nameSchemas(doc: Json): Json {
 function mapOperation(op: Json, route: AppRoute): Json {
   const name = routeName.get(route) ?? '';
   const scope = scopes[name];
-  // Every operation belongs to a resource: a route the table does not list is a mistake, not "Operations".
-  const tag = tagOf.get(name);
-  if (!tag) throw new Error(`openapi: operation ${name} has no tag; add it to TAGS in http/openapi.ts`);
-  op.tags = [tag];
+  // Every operation belongs to a resource; one that does not is a mistake, not "Operations".
+  const resource = resourceOf.get(name);
+  if (!resource) throw new Error(`openapi: operation ${name} belongs to no resource of contract/src/resources/`);
+  op.tags = [resource.tag];
   // Tenant header, or an API key that names its tenant (with a scope): as the server runs.
   op.security = scope ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
   if (scope) op['x-scope'] = scope;
@@ -393,10 +342,10 @@ function mapDiscriminators(doc: Json): Json {
   return doc;
 }
 
-const exampleRefs = (names: string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/examples/${n}` }]));
+const exampleRefs = (names: readonly string[]) => Object.fromEntries(names.map((n) => [n, { $ref: `#/components/examples/${n}` }]));
 
 /**
- * Examples (contract/src/examples.ts) for each operation's request body, success response and
+ * Examples (each resource's, contract/src/resources/) for each operation's request body, success response and
  * usual problems, as references to components/examples. A problem's examples go on the shared
  * response component when the operation uses one, so operations keep sharing it.
  */
@@ -404,14 +353,14 @@ function addExamples(doc: Json): Json {
   const used = new Set<string>();
   const responses = obj(obj(doc.components).responses);
   const media = (r: Json): Json[] => Object.values(obj(r.content)).map(obj);
-  const add = (content: Json, names: string[]) => {
-    if (!names.length) return;
+  const add = (content: Json, names: readonly string[] | undefined) => {
+    if (!names?.length) return;
     content.examples = { ...obj(content.examples), ...exampleRefs(names) };
     names.forEach((n) => used.add(n));
   };
   for (const op of operations(doc)) {
     const spec = c.OPERATION_EXAMPLES[str(op.operationId) ?? ''] as (typeof c.OPERATION_EXAMPLES)[string] | undefined;
-    if (!spec) throw new Error(`contract/src/examples.ts has no examples for the operation ${String(op.operationId)}`);
+    if (!spec) throw new Error(`contract/src/resources/ has no examples for the operation ${String(op.operationId)}`);
     const body = obj(obj(obj(op.requestBody).content)['application/json']);
     if (spec.request) add(body, spec.request);
     const opResponses = obj(op.responses);
@@ -434,7 +383,7 @@ const PARAMETER_NAMES: Record<string, string> = { 'path:id': 'ConversationId', '
 const pascal = (s: string) => s.replace(/(^|[-_])([a-z0-9])/g, (_m, _sep: string, ch: string) => ch.toUpperCase());
 
 /**
- * Parameters: each gets its example (contract/src/examples.ts), and every parameter that two
+ * Parameters: each gets its example (contract/src/examples/parameters.ts), and every parameter that two
  * operations or more share word for word becomes a component they refer to, named after it
  * (`Slug`, `XRequestId`, `ConversationId`; `LimitQuery`… where the name is taken).
  */
@@ -521,7 +470,7 @@ export function getOpenApi(): Record<string, unknown> {
     openapi: '3.1.0',
     info: doc.info,
     servers: [{ url: 'http://127.0.0.1:3000', description: 'A local server (npm start)' }],
-    tags: TAGS.map(({ name, description }) => ({ name, description })),
+    tags: Object.values(c.RESOURCES).map(({ tag, description }) => ({ name: tag, description })),
     paths: doc.paths,
     components: {
       schemas: obj(doc.components).schemas,

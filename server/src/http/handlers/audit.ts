@@ -1,0 +1,18 @@
+// The audit resource's handlers (contract/src/resources/audit.ts).
+import { initServer } from '@ts-rest/express';
+import { RESOURCES } from '@switchboard/contract';
+import type { Services } from '../../services.js';
+
+const s = initServer();
+
+export const auditHandlers = ({ conversations }: Services) =>
+  s.router(RESOURCES.audit.routes, {
+    getAuditLogs: async ({ params, headers, query }) => ({
+      status: 200,
+      body: await conversations.audit(headers['tenant-id'], params.slug, params.id, query),
+    }),
+    verifyAuditLogs: async ({ params, headers }) => ({
+      status: 200,
+      body: await conversations.verifyAudit(headers['tenant-id'], params.slug, params.id),
+    }),
+  });
