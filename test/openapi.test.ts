@@ -141,6 +141,33 @@ describe('openapi.json', () => {
     }
   });
 
+  it('answers every success with a named schema, and repeats no large schema inline', () => {
+    const doc = JSON.parse(readFileSync(OPENAPI_FILE, 'utf8'));
+    const inline: string[] = [];
+    for (const ops of Object.values(doc.paths) as Record<
+      string,
+      { operationId: string; responses: Record<string, { content?: Record<string, { schema: object }> }> }
+    >[])
+      for (const op of Object.values(ops))
+        for (const [status, r] of Object.entries(op.responses))
+          if (status.startsWith('2') && r.content?.['application/json'] && !('$ref' in r.content['application/json'].schema)) inline.push(op.operationId);
+    expect(inline).toEqual([]);
+    // Every page wrapper is a component of its own.
+    for (const name of ['ConversationPage', 'VersionPage', 'ReleasePage', 'ChannelList', 'KeyList', 'JobStarted'])
+      expect(doc.components.schemas, name).toHaveProperty(name);
+    // No object schema over 1.5 KB appears twice outside the components.
+    const seen = new Map<string, number>();
+    const visit = (node: unknown): void => {
+      if (Array.isArray(node)) return node.forEach(visit);
+      if (!node || typeof node !== 'object') return;
+      const text = JSON.stringify(node);
+      if ((node as { type?: unknown }).type === 'object' && text.length > 1536) seen.set(text, (seen.get(text) ?? 0) + 1);
+      Object.values(node).forEach(visit);
+    };
+    visit(doc.paths);
+    expect([...seen.values()].filter((n) => n > 1)).toEqual([]);
+  });
+
   it('maps every discriminator and lists null in every enum that allows it', () => {
     const doc = JSON.parse(renderOpenApi());
     const found: string[] = [];
@@ -160,7 +187,7 @@ describe('openapi.json', () => {
     };
     walk(doc, '#');
     expect(found).toContain('#/components/schemas/AuditEntry');
-    expect(doc.components.schemas.StatusChangeEntry.properties.data.properties.from.enum).toContain(null);
+    expect(doc.components.schemas.StatusChangeData.properties.from.enum).toContain(null);
   });
 
   it('passes Redocly recommended and Spectral spectral:oas with no error and no warning', async () => {

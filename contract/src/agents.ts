@@ -1,6 +1,6 @@
 // Agent resources (beyond the seed): definitions, versions and capability ids.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { List, Page, Timestamp } from './common.js';
 import { AgentDefinition } from './definition.js';
 import { Release, Split } from './releases.js';
 
@@ -87,3 +87,7 @@ const ActivationResultSchema = AgentSchema.extend({
 export type ActivationResult = z.infer<typeof ActivationResultSchema>;
 export type ActivationResultInput = z.input<typeof ActivationResultSchema>;
 export const ActivationResult: z.ZodType<ActivationResult, z.ZodTypeDef, ActivationResultInput> = ActivationResultSchema;
+
+export const AgentList = List(Agent);
+
+export const VersionPage = Page(AgentVersionSummary);

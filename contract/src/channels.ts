@@ -2,7 +2,7 @@
 // connected with the tenant's own credentials (docs/channels.md). Credentials are write-only:
 // no response ever carries them, only the names of the fields that are set.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { List, Page, Timestamp } from './common.js';
 
 export const CHANNEL_KINDS = ['slack', 'telegram', 'whatsapp', 'sms'] as const;
 export const ChannelKind = z.enum(CHANNEL_KINDS).describe('slack, telegram, whatsapp or sms (Twilio)');
@@ -135,3 +135,7 @@ export const ChannelDeliveriesQuery: z.ZodType<
   z.ZodTypeDef,
   z.input<typeof ChannelDeliveriesQuerySchema>
 > = ChannelDeliveriesQuerySchema;
+
+export const ChannelList = List(ChannelInfo);
+
+export const ChannelDeliveryPage = Page(ChannelDelivery);

@@ -141,3 +141,9 @@ export const Page = <T extends z.ZodTypeAny>(item: T) =>
 
 /** What the liveness and readiness probes answer. */
 export const Health = z.object({ status: z.enum(['ok', 'unavailable']) });
+
+/** Every item at once, for lists that are short by nature (a tenant's keys, an agent's channels). */
+export const List = <T extends z.ZodTypeAny>(item: T) => z.object({ data: z.array(item) });
+
+/** A background job (a replay, an evaluation) has started: read it by its id. */
+export const JobStarted = z.object({ id: z.string().uuid(), status: z.literal('running') });

@@ -1,7 +1,7 @@
 // Conversation records, summaries, history and audit entries.
 import { z } from 'zod';
 import { CHANNEL_KINDS, ChannelKind } from './channels.js';
-import { CHAIN_BREAKS, TimeFilter, Timestamp } from './common.js';
+import { CHAIN_BREAKS, Page, TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
 
 export const Turn = z.object({
@@ -36,9 +36,11 @@ const RecordBase = z.object({
 });
 
 const ConversationRecordSchema = RecordBase.extend({ turns: z.array(Turn) }).describe('A conversation with its turns, oldest first');
-export type ConversationRecord = z.infer<typeof ConversationRecordSchema>;
+export type Conversation = z.infer<typeof ConversationRecordSchema>;
+/** The same as Conversation, under the name earlier releases of the client gave it. */
+export type ConversationRecord = Conversation;
 // Named types keep the contract's declaration within what TypeScript serializes (TS7056).
-export const ConversationRecord: z.ZodType<ConversationRecord> = ConversationRecordSchema;
+export const Conversation: z.ZodType<Conversation> = ConversationRecordSchema;
 
 const ConversationSummarySchema = RecordBase.extend({
   capability: z.string(),
@@ -390,3 +392,7 @@ export const AuditVerification = z
       ),
   })
   .describe('The audit chain recomputed, and its first broken link');
+
+export const ConversationPage = Page(ConversationSummary);
+
+export const WebhookDeliveryPage = Page(WebhookDelivery);

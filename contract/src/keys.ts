@@ -1,6 +1,6 @@
 // API keys (AUTH_MODE=api_key): each bound to one tenant, with scopes.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { List, Timestamp } from './common.js';
 
 export const Scope = z.enum(['converse', 'read', 'admin']);
 export type Scope = z.infer<typeof Scope>;
@@ -63,3 +63,5 @@ export type ApiKey = z.infer<typeof ApiKey>;
 export const CreatedKey = ApiKey.extend({
   key: z.string().describe('The key itself: shown this once, stored only as a hash'),
 }).describe('The new key; its secret is shown only in this response');
+
+export const KeyList = List(ApiKey);

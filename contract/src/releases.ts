@@ -1,7 +1,7 @@
 // Releases (docs/releases.md): activations gated on an evaluation of the candidate, traffic
 // splits between the current version and a candidate, and the tamper-evident record of both.
 import { z } from 'zod';
-import { CHAIN_BREAKS, ReleaseGate, Timestamp } from './common.js';
+import { CHAIN_BREAKS, Page, ReleaseGate, Timestamp } from './common.js';
 
 const Reason = z.string().trim().min(1).max(2000);
 
@@ -119,3 +119,5 @@ const SplitResultSchema = z
 export type SplitResult = z.infer<typeof SplitResultSchema>;
 // Typed by name, so that the contract's declarations stay within what TypeScript serializes.
 export const SplitResult: z.ZodType<SplitResult> = SplitResultSchema;
+
+export const ReleasePage = Page(Release);

@@ -1,7 +1,7 @@
 // Replays (docs/operations.md): recorded conversations fed to another version of their agent,
 // with actions answered from their recordings, to see what it would have said.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { Page, Timestamp } from './common.js';
 import { ConversationStatus } from './converse.js';
 
 export const StartReplay = z
@@ -65,3 +65,5 @@ export const ReplaysQuery = z.object({
   cursor: z.string().max(500).optional(),
 });
 export type ReplayResult = z.infer<typeof ReplayResult>;
+
+export const ReplayPage = Page(ReplaySummary);

@@ -31,20 +31,12 @@ export interface ResourceParts<R extends AppRouter, E extends Record<string, Ope
 }
 
 /** A resource under /api/v1: every route names the scope an API key needs (AUTH_MODE=api_key). */
-export const apiResource = <
-  R extends AppRouter,
-  E extends Record<string, OpenApiExample>,
-  const O extends { [K in keyof R]: OperationExamples },
->(
+export const apiResource = <R extends AppRouter, E extends Record<string, OpenApiExample>, const O extends { [K in keyof R]: OperationExamples }>(
   parts: ResourceParts<R, E, O> & { scopes: { [K in keyof R]: Scope } },
 ) => parts;
 
 /** A resource outside the API's keys: operations (probes, metrics) and the widget's routes. */
-export const publicResource = <
-  R extends AppRouter,
-  E extends Record<string, OpenApiExample>,
-  const O extends { [K in keyof R]: OperationExamples },
->(
+export const publicResource = <R extends AppRouter, E extends Record<string, OpenApiExample>, const O extends { [K in keyof R]: OperationExamples }>(
   parts: ResourceParts<R, E, O>,
 ) => parts;
 

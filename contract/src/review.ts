@@ -2,7 +2,7 @@
 // missed, what reviewers did with them, and a draft measured against them, its examples, its
 // test conversations and recorded conversations, beside the current version.
 import { z } from 'zod';
-import { Timestamp, TimeFilter, Uuid } from './common.js';
+import { Page, TimeFilter, Timestamp, Uuid } from './common.js';
 import { TestCase } from './tests.js';
 
 const Identifier = z
@@ -252,3 +252,5 @@ export type Evaluation = z.infer<typeof EvaluationSchema>;
 export const Evaluation: z.ZodType<Evaluation> = EvaluationSchema;
 export type EvaluationSummary = z.infer<typeof EvaluationSummarySchema>;
 export const EvaluationSummary: z.ZodType<EvaluationSummary> = EvaluationSummarySchema;
+
+export const EvaluationPage = Page(EvaluationSummary);

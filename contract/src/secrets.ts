@@ -1,6 +1,6 @@
 // Tenants' own secrets: write-only values that action templates read as `secrets.NAME`.
 import { z } from 'zod';
-import { Timestamp } from './common.js';
+import { List, Timestamp } from './common.js';
 
 export const SecretName = z
   .string()
@@ -19,3 +19,5 @@ export const SecretInfo = z.object({
   updated_at: Timestamp,
 });
 export type SecretInfo = z.infer<typeof SecretInfo>;
+
+export const SecretList = List(SecretInfo);

@@ -1,6 +1,5 @@
 // Agents: Agent definitions and their versions
-import { z } from 'zod';
-import { Agent, PutAgentQuery, PutAgentResult } from '../agents.js';
+import { Agent, AgentList, PutAgentQuery, PutAgentResult } from '../agents.js';
 import { Problem, TenantHeaders } from '../common.js';
 import { AgentDefinition } from '../definition.js';
 import { initContract } from '@ts-rest/core';
@@ -11,49 +10,49 @@ const c = initContract();
 
 export const agents = apiResource({
   tag: 'Agents',
-  description: "Agent definitions and their versions",
+  description: 'Agent definitions and their versions',
   routes: c.router(
     {
-    putAgent: {
-      method: 'PUT',
-      path: '/agents/:slug',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: PutAgentQuery,
-      body: AgentDefinition,
-      responses: {
-        200: PutAgentResult,
-        409: Problem.describe(
-          'The current version has a release policy and the new version fails a gate (`release_gates_failed`, with `gates`): it is stored as a draft, not made current',
-        ),
-        422: Problem.describe('Training its router would exceed the memory or time budget (`training_budget_exceeded`)'),
+      putAgent: {
+        method: 'PUT',
+        path: '/agents/:slug',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: PutAgentQuery,
+        body: AgentDefinition,
+        responses: {
+          200: PutAgentResult,
+          409: Problem.describe(
+            'The current version has a release policy and the new version fails a gate (`release_gates_failed`, with `gates`): it is stored as a draft, not made current',
+          ),
+          422: Problem.describe('Training its router would exceed the memory or time budget (`training_budget_exceeded`)'),
+        },
+        summary: 'Create or update an agent; a changed definition makes a new version (current unless activate=false)',
       },
-      summary: 'Create or update an agent; a changed definition makes a new version (current unless activate=false)',
-    },
-    listAgents: {
-      method: 'GET',
-      path: '/agents',
-      headers: TenantHeaders,
-      responses: { 200: z.object({ data: z.array(Agent) }).describe("The tenant's agents") },
-      summary: "List the tenant's agents",
-    },
-    getAgent: {
-      method: 'GET',
-      path: '/agents/:slug',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      responses: { 200: Agent },
-      summary: 'Get an agent and its current definition',
-    },
-    deleteAgent: {
-      method: 'DELETE',
-      path: '/agents/:slug',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: c.noBody(),
-      responses: { 204: c.noBody() },
-      summary: 'Archive an agent; its conversations stay readable',
-    },
+      listAgents: {
+        method: 'GET',
+        path: '/agents',
+        headers: TenantHeaders,
+        responses: { 200: AgentList.describe("The tenant's agents") },
+        summary: "List the tenant's agents",
+      },
+      getAgent: {
+        method: 'GET',
+        path: '/agents/:slug',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        responses: { 200: Agent },
+        summary: 'Get an agent and its current definition',
+      },
+      deleteAgent: {
+        method: 'DELETE',
+        path: '/agents/:slug',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: c.noBody(),
+        responses: { 204: c.noBody() },
+        summary: 'Archive an agent; its conversations stay readable',
+      },
     },
     apiOptions,
   ),

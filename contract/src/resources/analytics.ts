@@ -11,17 +11,17 @@ export const analytics = apiResource({
   description: "How an agent's conversations went",
   routes: c.router(
     {
-    getAnalytics: {
-      method: 'GET',
-      path: '/agents/:slug/analytics',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: AnalyticsQuery,
-      responses: { 200: AgentAnalytics.describe("The agent's analytics over the window") },
-      summary: "How an agent's conversations went over a window: counts, rates, medians, capabilities, outcomes and a series",
-      description:
-        'Computed in the database from hourly counters that each write keeps exact. The window is whole UTC hours (`from` rounded down, `to` up; default the last 7 days by day); see docs/observability.md for what each field counts.',
-    },
+      getAnalytics: {
+        method: 'GET',
+        path: '/agents/:slug/analytics',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: AnalyticsQuery,
+        responses: { 200: AgentAnalytics.describe("The agent's analytics over the window") },
+        summary: "How an agent's conversations went over a window: counts, rates, medians, capabilities, outcomes and a series",
+        description:
+          'Computed in the database from hourly counters that each write keeps exact. The window is whole UTC hours (`from` rounded down, `to` up; default the last 7 days by day); see docs/observability.md for what each field counts.',
+      },
     },
     apiOptions,
   ),

@@ -9,26 +9,26 @@ const c = initContract();
 
 export const audit = apiResource({
   tag: 'Audit',
-  description: "What the service decided and did for a conversation, hash-chained",
+  description: 'What the service decided and did for a conversation, hash-chained',
   routes: c.router(
     {
-    getAuditLogs: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id/audit-logs',
-      pathParams: ConversationParams,
-      headers: TenantHeaders,
-      query: AuditLogQuery,
-      responses: { 200: AuditLogPage },
-      summary: 'Get the audit log of a conversation: routing decisions, action calls, timing',
-    },
-    verifyAuditLogs: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id/audit-logs/verify',
-      pathParams: ConversationParams,
-      headers: TenantHeaders,
-      responses: { 200: AuditVerification },
-      summary: "Recompute a conversation's audit hash chain and report the first broken link",
-    },
+      getAuditLogs: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id/audit-logs',
+        pathParams: ConversationParams,
+        headers: TenantHeaders,
+        query: AuditLogQuery,
+        responses: { 200: AuditLogPage },
+        summary: 'Get the audit log of a conversation: routing decisions, action calls, timing',
+      },
+      verifyAuditLogs: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id/audit-logs/verify',
+        pathParams: ConversationParams,
+        headers: TenantHeaders,
+        responses: { 200: AuditVerification },
+        summary: "Recompute a conversation's audit hash chain and report the first broken link",
+      },
     },
     apiOptions,
   ),

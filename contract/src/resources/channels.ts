@@ -1,7 +1,6 @@
 // Channels: Messaging channels (Slack, Telegram, WhatsApp, SMS) connected with the tenant’s credentials, and the replies sent through them (docs/channels.md). Providers call /hooks/v1/{channel_id}, outside this document.
-import { z } from 'zod';
-import { ChannelDeliveriesQuery, ChannelDelivery, ChannelInfo, PatchChannel, PutChannel } from '../channels.js';
-import { Page, Problem, TenantHeaders } from '../common.js';
+import { ChannelDeliveriesQuery, ChannelDeliveryPage, ChannelInfo, ChannelList, PatchChannel, PutChannel } from '../channels.js';
+import { Problem, TenantHeaders } from '../common.js';
 import { initContract } from '@ts-rest/core';
 import { ChannelParams, SlugParams, apiOptions, apiResource } from '../resource.js';
 import { CONVERSATION, T0, T1 } from '../examples/fixtures.js';
@@ -10,59 +9,60 @@ const c = initContract();
 
 export const channels = apiResource({
   tag: 'Channels',
-  description: "Messaging channels (Slack, Telegram, WhatsApp, SMS) connected with the tenant’s credentials, and the replies sent through them (docs/channels.md). Providers call /hooks/v1/{channel_id}, outside this document.",
+  description:
+    'Messaging channels (Slack, Telegram, WhatsApp, SMS) connected with the tenant’s credentials, and the replies sent through them (docs/channels.md). Providers call /hooks/v1/{channel_id}, outside this document.',
   routes: c.router(
     {
-    listChannels: {
-      method: 'GET',
-      path: '/agents/:slug/channels',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      responses: { 200: z.object({ data: z.array(ChannelInfo) }).describe("The agent's channels, without credentials") },
-      summary: "List an agent's messaging channels",
-    },
-    putChannel: {
-      method: 'PUT',
-      path: '/agents/:slug/channels/:channel',
-      pathParams: ChannelParams,
-      headers: TenantHeaders,
-      body: PutChannel,
-      responses: {
-        200: ChannelInfo.describe('The channel as connected: paste webhook_url into the provider’s settings'),
-        409: Problem.describe('SECRETS_KEY is not set on this server, so credentials cannot be stored (`secrets_not_configured`)'),
-        502: Problem.describe('set_webhook: Telegram refused or did not answer setWebhook (`channel_setup_failed`); nothing was stored'),
+      listChannels: {
+        method: 'GET',
+        path: '/agents/:slug/channels',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        responses: { 200: ChannelList.describe("The agent's channels, without credentials") },
+        summary: "List an agent's messaging channels",
       },
-      summary: 'Connect a messaging channel with its credentials (or replace them)',
-      description:
-        'Credentials are stored encrypted and never returned, logged or audited. A channel of the same kind already connected has its credentials replaced; its webhook URL stays the same.',
-    },
-    patchChannel: {
-      method: 'PATCH',
-      path: '/agents/:slug/channels/:channel',
-      pathParams: ChannelParams,
-      headers: TenantHeaders,
-      body: PatchChannel,
-      responses: { 200: ChannelInfo },
-      summary: 'Pause or resume a channel',
-    },
-    deleteChannel: {
-      method: 'DELETE',
-      path: '/agents/:slug/channels/:channel',
-      pathParams: ChannelParams,
-      headers: TenantHeaders,
-      body: c.noBody(),
-      responses: { 204: c.noBody() },
-      summary: 'Remove a channel: its credentials are forgotten and its webhook URL stops answering',
-    },
-    listChannelDeliveries: {
-      method: 'GET',
-      path: '/agents/:slug/channel-deliveries',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ChannelDeliveriesQuery,
-      responses: { 200: Page(ChannelDelivery).describe('Replies sent out through channels, with every provider call attempted, newest first') },
-      summary: "List an agent's channel deliveries and their attempts",
-    },
+      putChannel: {
+        method: 'PUT',
+        path: '/agents/:slug/channels/:channel',
+        pathParams: ChannelParams,
+        headers: TenantHeaders,
+        body: PutChannel,
+        responses: {
+          200: ChannelInfo.describe('The channel as connected: paste webhook_url into the provider’s settings'),
+          409: Problem.describe('SECRETS_KEY is not set on this server, so credentials cannot be stored (`secrets_not_configured`)'),
+          502: Problem.describe('set_webhook: Telegram refused or did not answer setWebhook (`channel_setup_failed`); nothing was stored'),
+        },
+        summary: 'Connect a messaging channel with its credentials (or replace them)',
+        description:
+          'Credentials are stored encrypted and never returned, logged or audited. A channel of the same kind already connected has its credentials replaced; its webhook URL stays the same.',
+      },
+      patchChannel: {
+        method: 'PATCH',
+        path: '/agents/:slug/channels/:channel',
+        pathParams: ChannelParams,
+        headers: TenantHeaders,
+        body: PatchChannel,
+        responses: { 200: ChannelInfo },
+        summary: 'Pause or resume a channel',
+      },
+      deleteChannel: {
+        method: 'DELETE',
+        path: '/agents/:slug/channels/:channel',
+        pathParams: ChannelParams,
+        headers: TenantHeaders,
+        body: c.noBody(),
+        responses: { 204: c.noBody() },
+        summary: 'Remove a channel: its credentials are forgotten and its webhook URL stops answering',
+      },
+      listChannelDeliveries: {
+        method: 'GET',
+        path: '/agents/:slug/channel-deliveries',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ChannelDeliveriesQuery,
+        responses: { 200: ChannelDeliveryPage.describe('Replies sent out through channels, with every provider call attempted, newest first') },
+        summary: "List an agent's channel deliveries and their attempts",
+      },
     },
     apiOptions,
   ),

@@ -1,7 +1,7 @@
 // Conversations: Talk to an agent, and read conversations, their turns and live state
 import { z } from 'zod';
-import { ConverseHeaders, Page, Problem, TenantHeaders } from '../common.js';
-import { ConversationDetail, ConversationRecord, ConversationSummary, ListConversationsQuery } from '../conversations.js';
+import { ConverseHeaders, Problem, TenantHeaders } from '../common.js';
+import { Conversation, ConversationDetail, ConversationPage, ListConversationsQuery } from '../conversations.js';
 import { ConverseRequest, ConverseResponse } from '../converse.js';
 import { initContract } from '@ts-rest/core';
 import { ConversationParams, LastEventId, SlugParams, apiOptions, apiResource } from '../resource.js';
@@ -11,70 +11,70 @@ const c = initContract();
 
 export const conversations = apiResource({
   tag: 'Conversations',
-  description: "Talk to an agent, and read conversations, their turns and live state",
+  description: 'Talk to an agent, and read conversations, their turns and live state',
   routes: c.router(
     {
-    converse: {
-      method: 'POST',
-      path: '/agents/:slug/converse',
-      pathParams: SlugParams,
-      headers: ConverseHeaders,
-      body: ConverseRequest,
-      responses: {
-        200: ConverseResponse,
-        409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
-        422: Problem.describe(
-          'Same idempotency key with another body (`idempotency_mismatch`), or a conversation over its turn or state limit (`limit_exceeded`)',
-        ),
+      converse: {
+        method: 'POST',
+        path: '/agents/:slug/converse',
+        pathParams: SlugParams,
+        headers: ConverseHeaders,
+        body: ConverseRequest,
+        responses: {
+          200: ConverseResponse,
+          409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+          422: Problem.describe(
+            'Same idempotency key with another body (`idempotency_mismatch`), or a conversation over its turn or state limit (`limit_exceeded`)',
+          ),
+        },
+        summary: 'Send a message to an agent, starting or continuing a conversation',
+        description:
+          'With `accept: text/event-stream` the answer is a stream of server-sent events: `delta` events (`{"text": "…"}`) as the reply is written, then `done` with this ConverseResponse, or `error` with a problem document (docs/generative.md).',
       },
-      summary: 'Send a message to an agent, starting or continuing a conversation',
-      description:
-        'With `accept: text/event-stream` the answer is a stream of server-sent events: `delta` events (`{"text": "…"}`) as the reply is written, then `done` with this ConverseResponse, or `error` with a problem document (docs/generative.md).',
-    },
-    listConversations: {
-      method: 'GET',
-      path: '/agents/:slug/conversations',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ListConversationsQuery,
-      responses: { 200: Page(ConversationSummary).describe('Conversation summaries, newest first') },
-      summary: "List an agent's conversations, newest first",
-    },
-    getConversation: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id',
-      pathParams: ConversationParams,
-      headers: TenantHeaders,
-      responses: { 200: ConversationDetail },
-      summary: 'Get a conversation with its turns and live state',
-    },
-    getHistory: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id/history',
-      pathParams: ConversationParams,
-      headers: TenantHeaders,
-      responses: { 200: ConversationRecord },
-      summary: 'Get a conversation record with its turns, oldest first',
-    },
-    streamEvents: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id/events',
-      pathParams: ConversationParams,
-      headers: TenantHeaders.extend({
-        'last-event-id': LastEventId,
-      }),
-      responses: {
-        200: c.otherResponse({
-          contentType: 'text/event-stream',
-          body: z
-            .string()
-            .describe(
-              'Server-sent events `turn.created`, `status.changed`, `phase.changed`, each with an `id` to resume from (Last-Event-ID) and JSON `data`; a `: ping` comment every 15 s. Without Last-Event-ID the stream starts with the next event.',
-            ),
+      listConversations: {
+        method: 'GET',
+        path: '/agents/:slug/conversations',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ListConversationsQuery,
+        responses: { 200: ConversationPage.describe('Conversation summaries, newest first') },
+        summary: "List an agent's conversations, newest first",
+      },
+      getConversation: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id',
+        pathParams: ConversationParams,
+        headers: TenantHeaders,
+        responses: { 200: ConversationDetail },
+        summary: 'Get a conversation with its turns and live state',
+      },
+      getHistory: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id/history',
+        pathParams: ConversationParams,
+        headers: TenantHeaders,
+        responses: { 200: Conversation },
+        summary: 'Get a conversation record with its turns, oldest first',
+      },
+      streamEvents: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id/events',
+        pathParams: ConversationParams,
+        headers: TenantHeaders.extend({
+          'last-event-id': LastEventId,
         }),
+        responses: {
+          200: c.otherResponse({
+            contentType: 'text/event-stream',
+            body: z
+              .string()
+              .describe(
+                'Server-sent events `turn.created`, `status.changed`, `phase.changed`, each with an `id` to resume from (Last-Event-ID) and JSON `data`; a `: ping` comment every 15 s. Without Last-Event-ID the stream starts with the next event.',
+              ),
+          }),
+        },
+        summary: "Stream a conversation's events (server-sent events)",
       },
-      summary: "Stream a conversation's events (server-sent events)",
-    },
     },
     apiOptions,
   ),

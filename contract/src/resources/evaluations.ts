@@ -1,7 +1,7 @@
 // Evaluations: A draft's evaluation beside the current version, and the stored test conversations it runs (docs/improving.md)
 import { z } from 'zod';
-import { Page, Problem, Slug, TenantHeaders, Uuid } from '../common.js';
-import { Evaluation, EvaluationSummary, EvaluationsQuery, PutTestSuite, StartEvaluation, TestSuite } from '../review.js';
+import { JobStarted, Problem, Slug, TenantHeaders, Uuid } from '../common.js';
+import { Evaluation, EvaluationPage, EvaluationsQuery, PutTestSuite, StartEvaluation, TestSuite } from '../review.js';
 import { initContract } from '@ts-rest/core';
 import { SlugParams, apiOptions, apiResource } from '../resource.js';
 import { REPLAY, T1, EVALUATION, evaluation, side } from '../examples/fixtures.js';
@@ -13,54 +13,52 @@ export const evaluations = apiResource({
   description: "A draft's evaluation beside the current version, and the stored test conversations it runs (docs/improving.md)",
   routes: c.router(
     {
-    getTestSuite: {
-      method: 'GET',
-      path: '/agents/:slug/test-suite',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      responses: { 200: TestSuite },
-      summary: "The agent's stored test conversations, which every evaluation runs",
-    },
-    putTestSuite: {
-      method: 'PUT',
-      path: '/agents/:slug/test-suite',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: PutTestSuite,
-      responses: { 200: TestSuite },
-      summary: "Store the agent's test conversations (replacing those stored)",
-    },
-    startEvaluation: {
-      method: 'POST',
-      path: '/agents/:slug/versions/:version/evaluations',
-      pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
-      headers: TenantHeaders,
-      body: StartEvaluation,
-      responses: {
-        202: z
-          .object({ id: z.string().uuid(), status: z.literal('running') })
-          .describe('The evaluation runs in the background: read it with GET …/evaluations/:id'),
-        429: Problem.describe('The tenant has an evaluation, or two replays, running already (`rate_limited`)'),
+      getTestSuite: {
+        method: 'GET',
+        path: '/agents/:slug/test-suite',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        responses: { 200: TestSuite },
+        summary: "The agent's stored test conversations, which every evaluation runs",
       },
-      summary: 'Evaluate a version (a draft) beside the current one: cross-validated routing, reviewed messages, test conversations and a replay',
-    },
-    listEvaluations: {
-      method: 'GET',
-      path: '/agents/:slug/evaluations',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: EvaluationsQuery,
-      responses: { 200: Page(EvaluationSummary).describe("The agent's evaluations kept (thirty days), newest first, without their results") },
-      summary: "List an agent's evaluations, newest first",
-    },
-    getEvaluation: {
-      method: 'GET',
-      path: '/agents/:slug/evaluations/:id',
-      pathParams: z.object({ slug: Slug, id: Uuid.describe('Evaluation id') }),
-      headers: TenantHeaders,
-      responses: { 200: Evaluation },
-      summary: "An evaluation's progress and result, the draft beside the current version",
-    },
+      putTestSuite: {
+        method: 'PUT',
+        path: '/agents/:slug/test-suite',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: PutTestSuite,
+        responses: { 200: TestSuite },
+        summary: "Store the agent's test conversations (replacing those stored)",
+      },
+      startEvaluation: {
+        method: 'POST',
+        path: '/agents/:slug/versions/:version/evaluations',
+        pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+        headers: TenantHeaders,
+        body: StartEvaluation,
+        responses: {
+          202: JobStarted.describe('The evaluation runs in the background: read it with GET …/evaluations/:id'),
+          429: Problem.describe('The tenant has an evaluation, or two replays, running already (`rate_limited`)'),
+        },
+        summary: 'Evaluate a version (a draft) beside the current one: cross-validated routing, reviewed messages, test conversations and a replay',
+      },
+      listEvaluations: {
+        method: 'GET',
+        path: '/agents/:slug/evaluations',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: EvaluationsQuery,
+        responses: { 200: EvaluationPage.describe("The agent's evaluations kept (thirty days), newest first, without their results") },
+        summary: "List an agent's evaluations, newest first",
+      },
+      getEvaluation: {
+        method: 'GET',
+        path: '/agents/:slug/evaluations/:id',
+        pathParams: z.object({ slug: Slug, id: Uuid.describe('Evaluation id') }),
+        headers: TenantHeaders,
+        responses: { 200: Evaluation },
+        summary: "An evaluation's progress and result, the draft beside the current version",
+      },
     },
     apiOptions,
   ),

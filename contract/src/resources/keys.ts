@@ -1,7 +1,7 @@
 // Keys: API keys (AUTH_MODE=api_key)
 import { z } from 'zod';
 import { TenantHeaders, Uuid } from '../common.js';
-import { ApiKey, CreateKey, CreatedKey } from '../keys.js';
+import { CreateKey, CreatedKey, KeyList } from '../keys.js';
 import { initContract } from '@ts-rest/core';
 import { apiOptions, apiResource } from '../resource.js';
 import { KEY, T0, WIDGET_KEY_ID, WIDGET_KEY } from '../examples/fixtures.js';
@@ -10,33 +10,33 @@ const c = initContract();
 
 export const keys = apiResource({
   tag: 'Keys',
-  description: "API keys (AUTH_MODE=api_key)",
+  description: 'API keys (AUTH_MODE=api_key)',
   routes: c.router(
     {
-    createKey: {
-      method: 'POST',
-      path: '/keys',
-      headers: TenantHeaders,
-      body: CreateKey,
-      responses: { 201: CreatedKey },
-      summary: 'Create an API key for this tenant (the key is shown once)',
-    },
-    listKeys: {
-      method: 'GET',
-      path: '/keys',
-      headers: TenantHeaders,
-      responses: { 200: z.object({ data: z.array(ApiKey) }).describe("The tenant's keys, without their secrets") },
-      summary: "List the tenant's API keys",
-    },
-    revokeKey: {
-      method: 'DELETE',
-      path: '/keys/:id',
-      pathParams: z.object({ id: Uuid }),
-      headers: TenantHeaders,
-      body: c.noBody(),
-      responses: { 204: c.noBody() },
-      summary: 'Revoke an API key',
-    },
+      createKey: {
+        method: 'POST',
+        path: '/keys',
+        headers: TenantHeaders,
+        body: CreateKey,
+        responses: { 201: CreatedKey },
+        summary: 'Create an API key for this tenant (the key is shown once)',
+      },
+      listKeys: {
+        method: 'GET',
+        path: '/keys',
+        headers: TenantHeaders,
+        responses: { 200: KeyList.describe("The tenant's keys, without their secrets") },
+        summary: "List the tenant's API keys",
+      },
+      revokeKey: {
+        method: 'DELETE',
+        path: '/keys/:id',
+        pathParams: z.object({ id: Uuid }),
+        headers: TenantHeaders,
+        body: c.noBody(),
+        responses: { 204: c.noBody() },
+        summary: 'Revoke an API key',
+      },
     },
     apiOptions,
   ),

@@ -8,35 +8,35 @@ const c = initContract();
 
 export const operations = publicResource({
   tag: 'Operations',
-  description: "Liveness, readiness and metrics",
+  description: 'Liveness, readiness and metrics',
   routes: c.router(
     {
-    healthz: {
-      method: 'GET',
-      path: '/healthz',
-      responses: { 200: Health.describe('The process is up') },
-      summary: 'Liveness',
-    },
-    readyz: {
-      method: 'GET',
-      path: '/readyz',
-      responses: {
-        200: Health.describe('The database is reachable'),
-        503: Problem.describe('The database cannot be reached'),
+      healthz: {
+        method: 'GET',
+        path: '/healthz',
+        responses: { 200: Health.describe('The process is up') },
+        summary: 'Liveness',
       },
-      summary: 'Readiness',
-    },
-    metrics: {
-      method: 'GET',
-      path: '/metrics',
-      headers: z.object({ authorization: z.string().optional().describe('`Bearer <METRICS_TOKEN>` when the server sets one') }),
-      responses: {
-        200: c.otherResponse({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: z.string().describe('The Prometheus text format') }),
-        401: Problem.describe('METRICS_TOKEN is set and the request does not carry it'),
+      readyz: {
+        method: 'GET',
+        path: '/readyz',
+        responses: {
+          200: Health.describe('The database is reachable'),
+          503: Problem.describe('The database cannot be reached'),
+        },
+        summary: 'Readiness',
       },
-      summary: 'Prometheus metrics of this process (docs/observability.md)',
-      description: 'The Prometheus text format: process defaults and the switchboard_* series. Open unless the server sets METRICS_TOKEN.',
-    },
+      metrics: {
+        method: 'GET',
+        path: '/metrics',
+        headers: z.object({ authorization: z.string().optional().describe('`Bearer <METRICS_TOKEN>` when the server sets one') }),
+        responses: {
+          200: c.otherResponse({ contentType: 'text/plain; version=0.0.4; charset=utf-8', body: z.string().describe('The Prometheus text format') }),
+          401: Problem.describe('METRICS_TOKEN is set and the request does not carry it'),
+        },
+        summary: 'Prometheus metrics of this process (docs/observability.md)',
+        description: 'The Prometheus text format: process defaults and the switchboard_* series. Open unless the server sets METRICS_TOKEN.',
+      },
     },
     opsOptions,
   ),

@@ -1,7 +1,7 @@
 // Releases: The release record with its gates and hash chain, and traffic splits (docs/releases.md)
 import { ActivationResult } from '../agents.js';
-import { Page, Problem, TenantHeaders } from '../common.js';
-import { ActivateQuery, EndSplitQuery, PutSplit, Release, ReleaseVerification, ReleasesQuery, ReleasesVerifyQuery, SplitResult } from '../releases.js';
+import { Problem, TenantHeaders } from '../common.js';
+import { ActivateQuery, EndSplitQuery, PutSplit, ReleasePage, ReleaseVerification, ReleasesQuery, ReleasesVerifyQuery, SplitResult } from '../releases.js';
 import { initContract } from '@ts-rest/core';
 import { SlugParams, apiOptions, apiResource } from '../resource.js';
 import { T1, EVALUATION, agent, release, problem } from '../examples/fixtures.js';
@@ -10,69 +10,69 @@ const c = initContract();
 
 export const releases = apiResource({
   tag: 'Releases',
-  description: "The release record with its gates and hash chain, and traffic splits (docs/releases.md)",
+  description: 'The release record with its gates and hash chain, and traffic splits (docs/releases.md)',
   routes: c.router(
     {
-    listReleases: {
-      method: 'GET',
-      path: '/agents/:slug/releases',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ReleasesQuery,
-      responses: { 200: Page(Release).describe("The agent's release record, newest first") },
-      summary: "An agent's release record: every activation, rollback, promotion and split, with who did it and the gates",
-    },
-    verifyReleases: {
-      method: 'GET',
-      path: '/agents/:slug/releases/verify',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ReleasesVerifyQuery,
-      responses: { 200: ReleaseVerification },
-      summary: "Recompute the release record's hash chain and report the first broken link",
-      description:
-        "Checks the chain, every step's version column, the agent's served version and split against the newest step, the evaluations steps cite against the evidence chained with them and, with `head`, that a head published earlier is still in the record (docs/security.md).",
-    },
-    putSplit: {
-      method: 'PUT',
-      path: '/agents/:slug/split',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: PutSplit,
-      responses: {
-        200: SplitResult,
-        409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
-        429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+      listReleases: {
+        method: 'GET',
+        path: '/agents/:slug/releases',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ReleasesQuery,
+        responses: { 200: ReleasePage.describe("The agent's release record, newest first") },
+        summary: "An agent's release record: every activation, rollback, promotion and split, with who did it and the gates",
       },
-      summary: 'Send a share of new conversations to a candidate version, through the release gates (start a split or change its share)',
-    },
-    endSplit: {
-      method: 'DELETE',
-      path: '/agents/:slug/split',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: EndSplitQuery,
-      body: c.noBody(),
-      responses: {
-        200: SplitResult,
-        409: Problem.describe('The agent has no split (`no_split`)'),
+      verifyReleases: {
+        method: 'GET',
+        path: '/agents/:slug/releases/verify',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ReleasesVerifyQuery,
+        responses: { 200: ReleaseVerification },
+        summary: "Recompute the release record's hash chain and report the first broken link",
+        description:
+          "Checks the chain, every step's version column, the agent's served version and split against the newest step, the evaluations steps cite against the evidence chained with them and, with `head`, that a head published earlier is still in the record (docs/security.md).",
       },
-      summary: 'End the split: every new conversation starts on the current version again (running ones keep theirs)',
-    },
-    promoteSplit: {
-      method: 'POST',
-      path: '/agents/:slug/split/promote',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ActivateQuery,
-      body: c.noBody(),
-      responses: {
-        200: ActivationResult,
-        409: Problem.describe('The agent has no split (`no_split`), or a gate failed (`release_gates_failed`): nothing was changed'),
-        429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+      putSplit: {
+        method: 'PUT',
+        path: '/agents/:slug/split',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: PutSplit,
+        responses: {
+          200: SplitResult,
+          409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+          429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+        },
+        summary: 'Send a share of new conversations to a candidate version, through the release gates (start a split or change its share)',
       },
-      summary: "Make the split's candidate current, through the release gates, and end the split",
-    },
+      endSplit: {
+        method: 'DELETE',
+        path: '/agents/:slug/split',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: EndSplitQuery,
+        body: c.noBody(),
+        responses: {
+          200: SplitResult,
+          409: Problem.describe('The agent has no split (`no_split`)'),
+        },
+        summary: 'End the split: every new conversation starts on the current version again (running ones keep theirs)',
+      },
+      promoteSplit: {
+        method: 'POST',
+        path: '/agents/:slug/split/promote',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ActivateQuery,
+        body: c.noBody(),
+        responses: {
+          200: ActivationResult,
+          409: Problem.describe('The agent has no split (`no_split`), or a gate failed (`release_gates_failed`): nothing was changed'),
+          429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+        },
+        summary: "Make the split's candidate current, through the release gates, and end the split",
+      },
     },
     apiOptions,
   ),
@@ -115,7 +115,6 @@ export const releases = apiResource({
       summary: 'Everyone on the current version again',
       value: { split: null, release: release(5, 'split_end', 3, { previous_version: 2, gates: [], evaluation_id: null, reason: 'Candidate escalates more' }) },
     },
-
   },
   operations: {
     listReleases: { response: ['ReleasePage'] },

@@ -9,34 +9,34 @@ const c = initContract();
 
 export const review = apiResource({
   tag: 'Review',
-  description: "The review inbox: messages worth a look, turned into examples or out-of-scope messages of a draft (docs/improving.md)",
+  description: 'The review inbox: messages worth a look, turned into examples or out-of-scope messages of a draft (docs/improving.md)',
   routes: c.router(
     {
-    listReview: {
-      method: 'GET',
-      path: '/agents/:slug/review',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ReviewQuery,
-      responses: { 200: ReviewPage },
-      summary: "The review inbox: the agent's user messages worth a look, grouped, the most recently seen first, with counts by reason",
-      description:
-        'Messages that fell to the fallback or out of scope, were routed with a small margin, were left or rephrased right after the reply, were escalated soon after, or failed a slot until max_attempts; found as each turn is written (docs/improving.md). Erased conversations never appear.',
-    },
-    actOnReview: {
-      method: 'POST',
-      path: '/agents/:slug/review/actions',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: ReviewAction,
-      responses: {
-        200: ReviewActionResult,
-        409: Problem.describe('An item is no longer open (`review_item_closed`): nothing was changed'),
+      listReview: {
+        method: 'GET',
+        path: '/agents/:slug/review',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ReviewQuery,
+        responses: { 200: ReviewPage },
+        summary: "The review inbox: the agent's user messages worth a look, grouped, the most recently seen first, with counts by reason",
+        description:
+          'Messages that fell to the fallback or out of scope, were routed with a small margin, were left or rephrased right after the reply, were escalated soon after, or failed a slot until max_attempts; found as each turn is written (docs/improving.md). Erased conversations never appear.',
       },
-      summary: "Add review items' messages to the agent's draft as examples or out of scope, or dismiss them",
-      description:
-        'The draft is the newest stored version when it is newer than the current one, else the current one: the changes are stored as a new version that is not current, with a diff. Items acted on leave the inbox, and record the key that acted.',
-    },
+      actOnReview: {
+        method: 'POST',
+        path: '/agents/:slug/review/actions',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: ReviewAction,
+        responses: {
+          200: ReviewActionResult,
+          409: Problem.describe('An item is no longer open (`review_item_closed`): nothing was changed'),
+        },
+        summary: "Add review items' messages to the agent's draft as examples or out of scope, or dismiss them",
+        description:
+          'The draft is the newest stored version when it is newer than the current one, else the current one: the changes are stored as a new version that is not current, with a diff. Items acted on leave the inbox, and record the key that acted.',
+      },
     },
     apiOptions,
   ),

@@ -1,9 +1,9 @@
 // Versions: Versions and drafts, activation and rollback, test conversations and replays of recorded ones
 import { z } from 'zod';
-import { ActivationResult, AgentVersion, AgentVersionSummary, VersionsQuery } from '../agents.js';
-import { Page, Problem, Slug, TenantHeaders, Uuid } from '../common.js';
+import { ActivationResult, AgentVersion, VersionPage, VersionsQuery } from '../agents.js';
+import { JobStarted, Problem, Slug, TenantHeaders, Uuid } from '../common.js';
 import { ActivateQuery } from '../releases.js';
-import { Replay, ReplaySummary, ReplaysQuery, StartReplay } from '../replays.js';
+import { Replay, ReplayPage, ReplaysQuery, StartReplay } from '../replays.js';
 import { RunTests, TestResults } from '../tests.js';
 import { initContract } from '@ts-rest/core';
 import { SlugParams, apiOptions, apiResource } from '../resource.js';
@@ -13,80 +13,80 @@ const c = initContract();
 
 export const versions = apiResource({
   tag: 'Versions',
-  description: "Versions and drafts, activation and rollback, test conversations and replays of recorded ones",
+  description: 'Versions and drafts, activation and rollback, test conversations and replays of recorded ones',
   routes: c.router(
     {
-    listVersions: {
-      method: 'GET',
-      path: '/agents/:slug/versions',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: VersionsQuery,
-      responses: { 200: Page(AgentVersionSummary).describe("The agent's versions, newest first") },
-      summary: "List an agent's versions, newest first",
-    },
-    getVersion: {
-      method: 'GET',
-      path: '/agents/:slug/versions/:version',
-      pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
-      headers: TenantHeaders,
-      responses: { 200: AgentVersion },
-      summary: 'Get one version of an agent with its definition',
-    },
-    activateVersion: {
-      method: 'POST',
-      path: '/agents/:slug/versions/:version/activate',
-      pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
-      headers: TenantHeaders,
-      query: ActivateQuery,
-      body: c.noBody(),
-      responses: {
-        200: ActivationResult,
-        409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
-        429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+      listVersions: {
+        method: 'GET',
+        path: '/agents/:slug/versions',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: VersionsQuery,
+        responses: { 200: VersionPage.describe("The agent's versions, newest first") },
+        summary: "List an agent's versions, newest first",
       },
-      summary: 'Make a stored version current (release a draft, or roll back) through the release gates; running conversations stay on theirs',
-      description:
-        "The current version's release policy judges the candidate on an evaluation of the two (one younger than `max_age_hours` is reused, else one is run first). A rollback to a version released before is not gated. Every activation writes a step of the release record. Ends a traffic split.",
-    },
-    runTests: {
-      method: 'POST',
-      path: '/agents/:slug/tests',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: RunTests,
-      responses: { 200: TestResults },
-      summary: 'Run test conversations against a version (the current one by default); nothing is stored and nothing goes out',
-    },
-    startReplay: {
-      method: 'POST',
-      path: '/agents/:slug/replays',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      body: StartReplay,
-      responses: {
-        202: z.object({ id: z.string().uuid(), status: z.literal('running') }).describe('The replay runs in the background: read it with GET …/replays/:id'),
-        429: Problem.describe('The tenant has two replays running already (`rate_limited`)'),
+      getVersion: {
+        method: 'GET',
+        path: '/agents/:slug/versions/:version',
+        pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+        headers: TenantHeaders,
+        responses: { 200: AgentVersion },
+        summary: 'Get one version of an agent with its definition',
       },
-      summary: 'Replay recorded conversations against a version: actions answered from their recordings, nothing stored or sent',
-    },
-    listReplays: {
-      method: 'GET',
-      path: '/agents/:slug/replays',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: ReplaysQuery,
-      responses: { 200: Page(ReplaySummary).describe("The agent's replays kept (seven days), newest first, without their results") },
-      summary: "List an agent's replays, newest first",
-    },
-    getReplay: {
-      method: 'GET',
-      path: '/agents/:slug/replays/:id',
-      pathParams: z.object({ slug: Slug, id: Uuid.describe('Replay id') }),
-      headers: TenantHeaders,
-      responses: { 200: Replay },
-      summary: "A replay's progress, summary and results",
-    },
+      activateVersion: {
+        method: 'POST',
+        path: '/agents/:slug/versions/:version/activate',
+        pathParams: z.object({ slug: Slug, version: z.coerce.number().int().min(1).describe('Version number') }),
+        headers: TenantHeaders,
+        query: ActivateQuery,
+        body: c.noBody(),
+        responses: {
+          200: ActivationResult,
+          409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+          429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
+        },
+        summary: 'Make a stored version current (release a draft, or roll back) through the release gates; running conversations stay on theirs',
+        description:
+          "The current version's release policy judges the candidate on an evaluation of the two (one younger than `max_age_hours` is reused, else one is run first). A rollback to a version released before is not gated. Every activation writes a step of the release record. Ends a traffic split.",
+      },
+      runTests: {
+        method: 'POST',
+        path: '/agents/:slug/tests',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: RunTests,
+        responses: { 200: TestResults },
+        summary: 'Run test conversations against a version (the current one by default); nothing is stored and nothing goes out',
+      },
+      startReplay: {
+        method: 'POST',
+        path: '/agents/:slug/replays',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        body: StartReplay,
+        responses: {
+          202: JobStarted.describe('The replay runs in the background: read it with GET …/replays/:id'),
+          429: Problem.describe('The tenant has two replays running already (`rate_limited`)'),
+        },
+        summary: 'Replay recorded conversations against a version: actions answered from their recordings, nothing stored or sent',
+      },
+      listReplays: {
+        method: 'GET',
+        path: '/agents/:slug/replays',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: ReplaysQuery,
+        responses: { 200: ReplayPage.describe("The agent's replays kept (seven days), newest first, without their results") },
+        summary: "List an agent's replays, newest first",
+      },
+      getReplay: {
+        method: 'GET',
+        path: '/agents/:slug/replays/:id',
+        pathParams: z.object({ slug: Slug, id: Uuid.describe('Replay id') }),
+        headers: TenantHeaders,
+        responses: { 200: Replay },
+        summary: "A replay's progress, summary and results",
+      },
     },
     apiOptions,
   ),

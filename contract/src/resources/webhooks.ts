@@ -1,6 +1,6 @@
 // Webhooks: Deliveries of outgoing webhooks, with every attempt
-import { Page, TenantHeaders } from '../common.js';
-import { WebhookDeliveriesQuery, WebhookDelivery } from '../conversations.js';
+import { TenantHeaders } from '../common.js';
+import { WebhookDeliveriesQuery, WebhookDeliveryPage } from '../conversations.js';
 import { initContract } from '@ts-rest/core';
 import { SlugParams, apiOptions, apiResource } from '../resource.js';
 import { CONVERSATION, T1 } from '../examples/fixtures.js';
@@ -9,18 +9,18 @@ const c = initContract();
 
 export const webhooks = apiResource({
   tag: 'Webhooks',
-  description: "Deliveries of outgoing webhooks, with every attempt",
+  description: 'Deliveries of outgoing webhooks, with every attempt',
   routes: c.router(
     {
-    listWebhookDeliveries: {
-      method: 'GET',
-      path: '/agents/:slug/webhook-deliveries',
-      pathParams: SlugParams,
-      headers: TenantHeaders,
-      query: WebhookDeliveriesQuery,
-      responses: { 200: Page(WebhookDelivery).describe('Webhook deliveries with every attempt, newest first') },
-      summary: "List an agent's webhook deliveries and their attempts",
-    },
+      listWebhookDeliveries: {
+        method: 'GET',
+        path: '/agents/:slug/webhook-deliveries',
+        pathParams: SlugParams,
+        headers: TenantHeaders,
+        query: WebhookDeliveriesQuery,
+        responses: { 200: WebhookDeliveryPage.describe('Webhook deliveries with every attempt, newest first') },
+        summary: "List an agent's webhook deliveries and their attempts",
+      },
     },
     apiOptions,
   ),

@@ -2,7 +2,16 @@
 import { z } from 'zod';
 import { Problem } from '../common.js';
 import { ConverseResponse } from '../converse.js';
-import { VisitorHeaders, VisitorTokenRequest, VisitorTokenResponse, WidgetConversation, WidgetConverseRequest, WidgetQuery, WidgetSettings, WidgetSettingsQuery } from '../widget.js';
+import {
+  VisitorHeaders,
+  VisitorTokenRequest,
+  VisitorTokenResponse,
+  WidgetConversation,
+  WidgetConverseRequest,
+  WidgetQuery,
+  WidgetSettings,
+  WidgetSettingsQuery,
+} from '../widget.js';
 import { initContract } from '@ts-rest/core';
 import { ConversationParams, LastEventId, SlugParams, publicResource, widgetOptions } from '../resource.js';
 import { CONVERSATION, T0, ASK, problem } from '../examples/fixtures.js';
@@ -11,68 +20,68 @@ const c = initContract();
 
 export const widget = publicResource({
   tag: 'Web chat widget',
-  description: "What the widget script calls from a page: a publishable key in `?key=`, a visitor token the service signed for the browser (docs/widget.md)",
+  description: 'What the widget script calls from a page: a publishable key in `?key=`, a visitor token the service signed for the browser (docs/widget.md)',
   routes: c.router(
     {
-    getWidget: {
-      method: 'GET',
-      path: '/agents/:slug',
-      pathParams: SlugParams,
-      query: WidgetSettingsQuery,
-      responses: { 200: WidgetSettings },
-      summary: 'How the widget presents an agent: title, greeting, colour, languages',
-    },
-    widgetVisitor: {
-      method: 'POST',
-      path: '/agents/:slug/visitor',
-      pathParams: SlugParams,
-      query: WidgetQuery,
-      body: VisitorTokenRequest,
-      responses: { 200: VisitorTokenResponse },
-      summary: "A visitor token for this browser: a new visitor's, or the renewal of the one it holds",
-      description:
-        'The widget asks for one before its first request with a visitor, and renews it before it expires. New visitors are limited per client address and per key (docs/widget.md, "Limits").',
-    },
-    widgetConverse: {
-      method: 'POST',
-      path: '/agents/:slug/converse',
-      pathParams: SlugParams,
-      query: WidgetQuery,
-      headers: VisitorHeaders,
-      body: WidgetConverseRequest,
-      responses: {
-        200: ConverseResponse,
-        409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
-        422: Problem.describe('A conversation over its turn or state limit (`limit_exceeded`)'),
+      getWidget: {
+        method: 'GET',
+        path: '/agents/:slug',
+        pathParams: SlugParams,
+        query: WidgetSettingsQuery,
+        responses: { 200: WidgetSettings },
+        summary: 'How the widget presents an agent: title, greeting, colour, languages',
       },
-      summary: "A visitor's message: starts a conversation, or continues one the same visitor started",
-      description: "With `accept: text/event-stream` the answer streams as server-sent events, as the API's converse does (`delta`, then `done` or `error`).",
-    },
-    getWidgetConversation: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id',
-      pathParams: ConversationParams,
-      query: WidgetQuery,
-      headers: VisitorHeaders,
-      responses: { 200: WidgetConversation },
-      summary: "A visitor's own conversation with its turns (a reload resumes it)",
-    },
-    widgetEvents: {
-      method: 'GET',
-      path: '/agents/:slug/conversations/:id/events',
-      pathParams: ConversationParams,
-      query: WidgetQuery,
-      headers: VisitorHeaders.extend({
-        'last-event-id': LastEventId,
-      }),
-      responses: {
-        200: c.otherResponse({
-          contentType: 'text/event-stream',
-          body: z.string().describe("Server-sent events of this conversation, as the API's events stream (docs/lifecycle.md)"),
+      widgetVisitor: {
+        method: 'POST',
+        path: '/agents/:slug/visitor',
+        pathParams: SlugParams,
+        query: WidgetQuery,
+        body: VisitorTokenRequest,
+        responses: { 200: VisitorTokenResponse },
+        summary: "A visitor token for this browser: a new visitor's, or the renewal of the one it holds",
+        description:
+          'The widget asks for one before its first request with a visitor, and renews it before it expires. New visitors are limited per client address and per key (docs/widget.md, "Limits").',
+      },
+      widgetConverse: {
+        method: 'POST',
+        path: '/agents/:slug/converse',
+        pathParams: SlugParams,
+        query: WidgetQuery,
+        headers: VisitorHeaders,
+        body: WidgetConverseRequest,
+        responses: {
+          200: ConverseResponse,
+          409: Problem.describe('The conversation is completed or abandoned (`conversation_closed`)'),
+          422: Problem.describe('A conversation over its turn or state limit (`limit_exceeded`)'),
+        },
+        summary: "A visitor's message: starts a conversation, or continues one the same visitor started",
+        description: "With `accept: text/event-stream` the answer streams as server-sent events, as the API's converse does (`delta`, then `done` or `error`).",
+      },
+      getWidgetConversation: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id',
+        pathParams: ConversationParams,
+        query: WidgetQuery,
+        headers: VisitorHeaders,
+        responses: { 200: WidgetConversation },
+        summary: "A visitor's own conversation with its turns (a reload resumes it)",
+      },
+      widgetEvents: {
+        method: 'GET',
+        path: '/agents/:slug/conversations/:id/events',
+        pathParams: ConversationParams,
+        query: WidgetQuery,
+        headers: VisitorHeaders.extend({
+          'last-event-id': LastEventId,
         }),
+        responses: {
+          200: c.otherResponse({
+            contentType: 'text/event-stream',
+            body: z.string().describe("Server-sent events of this conversation, as the API's events stream (docs/lifecycle.md)"),
+          }),
+        },
+        summary: "Follow a visitor's own conversation: a person's replies, status changes",
       },
-      summary: "Follow a visitor's own conversation: a person's replies, status changes",
-    },
     },
     widgetOptions,
   ),

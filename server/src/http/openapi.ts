@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isAppRouteOtherResponse, type AppRoute } from '@ts-rest/core';
 import { generateOpenApi } from '@ts-rest/open-api';
-import type { ZodTypeAny } from 'zod';
+import { ZodType, type ZodTypeAny } from 'zod';
 import * as c from '@switchboard/contract';
 
 // The generated document is untyped JSON that this module reshapes: objects are read through
@@ -26,54 +26,25 @@ const { generateSchema } = requireFromTsRest('@anatine/zod-openapi') as { genera
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string; license: string };
 
-/** Schemas that become components, by name. */
-const NAMED: Record<string, ZodTypeAny> = {
-  Problem: c.Problem,
-  ProblemFieldError: c.ProblemFieldError,
-  ConverseRequest: c.ConverseRequest,
-  ConverseResponse: c.ConverseResponse,
-  ContextEnvelope: c.ContextEnvelope,
-  Option: c.Option,
-  Turn: c.Turn,
-  Conversation: c.ConversationRecord,
-  ConversationSummary: c.ConversationSummary,
-  ConversationDetail: c.ConversationDetail,
-  RoutingDecisionEntry: c.RoutingDecisionEntry,
-  ActionCallEntry: c.ActionCallEntry,
-  PhaseTransitionEntry: c.PhaseTransitionEntry,
-  StatusChangeEntry: c.StatusChangeEntry,
-  TurnTimingEntry: c.TurnTimingEntry,
-  ErrorEntry: c.ErrorEntry,
-  OperatorMessageEntry: c.OperatorMessageEntry,
-  ErasureEntry: c.ErasureEntry,
-  SlotFilledEntry: c.SlotFilledEntry,
-  LlmCallEntry: c.LlmCallEntry,
-  ContextChangedEntry: c.ContextChangedEntry,
-  ChannelDeliveryEntry: c.ChannelDeliveryEntry,
-  AuditEntry: c.AuditEntry,
-  AuditVerification: c.AuditVerification,
-  Agent: c.Agent,
-  AgentDefinition: c.AgentDefinition,
-  Capability: c.CapabilityDef,
-  Phase: c.PhaseDef,
-  HttpAction: c.HttpActionDef,
-  Webhook: c.WebhookDef,
-  LocalizedText: c.LocalizedText,
-  WebhookDelivery: c.WebhookDelivery,
-  ChannelInfo: c.ChannelInfo,
-  ChannelDelivery: c.ChannelDelivery,
-  WidgetSettings: c.WidgetSettings,
-  WidgetConversation: c.WidgetConversation,
-  WidgetConverseRequest: c.WidgetConverseRequest,
-  ApiKey: c.ApiKey,
-  CreatedKey: c.CreatedKey,
-  SecretInfo: c.SecretInfo,
-  OperatorMessageResult: c.OperatorMessageResult,
-  Health: c.Health,
-  AgentAnalytics: c.AgentAnalytics,
-  Replay: c.Replay,
-  ReplaySummary: c.ReplaySummary,
-};
+/**
+ * Schemas that become components: every schema the contract exports that describes an object (or
+ * a union of objects), named by its export (a definition part's name without its `Def`). Query,
+ * header and path-parameter schemas become parameters instead. Where two exports have one shape,
+ * the first in the contract's export order names it.
+ */
+const NAMED: Record<string, ZodTypeAny> = Object.fromEntries(
+  Object.entries(c)
+    .filter(([name, v]) => /^[A-Z]/.test(name) && v instanceof ZodType && !/(Query|Headers|Params)$/.test(name))
+    .map(([name, v]) => [name.replace(/Def$/, ''), v as ZodTypeAny] as const)
+    .filter(([, z]) => describesObjects(to31(generateSchema(z, true)) as Json)),
+);
+
+/** Whether a generated schema is an object or a union of objects (what deserves a name). */
+function describesObjects(s: Json): boolean {
+  if (s.type === 'object' || (Array.isArray(s.type) && s.type.includes('object'))) return true;
+  const branches = arr(s.anyOf ?? s.oneOf);
+  return branches.length > 0 && branches.every((b) => obj(b).type === 'null' || describesObjects(obj(b)));
+}
 
 /** Each operation's resource (contract/src/resources/): its tag is the resource's. */
 const resourceOf = new Map<string, { tag: string }>(Object.values(c.RESOURCES).flatMap((r) => Object.keys(r.routes).map((name) => [name, r] as const)));

@@ -18,7 +18,26 @@ function closed(node: unknown): unknown {
   const out: Json = {};
   for (const [k, v] of Object.entries(node)) out[k] = k === 'example' || k === 'examples' ? v : closed(v);
   if (isObj(out.properties) && out.additionalProperties === undefined && out.unevaluatedProperties === undefined) out.unevaluatedProperties = false;
-  return out;
+  return byDiscriminator(out);
+}
+
+/**
+ * A discriminated union with a mapping is checked as the discriminator says: against the one
+ * branch its property names (so that errors are that branch's, however deep its $refs go), and
+ * the property must be one the mapping lists.
+ */
+function byDiscriminator(node: Json): Json {
+  const d = node.discriminator;
+  if (!isObj(d) || !isObj(d.mapping) || typeof d.propertyName !== 'string' || !Array.isArray(node.oneOf)) return node;
+  const property = d.propertyName;
+  const { oneOf: _branches, discriminator: _d, ...rest } = node;
+  return {
+    ...rest,
+    type: 'object',
+    required: [property],
+    properties: { [property]: { enum: Object.keys(d.mapping) } },
+    allOf: Object.entries(d.mapping).map(([value, ref]) => ({ if: { properties: { [property]: { const: value } } }, then: { $ref: ref } })),
+  };
 }
 
 const pointer = (parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
@@ -54,7 +73,9 @@ function ofTheBranch(errors: ErrorObject[]): ErrorObject[] {
   const otherBranches = errors
     .filter((e) => e.keyword === 'enum' && e.instancePath.endsWith('/type') && e.schemaPath.endsWith('/properties/type/enum'))
     .map((e) => ({ at: e.instancePath.slice(0, -'/type'.length), schema: e.schemaPath.slice(0, -'/properties/type/enum'.length) }));
-  const kept = errors.filter((e) => e.keyword !== 'oneOf' && !otherBranches.some((b) => e.instancePath.startsWith(b.at) && e.schemaPath.startsWith(b.schema)));
+  const kept = errors.filter(
+    (e) => e.keyword !== 'oneOf' && e.keyword !== 'if' && !otherBranches.some((b) => e.instancePath.startsWith(b.at) && e.schemaPath.startsWith(b.schema)),
+  );
   return kept.length ? kept : errors;
 }
 
