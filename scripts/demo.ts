@@ -21,7 +21,7 @@ async function holdReadmeConversation(r: Running, tenant: string): Promise<void>
   const slug = String(PARAMETER_EXAMPLES['path:slug']);
   const conversations = r.app.conversations;
   if (
-    await conversations.owned(tenant, slug, id).then(
+    await r.app.conversationReads.owned(tenant, slug, id).then(
       () => true,
       () => false,
     )

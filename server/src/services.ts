@@ -16,6 +16,7 @@ import { createLogger } from './lib/logger.js';
 import { AgentService } from './service/agent-service.js';
 import { AnalyticsService } from './service/analytics.js';
 import { ConversationService } from './service/conversation-service.js';
+import { ConversationReads } from './service/conversation-reads.js';
 import { eventStreams, type EventStreams } from './service/event-streams.js';
 import { KeyService } from './service/keys.js';
 import { LifecycleService } from './service/lifecycle.js';
@@ -73,6 +74,7 @@ export interface Services {
   agents: AgentService;
   analytics: AnalyticsService;
   conversations: ConversationService;
+  conversationReads: ConversationReads;
   lifecycle: LifecycleService;
   webhooks: WebhookDispatcher;
   webhookLog: WebhookLog;
@@ -202,6 +204,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
           onTokens: (tenant, day, total) => metrics.tokensToday(tenant, day, total),
         })
       : undefined);
+  const conversationReads = new ConversationReads(agents, store);
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -223,12 +226,12 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     store,
     clock,
     retention: config.retention,
-    detail: (t, s, i) => conversations.detail(t, s, i),
+    detail: (t, s, i) => conversationReads.detail(t, s, i),
     maxTurns: config.maxTurnsPerConversation,
   });
   const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
   const sweeper = new Sweeper(lifecycle, logger);
-  const widget = new WidgetService({ keys, agents, conversations, streams, secrets, limits, clock, logger }, config.widget);
+  const widget = new WidgetService({ keys, agents, conversations, conversationReads, streams, secrets, limits, clock, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
   const inbox = new ReviewStore(deps.db);
   const suites = new TestSuiteStore(deps.db);
@@ -266,6 +269,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     agents,
     analytics: new AnalyticsService(agents, new AnalyticsStore(deps.db), clock),
     conversations,
+    conversationReads,
     lifecycle,
     webhooks,
     webhookLog: new WebhookLog(deps.db, agents),

@@ -1,20 +1,11 @@
 // The only code that joins the engine, the store and the action runner: one converse call,
-// applied atomically and one at a time per conversation, and the conversation reads.
-import { createHash, randomUUID } from 'node:crypto';
-import type {
-  AuditEntry,
-  AuditType,
-  ContextEnvelope,
-  ConversationDetail,
-  ConversationRecord,
-  ConversationSummary,
-  ConverseRequest,
-  ConverseResponse,
-  Turn,
-} from '@switchboard/contract';
-import type { Channel, Conversation, TurnRow } from '../domain.js';
+// applied atomically and one at a time per conversation (its reads: conversation-reads.ts).
+import { randomUUID } from 'node:crypto';
+import type { ContextEnvelope, ConverseRequest, ConverseResponse } from '@switchboard/contract';
+import type { Channel, Conversation } from '../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
+import { startVersion } from './traffic-splits.js';
 import type { ReviewHourlyCap } from './review-caps.js';
 import type { HttpActionRunner } from '../actions/http-action.js';
 import type { CompiledAgent } from '../engine/compile.js';
@@ -36,16 +27,15 @@ import { ModelRefusal, type ModelGate } from './model-gate.js';
 import type { Scored } from '../engine/router/index.js';
 import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
-import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type ListFilters, type PrefetchedConversation } from '../store/conversation-store.js';
+import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type PrefetchedConversation } from '../store/conversation-store.js';
 import type { AgentService } from './agent-service.js';
 import type { SplitRow } from '../store/agent-store.js';
 import type { SecretService } from './secrets.js';
 import type { RenderBudgets } from './render-budgets.js';
 import type { ServerEmbeddings } from './server-embeddings.js';
 import { inSpan, inSpanSync } from '../lib/tracer.js';
-import { cutUtf8 } from '../lib/utf8.js';
+import { ReplyStream } from './reply-stream.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -90,79 +80,11 @@ export interface ConversationServiceOptions {
 
 const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
 
-/**
- * The version a new conversation starts on: under a split, the candidate when the user (or, for
- * an anonymous one, the conversation) hashes into its share, else the current version. The hash
- * is of the agent, the candidate and the user, so every replica sends a user to the same version,
- * a larger share keeps those already sent, and each candidate samples users afresh.
- */
-export function startVersion(agentId: string, current: number, split: SplitRow | null, who: string): number {
-  if (!split || split.share <= 0) return current;
-  if (split.share >= 10_000) return split.version;
-  const bucket = createHash('sha256').update(`${agentId}\n${split.version}\n${who}`).digest().readUInt32BE(0) % 10_000;
-  return bucket < split.share ? split.version : current;
-}
-
-function toTurn(t: TurnRow): Turn {
-  const turn: Turn = { role: t.role, message: t.message, timestamp: t.timestamp };
-  if (t.role === 'agent') {
-    if (t.phase) turn.phase = t.phase;
-    turn.options = t.options ?? [];
-    if (t.author) turn.author = t.author;
-  }
-  return turn;
-}
-
 /** Blocks a continuing request carries replace those the conversation has. */
 function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope | undefined): ContextEnvelope | null {
   if (!incoming) return stored;
   if (!stored) return incoming;
   return { version: incoming.version, context: { ...(stored.context ?? {}), ...(incoming.context ?? {}) } };
-}
-
-/**
- * A turn's reply sent as it is written: what scripted phases say goes out as it is known (before
- * a model call, and at the end), a model's words as they arrive. When the turn takes back what a
- * failed phase wrote, the stream cannot: the final `done` event carries the reply as stored.
- */
-class ReplyStream {
-  private sent = '';
-  private fresh = true;
-  private bytes = 0;
-  /** `maxBytes`: what a turn may say (MAX_REPLY_BYTES); nothing past it is sent, as nothing past it is stored. */
-  constructor(
-    private readonly out: (text: string) => void,
-    private readonly maxBytes: number,
-  ) {}
-
-  private emit(text: string): void {
-    const room = this.maxBytes - this.bytes;
-    if (room <= 0) return;
-    const bytes = Buffer.byteLength(text);
-    const piece = bytes <= room ? text : cutUtf8(text, room);
-    this.bytes += Math.min(bytes, room);
-    if (piece) this.out(piece);
-  }
-
-  /** Sends what the turn has said beyond what was sent, when it continues it. */
-  sync(said: string): void {
-    if (said.length > this.sent.length && said.startsWith(this.sent)) {
-      this.emit(said.slice(this.sent.length));
-      this.sent = said;
-    }
-  }
-
-  /** A model's reply begins: separated from what was said before, as the stored reply joins them. */
-  begin(): void {
-    this.fresh = true;
-  }
-
-  delta(text: string): void {
-    const piece = this.fresh && this.sent ? `\n${text}` : text;
-    this.fresh = false;
-    this.emit(piece);
-    this.sent += piece;
-  }
 }
 
 export class ConversationService {
@@ -544,140 +466,4 @@ export class ConversationService {
       return { ok: false, code, error: (e as Error).message, model, durationMs: ms(started) };
     }
   }
-
-  // ---- reads ----
-
-  /** The conversation of this agent, or 404 (unknown, foreign). */
-  async owned(tenantId: string, slug: string, id: string): Promise<Conversation> {
-    const agent = await this.agents.any(tenantId, slug);
-    const c = await this.store.get(tenantId, agent.id, id);
-    if (!c) throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
-    return c;
-  }
-
-  /** A conversation of the web chat widget, for the visitor who started it only (else 404). */
-  async ownedBy(tenantId: string, slug: string, id: string, userId: string): Promise<Conversation> {
-    const c = await this.owned(tenantId, slug, id);
-    if (c.userId !== userId || c.erasedAt || c.channel?.kind !== 'web') throw new NotFoundError('conversation_not_found', `No conversation ${id}`);
-    return c;
-  }
-
-  /** A conversation's turns, oldest first. */
-  turnsOf(c: Conversation): Promise<TurnRow[]> {
-    return this.store.turns(c.tenantId, c.id, c.createdAt);
-  }
-
-  private record(c: Conversation, turns: TurnRow[]): ConversationRecord {
-    return {
-      id: c.id,
-      agent_id: c.agentId,
-      capability_id: c.capabilityId,
-      user_id: c.userId,
-      status: c.status,
-      outcome: c.outcome,
-      turns: turns.map(toTurn),
-      created_at: c.createdAt,
-      updated_at: c.updatedAt,
-      completed_at: c.completedAt,
-    };
-  }
-
-  async verifyAudit(tenantId: string, slug: string, id: string) {
-    const c = await this.owned(tenantId, slug, id);
-    return { conversation_id: c.id, ...(await this.store.verifyAudit(tenantId, c.id)) };
-  }
-
-  async history(tenantId: string, slug: string, id: string): Promise<ConversationRecord> {
-    const c = await this.owned(tenantId, slug, id);
-    return this.record(c, await this.store.turns(tenantId, c.id, c.createdAt));
-  }
-
-  async detail(tenantId: string, slug: string, id: string): Promise<ConversationDetail> {
-    const c = await this.owned(tenantId, slug, id);
-    return {
-      ...this.record(c, await this.store.turns(tenantId, c.id, c.createdAt)),
-      capability: c.capability,
-      phase: c.phase,
-      awaiting_input: c.awaitingInput,
-      agent_version: c.agentVersion,
-      slots: c.flow.slots,
-      context: c.context,
-      erased_at: c.erasedAt,
-      channel: channelOf(c),
-    };
-  }
-
-  async list(
-    tenantId: string,
-    slug: string,
-    q: {
-      status?: ListFilters['status'];
-      user_id?: string;
-      capability?: string;
-      channel?: 'api' | Channel['kind'];
-      created_after?: string;
-      created_before?: string;
-      limit: number;
-      cursor?: string;
-    },
-  ): Promise<{ data: ConversationSummary[]; next_cursor: string | null }> {
-    const agent = await this.agents.any(tenantId, slug);
-    const after = decodeCursor(q.cursor, isTimeAndId);
-    const rows = await this.store.list(
-      { tenantId, agentId: agent.id },
-      {
-        status: q.status,
-        userId: q.user_id,
-        capability: q.capability,
-        channel: q.channel,
-        createdAfter: q.created_after ? iso(new Date(q.created_after)) : undefined,
-        createdBefore: q.created_before ? iso(new Date(q.created_before)) : undefined,
-      },
-      { limit: q.limit + 1, after: after ? { createdAt: after[0], id: after[1] } : null },
-    );
-    const page = rows.slice(0, q.limit);
-    const last = page.at(-1);
-    return {
-      data: page.map((c) => {
-        const { turns: _turns, ...rest } = this.record(c, []);
-        return { ...rest, capability: c.capability, turn_count: c.turnCount, channel: channelOf(c) };
-      }),
-      next_cursor: rows.length > q.limit && last ? encodeCursor([last.createdAt, last.id]) : null,
-    };
-  }
-
-  async audit(
-    tenantId: string,
-    slug: string,
-    id: string,
-    q: { type?: AuditType; limit: number; cursor?: string },
-  ): Promise<{ conversation_id: string; data: AuditEntry[]; next_cursor: string | null }> {
-    const c = await this.owned(tenantId, slug, id);
-    const after = decodeCursor(q.cursor, (v): v is number => Number.isSafeInteger(v) && (v as number) >= 0) ?? 0;
-    const rows = await this.store.audit({ tenantId, id: c.id, createdAt: c.createdAt }, { type: q.type, limit: q.limit + 1, afterSeq: after });
-    const page = rows.slice(0, q.limit);
-    return {
-      conversation_id: c.id,
-      data: page.map(
-        (r) =>
-          ({
-            id: r.id,
-            conversation_id: r.conversationId,
-            sequence: r.sequence,
-            turn_index: r.turnIndex,
-            type: r.type,
-            request_id: r.requestId,
-            timestamp: r.timestamp,
-            duration_ms: r.durationMs,
-            data: r.data,
-            hash: r.hash,
-          }) as AuditEntry,
-      ),
-      next_cursor: rows.length > q.limit ? encodeCursor(page[page.length - 1].sequence) : null,
-    };
-  }
 }
-
-/** A conversation's channel as the API shows it. */
-const channelOf = (c: Conversation) =>
-  c.channel ? { kind: c.channel.kind, origin: c.channel.kind === 'web' ? c.channel.origin : null, page_url: c.channel.pageUrl } : null;

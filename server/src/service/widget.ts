@@ -15,6 +15,7 @@ import { ForbiddenError, InputError, NotFoundError, RateLimitedError, VisitorTok
 import { iso, type Clock } from '../lib/clock.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
+import type { ConversationReads } from './conversation-reads.js';
 import type { EventStreams } from './event-streams.js';
 import type { KeyService, PublishableKey } from './keys.js';
 import { mustHaveRoom, spend, spendQuietly, type Limits } from './limits.js';
@@ -129,6 +130,7 @@ export class WidgetService {
       keys: KeyService;
       agents: AgentService;
       conversations: ConversationService;
+      conversationReads: ConversationReads;
       streams: EventStreams;
       secrets: Pick<SecretService, 'forTenant'>;
       limits: Limits;
@@ -274,8 +276,8 @@ export class WidgetService {
   }
 
   async conversation(c: WidgetCaller, slug: string, id: string): Promise<WidgetConversation> {
-    const record = await this.deps.conversations.ownedBy(c.key.tenantId, slug, id, c.userId);
-    const turns = await this.deps.conversations.turnsOf(record);
+    const record = await this.deps.conversationReads.ownedBy(c.key.tenantId, slug, id, c.userId);
+    const turns = await this.deps.conversationReads.turnsOf(record);
     return {
       conversation_id: record.id,
       status: record.status,
@@ -297,7 +299,7 @@ export class WidgetService {
    * tenant's (SSE_MAX_PER_TENANT), so that a widget never starves the tenant's console and API.
    */
   async events(c: WidgetCaller, slug: string, id: string, lastEventId: string | null, signal: AbortSignal): Promise<PassThrough> {
-    const conversation = await this.deps.conversations.ownedBy(c.key.tenantId, slug, id, c.userId);
+    const conversation = await this.deps.conversationReads.ownedBy(c.key.tenantId, slug, id, c.userId);
     const who = `${c.key.tenantId}\n${c.userId}`;
     const open = this.openStreams.get(who) ?? 0;
     if (open >= this.limits.streamsPerVisitor) {

@@ -5,14 +5,14 @@ import type { Services } from '../../services.js';
 
 const s = initServer();
 
-export const auditHandlers = ({ conversations }: Services) =>
+export const auditHandlers = ({ conversationReads }: Services) =>
   s.router(RESOURCES.audit.routes, {
     getAuditLogs: async ({ params, headers, query }) => ({
       status: 200,
-      body: await conversations.audit(headers['tenant-id'], params.slug, params.id, query),
+      body: await conversationReads.audit(headers['tenant-id'], params.slug, params.id, query),
     }),
     verifyAuditLogs: async ({ params, headers }) => ({
       status: 200,
-      body: await conversations.verifyAudit(headers['tenant-id'], params.slug, params.id),
+      body: await conversationReads.verifyAudit(headers['tenant-id'], params.slug, params.id),
     }),
   });

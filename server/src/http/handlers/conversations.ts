@@ -8,7 +8,7 @@ import type { Services } from '../../services.js';
 
 const s = initServer();
 
-export const conversationsHandlers = ({ conversations, streams, logger }: Services) =>
+export const conversationsHandlers = ({ conversations, conversationReads, streams, logger }: Services) =>
   s.router(RESOURCES.conversations.routes, {
     converse: async ({ params, headers, body, req, res }) => {
       // Choosing a version (a draft, an old one) is for the team, not for a public widget's key.
@@ -28,18 +28,18 @@ export const conversationsHandlers = ({ conversations, streams, logger }: Servic
     },
     listConversations: async ({ params, headers, query }) => ({
       status: 200,
-      body: await conversations.list(headers['tenant-id'], params.slug, query),
+      body: await conversationReads.list(headers['tenant-id'], params.slug, query),
     }),
     getConversation: async ({ params, headers }) => ({
       status: 200,
-      body: await conversations.detail(headers['tenant-id'], params.slug, params.id),
+      body: await conversationReads.detail(headers['tenant-id'], params.slug, params.id),
     }),
     getHistory: async ({ params, headers }) => ({
       status: 200,
-      body: await conversations.history(headers['tenant-id'], params.slug, params.id),
+      body: await conversationReads.history(headers['tenant-id'], params.slug, params.id),
     }),
     streamEvents: async ({ params, headers, req, res }) => {
-      const c = await conversations.owned(headers['tenant-id'], params.slug, params.id);
+      const c = await conversationReads.owned(headers['tenant-id'], params.slug, params.id);
       const last = headers['last-event-id'] ?? null;
       const gone = new AbortController();
       req.on('close', () => gone.abort());
