@@ -84,11 +84,22 @@ export const ProblemCode = z.enum([
 ]);
 export type ProblemCode = z.infer<typeof ProblemCode>;
 
+/** The gates a release policy may hold a version to (server/src/service/release-gates/ judges each). */
+export const ReleaseGateName = z.enum([
+  'tests',
+  'labelled_accuracy',
+  'routing_accuracy',
+  'replay_changed_outcomes',
+  'replay_changed_capabilities',
+  'new_hosts',
+  'policy',
+]);
+
 /** One gate of an agent's release policy, judged on an evaluation (docs/releases.md). */
 const ReleaseGateSchema = z.object({
-  gate: z
-    .enum(['tests', 'labelled_accuracy', 'routing_accuracy', 'replay_changed_outcomes', 'replay_changed_capabilities', 'new_hosts', 'policy'])
-    .describe('Which requirement of `release.require`; `policy`: the version would weaken the release policy in force (a step that does is forced or refused)'),
+  gate: ReleaseGateName.describe(
+    'Which requirement of `release.require`; `policy`: the version would weaken the release policy in force (a step that does is forced or refused)',
+  ),
   passed: z.boolean(),
   figure: z.number().nullable().describe("The candidate's figure (a share from 0 to 1, or a count for new_hosts); null with no evidence"),
   current: z.number().nullable().describe("The current version's figure, where the gate compares with it"),

@@ -1,8 +1,8 @@
-// The release gates judged on an evaluation's result (service/release-gates.ts), the hosts a
+// The release gates judged on an evaluation's result (service/release-gates/), the hosts a
 // definition names, and the interval shown beside each per-version rate (service/analytics.ts).
 import { describe, expect, it } from 'vitest';
-import { AgentDefinition, ReleasePolicy, type EvaluationResult } from '@switchboard/contract';
-import { hostsOf, judgeGates, replayNeeded } from '../../server/src/service/release-gates.js';
+import { AgentDefinition, ReleaseGateName, ReleasePolicy, type EvaluationResult } from '@switchboard/contract';
+import { hostsOf, judgeGates, replayNeeded } from '../../server/src/service/release-gates/index.js';
 import { wilson } from '../../server/src/service/analytics.js';
 
 const def = (urls: string[], webhook?: string) =>
@@ -124,5 +124,27 @@ describe('the interval of a rate', () => {
     expect(wilson(800, 1000)).toEqual([0.7741, 0.8236]);
     expect(wilson(0, 5)).toEqual([0, 0.4345]);
     expect(wilson(5, 5)).toEqual([0.5655, 1]);
+  });
+});
+
+describe('the gates registry', () => {
+  it('judges every gate the contract names (but `policy`, which judges the policy itself) when a policy asks for all', () => {
+    const named = ReleaseGateName.options.filter((g) => g !== 'policy').sort();
+    const policy = ReleasePolicy.parse({
+      require: {
+        tests: 'pass',
+        labelled_accuracy: { min: 0.5 },
+        routing_accuracy: { min: 0.5 },
+        replay: { max_changed_outcomes: 0.1, max_changed_capabilities: 0.1, new_hosts: 'forbid' },
+      },
+    });
+    const side = { cross_validation: { total: 0, accuracy: 0 }, labelled: { total: 0, as_reviewed: 0 }, tests: { total: 0, passed: 0, failed: [] } };
+    const result = { draft: side, current: side, replay: null } as unknown as Parameters<typeof judgeGates>[1];
+    const def = { name: 'a', capabilities: [] } as unknown as Parameters<typeof judgeGates>[2]['current'];
+    expect(
+      judgeGates(policy, result, { candidate: def, current: def })
+        .map((g) => g.gate)
+        .sort(),
+    ).toEqual(named);
   });
 });

@@ -18,7 +18,7 @@ import type { AgentRow, StepInput } from '../store/agent-store.js';
 import { evidenceOf, type Evidence, type ReleaseRow, type ReleaseStore } from '../store/release-store.js';
 import type { AgentService } from './agent-service.js';
 import type { EvaluationService } from './evaluations.js';
-import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './release-gates.js';
+import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './release-gates/index.js';
 
 /** Who releases: the API key (null without api_key auth) and the request. */
 export interface Actor {
