@@ -9,16 +9,17 @@ import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../session';
 import { Empty, ErrorBox, Field, Loading, Time } from '../components/ui';
 
-const REASONS: [ReviewReason, string][] = [
-  ['fallback', 'Fell to the fallback'],
-  ['out_of_scope', 'Out of scope'],
-  ['low_margin', 'Small margin'],
-  ['switched', 'Left the flow'],
-  ['rephrased', 'Rephrased'],
-  ['escalated', 'Escalated soon after'],
-  ['slot_failed', 'Slot failed'],
-];
-const LABEL = Object.fromEntries(REASONS) as Record<ReviewReason, string>;
+/** Every reason's label: the compiler asks for one for each reason the contract names. */
+const LABEL: Record<ReviewReason, string> = {
+  fallback: 'Fell to the fallback',
+  out_of_scope: 'Out of scope',
+  low_margin: 'Small margin',
+  switched: 'Left the flow',
+  rephrased: 'Rephrased',
+  escalated: 'Escalated soon after',
+  slot_failed: 'Slot failed',
+};
+const REASONS = Object.entries(LABEL) as [ReviewReason, string][];
 
 type Action = 'add_example' | 'add_out_of_scope' | 'dismiss';
 

@@ -74,15 +74,115 @@ export interface FindingsInput {
   lowMargin: number;
 }
 
+/** A message a finding is about: the turn it was said in, its routing's audit entry, its capability. */
+interface On {
+  turn: number;
+  seq: number | null;
+  message: string;
+  capability: string;
+}
+
+/** What a turn shows, read once from its audit entries; every reason's detector reads this. */
+interface TurnFacts {
+  input: FindingsInput;
+  /** The message as occurrences keep it. */
+  message: string;
+  /** The last routed message before this turn (the conversation's mark), if any. */
+  previous: ReviewMark | null;
+  /** This turn's routing decisions, in order. */
+  routings: { data: RoutingData; on: On }[];
+  /** Whether one of them left a flow for another capability. */
+  switched: boolean;
+  /** The last routed message after this turn. */
+  mark: ReviewMark | null;
+  maxAttempts: AuditDraft | undefined;
+  escalation: AuditDraft | undefined;
+}
+
+type Found = { on: On; detail: Record<string, unknown> };
+
+/** A routing to the fallback that is not a refusal for want of an entitlement, nor a switch. */
+const toFallback = (f: TurnFacts, r: TurnFacts['routings'][number]) =>
+  r.data.reason !== 'switch' && r.on.capability === f.input.agent.fallback.name && r.data.reason !== 'not_entitled';
+const best = (d: RoutingData) => d.candidates?.[0];
+const fellBack = (r: TurnFacts['routings'][number]): Found => ({
+  on: r.on,
+  detail: { routing_reason: r.data.reason ?? null, ...(best(r.data) ? { best: { capability: best(r.data)!.capability, score: best(r.data)!.score } } : {}) },
+});
+
+/**
+ * Every reason a message lands in the inbox, each with what finds it. The compiler asks for an
+ * entry for each reason the contract names (ReviewReason); the console's labels are a Record too.
+ */
+const DETECTORS: Record<ReviewReason, (f: TurnFacts) => Found[]> = {
+  fallback: (f) => f.routings.filter((r) => toFallback(f, r) && r.data.reason !== 'out_of_scope').map(fellBack),
+  out_of_scope: (f) => f.routings.filter((r) => toFallback(f, r) && r.data.reason === 'out_of_scope').map(fellBack),
+  low_margin: (f) =>
+    f.routings.flatMap((r) => {
+      const d = r.data;
+      if (d.reason === 'switch' || toFallback(f, r) || d.strategy !== 'classifier' || !d.candidates || d.candidates.length < 2) return [];
+      const [first, second] = d.candidates;
+      const margin = Math.round((first.score - second.score) * 10_000) / 10_000;
+      return margin < f.input.lowMargin ? [{ on: r.on, detail: { margin, second: { capability: second.capability, score: second.score } } }] : [];
+    }),
+  switched: (f) =>
+    f.previous
+      ? f.routings
+          .filter((r) => r.data.reason === 'switch')
+          .map((r) => ({ on: f.previous!, detail: { from: f.previous!.capability, to: r.on.capability, switch_message: f.message } }))
+      : [],
+  // The previous message, routed to a capability, said again right after the reply.
+  rephrased: (f) =>
+    !f.switched &&
+    f.previous &&
+    f.previous.turn === f.input.turnIndex - 2 &&
+    f.previous.capability !== f.input.agent.fallback.name &&
+    rephrases(f.previous.message, f.message)
+      ? [{ on: f.previous, detail: { next_message: f.message } }]
+      : [],
+  slot_failed: (f) =>
+    f.maxAttempts
+      ? [
+          {
+            on: { turn: f.input.turnIndex, seq: null, message: f.message, capability: f.input.priorCapability ?? f.input.agent.fallback.name },
+            detail: { error: (f.maxAttempts.data as { message?: string }).message ?? null },
+          },
+        ]
+      : [],
+  escalated: (f) => {
+    if (!f.escalation || !f.mark || f.maxAttempts) return [];
+    const why = (f.escalation.data as { reason?: string }).reason ?? null;
+    const after = (f.input.turnIndex - f.mark.turn) / 2;
+    // A flow that ends escalated in the very turn that routed to it is a hand-off by design (talk to a person).
+    const designed = after === 0 && why === 'flow_end';
+    return !designed && after <= ESCALATION_TURNS ? [{ on: f.mark, detail: { escalation_reason: why, turns_after: after } }] : [];
+  },
+};
+
 /** The turn's findings, and the mark the conversation keeps for the next turns (null: none). */
 export function reviewFindings(i: FindingsInput): { findings: ReviewFinding[]; mark: ReviewMark | null } {
   const { agent, audit } = i;
   const message = i.message.slice(0, REVIEW_MESSAGE_CHARS);
   const previous = i.priorFlow?.review ?? null;
-  let mark: ReviewMark | null = previous;
-  const findings: ReviewFinding[] = [];
-  const find = (reason: ReviewReason, on: { turn: number; seq: number | null; message: string; capability: string }, detail: Record<string, unknown>) =>
-    findings.push({
+  const routings = [...audit.entries()]
+    .filter(([, a]) => a.type === 'routing_decision')
+    .map(([k, a]) => {
+      const data = a.data as RoutingData;
+      return { data, on: { turn: i.turnIndex, seq: i.priorAuditSeq + k + 1, message, capability: data.selected?.capability ?? agent.fallback.name } };
+    });
+  const last = routings.at(-1);
+  const facts: TurnFacts = {
+    input: i,
+    message,
+    previous,
+    routings,
+    switched: routings.some((r) => r.data.reason === 'switch'),
+    mark: last ? { turn: last.on.turn, seq: last.on.seq, capability: last.on.capability, message, version: agent.version } : previous,
+    maxAttempts: audit.find((a) => a.type === 'error' && (a.data as { code?: string }).code === 'max_attempts'),
+    escalation: audit.find((a) => a.type === 'status_change' && (a.data as { to?: string }).to === 'escalated'),
+  };
+  const findings = (Object.entries(DETECTORS) as [ReviewReason, (f: TurnFacts) => Found[]][]).flatMap(([reason, detect]) =>
+    detect(facts).map(({ on, detail }): ReviewFinding => ({
       reason,
       groupKey: groupKey(reason, on.message),
       turnIndex: on.turn,
@@ -92,54 +192,8 @@ export function reviewFindings(i: FindingsInput): { findings: ReviewFinding[]; m
       version: agent.version,
       detail,
       at: i.now,
-    });
-
-  let switched = false;
-  for (const [k, a] of audit.entries()) {
-    if (a.type !== 'routing_decision') continue;
-    const d = a.data as RoutingData;
-    const selected = d.selected?.capability ?? agent.fallback.name;
-    const seq = i.priorAuditSeq + k + 1;
-    const here = { turn: i.turnIndex, seq, message, capability: selected };
-    if (d.reason === 'switch') {
-      switched = true;
-      if (previous) find('switched', previous, { from: previous.capability, to: selected, switch_message: message });
-    } else if (selected === agent.fallback.name && d.reason !== 'not_entitled') {
-      const best = d.candidates?.[0];
-      find(d.reason === 'out_of_scope' ? 'out_of_scope' : 'fallback', here, {
-        routing_reason: d.reason ?? null,
-        ...(best ? { best: { capability: best.capability, score: best.score } } : {}),
-      });
-    } else if (d.strategy === 'classifier' && d.candidates && d.candidates.length > 1) {
-      const [first, second] = d.candidates;
-      const margin = Math.round((first.score - second.score) * 10_000) / 10_000;
-      if (margin < i.lowMargin) find('low_margin', here, { margin, second: { capability: second.capability, score: second.score } });
-    }
-    mark = { turn: i.turnIndex, seq, capability: selected, message, version: agent.version };
-  }
-
-  // The previous message, routed to a capability, said again right after the reply.
-  if (!switched && previous && previous.turn === i.turnIndex - 2 && previous.capability !== agent.fallback.name && rephrases(previous.message, message)) {
-    find('rephrased', previous, { next_message: message });
-  }
-
-  const maxAttempts = audit.find((a) => a.type === 'error' && (a.data as { code?: string }).code === 'max_attempts');
-  if (maxAttempts) {
-    find(
-      'slot_failed',
-      { turn: i.turnIndex, seq: null, message, capability: i.priorCapability ?? agent.fallback.name },
-      { error: (maxAttempts.data as { message?: string }).message ?? null },
-    );
-  }
-
-  const escalation = audit.find((a) => a.type === 'status_change' && (a.data as { to?: string }).to === 'escalated');
-  if (escalation && mark && !maxAttempts) {
-    const why = (escalation.data as { reason?: string }).reason ?? null;
-    const after = (i.turnIndex - mark.turn) / 2;
-    // A flow that ends escalated in the very turn that routed to it is a hand-off by design (talk to a person).
-    const designed = after === 0 && why === 'flow_end';
-    if (!designed && after <= ESCALATION_TURNS) find('escalated', mark, { escalation_reason: why, turns_after: after });
-  }
+    })),
+  );
   // After an escalation, the conversation is a person's: nothing later counts against the routing.
-  return { findings, mark: escalation ? null : mark };
+  return { findings, mark: facts.escalation ? null : facts.mark };
 }

@@ -11,7 +11,10 @@ function accuracyGate(name: Name, what: string, figures: (r: GateInput['result']
       const rule = require[name];
       if (!rule) return null;
       const { fig, cur, evidence } = figures(result);
-      const bounds = [rule.min !== undefined ? `at least ${pct(rule.min)}` : null, rule.no_regression && cur !== null ? `not below the current ${pct(cur)}` : null]
+      const bounds = [
+        rule.min !== undefined ? `at least ${pct(rule.min)}` : null,
+        rule.no_regression && cur !== null ? `not below the current ${pct(cur)}` : null,
+      ]
         .filter(Boolean)
         .join(', ');
       const passed = evidence === 0 || fig === null || ((rule.min === undefined || fig >= rule.min) && (!rule.no_regression || cur === null || fig >= cur));

@@ -46,5 +46,7 @@ export const changedCapabilitiesGate = changedGate('capability', 'max_changed_ca
 export const replaySizeWeakenings = (current: { replay?: { conversations: number } }, next: { replay?: { conversations: number } }): string[] => {
   if (!current.replay) return [];
   if (!next.replay) return ['it drops replay'];
-  return next.replay.conversations < current.replay.conversations ? [`replay.conversations goes from ${current.replay.conversations} to ${next.replay.conversations}`] : [];
+  return next.replay.conversations < current.replay.conversations
+    ? [`replay.conversations goes from ${current.replay.conversations} to ${next.replay.conversations}`]
+    : [];
 };
