@@ -43,3 +43,12 @@ export function compileBounded(source: string, flags = 0): RE2JS {
   }
   return re;
 }
+
+/**
+ * A slot pattern on RE2JS, a linear-time engine: no pattern can backtrack, whatever the user
+ * sends. Matching is a search (like RegExp.test); anchor with ^ and $ for a whole-message match.
+ */
+export function compilePattern(source: string): { test(text: string): boolean } {
+  const re = compileBounded(source);
+  return { test: (text) => re.matcher(text).find() };
+}
