@@ -2,13 +2,15 @@
 // the writer within one turn of the event loop go in one statement, and each must come out as it
 // would alone: refused on its own conditions, its rows only when it applied, its counters added
 // up, and a fault of one write failing that write only. Two apps on one database stand for two
-// replicas; a third writes every turn alone, the reference the batches must match.
+// replicas; a third writes every turn alone, the reference the batches must match. Where a test
+// needs a batch, the writer gathers the calls' writes (`writer.gather(n)`), so that the batch
+// forms however the event loop interleaves them.
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
-import { batchStatement } from '../../server/src/store/postgres-writer.js';
+import { batchStatement } from '../../server/src/store/postgres-sql.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';
@@ -68,7 +70,9 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     });
   }
 
-  const batches = (d: Database) => ({ ...(d.writer.batches ?? { writes: NaN, statements: NaN }) });
+  const batches = (d: Database) => ({ ...(d.writer.batches ?? { writes: NaN, statements: NaN, refused: NaN }) });
+  /** The next `n` writes of `d`'s writer go in one batch. */
+  const gather = (d: Database, n: number) => d.writer.gather!(n);
   const messagesOf = async (slug: string, id: string) =>
     (
       (
@@ -111,6 +115,7 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     const ids = await begin(app, 'echo', 12);
     const before = batches(db);
     const messages = ids.map((_, i) => `m${i}`);
+    gather(db, 12);
     const results = await together(app, 'echo', ids, messages);
     expect(results.map((r) => (r.status === 'fulfilled' ? r.value.response.message : String(r.reason)))).toEqual(messages.map((m) => `You said: ${m}`));
     const after = batches(db);
@@ -126,6 +131,7 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     }
     // And the next call on each goes on from the rows the batch kept, without a read.
     const kept = db.writer.kept!.tallies.kept;
+    gather(db, 12);
     const next = await together(
       app,
       'echo',
@@ -141,19 +147,18 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     // Connections for every agent read at once, so that no read waits for one to be opened.
     await Promise.all(Array.from({ length: 12 }, () => db.knex.raw('select pg_sleep(0.05)')));
     const before = batches(db);
+    gather(db, 9);
     const ids = await beginTogether(app, 'echo', 9);
     expect(new Set(ids).size).toBe(9);
-    // Each new conversation reads its agent first, so they reach the writer as those reads come
-    // back: several at a time, not all nine at once.
     const after = batches(db);
-    expect(after.writes - before.writes).toBeGreaterThanOrEqual(2);
-    expect(after.statements - before.statements).toBeGreaterThanOrEqual(1);
+    expect([after.writes - before.writes, after.statements - before.statements]).toEqual([9, 1]);
     for (const id of ids) {
       expect(await messagesOf('echo', id)).toEqual(['user: echo this', 'agent: Say something.']);
       expect((await verify('echo', id)).valid).toBe(true);
     }
     // Their rows were kept: the next calls, together again, read nothing.
     const kept = db.writer.kept!.tallies.kept;
+    gather(db, 9);
     const next = await together(
       app,
       'echo',
@@ -169,14 +174,16 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     await request(app.app).put('/api/v1/agents/counted').set(T).send(echoAgent).expect(200);
     await request(app.app).put('/api/v1/agents/counted-alone').set(T).send(echoAgent).expect(200);
     const before = batches(db);
+    gather(db, 6);
     const [batched, unbatched] = [await beginTogether(app, 'counted', 6), await beginTogether(single, 'counted-alone', 6)];
     for (let round = 0; round < 2; round++) {
       const messages = batched.map((_, i) => `n${round}.${i}`);
+      gather(db, 6);
       await together(app, 'counted', batched, messages);
       await together(single, 'counted-alone', unbatched, messages);
     }
-    // Twice six turns in batches (and new conversations too, as their agents' reads came back).
-    expect(batches(db).writes - before.writes).toBeGreaterThanOrEqual(12);
+    // Six new conversations and twice six turns, in three batches.
+    expect([batches(db).writes - before.writes, batches(db).statements - before.statements]).toEqual([18, 3]);
     const counters = async (slug: string) => {
       const agent = await db.knex('agents').where({ tenant_id: 'acme', slug }).first('id');
       const rows = await db
@@ -201,7 +208,10 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     await request(other.app).post('/api/v1/agents/echo/converse').set(T).send({ message: 'elsewhere', conversation_id: ids[3] }).expect(200);
     const stale = db.writer.kept!.tallies.stale;
     const messages = ids.map((_, i) => `s${i}`);
+    const before = batches(db);
+    gather(db, 6);
     const results = await together(app, 'echo', ids, messages);
+    expect(batches(db).statements - before.statements).toBe(1);
     expect(results.map((r) => (r.status === 'fulfilled' ? r.value.response.message : String(r.reason)))).toEqual(messages.map((m) => `You said: ${m}`));
     expect(db.writer.kept!.tallies.stale - stale).toBe(1);
     expect((await messagesOf('echo', ids[3])).slice(-4)).toEqual(['user: elsewhere', 'agent: You said: elsewhere', 'user: s3', 'agent: You said: s3']);
@@ -212,6 +222,8 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     const ids = await begin(app, 'echo', 8);
     // The other process reads the rows first, so that both work from rows of the same version.
     for (const id of ids) await request(other.app).get(`/api/v1/agents/echo/conversations/${id}`).set(T).expect(200);
+    gather(db, 8);
+    gather(second, 8);
     const [mine, theirs] = await Promise.all([
       together(
         app,
@@ -246,11 +258,12 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
     try {
       const before = batches(db);
       const messages = ids.map((_, i) => (i === 2 ? 'refuse me' : `f${i}`));
+      gather(db, 5);
       const results = await together(app, 'echo', ids, messages);
       expect(results.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
       expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/refused by the test/);
-      // The batch wrote nothing; each write then went alone.
-      expect(batches(db).statements - before.statements).toBe(0);
+      // The batch was refused whole and wrote nothing; each write then went alone.
+      expect([batches(db).refused - before.refused, batches(db).statements - before.statements]).toEqual([1, 0]);
       for (const [i, id] of ids.entries()) {
         const turns = await messagesOf('echo', id);
         if (i === 2) expect(turns).toEqual(['user: echo this', 'agent: Say something.']);
@@ -273,6 +286,7 @@ describe.skipIf(!postgres)(`turn writes in batches${PG_URL ? '' : ' (SKIPPED: se
       begin if new.message = 'slow' then perform pg_sleep(10); end if; return new; end $$`);
     await db.knex.raw('create trigger slow_turn before insert on turns for each row execute function slow_turn()');
     try {
+      gather(db, 3);
       const pending = together(app, 'echo', ids, ['slow', 'b', 'c']);
       let killed = false;
       for (let i = 0; i < 100 && !killed; i++) {

@@ -8,8 +8,10 @@ import type { WriteRows } from './turn-rows.js';
 export interface TurnWriter {
   /** PostgreSQL: the rows this process wrote last, which spare the next call on a conversation its read (kept-rows.ts). */
   readonly kept?: { readonly tallies: { kept: number; database: number; stale: number }; readonly bytes: number };
-  /** PostgreSQL: turn writes that went in batches of several, and the statements that carried them (postgres-writer.ts). */
-  readonly batches?: { readonly writes: number; readonly statements: number };
+  /** PostgreSQL: turn writes that went in batches of several, the statements that carried them, and the batches refused whole (postgres-writer.ts). */
+  readonly batches?: { readonly writes: number; readonly statements: number; readonly refused: number };
+  /** PostgreSQL: the next `n` turn writes go in one flush (a test's seam; postgres-writer.ts). */
+  gather?(n: number): void;
   /** The agent named by a slug, archived or not: the first read of every converse call. */
   agentBySlug(tenantId: string, slug: string): Promise<AgentTableRow | undefined>;
   /**
