@@ -1,6 +1,8 @@
-// Clients generated from the committed openapi.json by two generators, as a team that does not
-// use our typed client would make them: openapi-typescript's types with openapi-fetch, and
-// @hey-api/openapi-ts's whole fetch client. Each is compiled with a strict consumer
+// Clients generated from the committed openapi.json by three generators, as a team that does not
+// use our typed client would make them: openapi-typescript's types with openapi-fetch,
+// @hey-api/openapi-ts's whole fetch client, and openapi-zod-client's Zod schemas with its Zodios
+// client (which parses every answer with the schemas, so a response the document does not
+// describe fails the call). Each is compiled with a strict consumer
 // (`strict`, `skipLibCheck: false`, so the generated code is checked too) that holds the README's
 // conversation against a listening server, reads its history, narrows audit entries by `type`
 // and reads a routing decision's candidates and a status change's `to`; then it runs.
@@ -10,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createClient } from '@hey-api/openapi-ts';
+import { generateZodClientFromOpenAPI } from 'openapi-zod-client';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../server/src/app.js';
@@ -62,6 +65,29 @@ for (const e of entries) {
 }
 const status: string = second.data.state.status;
 console.log(JSON.stringify({ reply: second.data.response.message, status, turns: history.data.turns.length, candidates, statuses }));
+`;
+
+const ZOD_CONSUMER = `import { createApiClient, schemas } from './zod/client.js';
+
+const slug = 'acme-support';
+const api = createApiClient(process.env.BASE_URL!, { validate: 'all' });
+const config = { params: { slug }, headers: { 'tenant-id': 'demo' } };
+const first = await api.converse({ message: 'where is my order?', context: { version: 'v1', context: { identity: { user_id: 'u-42' } } } }, config);
+const id: string = first.conversation_id;
+const second = await api.converse({ message: '100001', conversation_id: id }, config);
+const history = await api.getHistory({ ...config, params: { slug, id } });
+const audit = await api.getAuditLogs({ ...config, params: { slug, id }, queries: { limit: 100 } });
+const candidates: string[] = [];
+const statuses: string[] = [];
+for (const e of audit.data) {
+  if (e.type === 'routing_decision') candidates.push(...e.data.candidates.map((c) => c.capability));
+  else if (e.type === 'status_change') statuses.push(e.data.to);
+}
+// The exported schemas parse what the service answered, and refuse what it would not.
+schemas.Conversation.parse(history);
+if (schemas.ConverseResponse.safeParse({ ...second, state: { status: 'lost' } }).success) throw new Error('a status the document does not allow was accepted');
+const status: string = second.state.status;
+console.log(JSON.stringify({ reply: second.response.message, status, turns: history.turns.length, candidates, statuses }));
 `;
 
 describe('clients generated from openapi.json', () => {
@@ -137,5 +163,16 @@ describe('clients generated from openapi.json', () => {
       logs: { level: 'silent' },
     });
     expectTheConversation(await compileAndRun('hey-api', { 'main.ts': HEY_API_CONSUMER }, ['*.ts', 'hey/**/*.ts']));
+  }, 120_000);
+
+  it('openapi-zod-client (Zod schemas and a Zodios client): compiles strictly, parses every answer and holds the conversation', async () => {
+    const at = join(dir, 'zod-client');
+    mkdirSync(join(at, 'zod'), { recursive: true });
+    await generateZodClientFromOpenAPI({
+      openApiDoc: JSON.parse(readFileSync(DOCUMENT, 'utf8')),
+      distPath: join(at, 'zod', 'client.ts'),
+      options: { shouldExportAllSchemas: true, withAlias: true },
+    });
+    expectTheConversation(await compileAndRun('zod-client', { 'main.ts': ZOD_CONSUMER }, ['*.ts', 'zod/*.ts']));
   }, 120_000);
 });

@@ -61,8 +61,12 @@ function to31(node: unknown): unknown {
   for (const [k, v] of Object.entries(node)) out[k] = to31(v);
   if (out.nullable === true) {
     delete out.nullable;
-    // An enum lists every allowed value: a nullable one must list null too.
-    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...(out.enum as unknown[]), null];
+    // A nullable enum is one of its values or null: an enum that listed null beside a type array
+    // would be right too, but generators (openapi-zod-client) then put null among the enum's strings.
+    if (Array.isArray(out.enum)) {
+      const { description, ...rest } = out;
+      return { ...(description ? { description } : {}), anyOf: [rest, { type: 'null' }] };
+    }
     if (typeof out.type === 'string') out.type = [out.type, 'null'];
     else if (Array.isArray(out.type)) out.type = [...new Set([...(out.type as unknown[]), 'null'])];
     else {
