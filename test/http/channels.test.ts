@@ -463,6 +463,108 @@ eachDatabase('channels on $name', (database) => {
     expect(callsOf('whatsapp').length).toBe(before + 2);
   });
 
+  /** An SMS from a number of its own, so that each test has its own user and conversation. */
+  const smsFrom = (from: string, n: number, text: string): Hook => {
+    const params = twilioMessage(`SM${n.toString(16).padStart(32, 'c')}`, from, text);
+    return { type: 'application/x-www-form-urlencoded', body: new URLSearchParams(params).toString(), headers: (url) => twilioHeaders(url, params) };
+  };
+  const lastDelivery = async (kind: Provider) =>
+    (await api().get(`/api/v1/agents/helpdesk/channel-deliveries?channel=${kind}&limit=1`).set('tenant-id', TENANT).expect(200)).body.data[0] as Record<
+      string,
+      unknown
+    >;
+
+  it('fails a reply the provider refuses for good (a 400) at its first attempt, and calls no more', async () => {
+    providers.failNext('sms', { status: 400, body: { code: 21211, message: "The 'To' number is not a valid phone number." } });
+    await post('sms', smsFrom('+14155550161', 1, 'hello')).expect(200);
+    await ctx.app.channels.runOnce();
+    expect(await lastDelivery('sms')).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      last_status: 400,
+      last_error: "21211: The 'To' number is not a valid phone number.",
+    });
+    const calls = callsOf('sms').length;
+    clock.advance(3_600_000);
+    await ctx.app.channels.runOnce();
+    expect(callsOf('sms').length).toBe(calls);
+  });
+
+  it('gives a reply up after its last backoff, when every attempt failed', async () => {
+    for (let i = 0; i < 8; i++) providers.failNext('sms', { status: 503, body: { code: 20503, message: 'Service Unavailable' } });
+    await post('sms', smsFrom('+14155550162', 2, 'hello')).expect(200);
+    await ctx.app.channels.runOnce();
+    const attempts: unknown[] = [];
+    for (let i = 0; i < 10; i++) {
+      const d = await lastDelivery('sms');
+      attempts.push(d.attempts);
+      if (d.status !== 'pending') break;
+      clock.advance(1_800_001);
+      await ctx.app.channels.runOnce();
+    }
+    // Seven backoffs, so eight attempts, then no more.
+    expect(await lastDelivery('sms')).toMatchObject({ status: 'failed', attempts: 8, last_status: 503 });
+    expect(attempts).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  it('holds the replies of a paused channel and sends them once it is resumed', async () => {
+    await post('sms', smsFrom('+14155550163', 3, 'hello')).expect(200);
+    await ctx.app.channels.runOnce();
+    const list = await api().get('/api/v1/agents/helpdesk/conversations?channel=sms').set('tenant-id', TENANT).expect(200);
+    const conversation = list.body.data.find((c: { user_id: string }) => c.user_id === 'sms:+14155550163') as { id: string };
+    await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'paused' }).expect(200);
+    const before = callsOf('sms').length;
+    try {
+      // A person's reply while the channel is paused: queued, not sent.
+      await api()
+        .post(`/api/v1/agents/helpdesk/conversations/${conversation.id}/messages`)
+        .set('tenant-id', TENANT)
+        .send({ message: 'A colleague here: held for now.' })
+        .expect(201);
+      await ctx.app.channels.runOnce();
+      clock.advance(120_000);
+      await ctx.app.channels.runOnce();
+      expect(callsOf('sms').length).toBe(before);
+      expect(await lastDelivery('sms')).toMatchObject({ status: 'pending', attempts: 0 });
+    } finally {
+      await api().patch('/api/v1/agents/helpdesk/channels/sms').set('tenant-id', TENANT).send({ status: 'active' }).expect(200);
+    }
+    clock.advance(61_000);
+    await ctx.app.channels.runOnce();
+    expect(
+      callsOf('sms')
+        .slice(before)
+        .map((c) => String(c.body.Body)),
+    ).toEqual(['A colleague here: held for now.']);
+    expect(await lastDelivery('sms')).toMatchObject({ status: 'sent', attempts: 1 });
+  });
+
+  it('answers 404 for a channel whose stored credentials no longer decrypt, says so in the log, and lists the channel still', async () => {
+    const store = ctx.app.channels['deps'].store;
+    const [row] = await store.knex('channels').where({ id: hookIds.sms }).select('credentials');
+    const sealed = JSON.parse(row.credentials as string) as Record<string, unknown>;
+    // The ciphertext altered: its authentication tag no longer matches.
+    const altered = Object.fromEntries(
+      Object.entries(sealed).map(([k, v]) => [k, typeof v === 'string' && v.length > 8 ? `${v.slice(0, -4)}${v.endsWith('AAAA') ? 'BBBB' : 'AAAA'}` : v]),
+    );
+    await store
+      .knex('channels')
+      .where({ id: hookIds.sms })
+      .update({ credentials: JSON.stringify(altered) });
+    try {
+      const logged = ctx.logs.length;
+      await post('sms', smsFrom('+14155550164', 4, 'hello')).expect(404);
+      expect(ctx.logs.slice(logged).join('')).toMatch(/stored channel credentials do not decrypt/);
+      const list = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
+      expect(list.body.data.map((c: { channel: string }) => c.channel)).toContain('sms');
+    } finally {
+      await store.knex('channels').where({ id: hookIds.sms }).update({ credentials: row.credentials });
+    }
+    await post('sms', smsFrom('+14155550164', 5, 'hello')).expect(200);
+    await ctx.app.channels.runOnce();
+    expect(await lastDelivery('sms')).toMatchObject({ status: 'sent' });
+  });
+
   it('holds a user’s messages back after a passing failure of the turn, then answers them', async () => {
     const conversations = ctx.app.conversations;
     const real = conversations.converse.bind(conversations);
@@ -472,19 +574,21 @@ eachDatabase('channels on $name', (database) => {
       return real(call);
     };
     try {
-      const before = callsOf('whatsapp').length;
+      // This user's replies only: other tests' deliveries may be due as the clock moves.
+      const mine = () => callsOf('whatsapp').filter((c) => c.body.to === '16315551177');
+      const before = mine().length;
       const body = json(whatsappMessage('wamid.passing1', '16315551177', { type: 'text', text: { body: 'hello' } }));
       await post('whatsapp', { type: 'application/json', body, headers: () => whatsappHeaders(body) }).expect(200);
       await ctx.app.channels.runOnce();
       await ctx.app.channels.runOnce();
       // Not tried again at once, by this process or another.
-      expect(callsOf('whatsapp').length).toBe(before);
+      expect(mine().length).toBe(before);
       const row = await ctx.app.channels['deps'].store.knex('channel_inbound').where({ message_key: 'wamid.passing1' }).first();
       expect(row).toMatchObject({ status: 'pending', attempts: 1 });
       clock.advance(6000);
       await ctx.app.channels.runOnce();
-      expect(callsOf('whatsapp').length).toBe(before + 1);
-      expect(script('whatsapp').read(callsOf('whatsapp').at(-1)!).text).toContain('Hello!');
+      expect(mine().length).toBe(before + 1);
+      expect(script('whatsapp').read(mine().at(-1)!).text).toContain('Hello!');
     } finally {
       conversations.converse = real;
     }
@@ -608,6 +712,39 @@ describe('a channel behind PUBLIC_URL with a path', () => {
       .set(twilioHeaders(url, params))
       .send(new URLSearchParams(params).toString())
       .expect(200);
+  });
+
+  it("limits one channel's inbound messages a minute (429 with retry-after), and the other channels keep theirs", async () => {
+    const created = await databases[0].create();
+    const base = testConfig({ publicUrl: PUBLIC_URL, secretsKey: randomBytes(32) });
+    const limited = createApp({ ...base, channels: { ...base.channels, inboundPerMinute: 2 } }, { db: created.db, logger: pino({ level: 'silent' }) });
+    try {
+      await request(limited.app).put('/api/v1/agents/helpdesk').set('tenant-id', TENANT).send(helpdesk).expect(200);
+      await request(limited.app).put('/api/v1/agents/other').set('tenant-id', TENANT).send(helpdesk).expect(200);
+      const connect = async (slug: string) =>
+        String(
+          (await request(limited.app).put(`/api/v1/agents/${slug}/channels/sms`).set('tenant-id', TENANT).send({ credentials: CREDS.sms }).expect(200)).body
+            .webhook_url,
+        );
+      const [busy, quiet] = [await connect('helpdesk'), await connect('other')];
+      const send = (url: string, n: number) => {
+        const params = twilioMessage(`SM${n.toString(16).padStart(32, 'd')}`, '+14155550171', 'hello');
+        return request(limited.app)
+          .post(new URL(url).pathname)
+          .set('content-type', 'application/x-www-form-urlencoded')
+          .set(twilioHeaders(url, params))
+          .send(new URLSearchParams(params).toString());
+      };
+      expect([(await send(busy, 1)).status, (await send(busy, 2)).status]).toEqual([200, 200]);
+      const refused = await send(busy, 3);
+      expect(refused.status).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(await created.db.knex('channel_inbound').where({ message_key: `SM${(3).toString(16).padStart(32, 'd')}` })).toHaveLength(0);
+      expect((await send(quiet, 4)).status).toBe(200);
+    } finally {
+      await limited.close();
+      await created.drop();
+    }
   });
 
   it('says why a channel cannot be connected without SECRETS_KEY', async () => {
