@@ -152,6 +152,10 @@ describe('openapi.json', () => {
         for (const [status, r] of Object.entries(op.responses))
           if (status.startsWith('2') && r.content?.['application/json'] && !('$ref' in r.content['application/json'].schema)) inline.push(op.operationId);
     expect(inline).toEqual([]);
+    // Each component is the export of its name: the reply's Option, the definition's OptionDef.
+    expect(doc.components.schemas.ConverseResponse.properties.response.properties.options.items).toEqual({ $ref: '#/components/schemas/Option' });
+    expect(Object.keys(doc.components.schemas.OptionDef.properties)).toEqual(expect.arrayContaining(Object.keys(doc.components.schemas.Option.properties)));
+    expect(doc.components.schemas.OptionDef).not.toEqual(doc.components.schemas.Option);
     // Every page wrapper is a component of its own.
     for (const name of ['ConversationPage', 'VersionPage', 'ReleasePage', 'ChannelList', 'KeyList', 'JobStarted'])
       expect(doc.components.schemas, name).toHaveProperty(name);

@@ -27,17 +27,29 @@ const { generateSchema } = requireFromTsRest('@anatine/zod-openapi') as { genera
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string; license: string };
 
 /**
- * Schemas that become components: every schema the contract exports that describes an object (or
- * a union of objects), named by its export (a definition part's name without its `Def`). Query,
+ * Schemas that become components, each as the JSON it answers with and, where it differs, the
+ * JSON it accepts (`…Input`): every schema the contract exports that describes an object (or a
+ * union of objects), named by its export (a definition part's name without its `Def`, unless
+ * another export has that name). Query,
  * header and path-parameter schemas become parameters instead. Where two exports have one shape,
- * the first in the contract's export order names it.
+ * the first in the contract's export order names it. Generated once per process, on first use.
  */
-const NAMED: Record<string, ZodTypeAny> = Object.fromEntries(
-  Object.entries(c)
+let namedForms: (readonly [string, Json])[] | undefined;
+function named(): (readonly [string, Json])[] {
+  namedForms ??= Object.entries(c)
     .filter(([name, v]) => /^[A-Z]/.test(name) && v instanceof ZodType && !/(Query|Headers|Params)$/.test(name))
-    .map(([name, v]) => [name.replace(/Def$/, ''), v as ZodTypeAny] as const)
-    .filter(([, z]) => describesObjects(to31(generateSchema(z, true)) as Json)),
-);
+    .flatMap(([exported, v]) => {
+      const z = v as ZodTypeAny;
+      // `OptionDef` keeps its suffix: `Option` is the reply's option, exported under that name.
+      const bare = exported.replace(/Def$/, '');
+      const name = bare !== exported && bare in c ? exported : bare;
+      const output = to31(generateSchema(z, true)) as Json;
+      if (!describesObjects(output)) return [];
+      const input = to31(generateSchema(z, false)) as Json;
+      return canonical(output) === canonical(input) ? [[name, output] as const] : [[name, output] as const, [`${name}Input`, input] as const];
+    });
+  return namedForms;
+}
 
 /** Whether a generated schema is an object or a union of objects (what deserves a name). */
 function describesObjects(s: Json): boolean {
@@ -109,13 +121,7 @@ function nameSchemas(doc: Json): Json {
     return out;
   };
   // Smaller schemas first, so that larger ones refer to them.
-  const forms = Object.entries(NAMED)
-    .flatMap(([name, z]) => {
-      const output = to31(generateSchema(z, true)) as Json;
-      const input = to31(generateSchema(z, false)) as Json;
-      return canonical(output) === canonical(input) ? [[name, output] as const] : [[name, output] as const, [`${name}Input`, input] as const];
-    })
-    .sort((a, b) => JSON.stringify(a[1]).length - JSON.stringify(b[1]).length);
+  const forms = [...named()].sort((a, b) => JSON.stringify(a[1]).length - JSON.stringify(b[1]).length);
   for (const [name, schema] of forms) {
     const named = replace(schema, name) as Json;
     components[name] = named;

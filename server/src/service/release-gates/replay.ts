@@ -1,7 +1,7 @@
 // `replay.max_changed_outcomes` and `replay.max_changed_capabilities`: of the newest recorded
 // conversations replayed against the candidate, how many ended otherwise or were routed elsewhere.
 // A conversation the candidate could not replay counts as changed: nothing shows it is not.
-import { pct, share, type Gate } from './gate.js';
+import { pct, share, type Gate, type Require } from './gate.js';
 
 function changedGate(
   k: 'outcome' | 'capability',
@@ -43,7 +43,7 @@ export const changedOutcomesGate = changedGate('outcome', 'max_changed_outcomes'
 export const changedCapabilitiesGate = changedGate('capability', 'max_changed_capabilities', 'replay_changed_capabilities', 'routed elsewhere');
 
 /** What the replay itself asks (the gates above read its figures): how many conversations it covers. */
-export const replaySizeWeakenings = (current: { replay?: { conversations: number } }, next: { replay?: { conversations: number } }): string[] => {
+export const replaySizeWeakenings = (current: Require, next: Require): string[] => {
   if (!current.replay) return [];
   if (!next.replay) return ['it drops replay'];
   return next.replay.conversations < current.replay.conversations
