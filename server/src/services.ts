@@ -46,7 +46,7 @@ import { ReleaseStore } from './store/release-store.js';
 import { SecretStore } from './store/secret-store.js';
 import { WebhookStore } from './store/webhook-store.js';
 import { ChannelStore } from './store/channel-store.js';
-import { ChannelService } from './service/channels.js';
+import { ChannelService } from './service/channels/service.js';
 
 /** What the metrics read of Knex's connection pool (tarn). */
 interface TarnPool {
@@ -229,7 +229,13 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     detail: (t, s, i) => conversationReads.detail(t, s, i),
     maxTurns: config.maxTurnsPerConversation,
   });
-  const webhooks = new WebhookDispatcher(deps.db, clock, { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency }, logger);
+  const webhooks = new WebhookDispatcher(
+    deps.db,
+    clock,
+    { allowedHosts: config.actionAllowedHosts, secrets, concurrency: config.webhookConcurrency },
+    logger,
+    (q, o) => metrics.outboxAttempt(q, o),
+  );
   const sweeper = new Sweeper(lifecycle, logger);
   const widget = new WidgetService({ keys, agents, conversations, conversationReads, streams, secrets, limits, clock, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });

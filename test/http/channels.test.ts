@@ -10,7 +10,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { createApp, type App } from '../../server/src/app.js';
-import { chosen } from '../../server/src/service/channels.js';
+import { chosen } from '../../server/src/service/channels/inbound.js';
 import { UnavailableError } from '../../server/src/errors.js';
 import { splitText } from '../../server/src/channels/adapter.js';
 import { twilioSignature } from '../../server/src/channels/sms/adapter.js';
@@ -539,9 +539,10 @@ eachDatabase('channels on $name', (database) => {
     expect(await lastDelivery('sms')).toMatchObject({ status: 'sent', attempts: 1 });
   });
 
-  it('answers 404 for a channel whose stored credentials no longer decrypt, says so in the log, and lists the channel still', async () => {
+  it("answers 404 for a channel whose stored credentials no longer decrypt, says so in the log and in a reply's delivery, and lists the channel still", async () => {
     const store = ctx.app.channels['deps'].store;
-    const [row] = await store.knex('channels').where({ id: hookIds.sms }).select('credentials');
+    const [row] = await store.knex('channels').where({ id: hookIds.sms }).select('credentials', 'agent_id');
+    const sent = await lastDelivery('sms');
     const sealed = JSON.parse(row.credentials as string) as Record<string, unknown>;
     // The ciphertext altered: its authentication tag no longer matches.
     const altered = Object.fromEntries(
@@ -557,6 +558,21 @@ eachDatabase('channels on $name', (database) => {
       expect(ctx.logs.slice(logged).join('')).toMatch(/stored channel credentials do not decrypt/);
       const list = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
       expect(list.body.data.map((c: { channel: string }) => c.channel)).toContain('sms');
+      // A reply queued meanwhile fails, and says why: not "channel removed", since it is not.
+      await store.enqueue({
+        tenantId: TENANT,
+        agentId: row.agent_id as string,
+        channelId: hookIds.sms,
+        kind: 'sms',
+        conversationId: sent.conversation_id as string,
+        userKey: '+14155550164',
+        source: 'operator',
+        sourceKey: 'op:unreadable',
+        calls: [{ method: 'Messages', body: { Body: 'never sent' } }],
+        now: clock.now().toISOString(),
+      });
+      await ctx.app.channels.runOnce();
+      expect(await lastDelivery('sms')).toMatchObject({ status: 'failed', last_error: expect.stringMatching(/^channel credentials do not decrypt/) });
     } finally {
       await store.knex('channels').where({ id: hookIds.sms }).update({ credentials: row.credentials });
     }

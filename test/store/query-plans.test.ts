@@ -196,7 +196,7 @@ eachDatabase('query plans on $name', (database) => {
       () => listDeliveries(db.knex, 't', agentId, { limit: 20, cursor: encodeCursor([T0, id]) }),
       'webhook_deliveries_list_idx',
     );
-    await indexed('webhook_deliveries', () => new WebhookStore(db).dueCandidates(T0, 4, 100), 'webhook_deliveries_due_idx');
+    await indexed('webhook_deliveries', () => new WebhookStore(db).due(T0, 4, 100), 'webhook_deliveries_due_idx');
   });
 
   it("reads an agent's review inbox, its counts, its items' newest messages, and its evaluations by index", async () => {

@@ -6,7 +6,7 @@
 // (a challenge, TwiML, an empty 200). Not in the contract: their shapes are the providers'.
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { MethodNotAllowedError } from '../errors.js';
-import type { ChannelService } from '../service/channels.js';
+import type { ChannelService } from '../service/channels/service.js';
 import { refuseContentEncoding } from './input-guards.js';
 import { clientAddress } from './origin.js';
 

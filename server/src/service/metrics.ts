@@ -94,6 +94,7 @@ export class Metrics {
   private readonly started: Counter;
   private readonly channelMessages: Counter;
   private readonly channelDeliveries: Counter;
+  private readonly outboxAttempts: Counter;
   private readonly internalErrors: Counter;
   /** Tokens each tenant spent today, as last read from the database: tenant → [UTC day, tokens]. */
   private readonly spentToday = new Map<string, [string, number]>();
@@ -179,6 +180,12 @@ export class Metrics {
       name: 'switchboard_channel_deliveries_total',
       help: 'Replies through messaging channels: sent, retried (an attempt that will be tried again), failed, refused (the provider will not take it, such as WhatsApp outside 24 hours)',
       labelNames: ['channel', 'status'],
+      registers,
+    });
+    this.outboxAttempts = new Counter({
+      name: 'switchboard_outbox_attempts_total',
+      help: 'Attempts of the outbox queues (webhooks, channel_deliveries) by outcome: delivered, retried, failed, refused, again (more to send at once), postponed (a paused channel)',
+      labelNames: ['queue', 'outcome'],
       registers,
     });
     this.internalErrors = new Counter({
@@ -340,6 +347,10 @@ export class Metrics {
 
   channelDelivery(channel: string, status: string): void {
     this.channelDeliveries.inc({ channel, status });
+  }
+
+  outboxAttempt(queue: string, outcome: string): void {
+    this.outboxAttempts.inc({ queue, outcome });
   }
 
   internalError(source: 'commit_hook' | 'unhandled_rejection'): void {

@@ -4,6 +4,10 @@ import type { ChannelKind } from '@switchboard/contract';
 import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { Database } from './db.js';
+import { claimDue, dueInOrder, type OutboxTable } from './outbox-rows.js';
+
+/** Replies go out in order per channel user. */
+const CHANNEL_OUTBOX: OutboxTable = { table: 'channel_deliveries', orderKey: ['channel_id', 'user_key'], seq: 'id' };
 
 export interface ChannelRow {
   id: string;
@@ -316,46 +320,13 @@ export class ChannelStore {
 
   /** Due deliveries with no earlier unsent one for their channel user, at most `perTenant` of each tenant. */
   async dueDeliveries(now: string, perTenant: number, limit: number): Promise<{ id: number; tenant_id: string }[]> {
-    const knex = this.knex;
-    const ranked = knex('channel_deliveries as d')
-      .where('d.status', 'pending')
-      .andWhere('d.next_attempt_at', '<=', now)
-      .whereNotExists((sub) =>
-        sub
-          .select(knex.raw('1'))
-          .from('channel_deliveries as e')
-          .whereRaw('e.channel_id = d.channel_id')
-          .andWhereRaw('e.user_key = d.user_key')
-          .andWhere('e.status', 'pending')
-          .andWhereRaw('e.id < d.id'),
-      )
-      .select('d.id', 'd.tenant_id', 'd.next_attempt_at', knex.raw('row_number() over (partition by d.tenant_id order by d.next_attempt_at, d.id) as rn'));
-    const rows = await knex.from(ranked.as('r')).where('r.rn', '<=', perTenant).orderBy('r.next_attempt_at').limit(limit).select('r.id', 'r.tenant_id');
-    return rows.map((r: { id: unknown; tenant_id: string }) => ({ id: n(r.id), tenant_id: r.tenant_id }));
+    return (await dueInOrder(this.knex, CHANNEL_OUTBOX, now, perTenant, limit)).map((r) => ({ id: n(r.id), tenant_id: r.tenant_id }));
   }
 
   /** Claims deliveries by moving their next attempt to `until`: of two processes one gets each. */
   async claim(ids: number[], now: string, until: string): Promise<OutboxRow[]> {
-    const rows = await this.knex('channel_deliveries')
-      .whereIn('id', ids)
-      .andWhere('status', 'pending')
-      .andWhere('next_attempt_at', '<=', now)
-      .update({ next_attempt_at: until })
-      .returning(OUTBOX_COLUMNS);
+    const rows = await claimDue(this.knex, 'channel_deliveries', ids, now, until).returning(OUTBOX_COLUMNS);
     return (rows as OutboxRow[]).map(toOutbox);
-  }
-
-  /** Claims the oldest unsent delivery of a channel user, when it is due (replies go out in order). */
-  async claimNext(channelId: string, userKey: string, now: string, until: string): Promise<OutboxRow | undefined> {
-    const oldest = this.knex('channel_deliveries').where({ channel_id: channelId, user_key: userKey, status: 'pending' }).min('id');
-    const rows = await this.knex('channel_deliveries')
-      .where('id', oldest)
-      .andWhere('status', 'pending')
-      .andWhere('next_attempt_at', '<=', now)
-      .update({ next_attempt_at: until })
-      .returning(OUTBOX_COLUMNS);
-    const r = (rows as OutboxRow[])[0] as OutboxRow | undefined;
-    return r && toOutbox(r);
   }
 
   /** Postpones a delivery without an attempt (its channel is paused). */

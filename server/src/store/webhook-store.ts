@@ -3,6 +3,9 @@
 import type { Knex } from 'knex';
 import { decodeCursor, encodeCursor, isTimeAndId } from '../lib/cursor.js';
 import type { Database } from './db.js';
+import { claimDue, dueInOrder, type OutboxTable } from './outbox-rows.js';
+
+const WEBHOOK_OUTBOX: OutboxTable = { table: 'webhook_deliveries', orderKey: ['conversation_id', 'url'], seq: 'seq' };
 
 /** A delivery as the dispatcher attempts it. */
 export interface DeliveryRow {
@@ -24,26 +27,9 @@ export class WebhookStore {
     this.knex = db.knex;
   }
 
-  /**
-   * Due deliveries that have no earlier pending one for their conversation and URL, at most
-   * `perTenant` of each tenant, oldest due first.
-   */
-  async dueCandidates(now: string, perTenant: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
-    const knex = this.knex;
-    const ranked = knex('webhook_deliveries as d')
-      .where('d.status', 'pending')
-      .andWhere('d.next_attempt_at', '<=', now)
-      .whereNotExists((sub) =>
-        sub
-          .select(knex.raw('1'))
-          .from('webhook_deliveries as e')
-          .whereRaw('e.conversation_id = d.conversation_id')
-          .andWhereRaw('e.url = d.url')
-          .andWhere('e.status', 'pending')
-          .andWhereRaw('e.seq < d.seq'),
-      )
-      .select('d.id', 'd.tenant_id', 'd.next_attempt_at', knex.raw('row_number() over (partition by d.tenant_id order by d.next_attempt_at, d.seq) as rn'));
-    return knex.from(ranked.as('r')).where('r.rn', '<=', perTenant).orderBy('r.next_attempt_at').limit(limit).select('r.id', 'r.tenant_id');
+  /** Due deliveries, in order per conversation and URL, at most `perTenant` of each tenant. */
+  async due(now: string, perTenant: number, limit: number): Promise<{ id: string; tenant_id: string }[]> {
+    return (await dueInOrder(this.knex, WEBHOOK_OUTBOX, now, perTenant, limit)) as { id: string; tenant_id: string }[];
   }
 
   /** Deliveries still to be made (or retried), from webhook_deliveries_due_idx. */
@@ -54,12 +40,16 @@ export class WebhookStore {
 
   /** Claims deliveries by moving their next attempt to `until`: only rows still due move, so of two processes one gets each. */
   async claim(ids: string[], now: string, until: string): Promise<DeliveryRow[]> {
-    return this.knex('webhook_deliveries')
-      .whereIn('id', ids)
-      .andWhere('status', 'pending')
-      .andWhere('next_attempt_at', '<=', now)
-      .update({ next_attempt_at: until })
-      .returning<DeliveryRow[]>(['id', 'tenant_id', 'conversation_id', 'url', 'secret_name', 'payload', 'attempts', 'created_at']);
+    return claimDue(this.knex, 'webhook_deliveries', ids, now, until).returning<DeliveryRow[]>([
+      'id',
+      'tenant_id',
+      'conversation_id',
+      'url',
+      'secret_name',
+      'payload',
+      'attempts',
+      'created_at',
+    ]);
   }
 
   /** Records one attempt and the delivery's new state together. */
