@@ -562,7 +562,7 @@ eachDatabase('channels on $name', (database) => {
       await store.enqueue({
         tenantId: TENANT,
         agentId: row.agent_id as string,
-        channelId: hookIds.sms,
+        channelId: hookIds.sms!,
         kind: 'sms',
         conversationId: sent.conversation_id as string,
         userKey: '+14155550164',

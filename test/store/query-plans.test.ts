@@ -224,7 +224,7 @@ eachDatabase('query plans on $name', (database) => {
       actedAt: null,
     });
     await indexed('review_occurrences', () => review.occurrences('t', agentId, [group('open'), group('added')], 3));
-    await indexed('evaluations', () => new EvaluationStore(db).evaluations('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
+    await indexed('evaluations', () => new EvaluationStore(db).list('t', agentId, { limit: 21, after: [T0, id], now: T0 }), 'evaluations_agent_idx');
   });
 
   it("reads an agent's release record, and an evaluation of the same versions and inputs, by index", async () => {

@@ -9,19 +9,17 @@ import type { AgentDefinition, Evaluation, ReplayResult, TestCase, TestResults }
 import type { CompiledAgent, TrainRouter } from '../engine/compile.js';
 import { confusionMatrix, crossValidate, summarise, type Prediction } from '../engine/report.js';
 import { route } from '../engine/routing.js';
-import { AppError, NotFoundError, RateLimitedError } from '../errors.js';
+import { AppError, RateLimitedError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
-import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import type { EvaluationDigests, EvaluationRow, EvaluationStore } from '../store/evaluation-store.js';
 import type { ReviewStore } from '../store/review-store.js';
 import type { TestSuiteStore } from '../store/test-suite-store.js';
 import type { AgentRow } from '../store/agent-store.js';
 import type { AgentService } from './agent-service.js';
+import { JobRunner, type JobContext } from './jobs/job-runner.js';
 import type { ReplayService } from './replays.js';
 
-const KEEP_MS = 30 * 24 * 3600 * 1000;
 /** Reviewed messages an evaluation routes, the newest first. */
 const MAX_LABELLED = 500;
 
@@ -84,9 +82,23 @@ function replaySummary(id: string, results: ReplayResult[]): NonNullable<Result[
 }
 
 export class EvaluationService {
-  private readonly running = new BackgroundJobs();
+  /** One of a tenant at once, each kept thirty days. */
+  private readonly jobs: JobRunner<EvaluationRow>;
 
-  constructor(private readonly deps: EvaluationDeps) {}
+  constructor(private readonly deps: EvaluationDeps) {
+    this.jobs = new JobRunner(
+      {
+        name: 'evaluation',
+        notFound: 'evaluation_not_found',
+        keepMs: 30 * 24 * 3600 * 1000,
+        maxRunning: 1,
+        busy: () => new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished'),
+      },
+      deps.store,
+      deps.clock,
+      deps.log,
+    );
+  }
 
   async start(
     tenantId: string,
@@ -118,14 +130,14 @@ export class EvaluationService {
     const digests = await this.digestsOf(tenantId, slug, agent, version, body, { digest: candidate.digest, baseline: candidate.baselineDigest });
     const since = iso(new Date(clock.now().getTime() - o.maxAgeMs));
     const found = await store.sameEvaluation(tenantId, agent.id, digests, since);
-    const usable = found && !(found.status === 'running' && this.running.stopped(found, clock.now()));
+    const usable = found && !this.jobs.stopped(found);
     const row = usable ? found : await this.begin(tenantId, slug, agent, version, body, o.keyId, digests);
-    await this.running.finished(row.id);
+    await this.jobs.finished(row.id);
     // A running one of another replica: its row is read until it has finished.
-    let done = (await store.evaluation(tenantId, agent.id, row.id))!;
-    for (let waited = 0; done.status === 'running' && !this.running.stopped(done, clock.now()) && waited < 600; waited++) {
+    let done = await this.jobs.get(tenantId, agent.id, row.id);
+    for (let waited = 0; done.status === 'running' && waited < 600; waited++) {
       await new Promise((r) => setTimeout(r, 1000));
-      done = (await store.evaluation(tenantId, agent.id, row.id))!;
+      done = await this.jobs.get(tenantId, agent.id, row.id);
     }
     if (done.status !== 'done') {
       throw new AppError(
@@ -170,59 +182,48 @@ export class EvaluationService {
     keyId: string | null,
     known?: EvaluationDigests,
   ): Promise<EvaluationRow> {
-    const { store, clock } = this.deps;
-    const now = clock.now();
-    await store.deleteExpiredEvaluations(iso(now));
-    const busy = () => new RateLimitedError(30, 'An evaluation of this tenant is running already; retry when it has finished');
-    if ((await store.runningEvaluations(tenantId, BackgroundJobs.liveSince(now))) >= 1) throw busy();
+    await this.jobs.precheck(tenantId);
     // 404 for a version that does not exist.
     const digests = known ?? (await this.digestsOf(tenantId, slug, agent, version, body));
     const id = randomUUID();
-    let row: Omit<EvaluationRow, 'result' | 'error'> = {
+    let row: EvaluationRow = this.jobs.draft({
       id,
       tenantId,
       agentId: agent.id,
       version,
-      baseline: agent.currentVersion,
-      status: 'running' as const,
-      stage: 'queued',
-      done: 0,
       total: 2 * body.folds + 4 + (body.replay > 0 ? 1 : 0),
+      baseline: agent.currentVersion,
+      stage: 'queued',
+      result: null,
       replayId: null,
       createdBy: keyId,
-      createdAt: iso(now),
-      updatedAt: iso(now),
-      expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
       digests,
-    };
+    });
     // Stored only if none of the tenant runs, checked under the tenant's lock: of concurrent
     // starts on any replica, one runs and the others are refused.
-    if (!(await store.startEvaluation(row, BackgroundJobs.liveSince(now)))) throw busy();
+    await this.jobs.admit(row);
     if (body.replay > 0) {
       // A tenant at its replay limit is refused, and the evaluation it would have been part of is forgotten.
       const replay = await this.deps.replays.start(tenantId, slug, { version, limit: body.replay }).catch(async (err: unknown) => {
-        await store.deleteEvaluation(tenantId, id);
+        await this.deps.store.delete(tenantId, id);
         throw err;
       });
-      await store.setEvaluationReplay(id, replay.id);
+      await this.deps.store.setReplay(id, replay.id);
       row = { ...row, replayId: replay.id };
     }
-    this.running.start(id, (job) => this.run(row, slug, body.folds, job));
-    return { ...row, result: null, error: null };
+    const started = row;
+    this.jobs.run(id, (job) => this.run(job, started, slug, body.folds));
+    return row;
   }
 
   async get(tenantId: string, slug: string, id: string): Promise<Evaluation> {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const row = await this.deps.store.evaluation(tenantId, agent.id, id);
-    if (!row || row.expiresAt < iso(this.deps.clock.now())) throw new NotFoundError('evaluation_not_found', `No evaluation ${id}`);
-    return this.toApi(row);
+    return this.toApi(await this.jobs.get(tenantId, agent.id, id));
   }
 
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }) {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const after = decodeCursor(q.cursor, isTimeAndId);
-    const rows = await this.deps.store.evaluations(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
-    const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.createdAt, last.id]);
+    const { page, next_cursor } = await this.jobs.list(tenantId, agent.id, q);
     return {
       data: page.map((r) => {
         const { result: _result, ...summary } = this.toApi(r);
@@ -234,25 +235,24 @@ export class EvaluationService {
 
   /** Resolves when this process's evaluation `id` has finished. */
   finished(id: string): Promise<void> {
-    return this.running.finished(id);
+    return this.jobs.finished(id);
   }
 
   /** Stops the evaluations this process runs; they are marked failed. */
   close(): Promise<void> {
-    return this.running.close();
+    return this.jobs.close();
   }
 
   private toApi(row: EvaluationRow): Evaluation {
-    const stale = this.running.stopped(row, this.deps.clock.now());
     return {
       id: row.id,
       version: row.version,
       baseline: row.baseline,
-      status: stale ? 'failed' : row.status,
+      status: row.status,
       stage: row.stage as Evaluation['stage'],
       progress: { done: row.done, total: row.total },
       result: (row.result as Result | null) ?? null,
-      error: stale ? 'the server running it stopped before it finished' : row.error,
+      error: row.error,
       created_by: row.createdBy,
       created_at: row.createdAt,
       updated_at: row.updatedAt,
@@ -260,86 +260,82 @@ export class EvaluationService {
     };
   }
 
-  private async run(row: Omit<EvaluationRow, 'result' | 'error'>, slug: string, folds: number, job: JobControl): Promise<void> {
-    const { agents, store, suites, inbox, clock } = this.deps;
+  private async run(job: JobContext, row: EvaluationRow, slug: string, folds: number): Promise<void> {
+    const { agents, suites, inbox } = this.deps;
     const { tenantId, agentId, id } = row;
     let done = 0;
     let stage = 'cross_validation';
-    const step = async (n = 1) => {
-      if (job.stop) throw new Error('the server stopped before the evaluation finished');
+    const step = (n = 1) => {
       done += n;
-      await store.evaluationProgress(id, { stage, done, total: row.total, now: iso(clock.now()) });
+      return job.progress({ done, total: row.total, columns: { stage } });
     };
-    try {
-      await step(0);
-      const versions = { draft: row.version, current: row.baseline };
-      const compiled = {
-        draft: await agents.compiledVersion(tenantId, agentId, versions.draft),
-        current: await agents.compiledVersion(tenantId, agentId, versions.current),
-      };
-      const train = this.deps.trainer(tenantId);
-      const cv: Record<'draft' | 'current', Side['cross_validation']> = {} as never;
-      for (const side of ['draft', 'current'] as const) {
-        const def = compiled[side].definition;
-        const predictions = await crossValidate(def, folds, () => void step().catch(() => undefined), train);
-        cv[side] = quality(def, predictions);
-      }
-
-      stage = 'labelled';
-      const labelled = (await inbox.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
-        message: l.message,
-        // Out of scope: the version's fallback, whichever capability that is.
-        expected: l.capability ?? compiled.draft.fallback.name,
-        draft: routeWith(compiled.draft, l.message),
-        current: routeWith(compiled.current, l.message),
-        outOfScope: l.capability === null,
-      }));
-      const right = (l: (typeof labelled)[number], side: 'draft' | 'current') => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected);
-      const asReviewed = (side: 'draft' | 'current') => labelled.filter((l) => right(l, side)).length;
-      await step(2);
-
-      stage = 'tests';
-      const suite = await suites.testSuite(tenantId, agentId);
-      const tests = suite?.tests.length ? (suite.tests as TestCase[]) : null;
-      const results = {
-        draft: tests ? await agents.test(tenantId, slug, { version: versions.draft, tests }) : null,
-        current: tests ? await agents.test(tenantId, slug, { version: versions.current, tests }) : null,
-      };
-      await step(2);
-
-      let replay: Result['replay'] = null;
-      if (row.replayId) {
-        stage = 'replay';
-        await step(0);
-        await this.deps.replays.finished(row.replayId);
-        const r = await this.deps.replays.get(tenantId, slug, row.replayId);
-        if (r.status === 'failed') throw new Error(`the replay failed: ${r.error ?? 'unknown error'}`);
-        replay = replaySummary(r.id, r.results);
-        await step();
-      }
-
-      const side = (s: 'draft' | 'current'): Side => ({
-        cross_validation: cv[s],
-        labelled: { total: labelled.length, as_reviewed: asReviewed(s) },
-        tests: testsOf(results[s]),
-      });
-      const result: Result = {
-        draft: side('draft'),
-        current: side('current'),
-        labelled: {
-          fixed: labelled.filter((l) => right(l, 'draft') && !right(l, 'current')).length,
-          broken: labelled.filter((l) => right(l, 'current') && !right(l, 'draft')).length,
-          messages: labelled.map(({ message, expected, draft, current }) => ({ message, expected, draft, current })),
-        },
-        replay,
-      };
-      stage = 'done';
-      await store.evaluationProgress(id, { stage, done: row.total, total: row.total, now: iso(clock.now()), status: 'done', result });
-    } catch (err) {
-      this.deps.log.warn({ err, evaluation: id }, 'evaluation failed');
-      await store
-        .evaluationProgress(id, { stage, done, total: row.total, now: iso(clock.now()), status: 'failed', error: (err as Error).message })
-        .catch((e: unknown) => this.deps.log.warn({ err: e, evaluation: id }, 'evaluation could not record its failure'));
+    /** A new stage, recorded before its work (a failure in it says where it was). */
+    const enter = (s: string) => {
+      stage = s;
+      return step(0);
+    };
+    await step(0);
+    const versions = { draft: row.version, current: row.baseline };
+    const compiled = {
+      draft: await agents.compiledVersion(tenantId, agentId, versions.draft),
+      current: await agents.compiledVersion(tenantId, agentId, versions.current),
+    };
+    const train = this.deps.trainer(tenantId);
+    const cv: Record<'draft' | 'current', Side['cross_validation']> = {} as never;
+    for (const side of ['draft', 'current'] as const) {
+      const def = compiled[side].definition;
+      const predictions = await crossValidate(def, folds, () => void step().catch(() => undefined), train);
+      job.check();
+      cv[side] = quality(def, predictions);
     }
+
+    await enter('labelled');
+    const labelled = (await inbox.labelled(tenantId, agentId, MAX_LABELLED)).map((l) => ({
+      message: l.message,
+      // Out of scope: the version's fallback, whichever capability that is.
+      expected: l.capability ?? compiled.draft.fallback.name,
+      draft: routeWith(compiled.draft, l.message),
+      current: routeWith(compiled.current, l.message),
+      outOfScope: l.capability === null,
+    }));
+    const right = (l: (typeof labelled)[number], side: 'draft' | 'current') => l[side] === (l.outOfScope ? compiled[side].fallback.name : l.expected);
+    const asReviewed = (side: 'draft' | 'current') => labelled.filter((l) => right(l, side)).length;
+    await step(2);
+
+    await enter('tests');
+    const suite = await suites.testSuite(tenantId, agentId);
+    const tests = suite?.tests.length ? (suite.tests as TestCase[]) : null;
+    const results = {
+      draft: tests ? await agents.test(tenantId, slug, { version: versions.draft, tests }) : null,
+      current: tests ? await agents.test(tenantId, slug, { version: versions.current, tests }) : null,
+    };
+    await step(2);
+
+    let replay: Result['replay'] = null;
+    if (row.replayId) {
+      await enter('replay');
+      await this.deps.replays.finished(row.replayId);
+      const r = await this.deps.replays.get(tenantId, slug, row.replayId);
+      if (r.status === 'failed') throw new Error(`the replay failed: ${r.error ?? 'unknown error'}`);
+      replay = replaySummary(r.id, r.results);
+      await step();
+    }
+
+    const side = (s: 'draft' | 'current'): Side => ({
+      cross_validation: cv[s],
+      labelled: { total: labelled.length, as_reviewed: asReviewed(s) },
+      tests: testsOf(results[s]),
+    });
+    const result: Result = {
+      draft: side('draft'),
+      current: side('current'),
+      labelled: {
+        fixed: labelled.filter((l) => right(l, 'draft') && !right(l, 'current')).length,
+        broken: labelled.filter((l) => right(l, 'current') && !right(l, 'draft')).length,
+        messages: labelled.map(({ message, expected, draft, current }) => ({ message, expected, draft, current })),
+      },
+      replay,
+    };
+    await this.jobs.complete(id, { done: row.total, total: row.total, columns: { stage: 'done', result: JSON.stringify(result) } });
   }
 }

@@ -8,20 +8,17 @@ import type { Replay, ReplayResult, ReplaySummary } from '@switchboard/contract'
 import type { ActionResult, AuditRow, Conversation, TurnRow } from '../domain.js';
 import type { CompiledAgent } from '../engine/compile.js';
 import type { EngineReply, EngineRequest } from '../engine/run.js';
-import { NotFoundError, RateLimitedError } from '../errors.js';
+import { RateLimitedError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
-import { BackgroundJobs, type JobControl } from '../lib/background-jobs.js';
-import { decodeCursor, isTimeAndId, pageOf } from '../lib/cursor.js';
 import type { ConversationStore } from '../store/conversation-store.js';
 import type { ReplayRow, ReplayStore } from '../store/replay-store.js';
 import type { AgentService } from './agent-service.js';
 import type { ConversationService } from './conversation-service.js';
 import { ERASURE } from './erasure.js';
+import { JobRunner, type JobContext } from './jobs/job-runner.js';
 import { OfflineConversation } from './offline-conversation.js';
 import type { RenderBudgets } from './render-budgets.js';
 
-const KEEP_MS = 7 * 24 * 3600 * 1000;
-const MAX_RUNNING_PER_TENANT = 2;
 /** The longest a replay runs; what is left is not replayed, and the replay fails saying so. */
 const MAX_RUN_MS = 15 * 60 * 1000;
 
@@ -106,7 +103,8 @@ class Recordings {
 }
 
 export class ReplayService {
-  private readonly running = new BackgroundJobs();
+  /** Two of a tenant at once, each kept seven days. */
+  private readonly jobs: JobRunner<ReplayRow>;
 
   constructor(
     private readonly deps: {
@@ -119,16 +117,19 @@ export class ReplayService {
       /** Render budgets of replayed turns: the tenant's share, as live turns (absent: a fresh turn budget each). */
       renderBudgets?: RenderBudgets;
     },
-  ) {}
+  ) {
+    this.jobs = new JobRunner(
+      { name: 'replay', notFound: 'replay_not_found', keepMs: 7 * 24 * 3600 * 1000, maxRunning: 2, busy: () => new RateLimitedError(30) },
+      deps.replays,
+      deps.clock,
+      deps.log,
+    );
+  }
 
   async start(tenantId: string, slug: string, input: StartReplayInput): Promise<{ id: string; status: 'running' }> {
-    const { agents, store, replays, clock } = this.deps;
+    const { agents, store } = this.deps;
     const agent = await agents.any(tenantId, slug);
-    const now = clock.now();
-    await replays.deleteExpired(iso(now));
-    if ((await replays.running(tenantId, BackgroundJobs.liveSince(now))) >= MAX_RUNNING_PER_TENANT) {
-      throw new RateLimitedError(30);
-    }
+    await this.jobs.precheck(tenantId);
     await agents.version(tenantId, slug, input.version); // 404 for a version that does not exist
     const ids = input.conversations
       ? input.conversations
@@ -145,35 +146,20 @@ export class ReplayService {
           )
         ).map((c) => c.id);
     const id = randomUUID();
-    await replays.insert({
-      id,
-      tenantId,
-      agentId: agent.id,
-      version: input.version,
-      status: 'running',
-      done: 0,
-      total: ids.length,
-      createdAt: iso(now),
-      updatedAt: iso(now),
-      expiresAt: iso(new Date(now.getTime() + KEEP_MS)),
-    });
-    this.running.start(id, (job) => this.run(id, tenantId, agent.id, input.version, ids, job));
+    await this.jobs.admit(this.jobs.draft({ id, tenantId, agentId: agent.id, version: input.version, total: ids.length, results: [] }));
+    this.jobs.run(id, (job) => this.run(job, { id, tenantId, agentId: agent.id, version: input.version, ids }));
     return { id, status: 'running' };
   }
 
   async get(tenantId: string, slug: string, id: string): Promise<Replay> {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const row = await this.deps.replays.get(tenantId, agent.id, id);
-    if (!row || row.expiresAt < iso(this.deps.clock.now())) throw new NotFoundError('replay_not_found', `No replay ${id}`);
-    return this.toApi(row);
+    return this.toApi(await this.jobs.get(tenantId, agent.id, id));
   }
 
   /** The agent's replays, newest first, a page at a time, without their results. */
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: ReplaySummary[]; next_cursor: string | null }> {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const after = decodeCursor(q.cursor, isTimeAndId);
-    const rows = await this.deps.replays.list(tenantId, agent.id, { limit: q.limit + 1, after, now: iso(this.deps.clock.now()) });
-    const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.createdAt, last.id]);
+    const { page, next_cursor } = await this.jobs.list(tenantId, agent.id, q);
     return {
       data: page.map((r) => {
         const { results: _results, ...summary } = this.toApi(r);
@@ -185,21 +171,20 @@ export class ReplayService {
 
   /** Resolves when this process's replay `id` has finished (at once when it runs elsewhere or is done). */
   finished(id: string): Promise<void> {
-    return this.running.finished(id);
+    return this.jobs.finished(id);
   }
 
   /** Stops the replays this process runs; they are marked failed. */
   close(): Promise<void> {
-    return this.running.close();
+    return this.jobs.close();
   }
 
   private toApi(row: ReplayRow): Replay {
     const results = row.results as ReplayResult[];
-    const stale = this.running.stopped(row, this.deps.clock.now());
     return {
       id: row.id,
       version: row.version,
-      status: stale ? 'failed' : row.status,
+      status: row.status,
       progress: { done: row.done, total: row.total },
       summary: {
         conversations: results.length,
@@ -208,36 +193,30 @@ export class ReplayService {
         errors: results.filter((r) => r.verdict === 'error').length,
       },
       results,
-      error: stale ? 'the server running it stopped before it finished' : row.error,
+      error: row.error,
       created_at: row.createdAt,
       updated_at: row.updatedAt,
       expires_at: row.expiresAt,
     };
   }
 
-  private async run(id: string, tenantId: string, agentId: string, version: number, ids: string[], job: JobControl): Promise<void> {
-    const { agents, replays, clock } = this.deps;
+  private async run(job: JobContext, r: { id: string; tenantId: string; agentId: string; version: number; ids: string[] }): Promise<void> {
+    const { tenantId, agentId } = r;
     const results: ReplayResult[] = [];
-    try {
-      const agent = await agents.compiledVersion(tenantId, agentId, version);
-      const until = Date.now() + MAX_RUN_MS;
-      // Checked before every turn, not only between conversations: one long conversation cannot outlast it.
-      const check = () => {
-        if (job.stop) throw new Error('the server stopped before the replay finished');
-        if (Date.now() > until) throw new Error(`the replay ran for ${MAX_RUN_MS / 60_000} minutes: replay fewer conversations at a time`);
-      };
-      for (const conversationId of ids) {
-        check();
-        results.push(await this.replayOne(tenantId, agentId, agent, conversationId, check));
-        await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()) });
-      }
-      await replays.progress(id, { done: results.length, results: await this.withoutErased(tenantId, results), now: iso(clock.now()), status: 'done' });
-    } catch (err) {
-      this.deps.log.warn({ err, replay: id }, 'replay failed');
-      await replays
-        .progress(id, { done: results.length, results, now: iso(clock.now()), status: 'failed', error: (err as Error).message })
-        .catch((e: unknown) => this.deps.log.warn({ err: e, replay: id }, 'replay could not record its failure'));
+    const agent = await this.deps.agents.compiledVersion(tenantId, agentId, r.version);
+    const until = Date.now() + MAX_RUN_MS;
+    // Checked before every turn, not only between conversations: one long conversation cannot outlast it.
+    const check = () => {
+      job.check();
+      if (Date.now() > until) throw new Error(`the replay ran for ${MAX_RUN_MS / 60_000} minutes: replay fewer conversations at a time`);
+    };
+    const kept = async () => ({ done: results.length, columns: { results: JSON.stringify(await this.withoutErased(tenantId, results)) } });
+    for (const conversationId of r.ids) {
+      check();
+      results.push(await this.replayOne(tenantId, agentId, agent, conversationId, check));
+      await job.progress(await kept());
     }
+    await this.jobs.complete(r.id, await kept());
   }
 
   /**

@@ -16,13 +16,3 @@ export function newestFirst<Q extends Knex.QueryBuilder>(q: Q, column: string, a
   }
   return q;
 }
-
-/** Jobs of a tenant in `table` (replays, evaluations) still running: their row moved since `since`. */
-export async function runningJobs(knex: Knex, table: string, tenantId: string, since: string): Promise<number> {
-  const r: { n?: number | string } | undefined = await knex(table)
-    .where({ tenant_id: tenantId, status: 'running' })
-    .where('updated_at', '>=', since)
-    .count({ n: '*' })
-    .first();
-  return Number(r?.n ?? 0);
-}
