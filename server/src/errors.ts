@@ -65,8 +65,15 @@ export class MethodNotAllowedError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(code: 'conversation_closed' | 'invalid_transition', message: string) {
+  constructor(code: 'conversation_closed' | 'invalid_transition' | 'no_split', message: string) {
     super(409, code, message);
+  }
+}
+
+/** A part of the request over its size cap (413), saying which. */
+export class PayloadTooLargeError extends AppError {
+  constructor(message: string, path: string, limit: string) {
+    super(413, 'payload_too_large', message, [{ path, message: limit }]);
   }
 }
 

@@ -4,17 +4,17 @@ import { AppError, UnavailableError } from '../../server/src/errors.js';
 import { Router, TrainingTooLargeError } from '../../server/src/engine/router/index.js';
 import { RouterService } from '../../server/src/service/routers.js';
 import { systemClock } from '../../server/src/lib/clock.js';
-import { mapDbError } from '../../server/src/store/db-errors.js';
+import { translateDbError } from '../../server/src/store/db-errors.js';
 
 describe('errors keep their cause', () => {
   it("a driver's connection failure is a 503 that keeps the driver's error", () => {
     const driver = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
-    const mapped = mapDbError(driver);
+    const mapped = translateDbError(driver);
     expect(mapped).toBeInstanceOf(UnavailableError);
     expect((mapped as UnavailableError).status).toBe(503);
     expect((mapped as Error).cause).toBe(driver);
     const other = new Error('syntax error');
-    expect(mapDbError(other)).toBe(other);
+    expect(translateDbError(other)).toBe(other);
   });
 
   it("the engine's refusal to train is the training pool's 422, with the engine's error as its cause", async () => {

@@ -6,7 +6,6 @@ import type { Problem, ProblemCode } from '@switchboard/contract';
 import { AppError, GatesFailedError, type FieldProblem } from '../errors.js';
 import { jsonPath } from '../lib/json-path.js';
 import { withPositions } from '../lib/yaml-source.js';
-import { mapDbError } from '../store/db-errors.js';
 
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
@@ -103,7 +102,7 @@ function problemFor(rawErr: unknown, log: { error(obj: object, msg: string): voi
   // A body-parser verify hook's own error (input-guards.ts) keeps its status and message.
   const bp = rawErr instanceof AppError ? null : bodyParserProblem(rawErr as Parameters<typeof bodyParserProblem>[0]);
   if (bp) return { status: bp[0], code: bp[1], detail: bp[2] };
-  const err = mapDbError(rawErr);
+  const err = rawErr;
   if (err instanceof AppError) {
     if (err.status >= 500) log.error({ err: rawErr, request_id: requestId }, 'request failed');
     const extensions = err instanceof GatesFailedError ? { gates: err.gates, ...(err.evaluationId ? { evaluation_id: err.evaluationId } : {}) } : undefined;

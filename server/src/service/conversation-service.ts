@@ -25,7 +25,7 @@ import {
 import type { LlmRouter } from '../actions/llm-router.js';
 import { ModelRefusal, type ModelGate } from './model-gate.js';
 import type { Scored } from '../engine/router/index.js';
-import { AppError, ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError } from '../errors.js';
+import { ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError, PayloadTooLargeError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type PrefetchedConversation } from '../store/conversation-store.js';
@@ -303,9 +303,11 @@ export class ConversationService {
   /** The operator's caps on one conversation: context size and turns (state size is checked after the turn). */
   private checkCaps(prior: Conversation | null, context: ContextEnvelope | null): void {
     if (context && Buffer.byteLength(JSON.stringify(context)) > this.opts.maxContextBytes) {
-      throw new AppError(413, 'payload_too_large', `The context is larger than ${this.opts.maxContextBytes} bytes`, [
-        { path: 'context', message: `at most ${this.opts.maxContextBytes} bytes of JSON` },
-      ]);
+      throw new PayloadTooLargeError(
+        `The context is larger than ${this.opts.maxContextBytes} bytes`,
+        'context',
+        `at most ${this.opts.maxContextBytes} bytes of JSON`,
+      );
     }
     if ((prior?.turnCount ?? 0) + 2 > this.opts.maxTurns) {
       throw new LimitError(`The conversation has reached its limit of ${this.opts.maxTurns} turns`, 'conversation_id');

@@ -9,7 +9,7 @@ import type { AgentDefinition, Evaluation, ReplayResult, TestCase, TestResults }
 import type { CompiledAgent, TrainRouter } from '../engine/compile.js';
 import { confusionMatrix, crossValidate, summarise, type Prediction } from '../engine/report.js';
 import { route } from '../engine/routing.js';
-import { AppError, RateLimitedError } from '../errors.js';
+import { GatesFailedError, RateLimitedError } from '../errors.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { EvaluationDigests, EvaluationRow, EvaluationStore } from '../store/evaluation-store.js';
@@ -140,10 +140,10 @@ export class EvaluationService {
       done = await this.jobs.get(tenantId, agent.id, row.id);
     }
     if (done.status !== 'done') {
-      throw new AppError(
-        409,
-        'release_gates_failed',
+      throw new GatesFailedError(
         `The gates could not be judged: evaluation ${done.id} ${done.error ? `failed: ${done.error}` : 'did not finish'}`,
+        [],
+        done.id,
       );
     }
     return { row: done, reused: usable === true };

@@ -9,7 +9,7 @@
 // chain key when one is set): a copy outside the database that `verify` can be given back, so a
 // record cut short and its head moved back is found (docs/security.md).
 import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
-import { AppError, CurrentChangedError, GatesFailedError, NotFoundError } from '../errors.js';
+import { ConflictError, CurrentChangedError, GatesFailedError, InputError, NotFoundError } from '../errors.js';
 import { decodeCursor, encodeCursor } from '../lib/cursor.js';
 import { iso, type Clock } from '../lib/clock.js';
 import { createHmac } from 'node:crypto';
@@ -166,7 +166,7 @@ export class ReleaseService {
   /** Makes the split's candidate current, through the gates, ending the split. */
   async promote(tenantId: string, slug: string, body: { force: boolean; reason?: string }, actor: Actor): Promise<Agent & { release: Release }> {
     const row = await this.deps.agents.active(tenantId, slug);
-    if (!row.split) throw new AppError(409, 'no_split', `Agent "${slug}" has no traffic split`);
+    if (!row.split) throw new ConflictError('no_split', `Agent "${slug}" has no traffic split`);
     return this.activate(tenantId, slug, row.split.version, body, actor);
   }
 
@@ -180,7 +180,7 @@ export class ReleaseService {
     const { agents } = this.deps;
     const row = await agents.active(tenantId, slug);
     if (body.version === row.currentVersion) {
-      throw new AppError(400, 'validation_error', `Version ${body.version} is the current version: a split sends a share to another one`, [
+      throw new InputError(`Version ${body.version} is the current version: a split sends a share to another one`, [
         { path: 'version', message: 'must not be the current version' },
       ]);
     }
@@ -205,7 +205,7 @@ export class ReleaseService {
   async endSplit(tenantId: string, slug: string, body: { reason?: string }, actor: Actor): Promise<{ split: Split | null; release: Release }> {
     const { agents } = this.deps;
     const row = await agents.active(tenantId, slug);
-    if (!row.split) throw new AppError(409, 'no_split', `Agent "${slug}" has no traffic split`);
+    if (!row.split) throw new ConflictError('no_split', `Agent "${slug}" has no traffic split`);
     const { agent, release } = await agents.release(tenantId, slug, row, {
       expectCurrent: row.currentVersion,
       split: null,

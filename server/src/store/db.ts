@@ -29,6 +29,7 @@ import * as m023 from './migrations/023_hot_turn_updates.js';
 import * as m024 from './migrations/024_service_secrets.js';
 import * as m025 from './migrations/025_chain_seals.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
+import { PgClient, SqliteClient } from './knex-adapter.js';
 import { SqliteWriter } from './sqlite-writer.js';
 import { PostgresWriter } from './postgres-writer.js';
 import type { TurnWriter } from './writer.js';
@@ -164,7 +165,7 @@ export function openDatabase(
     if (file !== ':memory:') mkdirSync(dirname(resolve(file)), { recursive: true });
     let checkpointer: Checkpointer | null = null;
     const knex = knexFactory({
-      client: 'better-sqlite3',
+      client: SqliteClient,
       connection: { filename: file },
       log: knexLog(opts.log),
       useNullAsDefault: true,
@@ -217,7 +218,7 @@ export function openDatabase(
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
     const queryTimeout = opts.queryTimeoutMs ?? 10_000;
     const knex = knexFactory({
-      client: 'pg',
+      client: PgClient,
       connection: {
         connectionString: url,
         // Bounded everywhere a database that stops answering could hold a request: connecting,

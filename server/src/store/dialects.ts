@@ -1,6 +1,7 @@
 // What differs between the two databases, in one place (in the spirit of Kysely's dialect
 // adapters): stores ask the adapter instead of testing which database they run on.
 import type { Knex } from 'knex';
+import { driverCode } from './db-errors.js';
 
 export interface DialectAdapter {
   name: 'sqlite' | 'postgres';
@@ -54,7 +55,7 @@ export const sqliteDialect: DialectAdapter = {
       const busy = await knex.raw('pragma wal_checkpoint(TRUNCATE)').then(
         (rows: { busy: number }[]) => rows[0]?.busy === 1,
         (err: unknown) => {
-          if ((err as { code?: string }).code === 'SQLITE_BUSY') return true;
+          if (driverCode(err) === 'SQLITE_BUSY') return true;
           throw err;
         },
       );

@@ -1,7 +1,36 @@
-// Every use of Knex internals, in one place: a raw PostgreSQL connection outside the pool (for
-// LISTEN), a pooled connection held for synchronous prepared statements (the SQLite hot path),
-// and which client a migration runs on. Knex documents none of these as public API.
+// Every use of Knex internals, in one place: the dialects' clients with their errors translated,
+// a raw PostgreSQL connection outside the pool (for LISTEN), a pooled connection held for
+// synchronous prepared statements (the SQLite hot path), and which client a migration runs on.
+// Knex documents none of these as public API (a client class as `client` it does).
+import { createRequire } from 'node:module';
 import type { Knex } from 'knex';
+import { translateDbError } from './db-errors.js';
+
+type ClientClass = typeof Knex.Client;
+const require = createRequire(import.meta.url);
+
+/**
+ * A dialect's client whose queries and connection acquisitions fail with translated errors
+ * (db-errors.ts). Transactions' clients are made from its prototype, so their queries are too.
+ */
+function translating(base: ClientClass): ClientClass {
+  return class extends base {
+    override query(connection: unknown, obj: unknown): Promise<unknown> {
+      return (super.query(connection, obj) as Promise<unknown>).catch((err: unknown) => {
+        throw translateDbError(err);
+      });
+    }
+    override acquireConnection(): Promise<unknown> {
+      return (super.acquireConnection() as Promise<unknown>).catch((err: unknown) => {
+        throw translateDbError(err);
+      });
+    }
+  };
+}
+
+/** Knex's PostgreSQL and better-sqlite3 clients, translating their errors. */
+export const PgClient = translating(require('knex/lib/dialects/postgres/index.js') as ClientClass);
+export const SqliteClient = translating(require('knex/lib/dialects/better-sqlite3/index.js') as ClientClass);
 
 /** A pg client as Knex's raw connection hands it out. */
 export interface RawPgConnection {
@@ -28,11 +57,11 @@ export async function withPooledConnection<T>(knex: Knex, fn: (conn: never) => T
     // the query's error: the pool then drops it instead of lending it to the next caller.
     const pg = conn as { _ending?: boolean; _queryable?: boolean; __knex__disposed?: unknown };
     if ((err as { severity?: unknown }).severity === 'FATAL' || pg._ending === true || pg._queryable === false) pg.__knex__disposed ??= err;
-    throw err;
+    throw translateDbError(err);
   } finally {
     await client.releaseConnection(conn);
   }
 }
 
 /** Whether a migration runs on PostgreSQL. */
-export const isPostgres = (knex: Knex) => (knex.client as { config: Knex.Config }).config.client === 'pg';
+export const isPostgres = (knex: Knex) => (knex.client as { dialect?: string }).dialect === 'postgresql';

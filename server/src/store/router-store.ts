@@ -3,6 +3,7 @@
 // process, now or after a restart, loads it.
 import type { Statement } from 'better-sqlite3';
 import type { Database } from './db.js';
+import { translateDbError } from './db-errors.js';
 
 export interface StoredRouter {
   format: number;
@@ -45,8 +46,13 @@ export class RouterStore {
     const reader = this.db.blobReader?.();
     if (reader) {
       // Its own connection and page cache (db.ts); the statement is prepared once per reader.
-      this.statement ??= reader.prepare('select format, model, state from stored_routers where tenant_id = ? and digest = ?');
-      const r = this.statement.get(tenantId, digest) as { format: number; model: string; state: Buffer } | undefined;
+      let r: { format: number; model: string; state: Buffer } | undefined;
+      try {
+        this.statement ??= reader.prepare('select format, model, state from stored_routers where tenant_id = ? and digest = ?');
+        r = this.statement.get(tenantId, digest) as typeof r;
+      } catch (err) {
+        throw translateDbError(err);
+      }
       return r ? { format: r.format, model: r.model, state: r.state } : null;
     }
     const r = await this.db

@@ -3,7 +3,7 @@
 // SQLite does not enforce a varchar's length; PostgreSQL's column is widened.
 import type { Knex } from 'knex';
 
-const isPostgres = (knex: Knex) => (knex.client as { config: { client: string } }).config.client === 'pg';
+const isPostgres = (knex: Knex) => (knex.client as { dialect?: string }).dialect === 'postgresql';
 
 export async function up(knex: Knex): Promise<void> {
   if (isPostgres(knex)) await knex.raw('alter table stored_routers alter column model type varchar(255)');
