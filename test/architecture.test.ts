@@ -101,6 +101,22 @@ describe('architecture', () => {
     expect(readFileSync(join(root, 'server/src/errors.ts'), 'utf8')).toMatch(/class ReviewClosedError extends AppError/);
   });
 
+  it('keeps every source file of the packages under 500 lines: a longer one does several jobs', () => {
+    const long = ['server/src', 'contract/src', 'client/src', 'widget/src', 'console/src']
+      .flatMap((dir) => files(join(root, dir)))
+      .map((f) => ({ file: relative(root, f), lines: readFileSync(f, 'utf8').split('\n').length }))
+      .filter((f) => f.lines > 500);
+    expect(long).toEqual([]);
+    expect(files(join(root, 'console/src')).length).toBeGreaterThan(5);
+  });
+
+  it('never builds an AppError inline: each kind is named in errors.ts', () => {
+    const inline = files(join(root, 'server/src'))
+      .filter((f) => /new AppError\(/.test(readFileSync(f, 'utf8')))
+      .map((f) => relative(root, f));
+    expect(inline).toEqual([]);
+  });
+
   it('finds the imports it checks (the rules are not vacuous)', () => {
     expect(imports(join(root, 'server/src/http/handlers/conversations.ts'))).toContain('server/src/services.js');
     expect(imports(join(root, 'server/src/engine/run.ts'))).toContain('server/src/engine/routing.js');
