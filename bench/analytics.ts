@@ -5,10 +5,10 @@
 // HTTP, a 30-day query by day and a 24-hour query by hour. Target: under 500 ms each.
 import { randomUUID } from 'node:crypto';
 import { STAT_COUNTERS, type AuditDraft, type CloseDelta, type Conversation, type StatDelta } from '../server/src/domain.js';
-import { closeDeltas, statDeltas } from '../server/src/service/agent-stats.js';
-import { AgentStore } from '../server/src/store/agent-store.js';
+import { closeDeltas, statDeltas } from '../server/src/service/agents/agent-stats.js';
+import { AgentStore } from '../server/src/store/agents/agent-store.js';
 import { migrate, openDatabase, type Database } from '../server/src/store/db.js';
-import { writeRows, type WriteRows } from '../server/src/store/turn-rows.js';
+import { writeRows, type WriteRows } from '../server/src/store/writer/turn-rows.js';
 import { insertBatch } from './bulk.js';
 import { onEachDatabase, startServer } from './server.js';
 

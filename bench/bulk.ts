@@ -2,7 +2,7 @@
 // one transaction per batch, as prepared statements on SQLite and JSON recordsets on PostgreSQL.
 import type { Database } from '../server/src/store/db.js';
 import { withPooledConnection } from '../server/src/store/knex-adapter.js';
-import { COLUMNS, type WriteRows } from '../server/src/store/turn-rows.js';
+import { COLUMNS, type WriteRows } from '../server/src/store/writer/turn-rows.js';
 
 export type Table = keyof typeof COLUMNS;
 export type Tables = [Table, (w: WriteRows) => object[]][];

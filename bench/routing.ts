@@ -18,7 +18,7 @@ import { createApp } from '../server/src/app.js';
 import { loadConfig } from '../server/src/config.js';
 import { Router } from '../server/src/engine/router/index.js';
 import type { WordVectors } from '../server/src/engine/word-vectors.js';
-import { loadVectors, useVectors } from '../server/src/service/vectors.js';
+import { loadVectors, useVectors } from '../server/src/service/agents/vectors.js';
 import { route } from '../server/src/engine/run.js';
 import { migrate, openDatabase } from '../server/src/store/db.js';
 import { knnBaseline, winkBaseline } from './routing-baselines.js';

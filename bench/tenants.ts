@@ -16,11 +16,11 @@ import { fileURLToPath } from 'node:url';
 import { AgentDefinition } from '@switchboard/contract';
 import { routingInput } from '../server/src/engine/compile.js';
 import { ROUTER_STATE_FORMAT, Router, storeRouter } from '../server/src/engine/router/index.js';
-import { useVectors } from '../server/src/service/vectors.js';
+import { useVectors } from '../server/src/service/agents/vectors.js';
 import { canonicalJson, sha256 } from '../server/src/lib/canonical.js';
-import { AgentStore } from '../server/src/store/agent-store.js';
+import { AgentStore } from '../server/src/store/agents/agent-store.js';
 import { migrate, openDatabase } from '../server/src/store/db.js';
-import { RouterStore } from '../server/src/store/router-store.js';
+import { RouterStore } from '../server/src/store/agents/router-store.js';
 import { freshPostgres, pct, rssMb, startServer } from './server.js';
 
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 1000);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expandVariables, readAgentFile } from '../server/src/agents-loader.js';
 import type { App } from '../server/src/app.js';
 import { validateDefinition } from '../server/src/engine/compile.js';
-import { useVectors } from '../server/src/service/vectors.js';
+import { useVectors } from '../server/src/service/agents/vectors.js';
 import { startFakeLlm, type FakeLlm } from './helpers/fake-llm.js';
 import { CREDS, startFakeProviders } from './helpers/fake-providers.js';
 import { databases } from './helpers/databases.js';

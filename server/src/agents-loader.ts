@@ -10,8 +10,8 @@ import type { z } from 'zod';
 import { DefinitionError, type FieldProblem } from './errors.js';
 import { parseYamlSource, withPositions } from './lib/yaml-source.js';
 import { definitionProblems } from './engine/definition-problems.js';
-import type { AgentService } from './service/agent-service.js';
-import type { ReleaseService } from './service/releases.js';
+import type { AgentService } from './service/agents/agent-service.js';
+import type { ReleaseService } from './service/releases/releases.js';
 
 export interface AppliedAgent {
   slug: string;

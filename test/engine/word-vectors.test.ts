@@ -7,8 +7,8 @@ import { compileAgent } from '../../server/src/engine/compile.js';
 import { FUSED_MODEL, loadRouter, Router, ROUTER_MODEL, RouterVectorsError, storeRouter } from '../../server/src/engine/router/index.js';
 import { route } from '../../server/src/engine/run.js';
 import { WordVectors } from '../../server/src/engine/word-vectors.js';
-import { loadVectors, useVectors } from '../../server/src/service/vectors.js';
-import { TrainingPool } from '../../server/src/service/training.js';
+import { loadVectors, useVectors } from '../../server/src/service/agents/vectors.js';
+import { TrainingPool } from '../../server/src/service/agents/training.js';
 import { parseDefinition } from '../helpers/agents.js';
 
 const status = useVectors({ mode: 'auto' });

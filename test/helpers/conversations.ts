@@ -2,7 +2,7 @@
 // in, at T0 unless `over` says otherwise.
 import { randomUUID } from 'node:crypto';
 import type { Conversation } from '../../server/src/domain.js';
-import type { ConversationStore, TurnWrite } from '../../server/src/store/conversation-store.js';
+import type { ConversationStore, TurnWrite } from '../../server/src/store/conversations/conversation-store.js';
 
 const T0 = '2026-11-22T10:00:00.000Z';
 

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import request from 'supertest';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, migrate } from '../../server/src/store/db.js';
-import { ConversationStore } from '../../server/src/store/conversation-store.js';
+import { ConversationStore } from '../../server/src/store/conversations/conversation-store.js';
 import { ReleaseStore } from '../../server/src/store/release-store.js';
 import { echoAgent, supportAgent } from '../helpers/agents.js';
 import { eachDatabase } from '../helpers/databases.js';
@@ -161,7 +161,7 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
   const say = async (message: string, conversation_id?: string) =>
     (await request(f.app.app).post('/api/v1/agents/echo/converse').set(T).send({ message, conversation_id }).expect(200)).body.conversation_id as string;
   const verifyWith = async (id: string, key?: Buffer, previousKeys: Buffer[] = []) => {
-    const { ConversationStore } = await import('../../server/src/store/conversation-store.js');
+    const { ConversationStore } = await import('../../server/src/store/conversations/conversation-store.js');
     return new ConversationStore(f.db, { chainKey: key, previousKeys }).verifyAudit('acme', id);
   };
   /** Rechains a conversation's entries from the first, unkeyed or under `key`, data edited by `edit`, and moves its head. */
@@ -185,9 +185,9 @@ eachDatabase('keyed audit chain (AUDIT_CHAIN_KEY) on $name', (database) => {
     await f.db.knex('conversations').where({ id }).update({ audit_hash: previous });
   };
   const seal = async () => {
-    const { sealChains } = await import('../../server/src/service/chain-seals.js');
-    const { ChainSealStore } = await import('../../server/src/store/chain-seals.js');
-    const { ConversationStore } = await import('../../server/src/store/conversation-store.js');
+    const { sealChains } = await import('../../server/src/service/conversations/chain-seals.js');
+    const { ChainSealStore } = await import('../../server/src/store/conversations/chain-seals.js');
+    const { ConversationStore } = await import('../../server/src/store/conversations/conversation-store.js');
     const { ReleaseStore } = await import('../../server/src/store/release-store.js');
     const { systemClock } = await import('../../server/src/lib/clock.js');
     const done = await sealChains(

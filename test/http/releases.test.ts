@@ -9,7 +9,7 @@ import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinition, Release } from '@switchboard/contract';
 import { readTestFile } from '../../server/src/agents-loader.js';
-import { startVersion } from '../../server/src/service/traffic-splits.js';
+import { startVersion } from '../../server/src/service/releases/traffic-splits.js';
 import type { App } from '../../server/src/app.js';
 import { ordersBackendFixture } from '../helpers/example-agent.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import type { App } from '../../server/src/app.js';
 import { ROUTER_MODEL, ROUTER_STATE_FORMAT, routerModel } from '../../server/src/engine/router/index.js';
-import { useVectors } from '../../server/src/service/vectors.js';
+import { useVectors } from '../../server/src/service/agents/vectors.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { databases, eachDatabase, PG_URL, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { answersOk, freePort, testApp } from '../helpers/servers.js';

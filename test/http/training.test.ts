@@ -152,7 +152,7 @@ describe('training budgets', () => {
 
 describe('the training pool', () => {
   it('ends a worker that has been idle, and trains on a fresh one afterwards', async () => {
-    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const { TrainingPool } = await import('../../server/src/service/agents/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 256, workers: 1, idleMs: 200 });
     const caps = bigAgent()
       .capabilities.slice(0, 5)
@@ -178,7 +178,7 @@ describe('the training pool', () => {
     const { tmpdir } = await import('node:os');
     const file = `${mkdtempSync(`${tmpdir()}/training-flags-`)}/train.mts`;
     const script = [
-      `const { TrainingPool } = await import(${JSON.stringify(new URL('../../server/src/service/training.ts', import.meta.url).href)});`,
+      `const { TrainingPool } = await import(${JSON.stringify(new URL('../../server/src/service/agents/training.ts', import.meta.url).href)});`,
       'const pool = new TrainingPool({ timeoutMs: 30000, memoryMb: 256, workers: 1 });',
       "const caps = [{ name: 'a', examples: ['track my parcel', 'where is my order'] }, { name: 'b', examples: ['refund my money', 'I was charged twice'] }];",
       "const r = await pool.train('t', caps, null);",
@@ -195,7 +195,7 @@ describe('the training pool', () => {
   });
 
   it('trains one definition per tenant at a time, while other tenants use the other workers', async () => {
-    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const { TrainingPool } = await import('../../server/src/service/agents/training.js');
     const pool = new TrainingPool({ timeoutMs: 30_000, memoryMb: 512, workers: 2 });
     const caps = bigAgent()
       .capabilities.slice(0, 30)
@@ -224,7 +224,7 @@ describe('the training pool', () => {
   });
 
   it('runs background trainings beside the tenant’s own and after everyone waiting: a PUT never waits for one', async () => {
-    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const { TrainingPool } = await import('../../server/src/service/agents/training.js');
     const pool = new TrainingPool({ timeoutMs: 60_000, memoryMb: 512, workers: 2 });
     const large = bigAgent().capabilities.map((c) => ({ name: c.name, examples: c.examples }));
     const small = large.slice(0, 4).map((c) => ({ name: c.name, examples: c.examples.slice(0, 6) }));
@@ -246,7 +246,7 @@ describe('the training pool', () => {
   });
 
   it('keeps a worker for small definitions: one tenant’s small agent never waits behind two large ones', async () => {
-    const { TrainingPool } = await import('../../server/src/service/training.js');
+    const { TrainingPool } = await import('../../server/src/service/agents/training.js');
     const pool = new TrainingPool({ timeoutMs: 60_000, memoryMb: 512, workers: 2 });
     const large = bigAgent().capabilities.map((c) => ({ name: c.name, examples: c.examples }));
     const small = large.slice(0, 4).map((c) => ({ name: c.name, examples: c.examples.slice(0, 6) }));

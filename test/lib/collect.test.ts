@@ -1,10 +1,10 @@
 // Collections asked for when a cache lets go of memory outside V8's heap (lib/collect.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectGarbage, ReleasedBytes } from '../../server/src/lib/collect.js';
-import { AgentService } from '../../server/src/service/agent-service.js';
+import { AgentService } from '../../server/src/service/agents/agent-service.js';
 import { systemClock } from '../../server/src/lib/clock.js';
 import type { Database } from '../../server/src/store/db.js';
-import { AgentStore } from '../../server/src/store/agent-store.js';
+import { AgentStore } from '../../server/src/store/agents/agent-store.js';
 import { databases } from '../helpers/databases.js';
 
 describe('collectGarbage', () => {

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { AppError, UnavailableError } from '../../server/src/errors.js';
 import { Router, TrainingTooLargeError } from '../../server/src/engine/router/index.js';
-import { RouterService } from '../../server/src/service/routers.js';
+import { RouterService } from '../../server/src/service/agents/routers.js';
 import { systemClock } from '../../server/src/lib/clock.js';
 import { translateDbError } from '../../server/src/store/db-errors.js';
 

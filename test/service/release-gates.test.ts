@@ -2,7 +2,7 @@
 // definition names, and the interval shown beside each per-version rate (service/analytics.ts).
 import { describe, expect, it } from 'vitest';
 import { AgentDefinition, ReleaseGateName, ReleasePolicy, type EvaluationResult } from '@switchboard/contract';
-import { hostsOf, judgeGates, replayNeeded } from '../../server/src/service/release-gates/index.js';
+import { hostsOf, judgeGates, replayNeeded } from '../../server/src/service/releases/gates/index.js';
 import { wilson } from '../../server/src/service/analytics.js';
 
 const def = (urls: string[], webhook?: string) =>

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { AuditDraft, FlowState, ReviewMark } from '../../server/src/domain.js';
 import { compileAgent, type CompiledAgent } from '../../server/src/engine/compile.js';
 import { route } from '../../server/src/engine/routing.js';
-import { groupKey, normaliseMessage, rephrases, reviewFindings } from '../../server/src/service/review-findings.js';
+import { groupKey, normaliseMessage, rephrases, reviewFindings } from '../../server/src/service/review/review-findings.js';
 import { parseDefinition } from '../helpers/agents.js';
 
 const NOW = '2026-11-26T10:00:00.000Z';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { estimateTextTokens } from '../../server/src/engine/tokens.js';
 import type { ModelGate } from '../../server/src/service/model-gate.js';
-import { ServerEmbeddings } from '../../server/src/service/server-embeddings.js';
+import { ServerEmbeddings } from '../../server/src/service/agents/server-embeddings.js';
 
 describe('ServerEmbeddings.embedTexts', () => {
   it('keeps every batch under the input cap as the gate counts it, short texts included', async () => {

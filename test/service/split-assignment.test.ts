@@ -4,7 +4,7 @@
 //   bucket = first 4 bytes (big-endian) of SHA-256(agent id "\n" candidate "\n" user) mod 10000
 //   the candidate when bucket < share (hundredths of a percent), else the current version
 import { describe, expect, it } from 'vitest';
-import { startVersion } from '../../server/src/service/traffic-splits.js';
+import { startVersion } from '../../server/src/service/releases/traffic-splits.js';
 
 const AGENT = '6f1c2c49-5f0e-4f4b-9a39-7b8f0f2d6a10';
 const USERS = Array.from({ length: 16 }, (_, i) => `user-${i}`);

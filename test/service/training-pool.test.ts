@@ -2,7 +2,7 @@
 // machine needs to be slow enough): the training is refused with the budget's error, the worker
 // is ended, and the next training gets a fresh one.
 import { describe, expect, it } from 'vitest';
-import { TrainingPool } from '../../server/src/service/training.js';
+import { TrainingPool } from '../../server/src/service/agents/training.js';
 
 const caps = (first: string) => [
   { name: first, examples: ['where is my order', 'track my package', 'has my order shipped'] },

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { compileAgent } from '../../server/src/engine/compile.js';
 import type { TurnResult } from '../../server/src/engine/run.js';
 import { stateHash, turnHash } from '../../server/src/lib/audit-chain.js';
-import { buildTurnWrite } from '../../server/src/service/turn-write.js';
+import { buildTurnWrite } from '../../server/src/service/conversations/turn-write.js';
 import { parseDefinition } from '../helpers/agents.js';
 import { driveTurn, NOW } from '../helpers/engine.js';
 

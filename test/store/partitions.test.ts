@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, expect, it } from 'vitest';
 import type { Conversation, WebhookDraft } from '../../server/src/domain.js';
-import { AgentStore } from '../../server/src/store/agent-store.js';
-import { ConversationStore } from '../../server/src/store/conversation-store.js';
+import { AgentStore } from '../../server/src/store/agents/agent-store.js';
+import { ConversationStore } from '../../server/src/store/conversations/conversation-store.js';
 import { migrateUpTo, type Database } from '../../server/src/store/db.js';
 import { dropHistoryBefore, ensurePartitions, listPartitions, monthStart, partitionName, PARTITIONED } from '../../server/src/store/partitions.js';
 import { conversation as aConversation, commitTurn } from '../helpers/conversations.js';

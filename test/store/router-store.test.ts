@@ -2,9 +2,9 @@
 // period, and past the tenant's bytes the oldest go first; one larger than the bound alone is not
 // stored. Another tenant's are never touched.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { AgentStore } from '../../server/src/store/agent-store.js';
+import { AgentStore } from '../../server/src/store/agents/agent-store.js';
 import type { Database } from '../../server/src/store/db.js';
-import { RouterStore } from '../../server/src/store/router-store.js';
+import { RouterStore } from '../../server/src/store/agents/router-store.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 
 warnIfPostgresSkipped();

@@ -2,9 +2,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Conversation } from '../../server/src/domain.js';
-import { ERASURE } from '../../server/src/service/erasure.js';
-import { AgentStore } from '../../server/src/store/agent-store.js';
-import { ConcurrentUpdateError, ConversationStore, DuplicateIdempotencyKeyError, type TurnWrite } from '../../server/src/store/conversation-store.js';
+import { ERASURE } from '../../server/src/service/conversations/erasure.js';
+import { AgentStore } from '../../server/src/store/agents/agent-store.js';
+import {
+  ConcurrentUpdateError,
+  ConversationStore,
+  DuplicateIdempotencyKeyError,
+  type TurnWrite,
+} from '../../server/src/store/conversations/conversation-store.js';
 import { migrate, rollbackAll, type Database } from '../../server/src/store/db.js';
 import { conversation } from '../helpers/conversations.js';
 import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import { openDatabase, type Database } from '../../server/src/store/db.js';
 import { withPooledConnection } from '../../server/src/store/knex-adapter.js';
-import { batchStatement } from '../../server/src/store/postgres-sql.js';
+import { batchStatement } from '../../server/src/store/writer/postgres-sql.js';
 import { echoAgent } from '../helpers/agents.js';
 import { databases, PG_URL } from '../helpers/databases.js';
 import { testApp } from '../helpers/servers.js';

@@ -4,8 +4,8 @@
 // conversation due, including rows a release before 023 wrote during a rolling upgrade.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Conversation } from '../../server/src/domain.js';
-import { AgentStore } from '../../server/src/store/agent-store.js';
-import { ConversationStore } from '../../server/src/store/conversation-store.js';
+import { AgentStore } from '../../server/src/store/agents/agent-store.js';
+import { ConversationStore } from '../../server/src/store/conversations/conversation-store.js';
 import type { Database } from '../../server/src/store/db.js';
 import { conversation as aConversation, commitTurn } from '../helpers/conversations.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';

@@ -28,7 +28,7 @@ type Route = (url: URL, init: RequestInit) => Response | Promise<Response>;
 /** A fake service: each path answers from its queue (the last answer repeats), every request recorded. */
 function service(routes: Record<string, Route[]>) {
   const requests: { path: string; init: RequestInit }[] = [];
-  const fetch = async (input: RequestInfo | URL, init: RequestInit = {}) => {
+  const fetch = async (input: string | URL | Request, init: RequestInit = {}) => {
     const url = new URL(String(input));
     const path = url.pathname.replace('/widget/v1/agents/shop', '') || '/';
     requests.push({ path, init });

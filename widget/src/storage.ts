@@ -7,7 +7,13 @@ export interface Saved {
   set(v: Record<string, string>): void;
 }
 
-export function savedState(name: string, storage: () => Pick<Storage, 'getItem' | 'setItem'> = () => localStorage): Saved {
+/** The part of the Web Storage API used. */
+interface StorageLike {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+export function savedState(name: string, storage: () => StorageLike = () => (globalThis as unknown as { localStorage: StorageLike }).localStorage): Saved {
   const memory = new Map<string, string>();
   const parse = (text: string | null | undefined) => {
     try {

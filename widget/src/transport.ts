@@ -53,7 +53,7 @@ async function httpError(res: Response): Promise<HttpError> {
 }
 
 export function transport(o: TransportOptions) {
-  const doFetch = o.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init));
+  const doFetch = o.fetch ?? ((input: string | URL | Request, init?: RequestInit) => fetch(input, init));
   const now = o.now ?? Date.now;
   const base = `${o.server.replace(/\/+$/, '')}/widget/v1/agents/${encodeURIComponent(o.agent)}`;
   const q = `key=${encodeURIComponent(o.key)}`;

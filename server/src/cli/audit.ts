@@ -4,9 +4,9 @@
 // the key is first set, and again after rotating it (the old key in AUDIT_CHAIN_PREVIOUS_KEYS).
 import { loadConfig } from '../config.js';
 import { systemClock } from '../lib/clock.js';
-import { sealChains, type SealProgress } from '../service/chain-seals.js';
-import { ChainSealStore } from '../store/chain-seals.js';
-import { ConversationStore } from '../store/conversation-store.js';
+import { sealChains, type SealProgress } from '../service/conversations/chain-seals.js';
+import { ChainSealStore } from '../store/conversations/chain-seals.js';
+import { ConversationStore } from '../store/conversations/conversation-store.js';
 import { migrate, openDatabase } from '../store/db.js';
 import { ReleaseStore } from '../store/release-store.js';
 import { program, run } from './program.js';

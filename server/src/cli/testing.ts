@@ -8,8 +8,8 @@ import junitReports, { type Builder } from 'junit-report-builder';
 import type { TestResults } from '@switchboard/contract';
 import { describeDefinitionError, readAgentFile, readTestFile } from '../agents-loader.js';
 import { compileAgent } from '../engine/compile.js';
-import { answer, runTests } from '../service/test-runner.js';
-import { OfflineConversation } from '../service/offline-conversation.js';
+import { answer, runTests } from '../service/agents/test-runner.js';
+import { OfflineConversation } from '../service/evaluations/offline-conversation.js';
 import type { RoutingDecisionData } from '@switchboard/contract';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
 

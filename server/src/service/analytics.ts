@@ -19,7 +19,7 @@ const countsOf = (channel: 'api' | Channel, of: (k: Measure) => number) => ({
 import { InputError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import type { AnalyticsStore } from '../store/analytics-store.js';
-import type { AgentService } from './agent-service.js';
+import type { AgentService } from './agents/agent-service.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

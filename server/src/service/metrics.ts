@@ -4,7 +4,7 @@
 // off each committed write (the store calls `observeWrite`), so turns, sweeper abandonments and
 // operator moves count alike. Counters are per process: sum them across replicas.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { TurnWrite } from '../store/turn-rows.js';
+import type { TurnWrite } from '../store/writer/turn-rows.js';
 
 export interface MetricsOptions {
   /** Whether series carry the tenant label (METRICS_TENANT_LABEL). */

@@ -4,7 +4,7 @@
 // through whichever surface, cannot fill the event loop.
 import { RenderBudget, type RenderBudgetOptions } from '../engine/templates.js';
 import { TimeBuckets } from '../lib/time-bucket.js';
-import type { TurnBudgets } from './offline-conversation.js';
+import type { TurnBudgets } from './evaluations/offline-conversation.js';
 
 export class RenderBudgets {
   private readonly shares: TimeBuckets;

@@ -30,9 +30,9 @@ import * as m024 from './migrations/024_service_secrets.js';
 import * as m025 from './migrations/025_chain_seals.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { PgClient, SqliteClient } from './knex-adapter.js';
-import { SqliteWriter } from './sqlite-writer.js';
-import { PostgresWriter } from './postgres-writer.js';
-import type { TurnWriter } from './writer.js';
+import { SqliteWriter } from './writer/sqlite-writer.js';
+import { PostgresWriter } from './writer/postgres-writer.js';
+import type { TurnWriter } from './writer/writer.js';
 import { postgresDialect, sqliteDialect, type DialectAdapter } from './dialects.js';
 
 type Dialect = 'sqlite' | 'postgres';

@@ -13,7 +13,7 @@ import type { Knex } from 'knex';
 import type { ReleaseGate } from '@switchboard/contract';
 import { dataHash, entryHash, verifyChain, type BrokenReason, type ChainKeys, type ChainReport } from '../lib/audit-chain.js';
 import { canonicalJson, sha256 } from '../lib/canonical.js';
-import { readSeal } from './chain-seals.js';
+import { readSeal } from './conversations/chain-seals.js';
 import type { Database } from './db.js';
 import type { AgentTableRow } from './rows.js';
 

@@ -8,7 +8,7 @@ import type { CallResult } from '../../channels/adapter.js';
 import type { AuditDraft, Conversation, TurnRow } from '../../domain.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import type { ChannelStore, OutboxRow } from '../../store/channel-store.js';
-import type { LifecycleService } from '../lifecycle.js';
+import type { LifecycleService } from '../conversations/lifecycle.js';
 import type { Metrics } from '../metrics.js';
 import { retryAt, type Outcome, type OutboxKind } from '../outbox/outbox.js';
 import { UNREADABLE, type ChannelOpener } from './open.js';

@@ -11,8 +11,8 @@ import { AppError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { Lane } from '../../lib/lane.js';
 import type { ChannelStore, InboundRow } from '../../store/channel-store.js';
-import type { AgentService } from '../agent-service.js';
-import type { ConversationService } from '../conversation-service.js';
+import type { AgentService } from '../agents/agent-service.js';
+import type { ConversationService } from '../conversations/conversation-service.js';
 import type { Metrics } from '../metrics.js';
 import { UNREADABLE, type ChannelOpener } from './open.js';
 

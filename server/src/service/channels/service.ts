@@ -14,9 +14,9 @@ import { ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, Se
 import { iso, type Clock } from '../../lib/clock.js';
 import { OncePer } from '../../lib/once-per.js';
 import type { ChannelRow, ChannelStore, OutboxRow } from '../../store/channel-store.js';
-import type { AgentService } from '../agent-service.js';
-import type { ConversationService } from '../conversation-service.js';
-import type { LifecycleService } from '../lifecycle.js';
+import type { AgentService } from '../agents/agent-service.js';
+import type { ConversationService } from '../conversations/conversation-service.js';
+import type { LifecycleService } from '../conversations/lifecycle.js';
 import { mustHaveRoom, spend, spendQuietly, type Limits } from '../limits.js';
 import type { Metrics } from '../metrics.js';
 import { Outbox } from '../outbox/outbox.js';

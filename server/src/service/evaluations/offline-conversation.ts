@@ -1,0 +1,79 @@
+// A conversation kept in memory and driven turn by turn through the engine, with every call the
+// engine asks for (actions, the model) answered by the caller: what test conversations and
+// replays run. Nothing is stored; no action's secret is needed, since none goes out. Each turn
+// renders within the same budgets as a live one (the tenant's share when a server runs it), and
+// the event loop turns between turns, so a long test or replay never holds the server.
+import type { ContextEnvelope } from '@switchboard/contract';
+import { SECRET_MASK, type CompiledAgent } from '../../engine/compile.js';
+import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
+import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../../engine/run.js';
+import type { RenderBudget } from '../../engine/templates.js';
+
+export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
+
+/** Where a turn's render budget comes from and what it spent goes: the tenant's share (RenderBudgets). */
+export interface TurnBudgets {
+  forTurn(): RenderBudget;
+  charge(budget: RenderBudget): void;
+}
+
+export class OfflineConversation {
+  private prior: TurnInput['prior'] = null;
+  private readonly history: NonNullable<TurnInput['history']> = [];
+  private readonly secrets: Record<string, string>;
+
+  constructor(
+    private readonly agent: CompiledAgent,
+    private readonly base: {
+      conversationId: string;
+      userId: string | null;
+      llm?: boolean;
+      /** Route with server embeddings (replays, as the live conversation did); test conversations route with the agent's own router. */
+      embeddings?: TurnInput['embeddings'];
+      budgets?: TurnBudgets;
+    },
+  ) {
+    this.secrets = Object.fromEntries(agent.secretNames.map((n) => [n, SECRET_MASK]));
+  }
+
+  /** Index of the next user turn when turns are only this conversation's own. */
+  get nextTurnIndex(): number {
+    return this.history.length;
+  }
+
+  /** One user message: `turnIndex` is its index among the conversation's turns (default: the next). */
+  async turn(message: string, o: { now: string; context: ContextEnvelope | null; turnIndex?: number }, answer: Answer): Promise<TurnResult> {
+    const { agent } = this;
+    const turnIndex = o.turnIndex ?? this.nextTurnIndex;
+    await turnOfTheLoop();
+    const budget = this.base.budgets?.forTurn();
+    const gen = runTurn({
+      agent,
+      prior: this.prior,
+      conversationId: this.base.conversationId,
+      message,
+      context: o.context,
+      userId: this.base.userId,
+      turnIndex,
+      now: o.now,
+      secrets: this.secrets,
+      score: (m, embedding) => scoreWith(agent, m, embedding),
+      embeddings: this.base.embeddings,
+      llm: this.base.llm ?? false,
+      history: this.history.slice(-agent.historyTurns),
+      llmConfigured: true,
+      budget,
+    });
+    let step;
+    try {
+      step = gen.next();
+      while (!step.done) step = gen.next(await answer(step.value));
+    } finally {
+      if (budget) this.base.budgets!.charge(budget);
+    }
+    const r = step.value;
+    this.history.push({ role: 'user', message }, { role: 'agent', message: r.reply });
+    this.prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow: r.flow, turnCount: turnIndex + 2 };
+    return r;
+  }
+}
