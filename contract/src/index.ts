@@ -107,42 +107,28 @@ export const contract: { api: ApiRoutes; ops: typeof operations.routes; widget: 
 });
 export type Contract = typeof contract;
 
-/** Every example by its name in components/examples. */
-export const EXAMPLES = {
-  ...problemExamples,
-  ...conversations.examples,
-  ...audit.examples,
-  ...operators.examples,
-  ...agents.examples,
-  ...versions.examples,
-  ...analytics.examples,
-  ...review.examples,
-  ...evaluations.examples,
-  ...releases.examples,
-  ...webhooks.examples,
-  ...channels.examples,
-  ...keys.examples,
-  ...secrets.examples,
-  ...operations.examples,
-  ...widget.examples,
-};
+type Resources = typeof RESOURCES;
+/** The intersection of a union's members: every resource's examples in one type. */
+type AllOf<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never;
+
+/** The parts merged into one record; a name two parts give is a mistake, refused at once. */
+function merged(parts: Record<string, unknown>[], what: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const part of parts)
+    for (const [name, value] of Object.entries(part)) {
+      if (name in out) throw new Error(`Two resources give the ${what} "${name}"`);
+      out[name] = value;
+    }
+  return out;
+}
+
+/** Every example by its name in components/examples: the shared problems' and each resource's. */
+export const EXAMPLES = merged([problemExamples, ...Object.values(RESOURCES).map((r) => r.examples)], 'example') as typeof problemExamples &
+  AllOf<Resources[keyof Resources]['examples']>;
 export type ExampleName = keyof typeof EXAMPLES;
 
-/** Per operation, its examples; every name it gives is an example above. */
-export const OPERATION_EXAMPLES: Record<string, OperationExamples<ExampleName>> = {
-  ...conversations.operations,
-  ...audit.operations,
-  ...operators.operations,
-  ...agents.operations,
-  ...versions.operations,
-  ...analytics.operations,
-  ...review.operations,
-  ...evaluations.operations,
-  ...releases.operations,
-  ...webhooks.operations,
-  ...channels.operations,
-  ...keys.operations,
-  ...secrets.operations,
-  ...operations.operations,
-  ...widget.operations,
-};
+/** Per operation, its examples (each resource's); every name it gives is an example above. */
+export const OPERATION_EXAMPLES = merged(
+  Object.values(RESOURCES).map((r) => r.operations),
+  'operation',
+) as Record<string, OperationExamples<ExampleName>>;
