@@ -1,10 +1,11 @@
 // Releases at their edges, on both databases: of two activations at once one is taken and the
 // other refused until the first is done, never a fork of the record; an older draft never released goes through the gates; an
 // evaluation is reused for the same candidate and inputs only while the policy's max_age_hours
-// allows, and a stale one is run again.
+// allows, and a stale one is run again; an evaluation that fails refuses the step (409 naming it),
+// and is never reused.
 import { pino } from 'pino';
 import request from 'supertest';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { createApp, type App } from '../../server/src/app.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -91,5 +92,24 @@ eachDatabase('releases at their edges ($name)', (database) => {
     const again = await split(30);
     expect(again).not.toBe(first);
     expect(again).toEqual(expect.any(String));
+  });
+
+  it('refuses a step whose evaluation fails (409 naming it, nothing recorded), and runs a new one on the next try', async () => {
+    const candidate = await draft('v7');
+    const before = await steps();
+    const current = (await api().get(`/api/v1/agents/${SLUG}`).set(T).expect(200)).body.version as number;
+    // The evaluation's cross-validation trains its folds' routers: the first such training fails.
+    vi.spyOn(app.agents.routers, 'unstored').mockReturnValueOnce(() => Promise.reject(new Error('the training worker died')));
+    const refused = await api().post(`/api/v1/agents/${SLUG}/versions/${candidate}/activate`).set(T).expect(409);
+    expect(refused.body).toMatchObject({ code: 'release_gates_failed', evaluation_id: expect.any(String) });
+    expect(refused.body.detail).toMatch(/failed: the training worker died/);
+    const failed = (await api().get(`/api/v1/agents/${SLUG}/evaluations/${refused.body.evaluation_id}`).set(T).expect(200)).body;
+    expect(failed).toMatchObject({ status: 'failed', error: 'the training worker died' });
+    expect(await steps()).toEqual(before);
+    expect((await api().get(`/api/v1/agents/${SLUG}`).set(T).expect(200)).body.version).toBe(current);
+    // The same candidate and inputs within max_age_hours: the failed evaluation is not reused.
+    const taken = await api().post(`/api/v1/agents/${SLUG}/versions/${candidate}/activate`).set(T).expect(200);
+    expect(taken.body.release.evaluation_id).toEqual(expect.any(String));
+    expect(taken.body.release.evaluation_id).not.toBe(refused.body.evaluation_id);
   });
 });
