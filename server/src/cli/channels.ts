@@ -2,8 +2,10 @@
 // server, pause, resume or remove a channel, and read its delivery log (docs/channels.md).
 // Credentials are read from the environment or a prompt-free `--set name=value`, sent once and
 // never printed.
-import type { ChannelInfo, ChannelKind } from '@switchboard/contract';
-import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import { CHANNEL_KINDS, type ChannelInfo, type ChannelKind } from '@switchboard/contract';
+import { Option, type Command } from 'commander';
+import { channelOf, versionNumber } from './args.js';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 function describeChannel(c: ChannelInfo): string {
   const hook = c.webhook_set === true ? ' (setWebhook done)' : '';
@@ -25,7 +27,7 @@ function credentialsOf(pairs: string[], env: NodeJS.ProcessEnv = process.env): R
   return out;
 }
 
-export async function connect(slug: string, kind: ChannelKind, pairs: string[], o: RemoteOptions & { paused?: boolean; setWebhook?: boolean }): Promise<void> {
+async function connect(slug: string, kind: ChannelKind, pairs: string[], o: RemoteOptions & { paused?: boolean; setWebhook?: boolean }): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () =>
     sb.api.putChannel({
@@ -39,7 +41,7 @@ export async function connect(slug: string, kind: ChannelKind, pairs: string[], 
   if (!r.body.webhook_set) console.log(`paste the webhook URL into ${kind}'s settings (docs/channels.md says where)`);
 }
 
-export async function listChannels(slug: string, o: RemoteOptions): Promise<void> {
+async function listChannels(slug: string, o: RemoteOptions): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.listChannels({ params: { slug } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
@@ -47,21 +49,21 @@ export async function listChannels(slug: string, o: RemoteOptions): Promise<void
   for (const c of r.body.data) console.log(describeChannel(c));
 }
 
-export async function setStatus(slug: string, kind: ChannelKind, status: 'active' | 'paused', o: RemoteOptions): Promise<void> {
+async function setStatus(slug: string, kind: ChannelKind, status: 'active' | 'paused', o: RemoteOptions): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.patchChannel({ params: { slug, channel: kind }, body: { status } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
   console.log(`${slug}'s ${kind} channel is ${r.body.status}`);
 }
 
-export async function removeChannel(slug: string, kind: ChannelKind, o: RemoteOptions): Promise<void> {
+async function removeChannel(slug: string, kind: ChannelKind, o: RemoteOptions): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.deleteChannel({ params: { slug, channel: kind } }));
   if (r.status !== 204) throw new Error(describeFailure(o, r.status, r.body));
   console.log(`removed ${slug}'s ${kind} channel: its credentials are forgotten and its webhook URL answers 404`);
 }
 
-export async function deliveries(
+async function deliveries(
   slug: string,
   o: RemoteOptions & { channel?: ChannelKind; status?: 'pending' | 'sent' | 'failed' | 'refused'; limit: number },
 ): Promise<void> {
@@ -76,4 +78,65 @@ export async function deliveries(
     );
     if (d.last_error) console.log(`          last error: ${d.last_error}`);
   }
+}
+
+/** channel connect | list | pause | resume | remove | deliveries. */
+export function register(cli: Command): void {
+  const channels = cli
+    .command('channel')
+    .description('messaging channels of an agent on a running server: connect, list, pause, resume, remove, deliveries (docs/channels.md)');
+  remoteOptions(
+    channels
+      .command('connect')
+      .description("connect (or reconnect) a channel with the provider's credentials; prints the webhook URL to paste into the provider")
+      .argument('<slug>', 'the agent')
+      .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf)
+      .option('--set <name=value...>', 'a credential (name=env:VARIABLE reads it from the environment)', (v: string, prev: string[] | undefined) => [
+        ...(prev ?? []),
+        v,
+      ])
+      .option('--paused', 'connect it paused')
+      .option('--set-webhook', 'telegram: have the server call setWebhook itself'),
+  ).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions & { set?: string[]; paused?: boolean; setWebhook?: boolean }) => {
+    await connect(slug, kind, opts.set ?? [], opts);
+  });
+  remoteOptions(channels.command('list').description("an agent's channels and their webhook URLs").argument('<slug>', 'the agent')).action(
+    async (slug: string, opts: RemoteOptions) => {
+      await listChannels(slug, opts);
+    },
+  );
+  for (const [name, status] of [
+    ['pause', 'paused'],
+    ['resume', 'active'],
+  ] as const) {
+    remoteOptions(
+      channels
+        .command(name)
+        .description(name === 'pause' ? 'pause a channel: messages are acknowledged and dropped, replies wait' : 'resume a paused channel')
+        .argument('<slug>', 'the agent')
+        .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf),
+    ).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions) => {
+      await setStatus(slug, kind, status, opts);
+    });
+  }
+  remoteOptions(
+    channels
+      .command('remove')
+      .description('remove a channel and forget its credentials')
+      .argument('<slug>', 'the agent')
+      .argument('<channel>', CHANNEL_KINDS.join(', '), channelOf),
+  ).action(async (slug: string, kind: ChannelKind, opts: RemoteOptions) => {
+    await removeChannel(slug, kind, opts);
+  });
+  remoteOptions(
+    channels
+      .command('deliveries')
+      .description('replies sent through channels, newest first, with attempts and errors')
+      .argument('<slug>', 'the agent')
+      .addOption(new Option('--channel <channel>', 'only this channel').choices([...CHANNEL_KINDS]))
+      .addOption(new Option('--status <status>', 'only deliveries in this state').choices(['pending', 'sent', 'failed', 'refused']))
+      .option('--limit <n>', 'how many', (v) => versionNumber(v), 20),
+  ).action(async (slug: string, opts: RemoteOptions & { channel?: ChannelKind; status?: 'pending' | 'sent' | 'failed' | 'refused'; limit: number }) => {
+    await deliveries(slug, opts);
+  });
 }

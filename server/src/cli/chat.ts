@@ -7,11 +7,12 @@
 import { createInterface } from 'node:readline/promises';
 import { styleText } from 'node:util';
 import type { ConverseResponse, Option } from '@switchboard/contract';
-import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import type { Command } from 'commander';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 const HELP = 'Type a message, a number to pick an option, or /new, /history, /audit, /quit.';
 
-export async function chat(slug: string, o: RemoteOptions & { user?: string; json?: boolean }): Promise<void> {
+async function chat(slug: string, o: RemoteOptions & { user?: string; json?: boolean }): Promise<void> {
   const sb = remoteClient(o);
   const agent = await reach(o, () => sb.api.getAgent({ params: { slug } }));
   if (agent.status !== 200) throw new Error(describeFailure(o, agent.status, agent.body));
@@ -145,4 +146,18 @@ export async function chat(slug: string, o: RemoteOptions & { user?: string; jso
   }
   // A script whose messages were refused ends with a failure status.
   if (script.failed && !interactive) process.exitCode = 1;
+}
+
+/** chat. */
+export function register(cli: Command): void {
+  remoteOptions(
+    cli
+      .command('chat')
+      .description('talk to an agent on a running server at the prompt: options by number, a status line per turn, /new /history /audit /quit')
+      .argument('<slug>', 'the agent')
+      .option('--user <user>', 'the end-user id to send as user-id')
+      .option('--json', 'one JSON object per turn on standard output (for scripts: pipe the messages in, one a line)'),
+  ).action(async (slug: string, opts: RemoteOptions & { user?: string; json?: boolean }) => {
+    await chat(slug, { ...opts, tenant: opts.tenant ?? (opts.key ? undefined : 'demo') });
+  });
 }

@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { getOpenApi } from '../http/openapi.js';
 import { OpenApiChecker } from '../lib/openapi-check.js';
+import { Option, type Command } from 'commander';
 
 export interface ConformanceOptions {
   url: string;
@@ -280,4 +281,21 @@ export async function runConformance(o: ConformanceOptions): Promise<Conformance
       `${report.responses} responses valid against the deployment's document and this release's`,
   );
   return report;
+}
+
+/** conformance. */
+export function register(cli: Command): void {
+  cli
+    .command('conformance')
+    .description(
+      "run the contract's checks against a live Switchboard (a scratch agent, a conversation, history, audit, the usual errors), every response checked against the deployment's /openapi.json and this release's; leaves nothing behind",
+    )
+    .addOption(new Option('--url <url>', "the deployment's base URL").env('SWITCHBOARD_URL').makeOptionMandatory())
+    .addOption(new Option('--tenant <tenant>', 'tenant id (header auth mode)').env('SWITCHBOARD_TENANT'))
+    .addOption(new Option('--api-key <key>', 'an API key with the admin scope (api_key auth mode)').env('SWITCHBOARD_KEY'))
+    .action(async (opts: { url: string; tenant?: string; apiKey?: string }) => {
+      if (!opts.tenant && !opts.apiKey) throw new Error('say whose agents: --tenant T (header auth) or --api-key K (api_key auth)');
+      const report = await runConformance({ url: opts.url, tenant: opts.tenant, key: opts.apiKey });
+      if (report.failed) process.exitCode = 1;
+    });
 }

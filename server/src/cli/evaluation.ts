@@ -7,6 +7,7 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import { parse as parseYaml } from 'yaml';
 import { describeDefinitionError, readAgentFile } from '../agents-loader.js';
 import { crossValidate, evaluateLabelled, routingWarnings, slotWarnings, summarise, type RoutingReport } from '../engine/report.js';
+import { InvalidArgumentError, type Command } from 'commander';
 
 interface Labelled {
   message: string;
@@ -65,7 +66,7 @@ function formatReport(r: RoutingReport): string {
   return lines.join('\n');
 }
 
-export async function evaluateAgentFile(file: string, opts: { data?: string; folds: number }): Promise<void> {
+async function evaluateAgentFile(file: string, opts: { data?: string; folds: number }): Promise<void> {
   let definition;
   try {
     definition = (await readAgentFile(file)).definition;
@@ -90,4 +91,26 @@ export async function evaluateAgentFile(file: string, opts: { data?: string; fol
     report = summarise(`${opts.folds}-fold cross-validation over the examples`, definition, predictions, warnings);
   }
   console.log(formatReport(report));
+}
+
+/** eval. */
+export function register(cli: Command): void {
+  cli
+    .command('eval')
+    .description('train an agent as the server would and report how well it routes: cross-validated over its examples, or on labelled messages')
+    .argument('<file>', 'agent file (YAML or JSON)')
+    .option('--data <file>', 'labelled messages: CSV (message,capability) or YAML (a list of { message, capability }, or capability: [messages])')
+    .option(
+      '--folds <n>',
+      'cross-validation folds when no --data is given',
+      (v) => {
+        const n = Number(v);
+        if (!Number.isInteger(n) || n < 2 || n > 20) throw new InvalidArgumentError('must be a whole number from 2 to 20');
+        return n;
+      },
+      5,
+    )
+    .action(async (file: string, opts: { data?: string; folds: number }) => {
+      await evaluateAgentFile(file, opts);
+    });
 }

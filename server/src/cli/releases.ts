@@ -1,7 +1,9 @@
 // `npm run agents -- activate | split | promote | releases`: releases on a running server through
 // the release gates (docs/releases.md), each gate printed with its figure, and the release record.
 import type { Release, ReleaseGate, ReleaseVerification } from '@switchboard/contract';
-import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import { InvalidArgumentError, type Command } from 'commander';
+import { forceOptions, percentOf, versionNumber } from './args.js';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 /** Every gate on a line of its own: pass or FAIL, then what it measured. */
 export function printGates(gates: ReleaseGate[], out: (line: string) => void = console.log): void {
@@ -33,7 +35,7 @@ function refused(o: RemoteOptions, status: number, body: unknown): never {
   throw new Error(describeFailure(o, status, body));
 }
 
-export async function activate(slug: string, version: number, o: RemoteOptions & Force): Promise<void> {
+async function activate(slug: string, version: number, o: RemoteOptions & Force): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.activateVersion({ params: { slug, version }, query: query(o) }));
   if (r.status !== 200) refused(o, r.status, r.body);
@@ -43,12 +45,7 @@ export async function activate(slug: string, version: number, o: RemoteOptions &
   if (step.forced) console.log(`  released although gates failed: ${step.reason ?? ''}`);
 }
 
-export async function split(
-  slug: string,
-  version: number | undefined,
-  percent: number | undefined,
-  o: RemoteOptions & Force & { end?: boolean },
-): Promise<void> {
+async function split(slug: string, version: number | undefined, percent: number | undefined, o: RemoteOptions & Force & { end?: boolean }): Promise<void> {
   const sb = remoteClient(o);
   if (o.end) {
     const r = await reach(o, () => sb.api.endSplit({ params: { slug }, query: o.reason ? { reason: o.reason } : {} }));
@@ -63,7 +60,7 @@ export async function split(
   printGates(r.body.release.gates);
 }
 
-export async function promote(slug: string, o: RemoteOptions & Force): Promise<void> {
+async function promote(slug: string, o: RemoteOptions & Force): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.promoteSplit({ params: { slug }, query: query(o) }));
   if (r.status !== 200) refused(o, r.status, r.body);
@@ -86,7 +83,7 @@ function describeVerification(v: ReleaseVerification): string {
   return `release record valid but not intact: ${before} of ${v.entries} steps predate the key and prove consistency only${head}`;
 }
 
-export async function printReleases(slug: string, o: RemoteOptions & { limit: number; verify?: boolean; head?: string }): Promise<void> {
+async function printReleases(slug: string, o: RemoteOptions & { limit: number; verify?: boolean; head?: string }): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.listReleases({ params: { slug }, query: { limit: Math.min(o.limit, 100) } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
@@ -102,4 +99,65 @@ export async function printReleases(slug: string, o: RemoteOptions & { limit: nu
     console.log(describeVerification(v.body));
     if (!v.body.valid) process.exitCode = 1;
   }
+}
+
+/** activate, split, promote and releases. */
+export function register(cli: Command): void {
+  remoteOptions(
+    forceOptions(
+      cli
+        .command('activate')
+        .description(
+          'make a stored version current on a running server through the release gates (release a draft, or roll back), printing each gate; running conversations stay on theirs',
+        )
+        .argument('<slug>', 'the agent')
+        .argument('<version>', 'the version to make current', versionNumber),
+    ),
+  ).action(async (slug: string, version: number, opts: RemoteOptions & { force?: boolean; reason?: string }) => {
+    await activate(slug, version, opts);
+  });
+
+  remoteOptions(
+    forceOptions(
+      cli
+        .command('split')
+        .description('send a share of new conversations to a candidate version through the release gates, change the share, or end the split (--end)')
+        .argument('<slug>', 'the agent')
+        .argument('[version]', 'the candidate version', versionNumber)
+        .argument('[percent]', 'the percent of new conversations it gets', percentOf)
+        .option('--end', 'end the split: every new conversation on the current version'),
+    ),
+  ).action(
+    async (
+      slug: string,
+      version: number | undefined,
+      percent: number | undefined,
+      opts: RemoteOptions & { force?: boolean; reason?: string; end?: boolean },
+    ) => {
+      await split(slug, version, percent, opts);
+    },
+  );
+
+  remoteOptions(
+    forceOptions(
+      cli.command('promote').description("make the split's candidate current through the release gates, ending the split").argument('<slug>', 'the agent'),
+    ),
+  ).action(async (slug: string, opts: RemoteOptions & { force?: boolean; reason?: string }) => {
+    await promote(slug, opts);
+  });
+
+  remoteOptions(
+    cli
+      .command('releases')
+      .description("an agent's release record on a running server, newest first: every activation, rollback and split, who did it, and the gates")
+      .argument('<slug>', 'the agent')
+      .option('--limit <n>', 'how many steps', (v) => versionNumber(v), 20)
+      .option('--verify', "also recompute the record's hash chain")
+      .option('--head <sequence:hash>', 'with --verify: a head published earlier (a release.head log line), which the record must still hold', (v) => {
+        if (!/^[1-9][0-9]{0,9}:[0-9a-f]{64}$/.test(v)) throw new InvalidArgumentError('a head as published: <sequence>:<hash>');
+        return v;
+      }),
+  ).action(async (slug: string, opts: RemoteOptions & { limit: number; verify?: boolean; head?: string }) => {
+    await printReleases(slug, opts);
+  });
 }

@@ -1,9 +1,11 @@
 // `npm run agents -- replay SLUG --version N`: starts a replay on a server, shows its progress
 // while it runs, and prints the summary and, for each changed conversation, the first turn that
 // differed: what the user said there and every field of the answer that changed.
-import type { ConversationStatus } from '@switchboard/contract';
+import { ConversationStatus } from '@switchboard/contract';
+import { Option, type Command } from 'commander';
 import { literalHost } from '../actions/ssrf.js';
-import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import { versionNumber } from './args.js';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 const show = (v: unknown) => (typeof v === 'string' ? JSON.stringify(v.length > 200 ? `${v.slice(0, 200)}…` : v) : JSON.stringify(v));
 
@@ -35,7 +37,7 @@ export function bar(done: number, total: number): string {
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${done}/${total}`;
 }
 
-export async function replay(slug: string, o: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }): Promise<void> {
+async function replay(slug: string, o: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }): Promise<void> {
   const sb = remoteClient(o);
   const started = await reach(o, () =>
     sb.api.startReplay({ params: { slug }, body: { version: o.version, limit: o.limit, ...(o.status ? { status: o.status } : {}) } }),
@@ -76,4 +78,21 @@ export async function replay(slug: string, o: RemoteOptions & { version: number;
     console.error(`the replay failed: ${r.error ?? 'unknown error'}`);
     process.exitCode = 1;
   }
+}
+
+/** replay. */
+export function register(cli: Command): void {
+  remoteOptions(
+    cli
+      .command('replay')
+      .description(
+        "replay an agent's recorded conversations against a version on a running server (actions answered from their recordings) and show the first differences",
+      )
+      .argument('<slug>', 'the agent')
+      .requiredOption('--version <n>', 'the version to replay against', versionNumber)
+      .option('--limit <n>', 'how many recent conversations (at most 500)', versionNumber, 100)
+      .addOption(new Option('--status <status>', 'only conversations with this status').choices(ConversationStatus.options)),
+  ).action(async (slug: string, opts: RemoteOptions & { version: number; limit: number; status?: ConversationStatus }) => {
+    await replay(slug, opts);
+  });
 }

@@ -3,15 +3,17 @@
 // --out-of-scope | --dismiss` acts on items (printing the draft's diff), `agents suite SLUG FILE`
 // stores an agent's test conversations, and `agents evaluate SLUG VERSION` evaluates a draft
 // with its progress on stderr and prints it beside the current version.
-import type { Evaluation, ReviewAction, ReviewReason, ReviewStatus } from '@switchboard/contract';
+import { ReviewReason, ReviewStatus, type Evaluation, type ReviewAction } from '@switchboard/contract';
+import { Option, type Command } from 'commander';
 import { readTestFile } from '../agents-loader.js';
 import { bar, follow } from './replay.js';
-import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import { versionNumber } from './args.js';
+import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${(x * 100).toFixed(1)}%`);
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
-export async function printInbox(slug: string, o: RemoteOptions & { reason?: ReviewReason; status: ReviewStatus; limit: number }): Promise<void> {
+async function printInbox(slug: string, o: RemoteOptions & { reason?: ReviewReason; status: ReviewStatus; limit: number }): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () =>
     sb.api.listReview({ params: { slug }, query: { status: o.status, limit: o.limit, ...(o.reason ? { reason: o.reason } : {}) } }),
@@ -34,11 +36,7 @@ export async function printInbox(slug: string, o: RemoteOptions & { reason?: Rev
   if (r.body.next_cursor) console.log(`(more: --limit)`);
 }
 
-export async function actOnItems(
-  slug: string,
-  items: string[],
-  o: RemoteOptions & { addExample?: string; outOfScope?: boolean; dismiss?: boolean },
-): Promise<void> {
+async function actOnItems(slug: string, items: string[], o: RemoteOptions & { addExample?: string; outOfScope?: boolean; dismiss?: boolean }): Promise<void> {
   const chosen = [o.addExample !== undefined, o.outOfScope === true, o.dismiss === true].filter(Boolean).length;
   if (chosen !== 1) throw new Error('say one action: --add-example CAPABILITY, --out-of-scope or --dismiss');
   const body: ReviewAction =
@@ -63,7 +61,7 @@ export async function actOnItems(
   console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}${o.tenant ? ` --tenant ${o.tenant}` : ''}`);
 }
 
-export async function storeSuite(slug: string, file: string, o: RemoteOptions): Promise<void> {
+async function storeSuite(slug: string, file: string, o: RemoteOptions): Promise<void> {
   const spec = await readTestFile(file);
   if (spec.agent !== slug) throw new Error(`${file} tests agent "${spec.agent}", not "${slug}"`);
   const sb = remoteClient(o);
@@ -109,7 +107,7 @@ function describeEvaluation(e: Evaluation): string[] {
   return out;
 }
 
-export async function evaluate(slug: string, version: number, o: RemoteOptions & { replay: number; folds: number }): Promise<void> {
+async function evaluate(slug: string, version: number, o: RemoteOptions & { replay: number; folds: number }): Promise<void> {
   const sb = remoteClient(o);
   const started = await reach(o, () => sb.api.startEvaluation({ params: { slug, version }, body: { replay: o.replay, folds: o.folds } }));
   if (started.status !== 202) throw new Error(describeFailure(o, started.status, started.body));
@@ -123,4 +121,58 @@ export async function evaluate(slug: string, version: number, o: RemoteOptions &
   );
   for (const line of describeEvaluation(e)) console.log(line);
   if (e.status === 'failed') process.exitCode = 1;
+}
+
+/** review, review-act, suite and evaluate. */
+export function register(cli: Command): void {
+  remoteOptions(
+    cli
+      .command('review')
+      .description("list an agent's review inbox on a running server: messages it missed, grouped, the most recently seen first (docs/improving.md)")
+      .argument('<slug>', 'the agent')
+      .addOption(new Option('--reason <reason>', 'only items of this reason').choices(ReviewReason.options))
+      .addOption(new Option('--status <status>', 'open (the inbox), or what was done with them').choices(ReviewStatus.options).default('open'))
+      .option('--limit <n>', 'how many (at most 100)', versionNumber, 20),
+  ).action(async (slug: string, opts: RemoteOptions & { reason?: ReviewReason; status: ReviewStatus; limit: number }) => {
+    await printInbox(slug, { ...opts, limit: Math.min(opts.limit, 100) });
+  });
+
+  remoteOptions(
+    cli
+      .command('review-act')
+      .description(
+        "act on review items: add their messages to the agent's draft as examples of a capability or as out of scope (printing the diff), or dismiss them",
+      )
+      .argument('<slug>', 'the agent')
+      .argument('<items...>', 'review item ids (agents review lists them)')
+      .option('--add-example <capability>', 'add the messages to the examples of this capability')
+      .option('--out-of-scope', "add the messages to the agent's out-of-scope messages (routing.out_of_scope)")
+      .option('--dismiss', 'dismiss the items'),
+  ).action(async (slug: string, items: string[], opts: RemoteOptions & { addExample?: string; outOfScope?: boolean; dismiss?: boolean }) => {
+    await actOnItems(slug, items, opts);
+  });
+
+  remoteOptions(
+    cli
+      .command('suite')
+      .description("store an agent's test conversations (<agent>.test.yaml) on a running server: every evaluation of its drafts runs them")
+      .argument('<slug>', 'the agent')
+      .argument('<file>', 'the test file'),
+  ).action(async (slug: string, file: string, opts: RemoteOptions) => {
+    await storeSuite(slug, file, opts);
+  });
+
+  remoteOptions(
+    cli
+      .command('evaluate')
+      .description(
+        'evaluate a version (a draft) on a running server beside the current one: cross-validated routing, the reviewed messages, the stored test conversations and a replay of recorded conversations',
+      )
+      .argument('<slug>', 'the agent')
+      .argument('<version>', 'the version to evaluate', versionNumber)
+      .option('--replay <n>', 'replay this many of the newest recorded conversations (0: none, at most 500)', (v) => Number(v), 100)
+      .option('--folds <n>', 'cross-validation folds (2-10)', versionNumber, 5),
+  ).action(async (slug: string, version: number, opts: RemoteOptions & { replay: number; folds: number }) => {
+    await evaluate(slug, version, opts);
+  });
 }

@@ -12,6 +12,7 @@ import { answer, runTests } from '../service/agents/test-runner.js';
 import { OfflineConversation } from '../service/evaluations/offline-conversation.js';
 import type { RoutingDecisionData } from '@switchboard/contract';
 import { describeFailure, reach, remoteClient, type RemoteOptions } from './remote.js';
+import { InvalidArgumentError, type Command } from 'commander';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -78,7 +79,7 @@ function report(results: TestResults): number {
   return results.failed;
 }
 
-export async function runTestFiles(paths: string[], opts: { junit?: string; remote?: RemoteOptions }): Promise<void> {
+async function runTestFiles(paths: string[], opts: { junit?: string; remote?: RemoteOptions }): Promise<void> {
   const files = await testFiles(paths);
   if (files.length === 0) throw new Error(`no test files (*.test.yaml) in ${paths.join(', ')}`);
   const junit = builder.newBuilder();
@@ -140,7 +141,7 @@ export async function runTestFiles(paths: string[], opts: { junit?: string; remo
  * strategy and reason, score against threshold, similarity, every candidate's score). Nothing
  * goes out: an action the first phase calls fails as unanswered, and no model is asked.
  */
-export async function routeMessage(file: string, message: string, o: { context?: Record<string, unknown> }): Promise<void> {
+async function routeMessage(file: string, message: string, o: { context?: Record<string, unknown> }): Promise<void> {
   const { definition } = await readAgentFile(file).catch((err: unknown) => {
     throw new Error(`invalid ${describeDefinitionError(file, err)}`);
   });
@@ -170,4 +171,42 @@ export async function routeMessage(file: string, message: string, o: { context?:
     );
   }
   console.log(`reply: ${JSON.stringify(r.reply)}`);
+}
+
+/** test and route. */
+export function register(cli: Command): void {
+  cli
+    .command('test')
+    .description(
+      'run test conversations (<agent>.test.yaml) against the definition beside them, in memory with no server or network; or with --url against a server',
+    )
+    .argument('<paths...>', 'test files, or folders to search for *.test.yaml')
+    .option('--junit <file>', 'also write a JUnit XML report there')
+    .option('--url <url>', "run them on a server, against the agent's current version")
+    .option('--tenant <tenant>', 'tenant id for --url (header auth mode)')
+    .option('--key <key>', 'API key for --url (api_key auth mode)')
+    .action(async (paths: string[], opts: { junit?: string; url?: string; tenant?: string; key?: string }) => {
+      await runTestFiles(paths, { junit: opts.junit, remote: opts.url ? { url: opts.url, tenant: opts.tenant, key: opts.key } : undefined });
+    });
+
+  cli
+    .command('route')
+    .description(
+      'train an agent in memory and show how it routes one message: the decision, the reason and every candidate with its score, as the console shows it',
+    )
+    .argument('<file>', 'agent file (YAML or JSON)')
+    .argument('<message>', 'the message, as the first of a conversation')
+    .option('--context <json>', "the context envelope's `context` (preferences, entitlements…), as JSON", (v) => {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(v);
+      } catch {
+        throw new InvalidArgumentError('must be a JSON object');
+      }
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new InvalidArgumentError('must be a JSON object');
+      return parsed as Record<string, unknown>;
+    })
+    .action(async (file: string, message: string, opts: { context?: Record<string, unknown> }) => {
+      await routeMessage(file, message, opts);
+    });
 }
