@@ -52,6 +52,10 @@ try {
   const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
   // The example agent's action URL follows the backend's port (ORDERS_URL in agents/acme-support.yaml).
   process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
+  // So the example agent follows the backend to another port on a database an earlier run left: the
+  // changed address is a new host to the release policy's new_hosts gate, and the demo releases
+  // it past the gate, recorded as forced with this reason (and said in a log line).
+  process.env.AGENTS_FORCE_REASON ??= `npm start: the example agents follow the example backend, now at 127.0.0.1:${backendPort} (EXAMPLE_BACKEND_PORT)`;
   // Readable log lines for a person at a terminal; JSON when the output goes elsewhere.
   const logFormat = process.stdout.isTTY ? 'pretty' : 'json';
   config = loadConfig({ AGENTS_DIR: 'agents', LOG_FORMAT: logFormat, ...process.env, ACTION_ALLOWED_HOSTS: allowed });

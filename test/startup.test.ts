@@ -83,6 +83,71 @@ describe('start-up failures', () => {
     }
   });
 
+  it("keeps the README's conversation working when npm start comes back on the same database with another backend port", async () => {
+    const data = mkdtempSync(join(dir, 'demo-'));
+    /** npm start on `data`, with the example backend on `backendPort`, until stopped; what it logged. */
+    const demo = async (backendPort: number) => {
+      const port = await freePort();
+      const logged: string[] = [];
+      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
+        env: {
+          ...process.env,
+          LOG_FORMAT: 'json',
+          DATABASE_URL: `sqlite://${join(data, 'demo.db')}`,
+          PORT: String(port),
+          EXAMPLE_BACKEND_PORT: String(backendPort),
+          EXAMPLE_SHOP_PORT: '0',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child.stdout.on('data', (b: Buffer) => logged.push(b.toString()));
+      const base = `http://127.0.0.1:${port}`;
+      await waitUntil(
+        'the demo to answer /readyz',
+        async () => {
+          if (child.exitCode !== null) throw new Error(`the demo exited with ${child.exitCode}`);
+          return up(`${base}/readyz`);
+        },
+        60_000,
+        100,
+      );
+      return {
+        base,
+        logged,
+        stop: async () => {
+          child.kill('SIGTERM');
+          if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+        },
+      };
+    };
+    const first = await demo(await freePort());
+    await first.stop();
+    const moved = await freePort();
+    const second = await demo(moved);
+    try {
+      const say = async (body: object) =>
+        (await (
+          await fetch(`${second.base}/api/v1/agents/acme-support/converse`, {
+            method: 'POST',
+            headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+        ).json()) as { conversation_id: string; response: { message: string } };
+      const a = await say({ message: 'where is my order?' });
+      const b = await say({ message: '100001', conversation_id: a.conversation_id });
+      expect(b.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+      // Released past the new_hosts gate, recorded as forced with the demo's reason, and said so.
+      const record = (await (await fetch(`${second.base}/api/v1/agents/acme-support/releases?limit=1`, { headers: { 'tenant-id': 'demo' } })).json()) as {
+        data: { forced: boolean; reason: string; gates: { gate: string; passed: boolean }[] }[];
+      };
+      expect(record.data[0]).toMatchObject({ forced: true, reason: expect.stringContaining(`127.0.0.1:${moved}`) });
+      expect(record.data[0].gates.filter((g) => !g.passed).map((g) => g.gate)).toEqual(['new_hosts']);
+      expect(second.logged.join('')).toMatch(/agent acme-support: version \d+ released past its failing release gates \(new_hosts: /);
+    } finally {
+      await second.stop();
+    }
+  }, 150_000);
+
   it('an unreachable PostgreSQL: one line', async () => {
     const r = await fails({ DATABASE_URL: 'postgres://someone:pw@127.0.0.1:1/nothing' });
     expect(r.code).toBe(1);

@@ -90,7 +90,8 @@ export async function applyAgentFile(
   app: { agents: AgentService; releases: ReleaseService },
   tenantId: string,
   file: string,
-  opts: { activate?: boolean; requestId?: string } = {},
+  /** `forceReason`: release past failing gates, recorded as forced with this reason. */
+  opts: { activate?: boolean; requestId?: string; forceReason?: string } = {},
 ): Promise<AppliedAgent> {
   const { slug, definition, substitutions } = await readAgentFile(file);
   const before = await app.agents.currentVersion(tenantId, slug);
@@ -98,7 +99,7 @@ export async function applyAgentFile(
     tenantId,
     slug,
     definition,
-    { activate: opts.activate ?? true },
+    { activate: opts.activate ?? true, ...(opts.forceReason ? { forceReason: opts.forceReason } : {}) },
     { keyId: null, requestId: opts.requestId ?? `apply:${basename(file)}` },
   );
   return {

@@ -99,6 +99,7 @@ export const EnvSchema = z.object({
     .default(1024 * 1024),
   AGENTS_DIR: z.string().optional(),
   AGENTS_TENANT: z.string().default('demo'),
+  AGENTS_FORCE_REASON: z.string().trim().min(1).max(500).optional(),
   DB_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
   DB_ACQUIRE_TIMEOUT_MS: z.coerce.number().int().min(100).default(5000),
   LLM_URL: z.string().url().optional(),

@@ -200,6 +200,7 @@ function fromEnv(e: Env, env: NodeJS.ProcessEnv) {
     sseLimits: { perTenant: e.SSE_MAX_PER_TENANT, perConversation: e.SSE_MAX_PER_CONVERSATION },
     agentsDir: e.AGENTS_DIR,
     agentsTenant: e.AGENTS_TENANT,
+    agentsForceReason: e.AGENTS_FORCE_REASON,
     dbPoolMax: e.DB_POOL_MAX,
     /** How long a request waits for a database connection before answering 503. */
     dbAcquireTimeoutMs: e.DB_ACQUIRE_TIMEOUT_MS,

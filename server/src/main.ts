@@ -9,6 +9,7 @@ import { createApp, type App } from './app.js';
 import { createHttpServer } from './http/server.js';
 import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase } from './store/db.js';
+import { GatesFailedError } from './errors.js';
 import { describeStartupError } from './startup-errors.js';
 
 export interface Running {
@@ -83,13 +84,20 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
     }
     for (const file of files) {
       try {
-        const r = await applyAgentFile(built, config.agentsTenant, file);
+        const r = await applyAgentFile(built, config.agentsTenant, file, config.agentsForceReason ? { forceReason: config.agentsForceReason } : {});
         if (r.replaced !== null) {
           logger.warn(
             { tenant: config.agentsTenant, slug: r.slug, version: r.version, replaced: r.replaced, file },
             `agent ${r.slug}: ${file} differs from the current version ${r.replaced} and replaces it as version ${r.version} (a version applied by hand is no longer current)`,
           );
         } else logger.info({ tenant: config.agentsTenant, slug: r.slug, version: r.version, changed: r.changed }, 'agent loaded');
+        if (r.release?.forced) {
+          const failed = r.release.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`);
+          logger.warn(
+            { slug: r.slug, version: r.version, gates: failed, reason: r.release.reason },
+            `agent ${r.slug}: version ${r.version} released past its failing release gates (${failed.join('; ')}), as AGENTS_FORCE_REASON allows; recorded as forced: ${r.release.reason ?? ''}`,
+          );
+        }
         for (const w of r.warnings.filter((x) => x.code === 'unreachable_host' || x.code === 'host_not_checked'))
           logger.warn({ slug: r.slug, path: w.path, file }, `agent ${r.slug}: ${w.message}`);
         // Its test conversations, which evaluations of its drafts run (docs/improving.md).
@@ -99,7 +107,13 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
           logger.info({ slug: r.slug, tests: suite.tests.length, file: suite.file }, 'agent test conversations stored');
         }
       } catch (err) {
-        logger.error(describeDefinitionError(file, err));
+        if (err instanceof GatesFailedError) {
+          const failed = err.gates.filter((g) => !g.passed).map((g) => `${g.gate}: ${g.detail}`);
+          logger.error(
+            { file, gates: failed, evaluation: err.evaluationId },
+            `${file} was not released: ${err.message}${failed.length ? ` (${failed.join('; ')})` : ''}. The current version stays; release the draft with \`npm run agents -- activate <slug> <version> --force --reason …\`, or change the file`,
+          );
+        } else logger.error(describeDefinitionError(file, err));
       }
     }
   }

@@ -57,7 +57,6 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
   if (failed) process.exitCode = 1;
 }
 
-
 /** validate, apply and versions. */
 export function register(cli: Command): void {
   cli
@@ -130,7 +129,6 @@ export function register(cli: Command): void {
       console.log(`${files.length - failed} of ${files.length} file(s) applied to ${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}`);
       if (failed) process.exitCode = 1;
     });
-
 
   remoteOptions(
     cli

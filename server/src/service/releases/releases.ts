@@ -89,7 +89,7 @@ export class ReleaseService {
     tenantId: string,
     slug: string,
     definition: AgentDefinition,
-    opts: { activate: boolean },
+    opts: { activate: boolean; forceReason?: string },
     actor: Actor,
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: Release | null }> {
     const { agents } = this.deps;
@@ -114,7 +114,9 @@ export class ReleaseService {
       const stored = await agents.put(tenantId, slug, definition, { activate: false });
       if (stored.version === stored.agent.version) return { ...stored, release: null };
       try {
-        const { release, ...agent } = await this.activate(tenantId, slug, stored.version, { force: false }, actor);
+        // Forced with a reason (AGENTS_FORCE_REASON at start-up): released past failing gates, recorded as forced.
+        const force = opts.forceReason ? { force: true, reason: opts.forceReason } : { force: false };
+        const { release, ...agent } = await this.activate(tenantId, slug, stored.version, force, actor);
         return { ...stored, agent, changed: true, release };
       } catch (err) {
         if (err instanceof GatesFailedError) {
