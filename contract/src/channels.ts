@@ -82,6 +82,11 @@ const ChannelInfoSchema = z
     webhook_url: z.string().describe("Paste into the provider's settings: where it sends this channel's messages"),
     credentials: z.array(z.string()).describe('Names of the credential fields that are set (never their values)'),
     webhook_set: z.boolean().nullable().describe('Telegram: whether setWebhook succeeded when asked; null when not asked'),
+    ignored: z
+      .array(z.object({ at: Timestamp, reason: z.string() }))
+      .describe(
+        'The last updates the provider sent that were not messages to answer, newest first, with why (a bot’s own message, a status notification, a button press that could not be read): at most 10, each reason noted at most once a minute',
+      ),
     created_at: Timestamp,
     updated_at: Timestamp,
   })

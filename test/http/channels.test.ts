@@ -435,6 +435,24 @@ eachDatabase('channels on $name', (database) => {
     expect(metrics.text).toMatch(/switchboard_channel_deliveries_total\{channel="sms",status="sent"\} \d+/);
   });
 
+  it('says why an update was not answered: a log line and the channel’s list of ignored updates, once a minute per reason', async () => {
+    const logged = ctx.logs.length;
+    const press = (n: number) => ({
+      type: 'application/json',
+      body: JSON.stringify({ update_id: 9000 + n, callback_query: { id: `cq-${n}`, from: { id: 77 } } }),
+      headers: () => ({ 'x-telegram-bot-api-secret-token': CREDS.telegram.secret_token }),
+    });
+    await post('telegram', press(1)).expect(200);
+    await post('telegram', press(2)).expect(200);
+    const lines = ctx.logs.slice(logged).filter((l) => l.includes('telegram update ignored'));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/telegram update ignored: incomplete callback_query/);
+    const list = await api().get('/api/v1/agents/helpdesk/channels').set('tenant-id', TENANT).expect(200);
+    const telegram = (list.body.data as { channel: string; ignored: { at: string; reason: string }[] }[]).find((c) => c.channel === 'telegram')!;
+    expect(telegram.ignored[0]).toEqual({ at: clock.now().toISOString(), reason: 'incomplete callback_query' });
+    expect(telegram.ignored.filter((e) => e.reason === 'incomplete callback_query')).toHaveLength(1);
+  });
+
   it('answers Slack’s url_verification challenge, signed like every request', async () => {
     const body = json({ token: 'Jhj5dZrVaK7ZwHHjRyZWjbDl', challenge: '3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P', type: 'url_verification' });
     const ok = await api()

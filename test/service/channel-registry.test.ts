@@ -1,6 +1,7 @@
 // The channels' registry: every kind of the contract has its adapter (of that kind, with a name
 // and a default API URL) and an analytics prefix of its own. The types already refuse a missing
 // entry; this checks what the types cannot (an adapter filed under another kind, a shared prefix).
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { CHANNEL_KINDS } from '@switchboard/contract';
 import { ADAPTERS } from '../../server/src/channels/index.js';
@@ -19,5 +20,13 @@ describe('the channel registry', () => {
     expect(new Set(prefixes).size).toBe(prefixes.length);
     for (const p of prefixes) expect(`${p}_completed`.length).toBeLessThanOrEqual(16);
     expect(Object.keys(ADAPTERS).sort()).toEqual([...CHANNEL_KINDS].sort());
+  });
+
+  it.each(CHANNEL_KINDS)("%s is in docs/channels.md's table of API addresses with its default base URL", (kind) => {
+    const rows = readFileSync('docs/channels.md', 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith(`| \`${kind}\` | \`https://`));
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(`| \`${ADAPTERS[kind].defaultApiUrl}\` |`);
   });
 });

@@ -218,6 +218,24 @@ export function Channels({ agent }: { agent: Agent }) {
           </table>
         </TableWrap>
       )}
+      {list.data?.some((c) => c.ignored.length > 0) && (
+        <section aria-label="Ignored updates">
+          <h3>Updates not answered</h3>
+          <p class="muted small">
+            What the providers sent that was not a message to answer, and why (the newest first; each reason once a minute). A reason you do not expect here,
+            such as a button press that could not be read, is worth a look at the provider’s settings.
+          </p>
+          <ul>
+            {list.data.flatMap((c) =>
+              c.ignored.map((e) => (
+                <li key={`${c.channel}-${e.at}-${e.reason}`}>
+                  {CHANNEL_NAMES[c.channel]}: {e.reason} (<Time iso={e.at} />)
+                </li>
+              )),
+            )}
+          </ul>
+        </section>
+      )}
       {error && <ErrorBox error={error} />}
       <ConfirmDialog
         open={removing !== null}

@@ -18,6 +18,8 @@ export interface ChannelRow {
   credentials: string;
   fields: string;
   webhook_set: boolean | number | null;
+  /** The last updates that were not messages, JSON `{ at, reason }[]`, newest first (migration 026). */
+  ignored?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -153,6 +155,20 @@ export class ChannelStore {
       .onConflict(['tenant_id', 'agent_id', 'kind'])
       .merge(['credentials', 'fields', 'status', 'webhook_set', 'updated_at']);
     return (await this.get(row.tenant_id, row.agent_id, row.kind))!;
+  }
+
+  /**
+   * Notes an update that was not a message to answer, keeping the newest `keep`. A read and a
+   * write, not one statement: two replicas noting at once may keep one of the two, which a
+   * diagnostic list can afford (each reason is noted at most once a minute per replica).
+   */
+  async noteIgnored(id: string, entry: { at: string; reason: string }, keep = 10): Promise<void> {
+    const row = (await this.knex('channels').where({ id }).first('ignored')) as { ignored: string | null } | undefined;
+    if (!row) return;
+    const list = parseIgnored(row.ignored).filter((e) => e.reason !== entry.reason);
+    await this.knex('channels')
+      .where({ id })
+      .update({ ignored: JSON.stringify([entry, ...list].slice(0, keep)) });
   }
 
   async setStatus(id: string, status: 'active' | 'paused', now: string): Promise<void> {
@@ -458,4 +474,16 @@ async function insertDelivery(knex: Knex, d: DeliveryDraft): Promise<void> {
     })
     .onConflict(['channel_id', 'source_key'])
     .ignore();
+}
+
+/** A channel row's ignored updates, newest first; nothing for a value that is not such a list. */
+export function parseIgnored(text: string | null | undefined): { at: string; reason: string }[] {
+  try {
+    const v = JSON.parse(text ?? '[]') as unknown;
+    return Array.isArray(v)
+      ? v.filter((e): e is { at: string; reason: string } => typeof e === 'object' && e !== null && typeof e.at === 'string' && typeof e.reason === 'string')
+      : [];
+  } catch {
+    return [];
+  }
 }

@@ -13,7 +13,7 @@ import type { Conversation, TurnRow } from '../../domain.js';
 import { ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, SecretsDisabledError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { OncePer } from '../../lib/once-per.js';
-import type { ChannelRow, ChannelStore, OutboxRow } from '../../store/channel-store.js';
+import { parseIgnored, type ChannelRow, type ChannelStore, type OutboxRow } from '../../store/channel-store.js';
 import type { AgentService } from '../agents/agent-service.js';
 import type { ConversationService } from '../conversations/conversation-service.js';
 import type { LifecycleService } from '../conversations/lifecycle.js';
@@ -71,6 +71,7 @@ export class ChannelService {
   private readonly unknownHooks: RateLimiterAbstract;
   private readonly refusedHooks: RateLimiterAbstract;
   private readonly refusalsSaid = new OncePer();
+  private readonly ignoredSaid = new OncePer();
   private readonly opener: ChannelOpener;
   /** Users' waiting messages and their replies each have their own slots, so that a slow provider's replies never hold up any tenant's turns. */
   private readonly workers: ChannelInbound;
@@ -126,6 +127,7 @@ export class ChannelService {
       webhook_url: this.webhookUrl(row.id, origin),
       credentials: JSON.parse(row.fields) as string[],
       webhook_set: row.webhook_set === null ? null : Boolean(row.webhook_set),
+      ignored: parseIgnored(row.ignored),
       created_at: row.created_at,
       updated_at: row.updated_at,
     };
@@ -267,8 +269,18 @@ export class ChannelService {
     }
     if (!parsed.messages.length) {
       this.deps.metrics.channelInbound(kind, 'ignored');
-      // Why nothing is answered (a bot's own message, a status notification), for whoever wonders.
-      this.deps.logger.debug({ tenant: channel.row.tenant_id, channel: kind, reason: parsed.ignored }, 'channel webhook without a message to answer');
+      // Why nothing is answered (a bot's own message, a status notification, a button press that
+      // could not be read): logged and kept beside the channel, once a minute per channel and reason.
+      const reason = parsed.ignored ?? 'no message in the update';
+      if (this.ignoredSaid.due(`${channelId}\n${reason}`)) {
+        this.deps.logger.info(
+          { tenant: channel.row.tenant_id, channel: kind, reason },
+          `${kind} update ignored: ${reason} (said once a minute per channel and reason)`,
+        );
+        await this.deps.store
+          .noteIgnored(channelId, { at: iso(this.deps.clock.now()), reason })
+          .catch((err: unknown) => this.deps.logger.warn({ err, channel: kind }, 'an ignored update could not be noted'));
+      }
       return parsed.answer;
     }
     const now = iso(this.deps.clock.now());
