@@ -163,7 +163,7 @@ export class ChannelStore {
    * diagnostic list can afford (each reason is noted at most once a minute per replica).
    */
   async noteIgnored(id: string, entry: { at: string; reason: string }, keep = 10): Promise<void> {
-    const row = (await this.knex('channels').where({ id }).first('ignored')) as { ignored: string | null } | undefined;
+    const row = await this.knex('channels').where({ id }).first<{ ignored: string | null } | undefined>('ignored');
     if (!row) return;
     const list = parseIgnored(row.ignored).filter((e) => e.reason !== entry.reason);
     await this.knex('channels')
@@ -480,9 +480,11 @@ async function insertDelivery(knex: Knex, d: DeliveryDraft): Promise<void> {
 export function parseIgnored(text: string | null | undefined): { at: string; reason: string }[] {
   try {
     const v = JSON.parse(text ?? '[]') as unknown;
-    return Array.isArray(v)
-      ? v.filter((e): e is { at: string; reason: string } => typeof e === 'object' && e !== null && typeof e.at === 'string' && typeof e.reason === 'string')
-      : [];
+    if (!Array.isArray(v)) return [];
+    return (v as unknown[]).filter((e): e is { at: string; reason: string } => {
+      const o = e as { at?: unknown; reason?: unknown } | null;
+      return typeof o === 'object' && o !== null && typeof o.at === 'string' && typeof o.reason === 'string';
+    });
   } catch {
     return [];
   }
