@@ -297,7 +297,9 @@ describe('npm run agents', () => {
       expect(wrong.code).toBe(1);
       expect(wrong.stderr).toContain('400 validation_error');
       expect((await channelCli('remove', 'acme-support', 'telegram', ...on)).stdout).toContain('its credentials are forgotten');
-      expect((await channelCli('list', 'acme-support', ...on)).stdout).toContain('acme-support has no channels');
+      expect((await channelCli('list', 'acme-support', ...on)).stdout).toContain(
+        `acme-support has no channels: npm run agents -- channel connect acme-support <slack|telegram|whatsapp|sms> --set … --url ${server.url} --tenant acme`,
+      );
       const bad = await channelCli('pause', 'acme-support', 'fax', ...on).catch((e) => e);
       expect(bad.code).toBe(2);
       expect(JSON.stringify([connected, providers.violations])).not.toContain(CREDS.telegram.bot_token);
@@ -337,6 +339,8 @@ describe('npm run agents', () => {
       expect(added.stdout).toContain('add_example: 2 item(s) left the inbox');
       expect(added.stdout).toContain('draft: version 2 (from version 1; not current)');
       expect(added.stdout).toContain('+      - where is the stuff I bought');
+      // The printed next step reaches the same server: pasted as it is, it does not talk to another.
+      expect(added.stdout).toContain(`evaluate it: npm run agents -- evaluate acme-support 2 --url ${url} --tenant acme`);
       const oos = await cli('review-act', 'acme-support', id(/weather/), '--out-of-scope', ...on);
       expect(oos.stdout).toContain('draft: version 3 (from version 2; not current)');
       expect(oos.stdout).toContain("+  out_of_scope:\n+    - What's the weather like?");

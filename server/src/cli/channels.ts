@@ -5,7 +5,7 @@
 import { CHANNEL_KINDS, type ChannelInfo, type ChannelKind } from '@switchboard/contract';
 import { Option, type Command } from 'commander';
 import { channelOf, versionNumber } from './args.js';
-import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
+import { describeFailure, reach, remoteClient, remoteOptions, sameServer, type RemoteOptions } from './remote.js';
 
 function describeChannel(c: ChannelInfo): string {
   const hook = c.webhook_set === true ? ' (setWebhook done)' : '';
@@ -45,7 +45,8 @@ async function listChannels(slug: string, o: RemoteOptions): Promise<void> {
   const sb = remoteClient(o);
   const r = await reach(o, () => sb.api.listChannels({ params: { slug } }));
   if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
-  if (!r.body.data.length) console.log(`${slug} has no channels: npm run agents -- channel connect ${slug} <slack|telegram|whatsapp|sms> --set …`);
+  if (!r.body.data.length)
+    console.log(`${slug} has no channels: npm run agents -- channel connect ${slug} <slack|telegram|whatsapp|sms> --set …${sameServer(o)}`);
   for (const c of r.body.data) console.log(describeChannel(c));
 }
 

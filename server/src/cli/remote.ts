@@ -9,6 +9,15 @@ export interface RemoteOptions {
   key?: string;
 }
 
+/**
+ * The options a printed next command needs to reach the same server as this one: --url always,
+ * --tenant as given, and --key as a placeholder when one was given (a key is a secret: it is not
+ * echoed into the terminal's scrollback).
+ */
+export function sameServer(o: RemoteOptions): string {
+  return [` --url ${o.url}`, o.tenant ? ` --tenant ${o.tenant}` : '', o.key ? ' --key <your key>' : ''].join('');
+}
+
 /** Adds --url, --tenant and --key to a command. */
 export function remoteOptions(cmd: Command, opts: { urlRequired?: boolean } = {}): Command {
   const url = new Option('--url <url>', "the server's base URL").env('SWITCHBOARD_URL');

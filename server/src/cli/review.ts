@@ -8,7 +8,7 @@ import { Option, type Command } from 'commander';
 import { readTestFile } from '../agents-loader.js';
 import { bar, follow } from './replay.js';
 import { versionNumber } from './args.js';
-import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
+import { describeFailure, reach, remoteClient, remoteOptions, sameServer, type RemoteOptions } from './remote.js';
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? '—' : `${(x * 100).toFixed(1)}%`);
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n - 1)}…` : s);
@@ -58,7 +58,7 @@ async function actOnItems(slug: string, items: string[], o: RemoteOptions & { ad
   for (const a of d.unchanged) console.log(`  = ${a.path}: ${JSON.stringify(a.example)} (there already)`);
   console.log(`draft: version ${d.version} (from version ${d.based_on}; not current)\n`);
   process.stdout.write(d.diff);
-  console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}${o.tenant ? ` --tenant ${o.tenant}` : ''}`);
+  console.log(`\nevaluate it: npm run agents -- evaluate ${slug} ${d.version}${sameServer(o)}`);
 }
 
 async function storeSuite(slug: string, file: string, o: RemoteOptions): Promise<void> {
