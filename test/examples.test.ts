@@ -228,6 +228,8 @@ describe('npm run agents', () => {
     try {
       const first = await cli('apply', '--url', url, '--tenant', 'acme', EXAMPLE);
       expect(first.stdout).toContain(`applied   acme-support version 1 (${EXAMPLE})`);
+      // The first version: no policy before it, so nothing judged it, and the output says so.
+      expect(first.stdout).toContain('  no release policy: released without gates (docs/releases.md)');
       // A conversation on version 1, to replay against the draft.
       const hello = await fetch(`${url}/api/v1/agents/acme-support/converse`, {
         method: 'POST',
@@ -363,7 +365,9 @@ describe('npm run agents', () => {
       expect(released.stdout).toContain('activated acme-support version 3 (was 1)');
       expect(released.stdout).toMatch(/^ {2}pass {2}tests: 8 of 8 pass \(all must\)$/m);
       expect(released.stdout).toMatch(/^ {2}pass {2}labelled accuracy on reviewed messages: 100% of 3 \(at least 90%, not below the current \d+(\.\d+)?%\)$/m);
-      expect((await cli('activate', 'acme-support', '1', ...on)).stdout).toContain('rolled back acme-support version 1 (was 3)');
+      const rolled = (await cli('activate', 'acme-support', '1', ...on)).stdout;
+      expect(rolled).toContain('rolled back acme-support version 1 (was 3)');
+      expect(rolled).toContain('  no gates: a rollback to a version released before is not gated');
       const split = await cli('split', 'acme-support', '3', '50', ...on);
       expect(split.stdout).toContain('50% of new conversations of acme-support start on version 3, the rest on version 1');
       expect((await cli('promote', 'acme-support', ...on)).stdout).toContain('promoted acme-support version 3 (was 1); the split has ended');

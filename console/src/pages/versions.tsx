@@ -54,7 +54,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
   const [confirm, setConfirm] = useState<number | null>(null);
   const { busy, error, run } = useAction();
   const [refusal, setRefusal] = useState<{ what: string; version: number; gates: ReleaseGate[]; detail: string } | null>(null);
-  const [released, setReleased] = useState<{ version: number; gates: ReleaseGate[] } | null>(null);
+  const [released, setReleased] = useState<{ version: number; gates: ReleaseGate[]; rollback: boolean } | null>(null);
   const [tick, setTick] = useState(0);
   const changed = () => {
     setTick((t) => t + 1);
@@ -69,7 +69,8 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
         setRefusal({ what: `Releasing v${v}`, version: v, ...refused });
         return;
       }
-      setReleased({ version: v, gates: ok(r).release.gates });
+      const step = ok(r).release;
+      setReleased({ version: v, gates: step.gates, rollback: step.action === 'rollback' });
       changed();
     });
 
@@ -98,6 +99,13 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
         <div role="status">
           <p>v{released.version} is current.</p>
           {released.gates.length > 0 && <Gates gates={released.gates} caption={`Gates v${released.version} passed`} />}
+          {released.gates.length === 0 && (
+            <p class="small muted">
+              {released.rollback
+                ? 'No gates: a rollback to a version released before is not gated.'
+                : 'No release policy: released without gates. Add release.require to the definition to have the next version judged (docs/releases.md).'}
+            </p>
+          )}
         </div>
       )}
       {refusal && <Refusal refusal={refusal} onCancel={() => setRefusal(null)} onForce={(reason) => void activate(refusal.version, reason)} />}

@@ -46,7 +46,7 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
       const what = r.body.stored_version !== r.body.version ? 'draft    ' : r.body.version !== was ? 'applied  ' : 'unchanged';
       console.log(`${what} ${slug} version ${r.body.stored_version}${what.startsWith('draft') ? ` (current stays ${r.body.version})` : ''} (${f})`);
       for (const line of describeSubstitutions(substitutions)) console.log(line);
-      if (r.body.release) printGates(r.body.release.gates);
+      if (r.body.release) printGates(r.body.release.gates, console.log, r.body.release.action);
       printWarnings(r.body.warnings);
     } catch (err) {
       failed++;
@@ -114,7 +114,7 @@ export function register(cli: Command): void {
             const r = await applyAgentFile(app, tenant, f, { activate: opts.activate });
             console.log(`${r.draft ? 'draft    ' : r.changed ? 'applied  ' : 'unchanged'} ${tenant}/${r.slug} version ${r.version} (${f})`);
             for (const line of describeSubstitutions(r.substitutions)) console.log(line);
-            if (r.release) printGates(r.release.gates);
+            if (r.release) printGates(r.release.gates, console.log, r.release.action);
             printWarnings(r.warnings);
           } catch (err) {
             failed++;

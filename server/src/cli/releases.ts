@@ -5,9 +5,18 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { forceOptions, percentOf, versionNumber } from './args.js';
 import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
 
-/** Every gate on a line of its own: pass or FAIL, then what it measured. */
-export function printGates(gates: ReleaseGate[], out: (line: string) => void = console.log): void {
+/**
+ * Every gate on a line of its own: pass or FAIL, then what it measured. A step judged by no gate
+ * says why: a rollback is not gated, and an agent without a release policy has none to judge.
+ */
+export function printGates(gates: ReleaseGate[], out: (line: string) => void = console.log, action?: Release['action']): void {
   for (const g of gates) out(`  ${g.passed ? 'pass' : 'FAIL'}  ${g.detail}`);
+  if (gates.length || !action || action === 'split_end') return;
+  out(
+    action === 'rollback'
+      ? '  no gates: a rollback to a version released before is not gated'
+      : '  no release policy: released without gates (docs/releases.md)',
+  );
 }
 
 /** A refused release's gates, when the server refused it on them; true when it did. */
@@ -41,7 +50,7 @@ async function activate(slug: string, version: number, o: RemoteOptions & Force)
   if (r.status !== 200) refused(o, r.status, r.body);
   const step = r.body.release;
   console.log(`${step.action === 'rollback' ? 'rolled back' : 'activated'} ${slug} version ${r.body.version} (was ${step.previous_version ?? 'none'})`);
-  printGates(step.gates);
+  printGates(step.gates, console.log, step.action);
   if (step.forced) console.log(`  released although gates failed: ${step.reason ?? ''}`);
 }
 
@@ -57,7 +66,7 @@ async function split(slug: string, version: number | undefined, percent: number 
   const r = await reach(o, () => sb.api.putSplit({ params: { slug }, body: { version, percent, force: o.force ?? false, reason: o.reason } }));
   if (r.status !== 200) refused(o, r.status, r.body);
   console.log(`${percent}% of new conversations of ${slug} start on version ${version}, the rest on version ${r.body.release.previous_version}`);
-  printGates(r.body.release.gates);
+  printGates(r.body.release.gates, console.log, r.body.release.action);
 }
 
 async function promote(slug: string, o: RemoteOptions & Force): Promise<void> {
@@ -65,7 +74,7 @@ async function promote(slug: string, o: RemoteOptions & Force): Promise<void> {
   const r = await reach(o, () => sb.api.promoteSplit({ params: { slug }, query: query(o) }));
   if (r.status !== 200) refused(o, r.status, r.body);
   console.log(`promoted ${slug} version ${r.body.version} (was ${r.body.release.previous_version}); the split has ended`);
-  printGates(r.body.release.gates);
+  printGates(r.body.release.gates, console.log, r.body.release.action);
 }
 
 /**
@@ -90,7 +99,7 @@ async function printReleases(slug: string, o: RemoteOptions & { limit: number; v
   if (!r.body.data.length) console.log(`${slug} has no releases recorded`);
   for (const step of r.body.data) {
     console.log(describeStep(step));
-    printGates(step.gates, (line) => console.log(`      ${line}`));
+    printGates(step.gates, (line) => console.log(`      ${line}`), step.action);
   }
   if (r.body.next_cursor) console.log('(older steps not shown: --limit)');
   if (o.verify) {
