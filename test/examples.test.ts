@@ -513,6 +513,28 @@ describe('npm run keys', () => {
         `snippet for acme-support: <script src="https://switchboard.example.com/widget/v1.js" data-agent="acme-support" data-key="${key}" async></script>`,
       );
       expect((await cli('list', '--tenant', 'acme')).stdout).toContain(`widget ${key} agents acme-support origins https://shop.example.com`);
+      expect(stdout).toContain(`created publishable key `);
+      expect(stdout).toContain(`for tenant acme in sqlite://${join(dir, 'keys.db')}: agents acme-support`);
+      // Without PUBLIC_URL the snippet names the address the server prints: HOST and PORT.
+      const { PUBLIC_URL: _public, ...local } = env;
+      const onPort = await run(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'server/src/cli/keys.ts',
+          'create',
+          '--tenant',
+          'acme',
+          '--widget',
+          '--agent',
+          'acme-support',
+          '--origin',
+          'https://shop.example.com',
+        ],
+        { env: { ...local, PORT: '4180' } },
+      );
+      expect(onPort.stdout).toContain('<script src="http://127.0.0.1:4180/widget/v1.js" data-agent="acme-support"');
       for (const args of [
         ['--widget', '--agent', 'acme-support'],
         ['--widget', '--agent', 'acme-support', '--origin', 'https://shop.example.com/path'],

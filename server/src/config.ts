@@ -318,3 +318,16 @@ export function isLoopbackHost(host: string): boolean {
   if (isIP(h) === 6) return h === '::1';
   return false;
 }
+
+/**
+ * The service's address as a browser or a tool reaches it: PUBLIC_URL when set, else this
+ * machine's HOST and PORT (an address that listens on every interface is reached on loopback).
+ */
+export function serviceUrl(config: Pick<Config, 'publicUrl' | 'host' | 'port'>, port = config.port): string {
+  if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '');
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** A database URL as printed: without its password. */
+export const shownDatabaseUrl = (url: string): string => url.replace(/\/\/[^@/]*@/, '//***@');

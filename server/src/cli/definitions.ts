@@ -96,7 +96,7 @@ export function register(cli: Command): void {
       const tenant = opts.tenant;
       // The server's services load only for the command that uses the database: validate, test,
       // route and eval start without them (half the start-up of a command).
-      const [{ loadConfig }, { migrate, openDatabase }, { createServices }, { createLogger }] = await Promise.all([
+      const [{ loadConfig, shownDatabaseUrl }, { migrate, openDatabase }, { createServices }, { createLogger }] = await Promise.all([
         import('../config.js'),
         import('../store/db.js'),
         import('../services.js'),
@@ -126,7 +126,7 @@ export function register(cli: Command): void {
       } finally {
         await db.close();
       }
-      console.log(`${files.length - failed} of ${files.length} file(s) applied to ${config.databaseUrl.replace(/\/\/[^@/]*@/, '//***@')}`);
+      console.log(`${files.length - failed} of ${files.length} file(s) applied to ${shownDatabaseUrl(config.databaseUrl)}`);
       if (failed) process.exitCode = 1;
     });
 

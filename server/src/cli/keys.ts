@@ -4,7 +4,7 @@
 // manages keys in the database named by DATABASE_URL.
 import { InvalidArgumentError } from 'commander';
 import { Scope, WebOrigin } from '@switchboard/contract';
-import { loadConfig } from '../config.js';
+import { loadConfig, serviceUrl, shownDatabaseUrl } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { KeyService } from '../service/keys.js';
 import { migrate, openDatabase, type Database } from '../store/db.js';
@@ -41,9 +41,12 @@ const origin = (v: string, previous: string[] = []): string[] => {
 };
 const collect = (v: string, previous: string[] = []): string[] => [...previous, v];
 
-/** The script tag a site pastes, for a service at PUBLIC_URL (or this machine's default). */
+/** The script tag a site pastes, for the service at the address the server prints (PUBLIC_URL, else HOST and PORT). */
 const snippet = (agent: string, key: string) =>
-  `<script src="${loadConfig(process.env, {}, 'tool').publicUrl ?? 'http://127.0.0.1:3000'}/widget/v1.js" data-agent="${agent}" data-key="${key}" async></script>`;
+  `<script src="${serviceUrl(loadConfig(process.env, {}, 'tool'))}/widget/v1.js" data-agent="${agent}" data-key="${key}" async></script>`;
+
+/** Where the keys went: the database DATABASE_URL names, without its password. */
+const where = () => `in ${shownDatabaseUrl(loadConfig(process.env, {}, 'tool').databaseUrl)}`;
 
 const cli = program('npm run keys --', 'Manage API keys (AUTH_MODE=api_key) in the database named by DATABASE_URL');
 
@@ -62,14 +65,16 @@ cli
         cli.error('error: --widget takes --agent and --origin (each at least once), and no --scopes', { exitCode: 2 });
       }
       const k = await withKeys((keys) => keys.createPublishable(o.tenant, { agents: o.agent!, origins: o.origin! }, o.name));
-      console.log(`created publishable key ${k.id} for tenant ${o.tenant}: agents ${k.widget!.agents.join(', ')}; origins ${k.widget!.origins.join(', ')}`);
+      console.log(
+        `created publishable key ${k.id} for tenant ${o.tenant} ${where()}: agents ${k.widget!.agents.join(', ')}; origins ${k.widget!.origins.join(', ')}`,
+      );
       console.log(`key (public by design; list shows it again): ${k.key}`);
       for (const agent of k.widget!.agents) console.log(`snippet for ${agent}: ${snippet(agent, k.key)}`);
       return;
     }
     if (!o.scopes) cli.error("error: required option '--scopes <scopes>' not specified (or --widget)", { exitCode: 2 });
     const k = await withKeys((keys) => keys.create(o.tenant, o.scopes!, o.name));
-    console.log(`created key ${k.id} for tenant ${o.tenant} with scopes ${k.scopes.join(',')}`);
+    console.log(`created key ${k.id} for tenant ${o.tenant} ${where()} with scopes ${k.scopes.join(',')}`);
     console.log(`key (shown once, store it now): ${k.key}`);
   });
 
@@ -95,7 +100,7 @@ cli
   .requiredOption('--id <id>', 'the key id (from list)')
   .action(async (o: { tenant: string; id: string }) => {
     await withKeys((keys) => keys.revoke(o.tenant, o.id));
-    console.log(`revoked key ${o.id} of tenant ${o.tenant}`);
+    console.log(`revoked key ${o.id} of tenant ${o.tenant} ${where()}`);
   });
 
 await run(cli);
