@@ -355,6 +355,8 @@ describe('npm run agents', () => {
       expect(evaluated.stdout).toContain('reviewed messages: ');
       expect(evaluated.stdout).toMatch(/^ +\+ "where is the stuff I bought": order_status; v3 order_status, v1 fallback$/m);
       expect(evaluated.stdout).toMatch(/replay of 4 recorded conversation\(s\)/);
+      // A capability with no examples (the example's fallback) has no precision or recall: said so.
+      expect(evaluated.stdout).toMatch(/^ {4}fallback +no examples → no examples$/m);
       expect(evaluated.stderr).toContain('evaluating acme-support version 3');
       const none = await cli('review-act', 'acme-support', id(/weather/), '--dismiss', ...on).catch((e) => e);
       expect(none.code).toBe(1);
@@ -441,6 +443,8 @@ describe('npm run agents', () => {
     expect(weather.stdout).toMatch(/^reply: "Sorry, I can't help with that yet/m);
     const entitled = await cli('route', EXAMPLE, 'please ring me on the phone', '--context', '{"entitlements":{"tier":"gold"}}');
     expect(entitled.stdout).toMatch(/^priority_support by classifier \(best match\), score 0\.\d{3}, threshold/m);
+    // The example sets no routing.threshold: the printed one says it is calibrated, not the author's.
+    expect(entitled.stdout).toMatch(/, threshold 0\.\d{3} \(calibrated on held-out examples: docs\/routing\.md\)/);
     const bad = await cli('route', EXAMPLE, 'hi', '--context', '[1]').catch((e) => e);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("option '--context <json>' argument '[1]' is invalid. must be a JSON object");

@@ -88,7 +88,9 @@ function describeEvaluation(e: Evaluation): string[] {
   for (const n of names) {
     const d = r.draft.cross_validation.capabilities.find((c) => c.name === n);
     const c = r.current.cross_validation.capabilities.find((x) => x.name === n);
-    out.push(`    ${n.padEnd(24)} ${pct(d?.precision)}/${pct(d?.recall)} → ${pct(c?.precision)}/${pct(c?.recall)}`);
+    // A capability without examples (a fallback, usually) has no figures to give: said, not 0.0%/—.
+    const side = (x: typeof d) => (!x || x.support === 0 ? 'no examples' : `${pct(x.precision)}/${pct(x.recall)}`);
+    out.push(`    ${n.padEnd(24)} ${side(d)} → ${side(c)}`);
   }
   out.push('', `  reviewed messages: ${r.labelled.fixed} now routed as said, ${r.labelled.broken} no longer`);
   for (const m of r.labelled.messages) {

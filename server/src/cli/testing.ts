@@ -159,9 +159,13 @@ async function routeMessage(file: string, message: string, o: { context?: Record
   }
   const sim =
     d.similarity !== undefined ? `, similarity ${d.similarity.toFixed(3)}${d.min_similarity !== undefined ? ` (min ${d.min_similarity.toFixed(3)})` : ''}` : '';
-  console.log(
-    `${d.selected.capability} by ${d.strategy}${reasonText(d.reason)}, score ${d.selected.score.toFixed(3)}, threshold ${d.threshold.toFixed(3)}${sim}`,
-  );
+  // A threshold the router calibrated on held-out examples can be tiny (its scores are
+  // probabilities over many capabilities): said, so that 0.001 does not read as "anything passes".
+  const threshold =
+    definition.routing?.threshold !== undefined
+      ? `threshold ${d.threshold.toFixed(3)} (routing.threshold)`
+      : `threshold ${d.threshold.toFixed(3)} (calibrated${d.calibration === 'held_out' ? ' on held-out examples' : ', the default'}: docs/routing.md)`;
+  console.log(`${d.selected.capability} by ${d.strategy}${reasonText(d.reason)}, score ${d.selected.score.toFixed(3)}, ${threshold}${sim}`);
   if (d.background !== undefined) console.log(`background (everyday talk) ${d.background.toFixed(3)}`);
   const width = Math.max(...d.candidates.map((c) => c.capability.length), 10);
   for (const c of d.candidates) {
