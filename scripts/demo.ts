@@ -1,6 +1,9 @@
 // `npm start`: the service on the embedded SQLite default, with the example agents loaded into
 // tenant "demo" and the example orders backend running beside it (allow-listed for actions).
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { dirname } from 'node:path';
 import { ConverseRequest, EXAMPLES, PARAMETER_EXAMPLES } from '@switchboard/contract';
 import { startOrdersBackend } from '../examples/orders-backend.js';
 import { startShopPage, type ShopPage } from '../examples/shop-page.js';
@@ -39,11 +42,32 @@ async function holdReadmeConversation(r: Running, tenant: string): Promise<void>
   console.log(`The README's conversation is ${id} (the id the examples at /docs use)`);
 }
 
+/**
+ * SECRETS_KEY for the demo when none is set: made once and kept in data/dev-secrets.key (beside
+ * the default database), so that tenant secrets, signed widget users and channels work under
+ * `npm start`, and survive a restart. Said loudly: a development key, never one for production.
+ */
+function developmentSecretsKey(): void {
+  if (process.env.SECRETS_KEY) return;
+  const file = 'data/dev-secrets.key';
+  let key = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+  if (!/^[A-Za-z0-9+/]{43}=$/.test(key)) {
+    key = randomBytes(32).toString('base64');
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  }
+  process.env.SECRETS_KEY = key;
+  console.log(
+    `SECRETS_KEY: a development key kept in ${file} (npm start only: set your own SECRETS_KEY in production; deleting the file makes secrets and channels stored under it unreadable)`,
+  );
+}
+
 let backend: Server | null = null;
 let shop: ShopPage | null = null;
 let config: Config | null = null;
 let running: Running;
 try {
+  developmentSecretsKey();
   backend = await startOrdersBackend(backendPort).catch((err) => {
     throw Object.assign(err, { what: 'The example orders backend', portSetting: 'EXAMPLE_BACKEND_PORT' });
   });

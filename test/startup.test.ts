@@ -143,6 +143,14 @@ describe('start-up failures', () => {
       expect(record.data[0]).toMatchObject({ forced: true, reason: expect.stringContaining(`127.0.0.1:${moved}`) });
       expect(record.data[0].gates.filter((g) => !g.passed).map((g) => g.gate)).toEqual(['new_hosts']);
       expect(second.logged.join('')).toMatch(/agent acme-support: version \d+ released past its failing release gates \(new_hosts: /);
+      // A development SECRETS_KEY, made once and kept: tenant secrets work under npm start, said loudly.
+      for (const run of [first, second]) expect(run.logged.join('')).toContain('SECRETS_KEY: a development key kept in data/dev-secrets.key');
+      const put = await fetch(`${second.base}/api/v1/secrets/WIDGET_IDENTITY_SECRET`, {
+        method: 'PUT',
+        headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+        body: JSON.stringify({ value: 'a-development-identity-secret' }),
+      });
+      expect(put.status).toBe(204);
     } finally {
       await second.stop();
     }
