@@ -18,10 +18,8 @@ export const VisitorToken = z
   .string()
   .regex(/^v1\.[A-Za-z0-9_-]{22}\.\d{10}\.[A-Za-z0-9_-]{43}$/, 'must be a visitor token of POST /widget/v1/agents/{slug}/visitor');
 
-export const VisitorHeaders = z.object({
-  'x-visitor-token': VisitorToken.describe(
-    'The visitor token the service signed for this browser (POST …/visitor): only its visitor may continue or follow its conversations',
-  ),
+/** A signed-in user's identity, as the site's server signed it (docs/widget.md). */
+export const IdentityHeaders = z.object({
   'x-user-id': z.string().min(1).max(256).optional().describe("A signed-in user's id, taken only with a valid x-user-hash"),
   'x-user-hash': z
     .string()
@@ -29,6 +27,12 @@ export const VisitorHeaders = z.object({
     .optional()
     .describe('HMAC-SHA-256 of x-user-id under WIDGET_IDENTITY_SECRET (docs/widget.md)'),
   'x-request-id': z.string().max(200).optional(),
+});
+
+export const VisitorHeaders = IdentityHeaders.extend({
+  'x-visitor-token': VisitorToken.describe(
+    'The visitor token the service signed for this browser (POST …/visitor): only its visitor may continue or follow its conversations',
+  ),
 });
 
 export const WidgetSettings = z

@@ -171,6 +171,12 @@ eachDatabase('the web chat widget ($name)', (database) => {
     expect((await as('u-42', sign('u-43'))).status).toBe(403);
     expect((await as('u-42', sign('u-42', 'another-secret'))).status).toBe(403);
     expect((await say('talk to a human', 3).set('x-user-hash', sign('u-42'))).status).toBe(403);
+    // The visitor token's request checks the hash too: the widget asks for it on load.
+    const mint = (hash: string) => widget('post', 'help-desk/visitor').set('x-user-id', 'u-42').set('x-user-hash', hash).send({});
+    const refused = await mint(sign('u-43'));
+    expect(refused.status).toBe(403);
+    expect(refused.body.detail).toBe('x-user-hash is not the signature of x-user-id');
+    expect((await mint(sign('u-42'))).status).toBe(200);
     const ok = await as('u-42', sign('u-42'));
     expect(ok.status).toBe(200);
     const c = await request(f.app.app).get(`/api/v1/agents/help-desk/conversations/${ok.body.conversation_id}`).set(T);

@@ -279,6 +279,39 @@ describe('the widget without a browser', () => {
   });
 });
 
+describe('the widget with a signed-in user', () => {
+  it('asks for its token on load with the user id and hash, and says at once when the service refuses the hash', async () => {
+    const svc = service({
+      '/': settings,
+      '/visitor': [() => json(403, { status: 403, code: 'forbidden', detail: 'x-user-hash is not the signature of x-user-id' })],
+    });
+    const saved = memorySaved();
+    const view = new RecordingView();
+    const t = transport({
+      server: 'https://sb.example',
+      agent: 'shop',
+      key: 'pk_test',
+      userId: 'u-42',
+      userHash: 'ab'.repeat(32),
+      saved,
+      fetch: svc.fetch,
+      now: () => NOW,
+    });
+    const chat = new Chat(t, saved, view, {
+      language: 'en',
+      pageUrl: () => '',
+      sleep: async () => undefined,
+      online: () => true,
+      whenOnline: async () => undefined,
+    });
+    await chat.start();
+    const minted = svc.requests.find((r) => r.path === '/visitor')!;
+    expect(minted.init.headers).toMatchObject({ 'x-user-id': 'u-42', 'x-user-hash': 'ab'.repeat(32) });
+    expect(view.errors.at(-1)).toBe('This chat cannot sign you in: x-user-hash is not the signature of x-user-id.');
+    expect(svc.requests.filter((r) => r.path === '/converse')).toEqual([]);
+  });
+});
+
 describe("the widget's storage", () => {
   it('keeps what it is given in memory when the browser refuses storage, and reads nonsense stored as nothing', () => {
     const refusing = {

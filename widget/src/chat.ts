@@ -89,6 +89,21 @@ export class Chat {
     }
     this.view.error('');
     this.view.settings(this.settings);
+    if (this.t.identified) {
+      // A signed-in user: the token is asked for now, so that a wrong user hash is said on load.
+      try {
+        await this.t.visitorToken();
+      } catch (err) {
+        this.view.error(
+          err instanceof HttpError && err.status === 403
+            ? `This chat cannot sign you in: ${err.problem.detail ?? 'the user hash is refused'}.`
+            : explain(err, this.env.online()).text,
+        );
+        this.view.unusable();
+        this.started = false;
+        return;
+      }
+    }
     const id = this.conversationId;
     if (!id) {
       this.greet();

@@ -74,7 +74,8 @@ export function transport(o: TransportOptions) {
       try {
         const res = await doFetch(`${base}/visitor?${q}`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          // A signed-in user's identity goes along: the service checks its hash here, on load.
+          headers: { ...identity, 'content-type': 'application/json' },
           body: JSON.stringify(s.token ? { visitor_token: s.token } : {}),
           credentials: 'omit',
         });
@@ -113,6 +114,8 @@ export function transport(o: TransportOptions) {
 
   return {
     visitorToken,
+    /** Whether the page names a signed-in user (whose hash the service checks). */
+    identified: Boolean(o.userId || o.userHash),
     /** The agent's widget settings, without preflight: a page of an origin the key does not allow can read why it is refused. */
     async settings(language: string, signal?: AbortSignal): Promise<WidgetSettings> {
       return (await (await call(`?${q}&language=${encodeURIComponent(language)}`, {}, signal, false)).json()) as WidgetSettings;

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { Problem } from '../common.js';
 import { ConverseResponse } from '../converse.js';
 import {
+  IdentityHeaders,
   VisitorHeaders,
   VisitorTokenRequest,
   VisitorTokenResponse,
@@ -36,11 +37,12 @@ export const widget = publicResource({
         path: '/agents/:slug/visitor',
         pathParams: SlugParams,
         query: WidgetQuery,
+        headers: IdentityHeaders,
         body: VisitorTokenRequest,
         responses: { 200: VisitorTokenResponse },
         summary: "A visitor token for this browser: a new visitor's, or the renewal of the one it holds",
         description:
-          'The widget asks for one before its first request with a visitor, and renews it before it expires. New visitors are limited per client address and per key (docs/widget.md, "Limits").',
+          'The widget asks for one before its first request with a visitor, and renews it before it expires. New visitors are limited per client address and per key (docs/widget.md, "Limits"). A signed-in user\'s x-user-id and x-user-hash, when sent, are checked here too (403 when the hash is not their signature), so that a page with a wrong hash hears so when the widget loads.',
       },
       widgetConverse: {
         method: 'POST',

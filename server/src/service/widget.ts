@@ -187,10 +187,13 @@ export class WidgetService {
    * visitor's, which spends the address's and the key's budgets of new visitors.
    */
   async visitorToken(
-    r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address' | 'known'>,
+    r: Pick<WidgetRequest, 'key' | 'origin' | 'slug' | 'address' | 'known' | 'userIdClaim' | 'userHash'>,
     held: string | undefined,
   ): Promise<{ visitor_token: string; expires_at: string; renewed: boolean }> {
     const { key } = await this.admit(r);
+    // A signed-in user's hash is checked here too: the widget asks for its token on load, so a
+    // page with a wrong hash hears so then, not after the visitor's first message.
+    await this.verifiedUser(key, r);
     const secret = await this.deps.keys.serviceSecret(TOKEN_SECRET);
     const now = this.deps.clock.now().getTime();
     const read = held ? readToken(secret, key.keyId, held) : null;
@@ -208,6 +211,16 @@ export class WidgetService {
     return { visitor_token: signToken(secret, key.keyId, visitorId, expires), expires_at: iso(new Date(expires * 1000)), renewed };
   }
 
+  /** The signed-in user a request claims, its hash checked (403 when it is not the signature); null when it claims none. */
+  private async verifiedUser(key: PublishableKey, r: Pick<WidgetRequest, 'userIdClaim' | 'userHash'>): Promise<string | null> {
+    if (r.userIdClaim === undefined && r.userHash === undefined) return null;
+    if (r.userIdClaim === undefined) throw new ForbiddenError('x-user-hash without x-user-id');
+    const secret = (await this.deps.secrets.forTenant(key.tenantId, [IDENTITY_SECRET]))[IDENTITY_SECRET];
+    if (!secret) throw new ForbiddenError(`Identity verification is not set up for this tenant: store its secret as ${IDENTITY_SECRET}`);
+    if (!identityVerified(secret, r.userIdClaim, r.userHash)) throw new ForbiddenError('x-user-hash is not the signature of x-user-id');
+    return r.userIdClaim;
+  }
+
   /** The visitor behind a request: a verified user id (its hash checked), else the anonymous visitor its token names. */
   async caller(r: WidgetRequest): Promise<WidgetCaller> {
     const { key, origin } = await this.admit(r);
@@ -215,14 +228,7 @@ export class WidgetService {
     const token = readToken(await this.deps.keys.serviceSecret(TOKEN_SECRET), key.keyId, r.visitorToken);
     if (!token) throw new VisitorTokenError('The visitor token is not one this service signed for this key: ask POST …/visitor for one');
     if (token.expiresMs <= this.deps.clock.now().getTime()) throw new VisitorTokenError('The visitor token has expired: renew it with POST …/visitor');
-    let userId = anonymousId(key, token.visitorId);
-    if (r.userIdClaim !== undefined || r.userHash !== undefined) {
-      if (r.userIdClaim === undefined) throw new ForbiddenError('x-user-hash without x-user-id');
-      const secret = (await this.deps.secrets.forTenant(key.tenantId, [IDENTITY_SECRET]))[IDENTITY_SECRET];
-      if (!secret) throw new ForbiddenError(`Identity verification is not set up for this tenant: store its secret as ${IDENTITY_SECRET}`);
-      if (!identityVerified(secret, r.userIdClaim, r.userHash)) throw new ForbiddenError('x-user-hash is not the signature of x-user-id');
-      userId = r.userIdClaim;
-    }
+    const userId = (await this.verifiedUser(key, r)) ?? anonymousId(key, token.visitorId);
     await this.consume(this.perVisitor, `${key.tenantId}\n${userId}`, 'for this visitor');
     return { key, origin, userId, address: r.address, requestId: r.requestId };
   }

@@ -13,9 +13,9 @@ export const widgetHandlers = ({ widget, logger }: Services) =>
       const { key } = await widget.admit(widgetRequest(req, res, params.slug, query.key, {}));
       return { status: 200, body: await widget.settings(key, params.slug, query.language) };
     },
-    widgetVisitor: async ({ params, query, body, req, res }) => ({
+    widgetVisitor: async ({ params, query, headers, body, req, res }) => ({
       status: 200,
-      body: await widget.visitorToken(widgetRequest(req, res, params.slug, query.key, {}), body.visitor_token),
+      body: await widget.visitorToken(widgetRequest(req, res, params.slug, query.key, headers), body.visitor_token),
     }),
     widgetConverse: async ({ params, query, headers, body, req, res }) => {
       const caller = await widget.caller(widgetRequest(req, res, params.slug, query.key, headers));
