@@ -60,7 +60,7 @@ eachDatabase('the job runner on $name', (database) => {
 
   it('reads a running job whose row has not moved in ten minutes, and that no process here runs, as failed; it no longer holds the tenant', async () => {
     clock.advance(11 * 60_000);
-    const [row] = (await runner.list('t1', 'a1', { limit: 10 })).page;
+    const [row] = (await runner.list('t1', 'a1', { limit: 10 }, (r) => r)).data;
     expect(row).toMatchObject({ status: 'failed', error: 'the server running it stopped before it finished' });
     expect(await runner.get('t1', 'a1', row.id)).toMatchObject({ status: 'failed' });
     await expect(runner.precheck('t1')).resolves.toBeUndefined();
@@ -119,10 +119,10 @@ eachDatabase('the job runner on $name', (database) => {
       clock.advance(1000);
       await fresh.admit(fresh.draft({ id: `00000000-0000-4000-8000-00000000000${i}`, tenantId: 't6', agentId: 'a1', version: 1, total: 1, note: String(i) }));
     }
-    const first = await fresh.list('t6', 'a1', { limit: 3 });
-    expect(first.page.map((r) => r.note)).toEqual(['4', '3', '2']);
-    const second = await fresh.list('t6', 'a1', { limit: 3, cursor: first.next_cursor! });
-    expect(second.page.map((r) => r.note)).toEqual(['1', '0']);
+    const first = await fresh.list('t6', 'a1', { limit: 3 }, (r) => r);
+    expect(first.data.map((r) => r.note)).toEqual(['4', '3', '2']);
+    const second = await fresh.list('t6', 'a1', { limit: 3, cursor: first.next_cursor! }, (r) => r);
+    expect(second.data.map((r) => r.note)).toEqual(['1', '0']);
     expect(second.next_cursor).toBeNull();
   });
 });

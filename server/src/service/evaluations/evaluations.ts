@@ -223,14 +223,10 @@ export class EvaluationService {
 
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }) {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const { page, next_cursor } = await this.jobs.list(tenantId, agent.id, q);
-    return {
-      data: page.map((r) => {
-        const { result: _result, ...summary } = this.toApi(r);
-        return summary;
-      }),
-      next_cursor,
-    };
+    return this.jobs.list(tenantId, agent.id, q, (r) => {
+      const { result: _result, ...summary } = this.toApi(r);
+      return summary;
+    });
   }
 
   /** Resolves when this process's evaluation `id` has finished. */

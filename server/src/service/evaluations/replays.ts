@@ -159,14 +159,10 @@ export class ReplayService {
   /** The agent's replays, newest first, a page at a time, without their results. */
   async list(tenantId: string, slug: string, q: { limit: number; cursor?: string }): Promise<{ data: ReplaySummary[]; next_cursor: string | null }> {
     const agent = await this.deps.agents.any(tenantId, slug);
-    const { page, next_cursor } = await this.jobs.list(tenantId, agent.id, q);
-    return {
-      data: page.map((r) => {
-        const { results: _results, ...summary } = this.toApi(r);
-        return summary;
-      }),
-      next_cursor,
-    };
+    return this.jobs.list(tenantId, agent.id, q, (r) => {
+      const { results: _results, ...summary } = this.toApi(r);
+      return summary;
+    });
   }
 
   /** Resolves when this process's replay `id` has finished (at once when it runs elsewhere or is done). */

@@ -120,12 +120,17 @@ export class JobRunner<Row extends JobRow> {
     return row;
   }
 
-  /** An agent's jobs, newest first, a page at a time. */
-  async list(tenantId: string, agentId: string, q: { limit: number; cursor?: string }): Promise<{ page: Row[]; next_cursor: string | null }> {
+  /** An agent's jobs, newest first, a page at a time, each as `view` shows it (a summary, without its result). */
+  async list<View>(
+    tenantId: string,
+    agentId: string,
+    q: { limit: number; cursor?: string },
+    view: (row: Row) => View,
+  ): Promise<{ data: View[]; next_cursor: string | null }> {
     const after = decodeCursor(q.cursor, isTimeAndId);
     const rows = await this.table.list(tenantId, agentId, { limit: q.limit + 1, after, now: iso(this.clock.now()) });
     const { page, next_cursor } = pageOf(rows, q.limit, (last) => [last.createdAt, last.id]);
-    return { page: page.map((r) => this.judged(r)), next_cursor };
+    return { data: page.map((r) => view(this.judged(r))), next_cursor };
   }
 
   /** Whether a job stored as running belonged to a process that stopped: its row has not moved, and this process does not run it. */
