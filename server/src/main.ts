@@ -7,7 +7,7 @@ import { createLogger } from './lib/logger.js';
 import { agentFiles, applyAgentFile, describeDefinitionError, testsBeside } from './agents-loader.js';
 import { createApp, type App } from './app.js';
 import { createHttpServer } from './http/server.js';
-import { ConfigError, isLoopbackHost, loadConfig, serviceUrl, type Config } from './config.js';
+import { ConfigError, isLoopbackHost, loadConfig, type Config } from './config.js';
 import { ensureDatabase, migrate, openDatabase } from './store/db.js';
 import { GatesFailedError } from './errors.js';
 import { describeStartupError } from './startup-errors.js';
@@ -133,7 +133,7 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
   }
   const addr = server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
-  const url = serviceUrl({ ...config, publicUrl: undefined }, port);
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
   logger.info({ url, auth: config.authMode }, 'switchboard listening');
 
   let stopping: Promise<void> | null = null;

@@ -269,6 +269,7 @@ eachDatabase('migrations on $name', (database) => {
         '023_hot_turn_updates',
         '024_service_secrets',
         '025_chain_seals',
+        '026_channel_ignored',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);
