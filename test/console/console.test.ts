@@ -17,6 +17,7 @@ import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { ordersHandler, startBackend, listen, type Backend } from '../helpers/servers.js';
 import { supportAgent } from '../helpers/agents.js';
 import { hasBrowser, launch, seriousViolations, warnIfBrowserSkipped } from '../helpers/browser.js';
+import { slackHeaders } from '../helpers/fake-providers.js';
 
 warnIfBrowserSkipped();
 
@@ -381,6 +382,20 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     const row = page.getByRole('row', { name: /Slack active/ });
     await row.waitFor();
     expect(await row.textContent()).toContain('bot_token, signing_secret');
+    // An update Slack sends that is not a message to answer is listed with its reason.
+    const hook = /\/hooks\/v1\/(ch_[A-Za-z0-9_-]{32})/.exec((await status.textContent()) ?? '')![1];
+    const body = JSON.stringify({ type: 'event_callback', team_id: 'T1', event: { type: 'reaction_added' } });
+    const sent = await fetch(`${server.url}/hooks/v1/${hook}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...slackHeaders(body, new Date(), '8f742231b10e8888abcd99yyyzzz85a5') },
+      body,
+    });
+    expect(sent.status).toBe(200);
+    await page.reload();
+    await page
+      .getByRole('region', { name: 'Ignored updates' })
+      .getByText(/^Slack: event reaction_added \(/)
+      .waitFor();
     await accessible();
     await shot('channels');
     await row.getByRole('button', { name: 'Pause' }).click();
