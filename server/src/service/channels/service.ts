@@ -13,6 +13,7 @@ import type { Conversation, TurnRow } from '../../domain.js';
 import { ChannelSetupError, InputError, InvalidSignatureError, NotFoundError, SecretsDisabledError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { OncePer } from '../../lib/once-per.js';
+import { Passes } from '../../lib/passes.js';
 import { parseIgnored, type ChannelRow, type ChannelStore, type OutboxRow } from '../../store/channel-store.js';
 import type { AgentService } from '../agents/agent-service.js';
 import type { ConversationService } from '../conversations/conversation-service.js';
@@ -78,10 +79,8 @@ export class ChannelService {
   private readonly replies: ChannelDeliveries;
   private readonly outbox: Outbox<number, OutboxRow>;
   private timer: NodeJS.Timeout | null = null;
-  private ticking: Promise<number> | null = null;
-  private kicked = false;
+  private readonly passes: Passes;
   private choresAt = 0;
-  private stopped = false;
 
   constructor(
     private readonly deps: ChannelDeps,
@@ -105,6 +104,10 @@ export class ChannelService {
       log: deps.logger,
       onOutcome: (queue, outcome) => deps.metrics.outboxAttempt(queue, outcome),
     });
+    this.passes = new Passes(
+      () => this.tick(),
+      (err) => deps.logger.warn({ err }, 'channel pass failed'),
+    );
     this.workers = new ChannelInbound(
       { ...common, agents: deps.agents, conversations: deps.conversations },
       opts.concurrency,
@@ -315,39 +318,22 @@ export class ChannelService {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.ticking?.catch(() => undefined);
+    await this.passes.stop();
     await this.workers.stop();
     await this.outbox.stop();
   }
 
   /** Starts an inbound pass soon (a message arrived, a channel resumed): one at a time, another after it if asked meanwhile. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.ticking) {
-      this.kicked = true;
-      return;
-    }
-    this.ticking = this.tick()
-      .catch((err: unknown) => {
-        this.deps.logger.warn({ err }, 'channel pass failed');
-        return 0;
-      })
-      .finally(() => {
-        this.ticking = null;
-        if (this.kicked) {
-          this.kicked = false;
-          this.kick();
-        }
-      });
+    this.passes.kick();
   }
 
   /** Works every waiting message and due reply, and what they make due, and waits for it (tests, CLIs). */
   async runOnce(): Promise<void> {
     for (let i = 0; i < 100; i++) {
-      await this.ticking?.catch(() => undefined);
+      await this.passes.running;
       const started = await this.tick();
       await this.workers.settled();
       const sent = Object.values(await this.outbox.runOnce()).reduce((a, b) => a + b, 0);

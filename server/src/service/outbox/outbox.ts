@@ -20,6 +20,7 @@
 import type { Clock } from '../../lib/clock.js';
 import { iso } from '../../lib/clock.js';
 import { Lane } from '../../lib/lane.js';
+import { Passes } from '../../lib/passes.js';
 
 /** How one attempt ended. `again`: the row has more to do at once; `postponed`: it was put off without an attempt. */
 export type Outcome = 'delivered' | 'retried' | 'failed' | 'refused' | 'again' | 'postponed';
@@ -68,8 +69,7 @@ const zero = (): OutcomeCounts => ({ delivered: 0, retried: 0, failed: 0, refuse
 export class Outbox<Id extends string | number, Row extends Candidate<Id>> {
   private readonly lane: Lane;
   private timer: NodeJS.Timeout | null = null;
-  private pass: Promise<number> | null = null;
-  private kicked = false;
+  private readonly passes: Passes;
   private stopped = false;
   private readonly counts = zero();
 
@@ -78,6 +78,10 @@ export class Outbox<Id extends string | number, Row extends Candidate<Id>> {
     private readonly opts: OutboxOptions,
   ) {
     this.lane = new Lane(opts.concurrency);
+    this.passes = new Passes(
+      () => this.tick(),
+      (err) => opts.log.warn({ err, queue: kind.name }, 'outbox pass failed'),
+    );
   }
 
   /** Attempts under way in this process. */
@@ -95,38 +99,22 @@ export class Outbox<Id extends string | number, Row extends Candidate<Id>> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.pass?.catch(() => undefined);
+    await this.passes.stop();
     await Promise.allSettled(this.lane.jobs.values());
   }
 
   /** Starts a pass soon: one at a time, and another after it when asked meanwhile. */
   kick(): void {
-    if (this.stopped) return;
-    if (this.pass) {
-      this.kicked = true;
-      return;
-    }
-    this.pass = this.tick()
-      .catch((err: unknown) => {
-        this.opts.log.warn({ err, queue: this.kind.name }, 'outbox pass failed');
-        return 0;
-      })
-      .finally(() => {
-        this.pass = null;
-        if (this.kicked) {
-          this.kicked = false;
-          this.kick();
-        }
-      });
+    this.passes.kick();
   }
 
   /** Attempts everything due now, and what those attempts make due, and waits for it (tests, CLIs). */
   async runOnce(): Promise<OutcomeCounts> {
     const before = { ...this.counts };
     for (;;) {
-      await this.pass?.catch(() => undefined);
+      await this.passes.running;
       const started = await this.tick();
-      if (!started && !this.lane.jobs.size && !this.pass) break;
+      if (!started && !this.lane.jobs.size && !this.passes.running) break;
       await Promise.allSettled(this.lane.jobs.values());
     }
     const out = zero();
