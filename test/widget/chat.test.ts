@@ -91,13 +91,18 @@ function memorySaved(): Saved {
   return { get: () => ({ ...v }), set: (next) => (v = { ...next }) };
 }
 
-function harness(routes: Record<string, Route[]>, o: { online?: () => boolean; saved?: Saved } = {}) {
+/** A chat over a fake service; `kept`: what the browser kept from an earlier visit; `user`: a signed-in user's id and hash. */
+function harness(
+  routes: Record<string, Route[]>,
+  o: { online?: () => boolean; saved?: Saved; kept?: Record<string, string>; user?: { userId: string; userHash: string } } = {},
+) {
   const svc = service({ '/visitor': visitor, '/': settings, ...routes });
   const saved = o.saved ?? memorySaved();
+  if (o.kept) saved.set(o.kept);
   const view = new RecordingView();
   const sleeps: number[] = [];
   let wentOnline = 0;
-  const t = transport({ server: 'https://sb.example', agent: 'shop', key: 'pk_test', saved, fetch: svc.fetch, now: () => NOW });
+  const t = transport({ server: 'https://sb.example', agent: 'shop', key: 'pk_test', ...o.user, saved, fetch: svc.fetch, now: () => NOW });
   const chat = new Chat(t, saved, view, {
     language: 'en',
     pageUrl: () => 'https://shop.example/cart',
@@ -110,14 +115,8 @@ function harness(routes: Record<string, Route[]>, o: { online?: () => boolean; s
 
 describe('the widget without a browser', () => {
   it('puts the message back in the box and says the conversation ended when it was closed elsewhere (409), and sends nothing again', async () => {
-    const h = harness({ '/converse': [() => problem(409, 'conversation_closed')] });
-    h.saved.set({ conversation: 'c-1' });
-    const chat = new Chat(
-      transport({ server: 'https://sb.example', agent: 'shop', key: 'pk_test', saved: h.saved, fetch: h.svc.fetch, now: () => NOW }),
-      h.saved,
-      h.view,
-      { language: 'en', pageUrl: () => '', sleep: async () => undefined, online: () => true, whenOnline: async () => undefined },
-    );
+    const h = harness({ '/converse': [() => problem(409, 'conversation_closed')] }, { kept: { conversation: 'c-1' } });
+    const chat = h.chat;
     await chat.say('where is my order?');
     expect(h.view.shown()).toEqual([]);
     expect(h.view.box).toBe('where is my order?');
@@ -215,21 +214,18 @@ describe('the widget without a browser', () => {
   });
 
   it('follows the event stream again after it drops, from the last event seen, and stops for a conversation that is gone', async () => {
-    const h = harness({
-      '/conversations/c-5': [() => json(200, { turns: [], status: 'active', awaiting_input: true })],
-      '/conversations/c-5/events': [
-        () => sse([{ id: '5-0', event: 'status.changed', data: { to: 'escalated' } }]),
-        () => sse([{ id: '6-0', event: 'turn.created', data: { index: 3, role: 'agent', message: 'Hello, Sam here.', author: 'Sam' } }]),
-        () => problem(404, 'conversation_not_found'),
-      ],
-    });
-    h.saved.set({ conversation: 'c-5' });
-    const chat = new Chat(
-      transport({ server: 'https://sb.example', agent: 'shop', key: 'pk_test', saved: h.saved, fetch: h.svc.fetch, now: () => NOW }),
-      h.saved,
-      h.view,
-      { language: 'en', pageUrl: () => '', sleep: async () => undefined, online: () => true, whenOnline: async () => undefined },
+    const h = harness(
+      {
+        '/conversations/c-5': [() => json(200, { turns: [], status: 'active', awaiting_input: true })],
+        '/conversations/c-5/events': [
+          () => sse([{ id: '5-0', event: 'status.changed', data: { to: 'escalated' } }]),
+          () => sse([{ id: '6-0', event: 'turn.created', data: { index: 3, role: 'agent', message: 'Hello, Sam here.', author: 'Sam' } }]),
+          () => problem(404, 'conversation_not_found'),
+        ],
+      },
+      { kept: { conversation: 'c-5' } },
     );
+    const chat = h.chat;
     await chat.start();
     await new Promise((r) => setTimeout(r, 30));
     const streams = h.svc.requests.filter((r) => r.path === '/conversations/c-5/events');
@@ -263,14 +259,8 @@ describe('the widget without a browser', () => {
   });
 
   it('starts afresh when the kept conversation is gone (404), forgetting it', async () => {
-    const h = harness({ '/conversations/c-7': [() => problem(404, 'conversation_not_found')] });
-    h.saved.set({ conversation: 'c-7' });
-    const chat = new Chat(
-      transport({ server: 'https://sb.example', agent: 'shop', key: 'pk_test', saved: h.saved, fetch: h.svc.fetch, now: () => NOW }),
-      h.saved,
-      h.view,
-      { language: 'en', pageUrl: () => '', sleep: async () => undefined, online: () => true, whenOnline: async () => undefined },
-    );
+    const h = harness({ '/conversations/c-7': [() => problem(404, 'conversation_not_found')] }, { kept: { conversation: 'c-7' } });
+    const chat = h.chat;
     await chat.start();
     expect(chat.conversationId).toBeNull();
     expect(h.saved.get().conversation).toBeUndefined();
@@ -281,29 +271,10 @@ describe('the widget without a browser', () => {
 
 describe('the widget with a signed-in user', () => {
   it('asks for its token on load with the user id and hash, and says at once when the service refuses the hash', async () => {
-    const svc = service({
-      '/': settings,
-      '/visitor': [() => json(403, { status: 403, code: 'forbidden', detail: 'x-user-hash is not the signature of x-user-id' })],
-    });
-    const saved = memorySaved();
-    const view = new RecordingView();
-    const t = transport({
-      server: 'https://sb.example',
-      agent: 'shop',
-      key: 'pk_test',
-      userId: 'u-42',
-      userHash: 'ab'.repeat(32),
-      saved,
-      fetch: svc.fetch,
-      now: () => NOW,
-    });
-    const chat = new Chat(t, saved, view, {
-      language: 'en',
-      pageUrl: () => '',
-      sleep: async () => undefined,
-      online: () => true,
-      whenOnline: async () => undefined,
-    });
+    const { chat, svc, view } = harness(
+      { '/visitor': [() => json(403, { status: 403, code: 'forbidden', detail: 'x-user-hash is not the signature of x-user-id' })] },
+      { user: { userId: 'u-42', userHash: 'ab'.repeat(32) } },
+    );
     await chat.start();
     const minted = svc.requests.find((r) => r.path === '/visitor')!;
     expect(minted.init.headers).toMatchObject({ 'x-user-id': 'u-42', 'x-user-hash': 'ab'.repeat(32) });
