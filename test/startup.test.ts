@@ -56,6 +56,59 @@ const oneLine = (s: string) =>
     .split('\n')
     .filter((l) => !/^npm warn|ExperimentalWarning|--trace-warnings/.test(l));
 
+/** `npm start` on `databaseUrl` with the example backend on `backendPort`, once it answers /readyz; what it printed, and how to stop it. */
+async function startDemo(databaseUrl: string, backendPort: number) {
+  const port = await freePort();
+  const logged: string[] = [];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
+    env: {
+      ...process.env,
+      LOG_FORMAT: 'json',
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      EXAMPLE_BACKEND_PORT: String(backendPort),
+      EXAMPLE_SHOP_PORT: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (b: Buffer) => logged.push(b.toString()));
+  child.stderr.resume();
+  const base = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+  };
+  try {
+    await waitUntil(
+      'the demo to answer /readyz',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the demo exited with ${child.exitCode}`);
+        return up(`${base}/readyz`);
+      },
+      60_000,
+      100,
+    );
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { base, logged, stop };
+}
+
+/** The README's conversation on a running demo: the last reply. */
+async function readmeConversation(base: string): Promise<string> {
+  const say = async (body: object) =>
+    (await (
+      await fetch(`${base}/api/v1/agents/acme-support/converse`, {
+        method: 'POST',
+        headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+    ).json()) as { conversation_id: string; response: { message: string } };
+  const a = await say({ message: 'where is my order?' });
+  return (await say({ message: '100001', conversation_id: a.conversation_id })).response.message;
+}
+
 describe('start-up failures', () => {
   it('a port in use: one line, what to do, exit 1', async () => {
     const busy = await listen();
@@ -85,57 +138,13 @@ describe('start-up failures', () => {
 
   it("keeps the README's conversation working when npm start comes back on the same database with another backend port", async () => {
     const data = mkdtempSync(join(dir, 'demo-'));
-    /** npm start on `data`, with the example backend on `backendPort`, until stopped; what it logged. */
-    const demo = async (backendPort: number) => {
-      const port = await freePort();
-      const logged: string[] = [];
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
-        env: {
-          ...process.env,
-          LOG_FORMAT: 'json',
-          DATABASE_URL: `sqlite://${join(data, 'demo.db')}`,
-          PORT: String(port),
-          EXAMPLE_BACKEND_PORT: String(backendPort),
-          EXAMPLE_SHOP_PORT: '0',
-        },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout.on('data', (b: Buffer) => logged.push(b.toString()));
-      const base = `http://127.0.0.1:${port}`;
-      await waitUntil(
-        'the demo to answer /readyz',
-        async () => {
-          if (child.exitCode !== null) throw new Error(`the demo exited with ${child.exitCode}`);
-          return up(`${base}/readyz`);
-        },
-        60_000,
-        100,
-      );
-      return {
-        base,
-        logged,
-        stop: async () => {
-          child.kill('SIGTERM');
-          if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
-        },
-      };
-    };
+    const demo = (backendPort: number) => startDemo(`sqlite://${join(data, 'demo.db')}`, backendPort);
     const first = await demo(await freePort());
     await first.stop();
     const moved = await freePort();
     const second = await demo(moved);
     try {
-      const say = async (body: object) =>
-        (await (
-          await fetch(`${second.base}/api/v1/agents/acme-support/converse`, {
-            method: 'POST',
-            headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
-            body: JSON.stringify(body),
-          })
-        ).json()) as { conversation_id: string; response: { message: string } };
-      const a = await say({ message: 'where is my order?' });
-      const b = await say({ message: '100001', conversation_id: a.conversation_id });
-      expect(b.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+      expect(await readmeConversation(second.base)).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
       // Released past the new_hosts gate, recorded as forced with the demo's reason, and said so.
       const record = (await (await fetch(`${second.base}/api/v1/agents/acme-support/releases?limit=1`, { headers: { 'tenant-id': 'demo' } })).json()) as {
         data: { forced: boolean; reason: string; gates: { gate: string; passed: boolean }[] }[];
@@ -172,43 +181,12 @@ describe('start-up failures', () => {
       const name = `sb_demo_${randomBytes(4).toString('hex')}`;
       const u = new URL(PG_URL!);
       u.pathname = `/${name}`;
-      const [port, backendPort] = [await freePort(), await freePort()];
-      const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
-        env: {
-          ...process.env,
-          LOG_LEVEL: 'silent',
-          DATABASE_URL: u.toString(),
-          PORT: String(port),
-          EXAMPLE_BACKEND_PORT: String(backendPort),
-          EXAMPLE_SHOP_PORT: '0',
-        },
-        stdio: 'ignore',
-      });
+      let demo: Awaited<ReturnType<typeof startDemo>> | null = null;
       try {
-        const base = `http://127.0.0.1:${port}`;
-        await waitUntil(
-          'the demo to answer /readyz',
-          async () => {
-            if (child.exitCode !== null) throw new Error(`the demo exited with ${child.exitCode}`);
-            return up(`${base}/readyz`);
-          },
-          30_000,
-          100,
-        );
-        const say = async (body: object) =>
-          (await (
-            await fetch(`${base}/api/v1/agents/acme-support/converse`, {
-              method: 'POST',
-              headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
-              body: JSON.stringify(body),
-            })
-          ).json()) as { conversation_id: string; response: { message: string } };
-        const a = await say({ message: 'where is my order?' });
-        const b = await say({ message: '100001', conversation_id: a.conversation_id });
-        expect(b.response.message).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+        demo = await startDemo(u.toString(), await freePort());
+        expect(await readmeConversation(demo.base)).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
       } finally {
-        child.kill('SIGTERM');
-        if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
+        await demo?.stop();
         await k.raw(`drop database if exists ${name} with (force)`);
         await k.destroy();
       }
