@@ -58,9 +58,11 @@ describe('conformance against npm start behind the Prism validating proxy', () =
   const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-conformance-'));
   let proxy = '';
+  let shopOrigin = '';
 
   beforeAll(async () => {
-    const [port, backendPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
+    const [port, backendPort, proxyPort, shopPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+    shopOrigin = `http://127.0.0.1:${shopPort}`;
     // What `npm start` runs: the example agents and the example orders API.
     children.push(
       await startProcess(
@@ -69,7 +71,7 @@ describe('conformance against npm start behind the Prism validating proxy', () =
           PORT: String(port),
           HOST: '127.0.0.1',
           EXAMPLE_BACKEND_PORT: String(backendPort),
-          EXAMPLE_SHOP_PORT: '0',
+          EXAMPLE_SHOP_PORT: String(shopPort),
           DATABASE_URL: `sqlite://${join(dir, 'demo.db')}`,
           LOG_LEVEL: 'info',
         },
@@ -160,6 +162,49 @@ describe('conformance against npm start behind the Prism validating proxy', () =
     expect(summary.run.stats.assertions.failed).toBe(0);
     expect(summary.run.stats.assertions.total).toBeGreaterThan(2 * (9 + reads.length));
   }, 120_000);
+
+  it("passes Portman's contract tests of every operation (collections/portman/), twice over on the same data", async () => {
+    // `npm run contract-tests`, split in two: Portman writes the collection, newman runs it here.
+    const output = join(dir, 'portman.json');
+    await promisify(execFile)(
+      process.execPath,
+      [
+        join(root, 'node_modules/@apideck/portman/bin/portman'),
+        ...['-l', 'openapi.json', '-b', proxy, '-o', output],
+        ...['-c', 'collections/portman/portman-config.json', '--filterFile', 'collections/portman/portman-filter.json'],
+      ],
+      { cwd: root },
+    );
+    const collection = JSON.parse(readFileSync(output, 'utf8'));
+    const doc = JSON.parse(readFileSync(join(root, 'openapi.json'), 'utf8')) as { paths: Record<string, Record<string, { operationId: string }>> };
+    const operations = Object.values(doc.paths).flatMap((ops) => Object.values(ops).map((o) => o.operationId));
+    const streams = ['streamEvents', 'widgetEvents'];
+    for (let run = 1; run <= 2; run++) {
+      const summary = await new Promise<NewmanRunSummary>((resolve, reject) =>
+        newman.run(
+          {
+            collection,
+            envVar: [{ key: 'shopOrigin', value: shopOrigin }],
+            reporters: [],
+            timeoutRequest: 20_000,
+          },
+          (err, s) => (err ? reject(err) : resolve(s)),
+        ),
+      );
+      const failures = summary.run.failures.map((f) => `run ${run}, ${f.source?.name ?? '?'}: ${f.error.message}`);
+      expect(failures).toEqual([]);
+      // Every operation but the two streams ran, each with its status, content-type, schema and header checks.
+      const ran = new Set(summary.run.executions.map((e) => e.item.name));
+      expect(ran.size).toBe(operations.length - streams.length);
+      expect(summary.run.stats.assertions.failed).toBe(0);
+      expect(summary.run.stats.assertions.total).toBeGreaterThan(4 * ran.size);
+      // Prism's own check of every answer, beside Portman's.
+      for (const e of summary.run.executions) expect(e.response?.headers.has('sl-violations'), e.item.name).toBe(false);
+    }
+    // The README's conversation is as the examples describe it after both runs.
+    const r = await fetch(`${proxy}/api/v1/agents/acme-support/conversations/6f1c2c49-5f0e-4f4b-9a39-7b8f0f2d6a10`, { headers: { 'tenant-id': 'demo' } });
+    expect(((await r.json()) as { turns: unknown[]; status: string }).turns).toHaveLength(4);
+  }, 240_000);
 
   it("runs switchboard.http with httpyac: every request's checks pass", async () => {
     // The committed file with the proxy's address, in a folder of its own (httpyac reads files under its working directory).

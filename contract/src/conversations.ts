@@ -150,7 +150,7 @@ export const ActionCallData = z.object({
     method: z.string(),
     url: z.string().optional().describe('Absent once erased'),
     headers: z.record(z.string()).optional().describe('Absent once erased'),
-    body: z.unknown().optional(),
+    body: z.unknown().optional().describe('The JSON body sent, if any (absent once erased)'),
   }),
   response: z.object({ status: z.number().int(), body: z.unknown().optional().describe('Absent once erased') }).nullable(),
   outcome: z.enum(['ok', 'http_error', 'timeout', 'network_error', 'blocked']),
@@ -170,7 +170,9 @@ export const LlmCallData = z.object({
   output_tokens: z.number().int(),
   finish_reason: z.string().nullable(),
   text: z.string().describe('What the model wrote (emptied by erasure)'),
-  tool_calls: z.array(z.object({ name: z.string(), arguments: z.unknown() })).describe('Arguments are emptied by erasure'),
+  tool_calls: z
+    .array(z.object({ name: z.string(), arguments: z.unknown().describe('The arguments the model gave (any JSON)') }))
+    .describe('Arguments are emptied by erasure'),
   passages: z.array(z.object({ id: z.string(), score: z.number() })).describe('Knowledge passages put in the prompt'),
   streamed: z.boolean().optional(),
   erased,

@@ -127,7 +127,7 @@ export const HttpActionDef = z
     method: z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']),
     url: z.string().min(1).max(4000),
     headers: z.record(z.string().max(4000)).optional(),
-    body: JsonValue.optional(),
+    body: JsonValue.optional().describe('A JSON body; strings in it are templates'),
     timeout_ms: z.number().int().min(1).max(30_000).default(5000),
     retries: z.number().int().min(0).max(5).default(0),
     save: z.record(Identifier, z.string().min(1).max(500)).optional(),

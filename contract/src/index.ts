@@ -35,6 +35,8 @@ export * from './releases.js';
 export * from './widget.js';
 export * from './channels.js';
 export { PARAMETER_EXAMPLES } from './examples/parameters.js';
+/** The publishable key the widget examples use, which `npm start` holds under its id. */
+export { WIDGET_KEY, WIDGET_KEY_ID } from './examples/fixtures.js';
 export type { OpenApiExample } from './resource.js';
 
 /**

@@ -26,10 +26,10 @@ export const ReplayDifference = z.object({
     .describe(
       'unrecorded_action: the version calls an action the conversation never called; action_request: it calls a recorded action with another method or URL (answered from the recording), `recorded` and `replayed` being "action METHOD URL"',
     ),
-  recorded: z.unknown(),
-  replayed: z.unknown(),
+  recorded: z.unknown().describe('The recorded value (any JSON)'),
+  replayed: z.unknown().describe('The replayed value (any JSON)'),
   changes: z
-    .array(z.object({ field: TurnField, recorded: z.unknown(), replayed: z.unknown() }))
+    .array(z.object({ field: TurnField, recorded: z.unknown().describe('Any JSON'), replayed: z.unknown().describe('Any JSON') }))
     .optional()
     .describe('Every answer field that differed at that turn, `field` among them when it is one'),
 });

@@ -26,7 +26,11 @@ const TestCaseSchema = z
     name: z.string().min(1).max(200),
     context: z.record(z.unknown()).optional().describe("The context envelope's `context` (identity, preferences, entitlements…)"),
     actions: z
-      .record(z.object({ status: z.number().int().min(100).max(599).default(200), body: z.unknown().optional() }).strict())
+      .record(
+        z
+          .object({ status: z.number().int().min(100).max(599).default(200), body: z.unknown().optional().describe('The JSON body the action answers') })
+          .strict(),
+      )
       .optional()
       .describe('What each action answers; an action without an answer fails (status 0): nothing goes out'),
     llm: z

@@ -77,8 +77,13 @@ export class KeyService {
   }
 
   /** A publishable key for the web chat widget: public, bound to `agents` and the pages of `origins`. */
-  async createPublishable(tenantId: string, widget: { agents: string[]; origins: string[] }, name?: string): Promise<ApiKey & { key: string }> {
-    const id = randomUUID();
+  /** A publishable key for the widget; `id` is for fixtures that must know the key beforehand (the demo's). */
+  async createPublishable(
+    tenantId: string,
+    widget: { agents: string[]; origins: string[] },
+    name?: string,
+    id: string = randomUUID(),
+  ): Promise<ApiKey & { key: string }> {
     const key = `pk_${id.replace(/-/g, '')}`;
     const row: ApiKeyTableRow = {
       id,
