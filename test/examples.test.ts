@@ -247,8 +247,9 @@ describe('npm run agents', () => {
       const draft = await cli('apply', '--url', url, '--tenant', 'acme', '--activate', 'false', changed);
       expect(draft.stdout).toContain('draft     acme-support version 2 (current stays 1)');
       const versions = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme');
-      expect(versions.stdout).toMatch(/^2 +\S+ +welcome/m);
-      expect(versions.stdout).toMatch(/^1\* +\S+ +greeting/m);
+      expect(versions.stdout).toMatch(/^version +state +created +made by +capabilities$/m);
+      expect(versions.stdout).toMatch(new RegExp(`^2 +draft +\\S+ +agents apply ${changed.replace(/[/.]/g, '\\$&')} +welcome`, 'm'));
+      expect(versions.stdout).toMatch(new RegExp(`^1 +current +\\S+ +agents apply ${EXAMPLE.replace(/[/.]/g, '\\$&')} +greeting`, 'm'));
       const replayed = await cli('replay', 'acme-support', '--version', '2', '--url', url, '--tenant', 'acme');
       expect(replayed.stdout).toMatch(/^replay \S+: done; 1 conversation\(s\): 0 identical, 1 changed, 0 error\(s\)$/m);
       expect(replayed.stdout).toContain(`${conversation}: turn 0, reply\n  user: "hello"\n  - recorded: "Hello! I can track an order`);

@@ -45,14 +45,30 @@ export const PutAgentQuery = z.object({
     .default('true')
     .transform((v) => v === 'true')
     .describe('false: store a changed definition as a new version without making it current (a draft)'),
+  note: z
+    .string()
+    .min(1)
+    .max(300)
+    .optional()
+    .describe('What made this definition, kept beside the version it makes (`agents apply` sends the file); "PUT" when absent'),
 });
+
+export const VersionState = z
+  .enum(['current', 'split_candidate', 'draft', 'released_before', 'never_released'])
+  .describe(
+    'current: new conversations start on it; split_candidate: a split sends a share to it; draft: the newest version, newer than the current one (review actions add to it); released_before: a step of the release record made it current once (activating it again is a rollback); never_released: none of these',
+  );
+export type VersionState = z.infer<typeof VersionState>;
 
 export const AgentVersionSummary = z.object({
   version: z.number().int(),
   created_at: Timestamp,
   current: z.boolean().describe('Whether new conversations start on this version'),
+  state: VersionState,
+  note: z.string().nullable().describe('What made the version: "PUT", "agents apply FILE", a review action…; null for versions older than notes'),
   capabilities: z.array(z.string()).describe("The version's capability names"),
 });
+export type AgentVersionSummary = z.infer<typeof AgentVersionSummary>;
 
 const AgentVersionSchema = AgentVersionSummary.extend({
   digest: z.string().describe('SHA-256 of the canonical definition'),

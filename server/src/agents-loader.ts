@@ -91,7 +91,8 @@ export async function applyAgentFile(
   tenantId: string,
   file: string,
   /** `forceReason`: release past failing gates, recorded as forced with this reason. */
-  opts: { activate?: boolean; requestId?: string; forceReason?: string } = {},
+  /** `note`: what made a new version ("agents apply FILE" by default). */
+  opts: { activate?: boolean; requestId?: string; forceReason?: string; note?: string } = {},
 ): Promise<AppliedAgent> {
   const { slug, definition, substitutions } = await readAgentFile(file);
   const before = await app.agents.currentVersion(tenantId, slug);
@@ -99,7 +100,7 @@ export async function applyAgentFile(
     tenantId,
     slug,
     definition,
-    { activate: opts.activate ?? true, ...(opts.forceReason ? { forceReason: opts.forceReason } : {}) },
+    { activate: opts.activate ?? true, note: opts.note ?? `agents apply ${file}`, ...(opts.forceReason ? { forceReason: opts.forceReason } : {}) },
     { keyId: null, requestId: opts.requestId ?? `apply:${basename(file)}` },
   );
   return {

@@ -84,7 +84,10 @@ export async function start(config: Config, opts: { logger?: Logger; hostChecker
     }
     for (const file of files) {
       try {
-        const r = await applyAgentFile(built, config.agentsTenant, file, config.agentsForceReason ? { forceReason: config.agentsForceReason } : {});
+        const r = await applyAgentFile(built, config.agentsTenant, file, {
+          note: `AGENTS_DIR ${file} at start-up`,
+          ...(config.agentsForceReason ? { forceReason: config.agentsForceReason } : {}),
+        });
         if (r.replaced !== null) {
           logger.warn(
             { tenant: config.agentsTenant, slug: r.slug, version: r.version, replaced: r.replaced, file },

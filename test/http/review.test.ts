@@ -124,6 +124,12 @@ eachDatabase('the review inbox and evaluations on $name', (database) => {
     ).body.definition;
     expect(draft.routing.out_of_scope).toEqual(["what's the weather like"]);
     expect(draft.capabilities.find((x: { name: string }) => x.name === 'order_status').examples).toContain('where is the stuff I bought');
+    // Each action made a version of its own, noted; the newest is the draft, the one before it superseded.
+    const listed = (await api().get(`/api/v1/agents/${SLUG}/versions?limit=2`).set('tenant-id', 'acme').expect(200)).body.data;
+    expect(listed.map((v: { state: string; note: string }) => [v.state, v.note])).toEqual([
+      ['draft', `review: 1 message added as out of scope to version ${before + 1}`],
+      ['never_released', `review: 2 messages added as examples of order_status to version ${before}`],
+    ]);
 
     const open = await inbox();
     expect(open.data.some((i) => /weather|never got the things|stuff I bought/.test(i.message))).toBe(false);

@@ -38,9 +38,9 @@ eachDatabase('agent versions on $name', (database) => {
     const list = await client.sb.api.listVersions({ params: { slug: 'shop' }, query: {} });
     expect(list.status).toBe(200);
     if (list.status !== 200) return;
-    expect(list.body.data.map((v) => [v.version, v.current, v.capabilities])).toEqual([
-      [2, false, ['order']],
-      [1, true, ['order']],
+    expect(list.body.data.map((v) => [v.version, v.current, v.state, v.note, v.capabilities])).toEqual([
+      [2, false, 'draft', 'PUT', ['order']],
+      [1, true, 'current', 'PUT', ['order']],
     ]);
     const v2 = await client.sb.api.getVersion({ params: { slug: 'shop', version: 2 } });
     expect(v2.status === 200 && v2.body.definition.capabilities[0].phases[0].say).toBe('v2: What size?');
@@ -78,6 +78,34 @@ eachDatabase('agent versions on $name', (database) => {
     await api().get('/api/v1/agents/shop/versions/1').set('tenant-id', 'globex').expect(404);
     const bad = await api().put('/api/v1/agents/shop?activate=maybe').set('tenant-id', 'acme').send(agent('v4:')).expect(400);
     expect(bad.body.errors[0].path).toBe('query.activate');
+  });
+
+  it('says of each version its state and what made it', async () => {
+    const states = async () =>
+      Object.fromEntries(
+        ((await api().get('/api/v1/agents/shop/versions').set('tenant-id', 'acme').expect(200)).body.data as { version: number; state: string }[]).map((v) => [
+          v.version,
+          v.state,
+        ]),
+      );
+    // From the tests above: 3 a draft, 2 current, 1 released before (and rolled back to).
+    expect(await states()).toEqual({ 3: 'draft', 2: 'current', 1: 'released_before' });
+    await api().put('/api/v1/agents/shop?activate=false&note=from%20the%20console').set('tenant-id', 'acme').send(agent('v4:')).expect(200);
+    await api().put('/api/v1/agents/shop?activate=false').set('tenant-id', 'acme').send(agent('v5:')).expect(200);
+    // Only the newest unreleased version is the draft; those it superseded were never released.
+    expect(await states()).toEqual({ 5: 'draft', 4: 'never_released', 3: 'never_released', 2: 'current', 1: 'released_before' });
+    await api().put('/api/v1/agents/shop/split').set('tenant-id', 'acme').send({ version: 4, percent: 10 }).expect(200);
+    expect(await states()).toMatchObject({ 5: 'draft', 4: 'split_candidate' });
+    await api().delete('/api/v1/agents/shop/split').set('tenant-id', 'acme').expect(200);
+    const v4 = await api().get('/api/v1/agents/shop/versions/4').set('tenant-id', 'acme').expect(200);
+    expect(v4.body).toMatchObject({ version: 4, state: 'never_released', note: 'from the console' });
+    const tooLong = await api()
+      .put(`/api/v1/agents/shop?note=${'x'.repeat(301)}`)
+      .set('tenant-id', 'acme')
+      .send(agent('v6:'))
+      .expect(400);
+    expect(tooLong.body.errors[0].path).toBe('query.note');
+    expect(Object.keys(await states())).toHaveLength(5);
   });
 
   it('starts a conversation on a chosen version, a draft included, which it keeps to its end', async () => {

@@ -270,6 +270,7 @@ eachDatabase('migrations on $name', (database) => {
         '024_service_secrets',
         '025_chain_seals',
         '026_channel_ignored',
+        '027_version_notes',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -1,5 +1,5 @@
 // The agent's versions for the pages that show or run one: loaded page by page, offered as a select
-// that marks the current version and the drafts.
+// that says each version's state (current, draft, split candidate…).
 import type { Agent, SwitchboardClient } from '@switchboard/client';
 import { allPages, ok, useLoad, type Loaded } from '../api';
 import { useSession } from '../session';
@@ -15,9 +15,16 @@ export function useVersions(slug: string, current?: number): Loaded<Summary[]> {
   );
 }
 
-export function versionKind(v: number, current: number): 'current' | 'draft' | 'earlier' {
-  return v === current ? 'current' : v > current ? 'draft' : 'earlier';
-}
+type State = Summary['state'];
+
+/** Each version state as the pages show it, and the badge class it wears. */
+export const VERSION_STATE: Record<State, { label: string; badge: string }> = {
+  current: { label: 'current', badge: 'version-current' },
+  split_candidate: { label: 'split candidate', badge: 'version-split' },
+  draft: { label: 'draft', badge: 'version-draft' },
+  released_before: { label: 'released before', badge: 'version-earlier' },
+  never_released: { label: 'never released', badge: 'version-earlier' },
+};
 
 export function VersionSelect(props: {
   id?: string;
@@ -27,12 +34,12 @@ export function VersionSelect(props: {
   disabled?: boolean;
   onChange: (v: number) => void;
 }) {
-  const list = props.versions ?? [{ version: props.agent.version }];
+  const list: { version: number; state: State }[] = props.versions ?? [{ version: props.agent.version, state: 'current' }];
   return (
     <select id={props.id} value={props.value} disabled={props.disabled} onChange={(e) => props.onChange(Number(e.currentTarget.value))}>
       {list.map((v) => (
         <option key={v.version} value={v.version}>
-          v{v.version} ({versionKind(v.version, props.agent.version)})
+          v{v.version} ({VERSION_STATE[v.state].label})
         </option>
       ))}
     </select>

@@ -9,7 +9,7 @@ import { ApiError, ok, useAction, useLoad } from '../api';
 import { Gates, ReleaseRecord, Refusal, refusedGates, SplitPanel } from '../components/releases';
 import { useSession } from '../session';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
-import { useVersions, VersionSelect, versionKind } from '../components/versions';
+import { useVersions, VersionSelect, VERSION_STATE } from '../components/versions';
 
 type Row = { left: number | null; leftText: string; right: number | null; rightText: string; kind: 'same' | 'changed' | 'removed' | 'added' };
 
@@ -88,11 +88,13 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
   if (!versions.data) return <Loading what="versions" />;
   const list = versions.data;
   const current = agent.version;
-  const kind = (v: number) => versionKind(v, current);
   return (
     <div>
       <h2>Versions</h2>
-      <p class="muted small">New conversations start on the current version; running ones stay on theirs. A draft is a version newer than the current one.</p>
+      <p class="muted small">
+        New conversations start on the current version; running ones stay on theirs. The draft is the newest version when it is newer than the current one:
+        review actions add to it, each making a new version.
+      </p>
       {error && <ErrorBox error={error} />}
       {busy && <Loading what="the release gates (an evaluation may run first)" />}
       {released && (
@@ -111,23 +113,24 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
       {refusal && <Refusal refusal={refusal} onCancel={() => setRefusal(null)} onForce={(reason) => void activate(refusal.version, reason)} />}
       <TableWrap label="Versions">
         <table>
-          <Head cols={['Version', 'State', 'Stored', 'Capabilities', '']} />
+          <Head cols={['Version', 'State', 'Stored', 'Made by', 'Capabilities', '']} />
           <tbody>
             {list.map((v) => (
               <tr key={v.version}>
                 <td>v{v.version}</td>
                 <td>
-                  <span class={`badge version-${kind(v.version)}`}>{kind(v.version)}</span>
-                  {agent.split?.version === v.version && <span class="badge version-split">split {agent.split.percent}%</span>}
+                  <span class={`badge ${VERSION_STATE[v.state].badge}`}>{VERSION_STATE[v.state].label}</span>
+                  {agent.split?.version === v.version && <span class="badge version-split">{agent.split.percent}%</span>}
                 </td>
                 <td>
                   <Time iso={v.created_at} />
                 </td>
+                <td class="small">{v.note ?? '—'}</td>
                 <td>{v.capabilities.join(', ')}</td>
                 <td>
                   {!v.current && (
                     <button type="button" onClick={() => setConfirm(v.version)}>
-                      {v.version > current ? 'Activate' : 'Roll back to'} v{v.version}
+                      {v.state === 'released_before' ? 'Roll back to' : 'Activate'} v{v.version}
                     </button>
                   )}
                 </td>

@@ -105,8 +105,15 @@ export const versions = apiResource({
       summary: 'Versions, newest first',
       value: {
         data: [
-          { version: 2, created_at: '2026-11-24T09:00:00.000Z', current: true, capabilities: ['order_status', 'human'] },
-          { version: 1, created_at: '2026-11-20T08:00:00.000Z', current: false, capabilities: ['order_status'] },
+          {
+            version: 2,
+            created_at: '2026-11-24T09:00:00.000Z',
+            current: true,
+            state: 'current',
+            note: 'agents apply agents/acme-support.yaml',
+            capabilities: ['order_status', 'human'],
+          },
+          { version: 1, created_at: '2026-11-20T08:00:00.000Z', current: false, state: 'released_before', note: 'PUT', capabilities: ['order_status'] },
         ],
         next_cursor: null,
       },
@@ -117,6 +124,8 @@ export const versions = apiResource({
         version: 2,
         created_at: '2026-11-24T09:00:00.000Z',
         current: true,
+        state: 'current',
+        note: 'agents apply agents/acme-support.yaml',
         capabilities: ['order_status', 'human'],
         digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
         definition,

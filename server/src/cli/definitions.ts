@@ -1,7 +1,7 @@
 // `agents validate | apply | versions`: agent files checked here, applied to the database named by
 // DATABASE_URL or to a running server (--url), and a running server's versions of an agent.
 import { type Command } from 'commander';
-import type { DefinitionWarning } from '@switchboard/contract';
+import type { DefinitionWarning, VersionState } from '@switchboard/contract';
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { GatesFailedError } from '../errors.js';
@@ -37,7 +37,9 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
     try {
       const { slug, definition, substitutions } = await readAgentFile(f);
       const before = await reach(o, () => sb.api.getAgent({ params: { slug } }));
-      const r = await reach(o, () => sb.api.putAgent({ params: { slug }, query: { activate: activate ? 'true' : 'false' }, body: definition }));
+      const r = await reach(o, () =>
+        sb.api.putAgent({ params: { slug }, query: { activate: activate ? 'true' : 'false', note: `agents apply ${f}` }, body: definition }),
+      );
       if (r.status !== 200) {
         printRefusal(r.body);
         throw new Error(describeFailure(o, r.status, r.body));
@@ -55,6 +57,21 @@ async function applyRemote(files: string[], o: RemoteOptions, activate: boolean)
   }
   console.log(`${files.length - failed} of ${files.length} file(s) applied to ${o.url}`);
   if (failed) process.exitCode = 1;
+}
+
+/** How `versions` shows each state (docs/improving.md says what each means). */
+const STATE_LABEL: Record<VersionState, string> = {
+  current: 'current',
+  split_candidate: 'split candidate',
+  draft: 'draft',
+  released_before: 'released before',
+  never_released: 'never released',
+};
+
+/** Columns padded to their widest cell. */
+function printTable(head: string[], rows: string[][]): void {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  for (const r of [head, ...rows]) console.log(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  '));
 }
 
 /** validate, apply and versions. */
@@ -140,10 +157,8 @@ export function register(cli: Command): void {
     const sb = remoteClient(opts);
     const r = await reach(opts, () => sb.api.listVersions({ params: { slug }, query: { limit: Math.min(opts.limit, 100) } }));
     if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
-    console.log('version  created                   capabilities');
-    for (const v of r.body.data) {
-      console.log(`${`${v.version}${v.current ? '*' : ''}`.padEnd(8)} ${v.created_at.padEnd(25)} ${v.capabilities.join(', ')}`);
-    }
-    console.log(`* current: new conversations start on it${r.body.next_cursor ? ' (older versions not shown: --limit)' : ''}`);
+    const rows = r.body.data.map((v) => [String(v.version), STATE_LABEL[v.state], v.created_at, v.note ?? '—', v.capabilities.join(', ')]);
+    printTable(['version', 'state', 'created', 'made by', 'capabilities'], rows);
+    if (r.body.next_cursor) console.log('(older versions not shown: --limit)');
   });
 }

@@ -114,6 +114,8 @@ export interface AgentVersionTableRow {
   digest: string;
   definition: string;
   created_at: string;
+  /** What made the version (migration 027); null for older ones. */
+  note?: string | null;
 }
 
 interface IdempotencyTableRow {

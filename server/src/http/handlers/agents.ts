@@ -9,7 +9,13 @@ const s = initServer();
 export const agentsHandlers = ({ agents, releases }: Services) =>
   s.router(RESOURCES.agents.routes, {
     putAgent: async ({ params, headers, query, body, res }) => {
-      const { agent, version, warnings, release } = await releases.put(headers['tenant-id'], params.slug, body, { activate: query.activate }, actor(res));
+      const { agent, version, warnings, release } = await releases.put(
+        headers['tenant-id'],
+        params.slug,
+        body,
+        { activate: query.activate, note: query.note ?? 'PUT' },
+        actor(res),
+      );
       return { status: 200, body: { ...agent, stored_version: version, release, warnings } };
     },
     listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),

@@ -1,7 +1,7 @@
 // Agent definitions: validation, versioning, and the cache of compiled versions (templates
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
-import { AgentDefinition, type Agent, type DefinitionWarning, type TestCase, type TestResults } from '@switchboard/contract';
+import { AgentDefinition, type Agent, type AgentVersionSummary, type DefinitionWarning, type TestCase, type TestResults, type VersionState } from '@switchboard/contract';
 import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../../engine/compile.js';
 import type { Router } from '../../engine/router/index.js';
 import { NO_VECTORS, type VectorsStatus } from '../../engine/word-vectors.js';
@@ -15,7 +15,7 @@ import { literalHost, type HostChecker } from '../../actions/ssrf.js';
 import type { RenderBudgets } from '../render-budgets.js';
 import { canonicalJson, sha256 } from '../../lib/canonical.js';
 import { iso, type Clock } from '../../lib/clock.js';
-import type { AgentRow, AgentStore, ReleaseChange, StepInput } from '../../store/agents/agent-store.js';
+import type { AgentRow, AgentStore, ListedVersionRow, ReleaseChange, StepInput } from '../../store/agents/agent-store.js';
 import type { PrefetchedConversation } from '../../store/conversations/conversation-store.js';
 import type { ReleaseRow } from '../../store/release-store.js';
 import type { RouterStore } from '../../store/agents/router-store.js';
@@ -119,7 +119,8 @@ export class AgentService {
     tenantId: string,
     slug: string,
     definition: AgentDefinition,
-    opts: { activate?: boolean; step?: StepInput; expectCurrent?: number | null } = {},
+    /** `note`: what made the version, kept beside it when the definition is a new one. */
+    opts: { activate?: boolean; step?: StepInput; expectCurrent?: number | null; note?: string } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: ReleaseRow | null }> {
     const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
@@ -153,6 +154,7 @@ export class AgentService {
       opts.activate ?? true,
       opts.step,
       opts.expectCurrent,
+      opts.note,
     );
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
@@ -180,31 +182,43 @@ export class AgentService {
     return [{ path: 'llm.model', message: `"${model}" is not offered by this server (LLM_MODELS: ${this.opts.models.join(', ')})` }];
   }
 
-  /** An agent's versions, newest first, a page at a time (`before`: the last version of the previous page). */
-  async versions(tenantId: string, slug: string, page: { limit: number; before: number | null }) {
+  /**
+   * An agent's versions, newest first, a page at a time (`before`: the last version of the
+   * previous page), each with its state and what made it.
+   */
+  async versions(tenantId: string, slug: string, page: { limit: number; before: number | null }): Promise<AgentVersionSummary[]> {
     const row = await this.any(tenantId, slug);
-    const rows = await this.store.versions(tenantId, row.id, page);
+    return (await this.listed(row, page)).map((v) => v.summary);
+  }
+
+  private async listed(row: AgentRow, page: { limit: number; before: number | null }): Promise<{ row: ListedVersionRow; summary: AgentVersionSummary }[]> {
+    const [rows, newest] = await Promise.all([this.store.versions(row.tenantId, row.id, page), this.store.newestVersion(row.tenantId, row.id)]);
+    const stateOf = (v: ListedVersionRow): VersionState => {
+      if (v.version === row.currentVersion) return 'current';
+      if (v.version === row.split?.version) return 'split_candidate';
+      if (v.released) return 'released_before';
+      // The version review actions add to (draftOrCurrent).
+      if (v.version === newest && v.version > row.currentVersion) return 'draft';
+      return 'never_released';
+    };
     return rows.map((v) => ({
-      version: v.version,
-      created_at: v.createdAt,
-      current: v.version === row.currentVersion,
-      capabilities: (v.definition as AgentDefinition).capabilities.map((c) => c.name),
+      row: v,
+      summary: {
+        version: v.version,
+        created_at: v.createdAt,
+        current: v.version === row.currentVersion,
+        state: stateOf(v),
+        note: v.note,
+        capabilities: (v.definition as AgentDefinition).capabilities.map((c) => c.name),
+      },
     }));
   }
 
   async version(tenantId: string, slug: string, version: number) {
     const row = await this.any(tenantId, slug);
-    const v = await this.store.version(tenantId, row.id, version);
-    if (!v) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
-    const definition = v.definition as AgentDefinition;
-    return {
-      version: v.version,
-      created_at: v.createdAt,
-      current: v.version === row.currentVersion,
-      capabilities: definition.capabilities.map((c) => c.name),
-      digest: v.digest,
-      definition,
-    };
+    const v = (await this.listed(row, { limit: 1, before: version + 1 })).at(0);
+    if (!v || v.row.version !== version) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    return { ...v.summary, digest: v.row.digest, definition: v.row.definition as AgentDefinition };
   }
 
   /** One version with the hosts it names that this tenant may not reach, checked now. */
@@ -272,8 +286,8 @@ export class AgentService {
   /** The agent's draft (its newest stored version, when newer than the current one), else its current version. */
   async draftOrCurrent(tenantId: string, slug: string): Promise<{ version: number; definition: AgentDefinition }> {
     const row = await this.active(tenantId, slug);
-    const newest = (await this.store.versions(tenantId, row.id, { limit: 1, before: null })).at(0);
-    const v = newest && newest.version > row.currentVersion ? newest : (await this.store.version(tenantId, row.id, row.currentVersion))!;
+    const newest = await this.store.newestVersion(tenantId, row.id);
+    const v = (await this.store.version(tenantId, row.id, newest > row.currentVersion ? newest : row.currentVersion))!;
     return { version: v.version, definition: v.definition as AgentDefinition };
   }
 

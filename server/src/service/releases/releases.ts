@@ -89,7 +89,8 @@ export class ReleaseService {
     tenantId: string,
     slug: string,
     definition: AgentDefinition,
-    opts: { activate: boolean; forceReason?: string },
+    /** `note`: what made the definition, kept beside a new version. */
+    opts: { activate: boolean; forceReason?: string; note?: string },
     actor: Actor,
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: Release | null }> {
     const { agents } = this.deps;
@@ -102,6 +103,7 @@ export class ReleaseService {
           const r = await agents.put(tenantId, slug, definition, {
             activate: opts.activate,
             step: this.step(actor),
+            ...(opts.note ? { note: opts.note } : {}),
             ...(opts.activate ? { expectCurrent: inForce?.version ?? null } : {}),
           });
           if (!r.release) return { ...r, release: null };
@@ -111,7 +113,7 @@ export class ReleaseService {
           throw err;
         }
       }
-      const stored = await agents.put(tenantId, slug, definition, { activate: false });
+      const stored = await agents.put(tenantId, slug, definition, { activate: false, ...(opts.note ? { note: opts.note } : {}) });
       if (stored.version === stored.agent.version) return { ...stored, release: null };
       try {
         // Forced with a reason (AGENTS_FORCE_REASON at start-up): released past failing gates, recorded as forced.

@@ -167,7 +167,9 @@ export class ReviewService {
       }
     }
     if (added.length === 0) return null;
-    const stored = await this.deps.agents.put(tenantId, slug, def, { activate: false });
+    const what = body.action === 'add_example' ? `examples of ${body.capability}` : 'out of scope';
+    const note = `review: ${added.length} message${added.length === 1 ? '' : 's'} added as ${what} to version ${base.version}`;
+    const stored = await this.deps.agents.put(tenantId, slug, def, { activate: false, note });
     const name = `${slug}.yaml`;
     const diff = createTwoFilesPatch(`${name}@${base.version}`, `${name}@${stored.version}`, toYaml(before), toYaml(def), undefined, undefined, { context: 3 });
     return { version: stored.version, based_on: base.version, added, unchanged, diff };

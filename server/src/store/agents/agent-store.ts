@@ -45,6 +45,12 @@ export interface AgentVersionRow {
   digest: string;
   definition: unknown;
   createdAt: string;
+  note: string | null;
+}
+
+/** A version as listed: whether a step of the release record ever made it current. */
+export interface ListedVersionRow extends AgentVersionRow {
+  released: boolean;
 }
 
 const toAgent = (r: AgentTableRow): AgentRow => ({
@@ -64,6 +70,7 @@ const toVersion = (r: AgentVersionTableRow): AgentVersionRow => ({
   digest: r.digest,
   definition: JSON.parse(r.definition) as unknown,
   createdAt: r.created_at,
+  note: r.note ?? null,
 });
 
 export class AgentStore {
@@ -127,11 +134,12 @@ export class AgentStore {
     activate = true,
     step?: StepInput,
     expectCurrent?: number | null,
+    note?: string,
   ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
     // Concurrent first PUTs of one slug race to insert it: the losers find it on a second try.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.putOnce(tenantId, slug, definition, digest, now, { activate, step, expectCurrent });
+        return await this.putOnce(tenantId, slug, definition, digest, now, { activate, step, expectCurrent, note: note ?? null });
       } catch (err) {
         if (attempt >= 3 || !isUniqueViolation(err)) throw err;
       }
@@ -152,7 +160,7 @@ export class AgentStore {
     definition: unknown,
     digest: string,
     now: string,
-    o: { activate: boolean; step: StepInput | undefined; expectCurrent: number | null | undefined },
+    o: { activate: boolean; step: StepInput | undefined; expectCurrent: number | null | undefined; note: string | null },
   ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
     const { activate, step } = o;
     return this.knex.transaction(async (trx) => {
@@ -170,7 +178,7 @@ export class AgentStore {
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
-        await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now });
+        await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now, note: o.note });
         const release = await record(id, 1, null);
         return { agent: await reread(id), changed: true, version: 1, release };
       }
@@ -195,6 +203,7 @@ export class AgentStore {
           digest,
           definition: JSON.stringify(definition),
           created_at: now,
+          note: o.note,
         });
       }
       let release: ReleaseRow | null = null;
@@ -208,12 +217,34 @@ export class AgentStore {
     });
   }
 
-  /** An agent's versions, newest first, after `before` (a version number) when given. */
-  async versions(tenantId: string, agentId: string, page: { limit: number; before: number | null }): Promise<AgentVersionRow[]> {
-    const q = this.knex('agent_versions').where({ tenant_id: tenantId, agent_id: agentId });
-    if (page.before !== null) q.where('version', '<', page.before);
-    const rows = await q.orderBy('version', 'desc').limit(page.limit);
-    return rows.map(toVersion);
+  /**
+   * An agent's versions, newest first, after `before` (a version number) when given, each with
+   * whether a step of the release record made it current (for showing; a rollback asks
+   * ReleaseStore.wasReleased, which also verifies the record).
+   */
+  async versions(tenantId: string, agentId: string, page: { limit: number; before: number | null }): Promise<ListedVersionRow[]> {
+    const knex = this.knex;
+    const q = knex('agent_versions')
+      .where('agent_versions.tenant_id', tenantId)
+      .where('agent_versions.agent_id', agentId)
+      .select('agent_versions.*', {
+        released: knex('release_records')
+          .count('*')
+          .where({ tenant_id: tenantId, agent_id: agentId })
+          .whereIn('action', ['activate', 'rollback', 'promote'])
+          .where('version', knex.ref('agent_versions.version')),
+      });
+    if (page.before !== null) q.where('agent_versions.version', '<', page.before);
+    const rows = (await q.orderBy('agent_versions.version', 'desc').limit(page.limit)) as (AgentVersionTableRow & { released: number | string })[];
+    return rows.map((r) => ({ ...toVersion(r), released: Number(r.released) > 0 }));
+  }
+
+  /** The number of the newest stored version of an agent. */
+  async newestVersion(tenantId: string, agentId: string): Promise<number> {
+    const r = (await this.knex('agent_versions').where({ tenant_id: tenantId, agent_id: agentId }).max({ newest: 'version' }).first()) as
+      | { newest: number | string | null }
+      | undefined;
+    return Number(r?.newest ?? 0);
   }
 
   /**
