@@ -1,9 +1,9 @@
 // The shipped example agents and the agents command line, as a new user meets them.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -193,6 +193,7 @@ describe('npm run agents', () => {
       ['validate', '--help'],
       ['eval', '--help'],
       ['versions', '--help'],
+      ['pull', '--help'],
       ['activate', '--help'],
       ['test', '--help'],
       ['chat', '--help'],
@@ -348,6 +349,17 @@ describe('npm run agents', () => {
       expect(oos.stdout).toContain('draft: version 3 (from version 2; not current)');
       expect(oos.stdout).toContain("+  out_of_scope:\n+    - What's the weather like?");
       expect((await cli('review', 'acme-support', ...on)).stdout).toContain('open items by reason: none');
+      // The draft back into the team's file: only the reviewed lines change, and applied, the file is the draft.
+      const file = join(dir, 'pulled', 'acme-support.yaml');
+      mkdirSync(dirname(file), { recursive: true });
+      copyFileSync(EXAMPLE, file);
+      const pulled = await cli('pull', 'acme-support', '--file', file, ...on);
+      expect(pulled.stdout).toContain(
+        `merged    acme-support version 3 (draft; review: 1 message added as out of scope to version 2) into ${file}: 3 change(s)`,
+      );
+      expect(pulled.stdout).toContain('+      - I never got the things I paid for\n+      - where is the stuff I bought\n');
+      expect(readFileSync(file, 'utf8')).toContain('url: "${ORDERS_URL:-http://127.0.0.1:3001}/orders/{{ slots.order_id }}"');
+      expect((await cli('apply', '--activate', 'false', file, ...on)).stdout).toContain('draft     acme-support version 3 (current stays 1)');
       const suite = await cli('suite', 'acme-support', EXAMPLE.replace('.yaml', '.test.yaml'), ...on);
       expect(suite.stdout).toMatch(/^stored \d+ test conversation\(s\) of acme-support/);
       const evaluated = await cli('evaluate', 'acme-support', '3', '--replay', '10', '--folds', '3', ...on);

@@ -1,13 +1,17 @@
-// `agents validate | apply | versions`: agent files checked here, applied to the database named by
-// DATABASE_URL or to a running server (--url), and a running server's versions of an agent.
+// `agents validate | apply | versions | pull`: agent files checked here, applied to the database
+// named by DATABASE_URL or to a running server (--url), a running server's versions of an agent,
+// and one of them written back into its file.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { type Command } from 'commander';
+import { createTwoFilesPatch } from 'diff';
 import type { DefinitionWarning, VersionState } from '@switchboard/contract';
+import { definitionYaml, mergeIntoFile } from '../agents-pull.js';
 import { applyAgentFile, describeDefinitionError, describeSubstitutions, isTestFile, readAgentFile } from '../agents-loader.js';
 import { routingWarnings, slotWarnings } from '../engine/report.js';
 import { GatesFailedError } from '../errors.js';
 import { bool, versionNumber } from './args.js';
 import { printGates, printRefusal } from './releases.js';
-import { describeFailure, reach, remoteClient, remoteOptions, type RemoteOptions } from './remote.js';
+import { describeFailure, reach, remoteClient, remoteOptions, sameServer, type RemoteOptions } from './remote.js';
 
 /** The agent files among those given: test files (`*.test.yaml`, which a glob such as agents/*.yaml takes in) are passed over, and said so. */
 function agentFilesOf(files: string[]): string[] {
@@ -74,7 +78,46 @@ function printTable(head: string[], rows: string[][]): void {
   for (const r of [head, ...rows]) console.log(r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  '));
 }
 
-/** validate, apply and versions. */
+/** `pull`: a version (the newest by default: the draft, when there is one) printed, or merged into its file. */
+async function pull(slug: string, o: RemoteOptions & { version?: number; file?: string; dryRun?: boolean }): Promise<void> {
+  const sb = remoteClient(o);
+  let version = o.version ?? 0;
+  if (!version) {
+    const newest = await reach(o, () => sb.api.listVersions({ params: { slug }, query: { limit: 1 } }));
+    if (newest.status !== 200) throw new Error(describeFailure(o, newest.status, newest.body));
+    version = newest.body.data.at(0)?.version ?? 1;
+  }
+  const r = await reach(o, () => sb.api.getVersion({ params: { slug, version } }));
+  if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
+  const what = `${slug} version ${r.body.version} (${STATE_LABEL[r.body.state]}${r.body.note ? `; ${r.body.note}` : ''})`;
+  if (!o.file) {
+    process.stdout.write(definitionYaml(r.body.definition));
+    return;
+  }
+  const file = o.file;
+  if (!existsSync(file)) {
+    if (!o.dryRun) writeFileSync(file, definitionYaml(r.body.definition));
+    console.log(`${o.dryRun ? 'would write' : 'wrote'} ${what} to ${file} (a new file)`);
+    return;
+  }
+  const before = readFileSync(file, 'utf8');
+  const merged = mergeIntoFile(file, before, r.body.definition);
+  for (const k of merged.kept) console.log(`kept      ${k.path}: the file's \${…} stays (the server has ${JSON.stringify(k.server)})`);
+  if (!merged.changed.length) {
+    console.log(`unchanged ${file} already holds ${what}`);
+    return;
+  }
+  process.stdout.write(createTwoFilesPatch(file, file, before, merged.text, undefined, undefined, { context: 2 }).split('\n').slice(2).join('\n'));
+  if (!o.dryRun) writeFileSync(file, merged.text);
+  console.log(
+    `${o.dryRun ? 'would merge' : 'merged   '} ${what} into ${file}: ${merged.changed.length} change(s) (${merged.changed.slice(0, 5).join(', ')}${merged.changed.length > 5 ? ', …' : ''})`,
+  );
+  if (!o.dryRun && r.body.state !== 'current') {
+    console.log(`commit it, then release it: npm run agents -- activate ${slug} ${r.body.version}${sameServer(o)} (or apply the file)`);
+  }
+}
+
+/** validate, apply, versions and pull. */
 export function register(cli: Command): void {
   cli
     .command('validate')
@@ -161,4 +204,16 @@ export function register(cli: Command): void {
     printTable(['version', 'state', 'created', 'made by', 'capabilities'], rows);
     if (r.body.next_cursor) console.log('(older versions not shown: --limit)');
   });
+
+  remoteOptions(
+    cli
+      .command('pull')
+      .description(
+        'write a version from a running server back into its file, changing only what differs (comments, order and ${NAME} placeholders stay), or print it as YAML without --file',
+      )
+      .argument('<slug>', 'the agent')
+      .option('--version <n>', 'the version (default: the newest, the draft when there is one)', (v) => versionNumber(v))
+      .option('--file <file>', 'the agent file to merge into (made when missing), e.g. agents/<slug>.yaml')
+      .option('--dry-run', 'print the changes and write nothing'),
+  ).action((slug: string, opts: RemoteOptions & { version?: number; file?: string; dryRun?: boolean }) => pull(slug, opts));
 }
