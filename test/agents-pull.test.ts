@@ -44,7 +44,13 @@ describe('agents pull: merging a definition into its file', () => {
     server.routing = { ...server.routing, out_of_scope: ["What's the weather like?"] };
     server.capabilities.find((c) => c.name === 'greeting')!.description = 'Say hello!';
     const r = mergeIntoFile('acme-support.yaml', example, server, env);
-    expect(r.changed).toEqual(['capabilities[0].description', 'capabilities[0].examples[5]', 'capabilities[1].examples[12]', 'capabilities[4].examples[8]', 'routing']);
+    expect(r.changed).toEqual([
+      'capabilities[0].description',
+      'capabilities[0].examples[5]',
+      'capabilities[1].examples[12]',
+      'capabilities[4].examples[8]',
+      'routing',
+    ]);
     const { added, removed } = lineDiff(example, r.text);
     expect(removed).toEqual(['    description: Say hello', '    examples: [hello, hi there, good morning, hey, hola]']);
     expect(added).toEqual([
@@ -63,7 +69,11 @@ describe('agents pull: merging a definition into its file', () => {
     const server = structuredClone(await applied(example));
     server.actions!.get_order!.url = 'http://10.0.0.5:8080/orders/{{ slots.order_id }}';
     const r = mergeIntoFile('acme-support.yaml', example, server, env);
-    expect(r).toMatchObject({ text: example, changed: [], kept: [{ path: 'actions.get_order.url', server: 'http://10.0.0.5:8080/orders/{{ slots.order_id }}' }] });
+    expect(r).toMatchObject({
+      text: example,
+      changed: [],
+      kept: [{ path: 'actions.get_order.url', server: 'http://10.0.0.5:8080/orders/{{ slots.order_id }}' }],
+    });
   });
 
   it('removes what the server no longer has and adds what the file lacked, its comments kept, when no line-wise edit will do', async () => {

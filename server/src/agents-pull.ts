@@ -41,7 +41,11 @@ interface Seen {
 
 const same = (a: unknown, b: unknown) => canonicalJson(a) === canonicalJson(b);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const dotted = (p: Path) => p.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('').replace(/^\./, '');
+const dotted = (p: Path) =>
+  p
+    .map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`))
+    .join('')
+    .replace(/^\./, '');
 
 /** A definition as a new YAML file. */
 export function definitionYaml(definition: AgentDefinition): string {

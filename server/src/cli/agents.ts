@@ -1,6 +1,7 @@
 // `npm run agents -- …`: the command-line tool, one command module per resource: agent files and
 // versions (definitions.ts), releases, channels, test files and routing (testing.ts), replays, the
-// review inbox and evaluations, chat, conformance and the routing report (evaluation.ts).
+// review inbox and evaluations, chat, conformance, the routing report (evaluation.ts) and a tenant
+// copied to another database (tenants.ts).
 import { register as channels } from './channels.js';
 import { register as chat } from './chat.js';
 import { register as conformance } from './conformance.js';
@@ -10,9 +11,10 @@ import { program, run } from './program.js';
 import { register as releases } from './releases.js';
 import { register as replay } from './replay.js';
 import { register as review } from './review.js';
+import { register as tenants } from './tenants.js';
 import { register as testing } from './testing.js';
 
 const cli = program('npm run agents --', 'Check agent definition files, and apply them to the database named by DATABASE_URL');
-for (const add of [definitions, releases, channels, testing, replay, review, chat, conformance, evaluation]) add(cli);
+for (const add of [definitions, releases, channels, testing, replay, review, chat, conformance, evaluation, tenants]) add(cli);
 
 await run(cli);
