@@ -59,13 +59,23 @@ eachDatabase('a tenant copied from SQLite to $name', (database) => {
       .set(T)
       .send({ ...definition, description: 'Orders, billing and returns' })
       .expect(200);
-    await api().put('/api/v1/agents/acme-support?activate=false').set(T).send({ ...definition, description: 'A draft' }).expect(200);
+    await api()
+      .put('/api/v1/agents/acme-support?activate=false')
+      .set(T)
+      .send({ ...definition, description: 'A draft' })
+      .expect(200);
     await api()
       .put('/api/v1/agents/acme-support/test-suite')
       .set(T)
       .send({ tests: [{ name: 'hello', steps: [{ user: 'hello', expect: { capability: 'greeting' } }] }] })
       .expect(200);
-    made.key = (await api().post('/api/v1/keys').set(T).send({ name: 'dashboards', scopes: ['read'] }).expect(201)).body.key;
+    made.key = (
+      await api()
+        .post('/api/v1/keys')
+        .set(T)
+        .send({ name: 'dashboards', scopes: ['read'] })
+        .expect(201)
+    ).body.key;
     made.publishable = (
       await api()
         .post('/api/v1/keys')
@@ -73,10 +83,15 @@ eachDatabase('a tenant copied from SQLite to $name', (database) => {
         .send({ name: 'shop', widget: { agents: ['acme-support'], origins: [SHOP] } })
         .expect(201)
     ).body.key;
-    made.token = (await request(before.app).post(`/widget/v1/agents/acme-support/visitor?key=${made.publishable}`).set('origin', SHOP).send({}).expect(200)).body
-      .visitor_token;
+    made.token = (
+      await request(before.app).post(`/widget/v1/agents/acme-support/visitor?key=${made.publishable}`).set('origin', SHOP).send({}).expect(200)
+    ).body.visitor_token;
     await api().put('/api/v1/secrets/WIDGET_IDENTITY_SECRET').set(T).send({ value: IDENTITY }).expect(204);
-    const channel = await api().put('/api/v1/agents/acme-support/channels/telegram').set(T).send({ credentials: CREDS.telegram, set_webhook: false }).expect(200);
+    const channel = await api()
+      .put('/api/v1/agents/acme-support/channels/telegram')
+      .set(T)
+      .send({ credentials: CREDS.telegram, set_webhook: false })
+      .expect(200);
     made.hook = new URL(channel.body.webhook_url as string).pathname;
     made.versions = (await api().get('/api/v1/agents/acme-support/versions').set(T).expect(200)).body.data;
     made.releases = (await api().get('/api/v1/agents/acme-support/releases').set(T).expect(200)).body.data;
@@ -135,7 +150,7 @@ eachDatabase('a tenant copied from SQLite to $name', (database) => {
     expect((await post(CREDS.telegram.secret_token)).status).toBe(200);
     // The reply goes out with the bot token the copy decrypted (the scripted Telegram answers only to it).
     const sent = () => providers.calls.find((c) => c.provider === 'telegram' && c.method === 'sendMessage');
-    for (const deadline = Date.now() + 10_000; !sent() && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 50));
+    for (const deadline = Date.now() + 10_000; !sent() && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 50));
     expect(sent()?.body).toMatchObject({ chat_id: message.message.chat.id });
   }, 20_000);
 
