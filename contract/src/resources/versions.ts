@@ -11,6 +11,16 @@ import { CONVERSATION, HANDED_OVER, REPLAY, ASK, definition, replay } from '../e
 
 const c = initContract();
 
+/** The example agent's current version, as listed and as read. */
+const version2 = {
+  version: 2,
+  created_at: '2026-11-24T09:00:00.000Z',
+  current: true,
+  state: 'current',
+  note: 'agents apply agents/acme-support.yaml',
+  capabilities: ['order_status', 'human'],
+};
+
 export const versions = apiResource({
   tag: 'Versions',
   description: 'Versions and drafts, activation and rollback, test conversations and replays of recorded ones',
@@ -105,14 +115,7 @@ export const versions = apiResource({
       summary: 'Versions, newest first',
       value: {
         data: [
-          {
-            version: 2,
-            created_at: '2026-11-24T09:00:00.000Z',
-            current: true,
-            state: 'current',
-            note: 'agents apply agents/acme-support.yaml',
-            capabilities: ['order_status', 'human'],
-          },
+          version2,
           { version: 1, created_at: '2026-11-20T08:00:00.000Z', current: false, state: 'released_before', note: 'PUT', capabilities: ['order_status'] },
         ],
         next_cursor: null,
@@ -121,12 +124,7 @@ export const versions = apiResource({
     Version: {
       summary: 'A version with its definition',
       value: {
-        version: 2,
-        created_at: '2026-11-24T09:00:00.000Z',
-        current: true,
-        state: 'current',
-        note: 'agents apply agents/acme-support.yaml',
-        capabilities: ['order_status', 'human'],
+        ...version2,
         digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
         definition,
         warnings: [],
