@@ -357,7 +357,7 @@ describe('npm run agents', () => {
       expect(pulled.stdout).toContain(
         `merged    acme-support version 3 (draft; review: 1 message added as out of scope to version 2) into ${file}: 3 change(s)`,
       );
-      expect(pulled.stdout).toContain('+      - I never got the things I paid for\n+      - where is the stuff I bought\n');
+      expect(pulled.stdout).toContain('+      - where is the stuff I bought\n+      - I never got the things I paid for\n');
       expect(readFileSync(file, 'utf8')).toContain('url: "${ORDERS_URL:-http://127.0.0.1:3001}/orders/{{ slots.order_id }}"');
       expect((await cli('apply', '--activate', 'false', file, ...on)).stdout).toContain('draft     acme-support version 3 (current stays 1)');
       const suite = await cli('suite', 'acme-support', EXAMPLE.replace('.yaml', '.test.yaml'), ...on);

@@ -87,7 +87,8 @@ export class ReviewService {
     return this.locks.run(`${tenantId}:${agent.id}`, async () => {
       const ids = [...new Set(body.items)];
       const groups = await this.deps.store.groupsById(tenantId, agent.id, ids);
-      const open = groups.filter((g) => g.status === 'open');
+      // In the order the reviewer gave, so that the draft's lists (and its diff) read the same every time.
+      const open = groups.filter((g) => g.status === 'open').sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
       if (open.length !== ids.length) {
         const found = new Set(open.map((g) => g.id));
         const missing = ids.filter((id) => !groups.some((g) => g.id === id));

@@ -73,6 +73,9 @@ const toVersion = (r: AgentVersionTableRow): AgentVersionRow => ({
   note: r.note ?? null,
 });
 
+/** The note column only when there is a note: a version without one is stored as before migration 027. */
+const noted = (note: string | null) => (note === null ? {} : { note });
+
 export class AgentStore {
   private readonly knex: Knex;
   private readonly adapter: Database['adapter'];
@@ -178,7 +181,7 @@ export class AgentStore {
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
-        await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now, note: o.note });
+        await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now, ...noted(o.note) });
         const release = await record(id, 1, null);
         return { agent: await reread(id), changed: true, version: 1, release };
       }
@@ -203,7 +206,7 @@ export class AgentStore {
           digest,
           definition: JSON.stringify(definition),
           created_at: now,
-          note: o.note,
+          ...noted(o.note),
         });
       }
       let release: ReleaseRow | null = null;
