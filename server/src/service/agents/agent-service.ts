@@ -214,17 +214,21 @@ export class AgentService {
     }));
   }
 
-  async version(tenantId: string, slug: string, version: number) {
+  /** One stored version (404 when there is none): what releases, replays and evaluations read, in one query. */
+  async version(tenantId: string, slug: string, version: number): Promise<{ version: number; digest: string; definition: AgentDefinition }> {
+    const row = await this.any(tenantId, slug);
+    const v = await this.store.version(tenantId, row.id, version);
+    if (!v) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
+    return { version: v.version, digest: v.digest, definition: v.definition as AgentDefinition };
+  }
+
+  /** One version as GET …/versions/:version shows it: its state, what made it, and the hosts it names that this tenant may not reach, checked now. */
+  async versionWithWarnings(tenantId: string, slug: string, version: number) {
     const row = await this.any(tenantId, slug);
     const v = (await this.listed(row, { limit: 1, before: version + 1 })).at(0);
     if (!v || v.row.version !== version) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
-    return { ...v.summary, digest: v.row.digest, definition: v.row.definition as AgentDefinition };
-  }
-
-  /** One version with the hosts it names that this tenant may not reach, checked now. */
-  async versionWithWarnings(tenantId: string, slug: string, version: number) {
-    const v = await this.version(tenantId, slug, version);
-    return { ...v, warnings: await this.hostWarnings(tenantId, v.definition) };
+    const definition = v.row.definition as AgentDefinition;
+    return { ...v.summary, digest: v.row.digest, definition, warnings: await this.hostWarnings(tenantId, definition) };
   }
 
   /**
