@@ -338,7 +338,9 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     await expect.poll(() => messages(p).last().textContent()).toBe('What is your order number?');
     expect(minted).toHaveLength(2);
     expect(JSON.parse(minted[1])).toEqual({ visitor_token: `v1.${'A'.repeat(22)}.9999999999.${'B'.repeat(43)}` });
-    expect(problems).toEqual([]);
+    // The test before takes the whole browser offline for a moment: the first page's requests in that moment fail with
+    // ERR_INTERNET_DISCONNECTED, and Chromium may report them after that test has ended.
+    expect(problems.filter((m) => !/net::ERR_INTERNET_DISCONNECTED/.test(m))).toEqual([]);
     await p.close();
   });
 
