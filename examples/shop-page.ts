@@ -1,7 +1,13 @@
 // A pretend shop's page with the web chat widget on it, which `npm start` serves on a second local
 // origin (127.0.0.1:3002, EXAMPLE_SHOP_PORT) so that the widget meets real CORS, as on a customer's
-// site. The page has a strict content security policy: only the service's script and calls.
+// site. The page has a strict content security policy: only the service's script and calls. It
+// also serves the shop's help centre PDF (examples/knowledge/), which the agent's answers link to.
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+
+/** Where the shop page serves its help centre PDF. */
+export const HELP_CENTRE_PATH = '/acme-help-centre.pdf';
+const helpCentre = readFileSync(new URL('./knowledge/acme-help-centre.pdf', import.meta.url));
 
 export interface ShopPage {
   server: Server;
@@ -18,6 +24,10 @@ export function startShopPage(port: number, host = '127.0.0.1'): Promise<ShopPag
     page = { html: render(widget), csp };
   };
   const server = createServer((req, res) => {
+    if ((req.url ?? '/').split('?')[0] === HELP_CENTRE_PATH) {
+      res.writeHead(200, { 'content-type': 'application/pdf', 'cache-control': 'no-cache' }).end(helpCentre);
+      return;
+    }
     if ((req.url ?? '/').split('?')[0] !== '/' || !page) {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;

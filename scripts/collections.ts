@@ -168,16 +168,39 @@ function readmeFolder(all: Item[]): Item {
 }
 
 /**
+ * A multipart request's fields as its operation's request example gives them (the converter
+ * makes values up from the schema): text fields with the example's values, the file field as a
+ * file part for the user to choose.
+ */
+function formFromExample(req: Request, doc: Json): void {
+  if (req.body?.mode !== 'formdata') return;
+  const path = `/${req.url.path.map((s) => s.replace(/^:(.+)$/, '{$1}')).join('/')}`;
+  const op = ((doc.paths as Record<string, Record<string, Json>>)[path] ?? {})[req.method.toLowerCase()];
+  const content = ((op?.requestBody as Json | undefined)?.content as Record<string, Json> | undefined)?.['multipart/form-data'];
+  const ref = Object.values((content?.examples ?? {}) as Record<string, { $ref: string }>)[0]?.$ref;
+  const example = ref ? ((doc.components as Json).examples as Record<string, { value: Record<string, unknown> }>)[ref.split('/').pop()!]?.value : undefined;
+  if (!example) throw new Error(`${req.method} ${path} takes multipart/form-data but has no request example`);
+  const fields = req.body.formdata as Variable[];
+  req.body.formdata = fields.flatMap((f): Variable[] => {
+    const value = example[f.key];
+    if (value === undefined) return [];
+    if (f.key === 'file') return [{ key: f.key, type: 'file', src: '', value: null, description: f.description }];
+    return [{ ...f, value: String(value) }];
+  });
+}
+
+/**
  * The collection: the README's conversation, then every operation by tag. Path variables that
  * name the conversation, the replay or the evaluation read the collection's variables (the README's, which
  * `npm start` holds, until the first folder sets them). Random ids are left out and each request
  * keeps its success example, so the file is the same on every run.
  */
-function collectionOf(converted: Json): Json {
+function collectionOf(converted: Json, doc: Json): Json {
   const folders = converted.item as Item[];
   const all = items(folders);
   for (const i of all) {
     delete i.id;
+    for (const req of [i.request, ...(i.response ?? []).map((r) => r.originalRequest as Request | undefined)]) if (req) formFromExample(req, doc);
     i.response = (i.response ?? []).filter((r) => r.code !== undefined && r.code >= 200 && r.code < 300).slice(0, 1);
     for (const r of i.response) delete r.id;
     // Optional parameters without an example (a cursor, last-event-id, x-user-hash): listed, off, and empty rather than made up.
@@ -309,7 +332,7 @@ const restClientFile = () =>
 
 /** The files, by name, as text. */
 export async function renderCollections(doc: Json): Promise<Record<string, string>> {
-  const collection = collectionOf(await convert(doc));
+  const collection = collectionOf(await convert(doc), doc);
   return {
     [COLLECTION_FILES.collection]: `${stringify(collection, { maxLength: 120, indent: 2 })}\n`,
     [COLLECTION_FILES.environment]: `${stringify(ENVIRONMENT, { maxLength: 120, indent: 2 })}\n`,

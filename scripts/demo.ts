@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { dirname } from 'node:path';
 import { ConverseRequest, EXAMPLES, PARAMETER_EXAMPLES, WIDGET_KEY, WIDGET_KEY_ID } from '@switchboard/contract';
 import { startOrdersBackend } from '../examples/orders-backend.js';
-import { startShopPage, type ShopPage } from '../examples/shop-page.js';
+import { HELP_CENTRE_PATH, startShopPage, type ShopPage } from '../examples/shop-page.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
 import { start, stopOnSignals, type Running } from '../server/src/main.js';
 import { describeStartupError } from '../server/src/startup-errors.js';
@@ -83,6 +83,21 @@ async function shopPageKey(r: Running, tenant: string, origin: string): Promise<
   return found?.widget?.key ?? (await keys.createPublishable(tenant, { agents: ['acme-support'], origins: [origin] }, 'demo shop page')).key;
 }
 
+/**
+ * The shop's help centre PDF as the tenant's knowledge source "help-centre" (the acme-support
+ * agent answers from it, citing the page): uploaded when the tenant does not hold this file yet,
+ * and read before the demo says it is ready.
+ */
+async function holdHelpCentre(r: Running, tenant: string, url: string): Promise<void> {
+  const bytes = readFileSync('examples/knowledge/acme-help-centre.pdf');
+  const fields = { title: 'Acme help centre', url, language: 'en', tags: 'help' };
+  const put = await r.app.knowledge.upload(tenant, 'help-centre', fields, { bytes, filename: 'acme-help-centre.pdf', mediaType: 'application/pdf' });
+  await r.app.knowledge.idle();
+  const source = await r.app.knowledge.get(tenant, 'help-centre');
+  if (source.state !== 'indexed') console.error(`The example help centre could not be read: ${source.error}`);
+  else if (put.state === 'parsing') console.log(`Knowledge source help-centre: ${source.pages} pages, ${source.passages} passages (docs/knowledge.md)`);
+}
+
 let backend: Server | null = null;
 let shop: ShopPage | null = null;
 let config: Config | null = null;
@@ -112,6 +127,7 @@ try {
   // allows that page's origin (made once, found again on the next start).
   const key = await shopPageKey(running, tenant, shop.origin);
   shop.show({ service: running.url, agent: 'acme-support', key });
+  await holdHelpCentre(running, tenant, `${shop.origin}${HELP_CENTRE_PATH}`);
   await holdReadmeConversation(running, tenant);
 } catch (err) {
   const e = err as { what?: string; portSetting?: string };

@@ -452,8 +452,9 @@ describe('npm run agents', () => {
     const weather = await cli('route', EXAMPLE, "what's the weather like?");
     expect(weather.stdout).toContain(`${EXAMPLE}: "what's the weather like?"\nfallback by fallback (background), score `);
     expect(weather.stdout).toMatch(/^ {2}order_status +0\.\d{3}/m);
-    expect(weather.stdout).toMatch(/^ {2}priority_support +0\.\d{3} +not eligible \(not_entitled\)$/m);
     expect(weather.stdout).toMatch(/^reply: "Sorry, I can't help with that yet/m);
+    const gated = await cli('route', EXAMPLE, 'please ring me on the phone');
+    expect(gated.stdout).toMatch(/^ {2}priority_support +0\.\d{3} +#+ +not eligible \(not_entitled\)$/m);
     const entitled = await cli('route', EXAMPLE, 'please ring me on the phone', '--context', '{"entitlements":{"tier":"gold"}}');
     expect(entitled.stdout).toMatch(/^priority_support by classifier \(best match\), score 0\.\d{3}, threshold/m);
     // The example sets no routing.threshold: the printed one says it is calibrated, not the author's.

@@ -20,14 +20,14 @@ describe('openapi.json', () => {
     expect(Object.keys(files).sort()).toEqual(Object.values(COLLECTION_FILES).sort());
     for (const [name, text] of Object.entries(files)) expect(readFileSync(new URL(name, COLLECTIONS_DIR), 'utf8'), name).toBe(text);
     // Path variables are the examples npm start answers, or the variables the README's folder sets
-    // (and a channel's kind, which a PUT of the channel creates).
+    // (and a channel's kind, which a PUT of the channel creates; the help centre source npm start loads).
     const collection = JSON.parse(files[COLLECTION_FILES.collection]);
     const requests = (list: { item?: unknown[]; request?: { url: { variable?: { key: string; value: string }[] } } }[]): typeof list =>
       list.flatMap((i) => (i.item ? requests(i.item as typeof list) : [i]));
     const values = requests(collection.item).flatMap((i) => (i.request?.url.variable ?? []).map((v) => v.value));
     expect(values.length).toBeGreaterThan(40);
     for (const v of values)
-      expect(v).toMatch(/^(acme-support|1|u-42|ORDERS_TOKEN|slack|\{\{conversation_id\}\}|\{\{replay_id\}\}|\{\{evaluation_id\}\}|[0-9a-f-]{36})$/);
+      expect(v).toMatch(/^(acme-support|1|u-42|ORDERS_TOKEN|help-centre|slack|\{\{conversation_id\}\}|\{\{replay_id\}\}|\{\{evaluation_id\}\}|[0-9a-f-]{36})$/);
     expect(files[COLLECTION_FILES.collection]).not.toContain('<string>');
     // The REST Client file reads the id the named first request answered.
     const rest = files[COLLECTION_FILES.restClient];

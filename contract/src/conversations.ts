@@ -90,6 +90,7 @@ export const AuditType = z.enum([
   'llm_call',
   'context_changed',
   'channel_delivery',
+  'knowledge_search',
 ]);
 export type AuditType = z.infer<typeof AuditType>;
 
@@ -245,6 +246,17 @@ export const ChannelDeliveryData = z.object({
   error: z.string().nullable(),
 });
 
+export const KnowledgeSearchData = z.object({
+  capability: z.string(),
+  phase: z.string(),
+  mode: z.enum(['answer', 'generate']).describe('An answer phase, or a generative phase putting passages in its prompt'),
+  sources: z.array(z.string()).describe('The knowledge sources searched'),
+  min_confidence: z.number().optional().describe("The answer phase's threshold"),
+  answered: z.boolean().optional().describe('Whether the best passage held enough of the question to be said'),
+  passages: z.array(z.object({ id: z.string(), score: z.number(), confidence: z.number() })).describe('Passages found, best first'),
+  error: z.string().optional().describe('Why the sources could not be searched'),
+});
+
 export const ErasureData = z.object({
   erased_at: Timestamp,
   through_sequence: z.number().int().describe('Entries up to this sequence may have had their data reduced to a skeleton'),
@@ -279,6 +291,7 @@ export const SlotFilledEntry = entry('slot_filled', SlotFilledData);
 export const LlmCallEntry = entry('llm_call', LlmCallData);
 export const ContextChangedEntry = entry('context_changed', ContextChangedData);
 export const ChannelDeliveryEntry = entry('channel_delivery', ChannelDeliveryData);
+export const KnowledgeSearchEntry = entry('knowledge_search', KnowledgeSearchData);
 
 export const AuditEntry = z.discriminatedUnion('type', [
   RoutingDecisionEntry,
@@ -293,6 +306,7 @@ export const AuditEntry = z.discriminatedUnion('type', [
   LlmCallEntry,
   ContextChangedEntry,
   ChannelDeliveryEntry,
+  KnowledgeSearchEntry,
 ]);
 export type AuditEntry = z.infer<typeof AuditEntry>;
 

@@ -1,5 +1,6 @@
 // POST /api/v1/agents/:slug/converse: bodies of the seed's converse operation.
 import { z } from 'zod';
+import { Citation } from './knowledge.js';
 
 const FreeForm = z.record(z.unknown());
 
@@ -57,6 +58,10 @@ export const ConverseResponse = z
       phase: z.string().describe('Id of the phase the conversation now stands in'),
       awaiting_input: z.boolean(),
       options: z.array(Option),
+      citations: z
+        .array(Citation)
+        .optional()
+        .describe('The knowledge passages the reply came from (an answer phase, or a generative phase that cited them); absent when none'),
     }),
     state: z.object({
       status: ConversationStatus,

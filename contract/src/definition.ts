@@ -87,6 +87,26 @@ export const GenerateDef = z
   })
   .strict();
 
+/** An answer phase: the best passages of the agent's knowledge sources say the reply, no model needed. */
+export const AnswerDef = z
+  .object({
+    min_confidence: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe("How much of the question the best passage must hold (0–1, weighted by the terms' rarity) to be said; default 0.7"),
+    passages: z.number().int().min(1).max(3).default(1).describe('Passages an answer may quote (each cited)'),
+    not_found: z
+      .string()
+      .min(1)
+      .default('escalate')
+      .describe(
+        "Where a question the sources do not answer goes: `escalate`, `fallback` (the agent's fallback message; the conversation stays open) or a phase id",
+      ),
+  })
+  .strict();
+
 export const BranchDef = z
   .object({
     if: z.string().min(1).max(2000).optional(),
@@ -102,6 +122,7 @@ export const PhaseDef = z
     collect: CollectDef.optional(),
     call: z.string().min(1).optional(),
     generate: GenerateDef.optional().describe("A language model writes this phase's replies (docs/generative.md)"),
+    answer: AnswerDef.optional().describe("Answer from the agent's knowledge sources with the best passage, cited (docs/knowledge.md)"),
     on_error: z.string().min(1).optional(),
     next: z.union([z.string().min(1), z.array(BranchDef).min(1).max(50)]).optional(),
     end: z.enum(['completed', 'escalated', 'paused']).optional(),
@@ -289,6 +310,19 @@ const AgentDefinitionSchema = z
     actions: z.record(Identifier, HttpActionDef).optional(),
     llm: LlmDef.optional().describe("Defaults for this agent's model calls"),
     knowledge: z.array(KnowledgeDef).max(1000).optional().describe('Documents generative phases may answer from'),
+    knowledge_sources: z
+      .array(
+        z.union([
+          z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'a knowledge source name'),
+          z.object({ tag: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/) }).strict(),
+        ]),
+      )
+      .min(1)
+      .max(100)
+      .optional()
+      .describe(
+        "The tenant's knowledge sources answer phases and generative phases answer from: names, and `{ tag }` for every source with the tag (docs/knowledge.md)",
+      ),
     webhooks: z.array(WebhookDef).max(20).optional(),
     widget: WidgetDef.optional().describe('How the web chat widget presents this agent (docs/widget.md)'),
     release: ReleasePolicy.optional(),

@@ -17,6 +17,7 @@ import { webhooks } from './resources/webhooks.js';
 import { channels } from './resources/channels.js';
 import { keys } from './resources/keys.js';
 import { secrets } from './resources/secrets.js';
+import { knowledge } from './resources/knowledge.js';
 import { operations } from './resources/operations.js';
 import { widget } from './resources/widget.js';
 
@@ -34,6 +35,7 @@ export * from './review.js';
 export * from './releases.js';
 export * from './widget.js';
 export * from './channels.js';
+export * from './knowledge.js';
 export { PARAMETER_EXAMPLES } from './examples/parameters.js';
 /** The publishable key the widget examples use, which `npm start` holds under its id. */
 export { WIDGET_KEY, WIDGET_KEY_ID } from './examples/fixtures.js';
@@ -57,6 +59,7 @@ export const RESOURCES: {
   channels: typeof channels;
   keys: typeof keys;
   secrets: typeof secrets;
+  knowledge: typeof knowledge;
   operations: typeof operations;
   widget: typeof widget;
 } = {
@@ -73,11 +76,12 @@ export const RESOURCES: {
   channels,
   keys,
   secrets,
+  knowledge,
   operations,
   widget,
 };
 /** The resources under /api/v1, whose routes an API key's scopes govern. */
-const API = [conversations, audit, operators, agents, versions, analytics, review, evaluations, releases, webhooks, channels, keys, secrets];
+const API = [conversations, audit, operators, agents, versions, analytics, review, evaluations, releases, webhooks, channels, keys, secrets, knowledge];
 
 // Each part is typed by its resources' routes, each named: inferred, the whole contract's type is
 // spelled out again and passes what TypeScript serializes into declarations (TS7056).
@@ -93,7 +97,8 @@ type ApiRoutes = typeof conversations.routes &
   typeof webhooks.routes &
   typeof channels.routes &
   typeof keys.routes &
-  typeof secrets.routes;
+  typeof secrets.routes &
+  typeof knowledge.routes;
 /** Everything under /api/v1: one flat router, so a client calls `api.converse`, `api.listChannels`… */
 export const apiContract: ApiRoutes = Object.assign({}, ...API.map((r) => r.routes)) as ApiRoutes;
 

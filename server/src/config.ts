@@ -184,6 +184,20 @@ function fromEnv(e: Env, env: NodeJS.ProcessEnv) {
     maxReplyBytes: e.MAX_REPLY_BYTES,
     /** Router training runs in worker threads, within this time and heap, one at a time per tenant. */
     training: { timeoutMs: e.TRAIN_TIMEOUT_MS, memoryMb: e.TRAIN_MEMORY_MB, workers: e.TRAIN_WORKERS },
+    /** Knowledge sources (docs/knowledge.md): a file's size, the tenant's quotas, how files are read, and the search indexes kept. */
+    knowledge: {
+      maxFileBytes: e.KNOWLEDGE_MAX_FILE_MB * 1024 * 1024,
+      maxSources: e.KNOWLEDGE_MAX_SOURCES,
+      maxBytes: e.KNOWLEDGE_MAX_BYTES_MB * 1024 * 1024,
+      maxPassages: e.KNOWLEDGE_MAX_PASSAGES,
+      cacheBytes: e.KNOWLEDGE_CACHE_MB * 1024 * 1024,
+      read: {
+        workers: e.KNOWLEDGE_READ_WORKERS,
+        timeoutMs: e.KNOWLEDGE_READ_TIMEOUT_MS,
+        memoryMb: e.KNOWLEDGE_READ_MEMORY_MB,
+        limits: { maxPages: e.KNOWLEDGE_MAX_PAGES, maxChars: 20_000_000, maxInflatedBytes: 512 * 1024 * 1024, maxDepth: 400 },
+      },
+    },
     /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
     routerCacheMb: e.ROUTER_CACHE_MB,
     /** Stored routers one tenant keeps in the database, in MiB; the oldest are deleted first. */

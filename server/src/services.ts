@@ -8,6 +8,9 @@ import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
 import { ServerEmbeddings } from './service/agents/server-embeddings.js';
+import { KnowledgeService } from './service/knowledge/knowledge-service.js';
+import { Extractor } from './service/knowledge/extractor.js';
+import { KnowledgeSourceStore } from './store/knowledge/source-store.js';
 import { RenderBudgets } from './service/render-budgets.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
@@ -93,6 +96,8 @@ export interface Services {
   /** Messaging channels: their webhooks, queues and deliveries. */
   channels: ChannelService;
   training: TrainingPool;
+  /** Knowledge sources: uploads, their reading, and the search answer phases make. */
+  knowledge: KnowledgeService;
   store: ConversationStore;
   logger: Logger;
   /** Resolves when the database answers (readiness). */
@@ -205,6 +210,14 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
         })
       : undefined);
   const conversationReads = new ConversationReads(agents, store);
+  const knowledge = new KnowledgeService(
+    new KnowledgeSourceStore(deps.db),
+    new Extractor(config.knowledge.read),
+    clock,
+    logger,
+    config.knowledge,
+    vectors.vectors,
+  );
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
@@ -217,6 +230,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     gate,
     llmTokensPerConversation: config.llm?.maxTokensPerConversation ?? 0,
     embeddings,
+    knowledge,
     reviewLowMargin: config.reviewLowMargin,
     reviewCaps: config.reviewCaps,
     reviewHourly: new ReviewHourlyCap(limits, config.reviewCaps.perAgentHour),
@@ -288,6 +302,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     releases,
     streams,
     training,
+    knowledge,
     store,
     logger,
     ping: () => store.ping(),
@@ -303,6 +318,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       await channels.stop();
       await evaluations.close();
       await replays.close();
+      await knowledge.idle();
       streams.closeAll();
       const until = Date.now() + graceMs;
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));

@@ -271,6 +271,7 @@ eachDatabase('migrations on $name', (database) => {
         '025_chain_seals',
         '026_channel_ignored',
         '027_version_notes',
+        '028_knowledge_sources',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

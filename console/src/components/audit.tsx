@@ -192,6 +192,26 @@ function EntryBody({ e }: { e: AuditEntry }) {
           {e.data.error ? ` — ${e.data.error}` : ''}
         </p>
       );
+    case 'knowledge_search':
+      return (
+        <>
+          <p>
+            {e.data.mode === 'answer' ? (e.data.answered ? 'Answered from ' : 'Nothing good enough in ') : 'Passages for the model from '}
+            {e.data.sources.length ? e.data.sources.join(', ') : 'no source'}
+            {e.data.min_confidence !== undefined ? ` (confidence needed ${e.data.min_confidence})` : ''}
+            {e.data.error ? ` — ${e.data.error}` : ''}
+          </p>
+          {e.data.passages.length > 0 && (
+            <ul class="small">
+              {e.data.passages.map((p) => (
+                <li key={p.id}>
+                  <code>{p.id}</code> confidence {p.confidence.toFixed(2)}, score {p.score.toFixed(2)}
+                </li>
+              ))}
+            </ul>
+          )}
+        </>
+      );
   }
 }
 
@@ -208,6 +228,7 @@ const TITLES: Record<AuditEntry['type'], string> = {
   erasure: 'Erasure',
   context_changed: 'Context',
   channel_delivery: 'Channel',
+  knowledge_search: 'Knowledge',
 };
 
 export function Timeline({ entries, userTurns }: { entries: AuditEntry[]; userTurns: Map<number, string> }) {

@@ -41,7 +41,12 @@ export interface CompiledPhase {
   /** The author's outcome for `end: completed`; null: what `finish` gave, else "resolved". */
   outcome: string | null;
   generate?: CompiledGenerate;
+  /** An answer phase: the best passages of the knowledge sources (docs/knowledge.md). */
+  answer?: { minConfidence: number; passages: number; notFound: string };
 }
+
+/** How much of a question the best passage must hold for an answer phase to say it, unless the phase says otherwise. */
+const DEFAULT_MIN_CONFIDENCE = 0.7;
 
 /** A generative phase (docs/generative.md). */
 export interface CompiledGenerate {
@@ -119,6 +124,8 @@ export interface CompiledAgent {
   llm: { model: string | null; temperature: number; maxOutputTokens: number };
   /** Passages of the agent's `knowledge`, indexed; null without any. */
   knowledge: KnowledgeIndex | null;
+  /** The tenant's knowledge sources its answer and generative phases search (names and tags); null without any. */
+  knowledgeSources: { names: string[]; tags: string[] } | null;
   /** The most earlier turns any generative phase sends (0: none has one). */
   historyTurns: number;
 }
@@ -172,6 +179,9 @@ function compilePhase(p: PhaseDef): CompiledPhase {
     end: p.end,
     outcome: p.outcome ?? null,
     generate: p.generate ? compileGenerate(p.generate) : undefined,
+    answer: p.answer
+      ? { minConfidence: p.answer.min_confidence ?? DEFAULT_MIN_CONFIDENCE, passages: p.answer.passages, notFound: p.answer.not_found }
+      : undefined,
   };
 }
 
@@ -347,6 +357,12 @@ export async function compileAgent(
     examplesOf: (name) => def.capabilities.find((c) => c.name === name)?.examples ?? [],
     llm: { model: def.llm?.model ?? null, temperature: def.llm?.temperature ?? 0, maxOutputTokens: def.llm?.max_output_tokens ?? 500 },
     knowledge,
+    knowledgeSources: def.knowledge_sources
+      ? {
+          names: def.knowledge_sources.filter((k): k is string => typeof k === 'string'),
+          tags: def.knowledge_sources.flatMap((k) => (typeof k === 'string' ? [] : [k.tag])),
+        }
+      : null,
     historyTurns: generative.reduce((n, g) => Math.max(n, g.history), 0),
   };
 }

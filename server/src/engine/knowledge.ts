@@ -15,6 +15,18 @@ const PASSAGE_CHARS = 800;
 export const MAX_KNOWLEDGE_CHARS = 2_000_000;
 /** Distinct terms of a query searched (the first ones of the message, then of the turn before). */
 const QUERY_TERMS = 32;
+/**
+ * The prior weight of a word of English probability p in a question is PRIOR_A / (PRIOR_A + p):
+ * SIF's form with a hundred times smaller a, so that the words questions are framed with ("how
+ * long", "take", "get") weigh a few hundredths and content words ("refund", "warranty") most of 1.
+ */
+const PRIOR_A = 1e-5;
+
+/** The prior weight of a word (0–1) from its probability in English; a word the vocabulary lacks is rare and weighs 1. */
+export function rarity(probability: number | null): number {
+  return probability === null ? 1 : PRIOR_A / (PRIOR_A + probability);
+}
+
 /** Passages indexed between two turns of the event loop while an index is built. */
 const INDEX_CHUNK = 50;
 /**
@@ -26,8 +38,18 @@ const BYTES_PER_CHAR = 10;
 export interface Passage {
   /** `document-id#n`, n from 1 in document order. */
   id: string;
+  /** The heading it stands under (the document's title before any). */
   title: string | null;
   text: string;
+  /** Of a knowledge source's passage: the source, its title and link, and the PDF page. */
+  source?: { name: string; title: string | null; url: string | null; page: number | null };
+}
+
+/** A passage found for a query: its BM25 score, and how much of the query it holds (0–1, terms weighted by rarity). */
+export interface Found {
+  passage: Passage;
+  score: number;
+  confidence: number;
 }
 
 const STOP = new Set(
@@ -100,22 +122,69 @@ export function splitPassages(doc: { id: string; title?: string; text: string })
   return passages;
 }
 
+/** The distinct stems of a query, at most QUERY_TERMS of them, with the words they came from. */
+function queryStems(query: string): { stems: string[]; words: string[] } {
+  const stems: string[] = [];
+  const kept: string[] = [];
+  for (const w of words(query)) {
+    if (kept.length === QUERY_TERMS) break;
+    const stem = stemmer(w);
+    if (STOP.has(w) || stems.includes(stem)) continue;
+    stems.push(stem);
+    kept.push(w);
+  }
+  return { stems, words: kept };
+}
+
+/**
+ * The passage's sentences that hold the most of the query's terms (at most `max`, in the
+ * passage's order; those holding none are left out): what an answer quotes rather than the
+ * whole passage. A passage whose sentences hold none of them gives its first.
+ */
+export function matchingSentences(text: string, query: string, max = 2): string {
+  const wanted = new Set(queryStems(query).stems);
+  const sentences = text
+    .replace(/\s*\n+\s*/g, ' ')
+    .split(/(?<=[.!?])\s+(?=[\p{Lu}\p{N}"'(])/u)
+    .map((t) => t.trim())
+    .filter(Boolean);
+  const scored = sentences.map((t, i) => ({ i, hits: new Set(terms(t).filter((x) => wanted.has(x))).size }));
+  const best = scored
+    .filter((x) => x.hits > 0)
+    .sort((a, b) => b.hits - a.hits || a.i - b.i)
+    .slice(0, max)
+    .sort((a, b) => a.i - b.i);
+  return (best.length ? best : scored.slice(0, 1)).map((x) => sentences[x.i]).join(' ');
+}
+
 export class KnowledgeIndex {
   private readonly byId: Map<string, Passage>;
+  /** How many passages hold each stem (title and text), for weighting a query's terms by rarity. */
+  private readonly df = new Map<string, number>();
   /** Approximate bytes held: the passages' text and the index over them (BYTES_PER_CHAR). */
   readonly bytes: number;
 
   private constructor(
     passages: Passage[],
     private readonly index: MiniSearch<Passage>,
+    private readonly prior: (word: string) => number,
   ) {
     this.byId = new Map(passages.map((p) => [p.id, p]));
     this.bytes = BYTES_PER_CHAR * passages.reduce((n, p) => n + p.text.length + (p.title?.length ?? 0), 0);
+    for (const p of passages) for (const t of new Set(terms(`${p.title ?? ''} ${p.text}`))) this.df.set(t, (this.df.get(t) ?? 0) + 1);
   }
 
   /** Splits and indexes the documents, a few passages at a time so the event loop keeps turning. */
-  static async build(docs: NonNullable<AgentDefinition['knowledge']>): Promise<KnowledgeIndex> {
-    const passages = docs.flatMap(splitPassages);
+  static build(docs: NonNullable<AgentDefinition['knowledge']>): Promise<KnowledgeIndex> {
+    return KnowledgeIndex.of(docs.flatMap(splitPassages));
+  }
+
+  /**
+   * Indexes passages, a few at a time so the event loop keeps turning. `prior` weighs a query's
+   * word by how rare it is in the language at large (0–1; the word vectors' SIF weight): without
+   * it, every word weighs 1 and only the documents say which words are rare.
+   */
+  static async of(passages: Passage[], prior: (word: string) => number = () => 1): Promise<KnowledgeIndex> {
     const index = new MiniSearch<Passage>({
       fields: ['title', 'text'],
       idField: 'id',
@@ -125,28 +194,43 @@ export class KnowledgeIndex {
       searchOptions: { boost: { title: 2 }, combineWith: 'OR', tokenize: terms, processTerm: (t) => t },
     });
     await index.addAllAsync(passages, { chunkSize: INDEX_CHUNK });
-    return new KnowledgeIndex(passages, index);
+    return new KnowledgeIndex(passages, index, prior);
   }
 
   get size(): number {
     return this.byId.size;
   }
 
-  /** The best `k` passages for a query (its first QUERY_TERMS distinct terms), best first, with their BM25 scores. */
-  search(query: string, k = 4): { passage: Passage; score: number }[] {
-    const stems = new Set<string>();
-    const kept: string[] = [];
-    for (const w of words(query)) {
-      if (kept.length === QUERY_TERMS) break;
-      const stem = stemmer(w);
-      if (STOP.has(w) || stems.has(stem)) continue;
-      stems.add(stem);
-      kept.push(w);
-    }
+  /** A stem's weight: BM25's inverse document frequency (a stem no passage holds weighs most). */
+  private idf(stem: string): number {
+    const n = this.byId.size;
+    const df = this.df.get(stem) ?? 0;
+    return Math.log(1 + (n - df + 0.5) / (df + 0.5));
+  }
+
+  /**
+   * The best `k` passages for a query (its first QUERY_TERMS distinct terms), best first, with
+   * their BM25 scores and confidence: the share of the query's terms that the passage holds, each
+   * term weighed by how rare it is in the documents (BM25's idf) and in the language (the prior),
+   * so that "how long does … take" weighs little and "warranty" much. A question in words the
+   * documents never use scores low however well its common words match: that is what lets an
+   * answer phase abstain.
+   */
+  search(query: string, k = 4): Found[] {
+    const { stems, words: kept } = queryStems(query);
     if (kept.length === 0 || this.byId.size === 0) return [];
+    const weight = new Map(stems.map((t, i) => [t, this.idf(t) * this.prior(kept[i])]));
+    const total = [...weight.values()].reduce((n, w) => n + w, 0);
     return this.index
       .search(kept.join(' '))
       .slice(0, k)
-      .map((r) => ({ passage: this.byId.get(String(r.id))!, score: Math.round(r.score * 1000) / 1000 }));
+      .map((r) => {
+        const held = r.terms.reduce((n, t) => n + (weight.get(t) ?? 0), 0);
+        return {
+          passage: this.byId.get(String(r.id))!,
+          score: Math.round(r.score * 1000) / 1000,
+          confidence: total > 0 ? Math.round((held / total) * 1000) / 1000 : 0,
+        };
+      });
   }
 }

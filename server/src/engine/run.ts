@@ -20,6 +20,8 @@ export type {
   LlmCallRequest,
   LlmRouteReply,
   LlmRouteRequest,
+  RetrieveReply,
+  RetrieveRequest,
   TurnInput,
   TurnResult,
 } from './turn.js';

@@ -2,7 +2,8 @@
 // says, its audit entries, its render budget, and the engine's request and result types.
 // No I/O and no clock: action and model calls are yielded to the caller, which sends their
 // results back in, and `now` comes in with the input.
-import type { ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+import type { Citation, ContextEnvelope, ConversationStatus, Option } from '@switchboard/contract';
+import type { Found } from './knowledge.js';
 import type { ActionResult, AuditDraft, FlowState } from '../domain.js';
 import { DEFAULT_MAX_REPLY_BYTES, type CompiledAction, type CompiledAgent, type CompiledCapability, type CompiledPhase } from './compile.js';
 import { cutUtf8 } from '../lib/utf8.js';
@@ -159,8 +160,24 @@ export type LlmCallReply =
   | (LlmAnswer & { ok: true; durationMs: number; streamed: boolean })
   | { ok: false; code: 'llm_error' | 'llm_budget_exceeded'; error: string; model: string; durationMs: number };
 
-export type EngineRequest = ActionRequest | LlmRouteRequest | LlmCallRequest | EmbedRequest;
-export type EngineReply = ActionReply | LlmRouteReply | LlmCallReply | EmbedReply;
+/** A search of the agent's knowledge sources, which the caller makes over the tenant's passages. */
+export interface RetrieveRequest {
+  kind: 'retrieve';
+  query: string;
+  /** Passages wanted, best first. */
+  k: number;
+}
+
+/** The passages found, the sources searched, and the search's time; `error` when the sources could not be searched. */
+export interface RetrieveReply {
+  retrieved: Found[];
+  sources: string[];
+  durationMs: number;
+  error?: string;
+}
+
+export type EngineRequest = ActionRequest | LlmRouteRequest | LlmCallRequest | EmbedRequest | RetrieveRequest;
+export type EngineReply = ActionReply | LlmRouteReply | LlmCallReply | EmbedReply | RetrieveReply;
 
 export interface TurnResult {
   status: ConversationStatus;
@@ -171,6 +188,8 @@ export interface TurnResult {
   flow: FlowState;
   reply: string;
   options: Option[];
+  /** The passages the reply quotes or the model cited. */
+  citations: Citation[];
   audit: AuditDraft[];
 }
 
@@ -210,6 +229,8 @@ export class TurnState {
   capability: CompiledCapability;
   phaseId: string | null;
   options: Option[] = [];
+  /** The passages this turn's reply came from. */
+  readonly citations: Citation[] = [];
   /** The outcome a generative phase's `finish` gave in this turn (an `end: completed` without its own takes it). */
   finished: string | null = null;
   private readonly said: string[] = [];
@@ -392,6 +413,7 @@ export class TurnState {
       flow: this.flow,
       reply: this.said.join('\n'),
       options: this.options,
+      citations: this.citations,
       audit: this.audit,
     };
   }

@@ -77,6 +77,15 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
       }
       if (p.call !== undefined && !def.actions?.[p.call]) add(`${pp}.call`, `unknown action "${p.call}"`);
       if (p.generate) validateGenerate(def, p, pp, add, tryText);
+      if (p.answer) {
+        if (!def.knowledge_sources) add(`${pp}.answer`, 'the agent names no knowledge_sources to answer from');
+        if (p.generate) add(`${pp}.answer`, 'a phase cannot both answer and generate');
+        for (const key of ['call', 'collect', 'end', 'options'] as const) {
+          if (p[key] !== undefined) add(`${pp}.${key}`, `an answer phase cannot also have ${key}`);
+        }
+        const nf = p.answer.not_found;
+        if (nf !== 'escalate' && nf !== 'fallback' && !known(nf)) add(`${pp}.answer.not_found`, `unknown phase "${nf}" (or use "escalate" or "fallback")`);
+      }
       if (p.on_error !== undefined) {
         if (p.call === undefined && p.generate === undefined) add(`${pp}.on_error`, 'on_error needs a call or generate in the same phase');
         else if (p.on_error !== 'escalate' && !known(p.on_error)) add(`${pp}.on_error`, `unknown phase "${p.on_error}" (or use "escalate")`);
@@ -221,7 +230,8 @@ function validateGenerate(
     else if (!def.actions?.[name]) add(at, `unknown action "${name}"`);
     else if (def.actions[name].parameters === undefined) add(at, `action "${name}" needs parameters (a JSON Schema of its arguments) to be offered as a tool`);
   });
-  if (g.knowledge && !def.knowledge?.length) add(`${pp}.generate.knowledge`, 'the agent has no knowledge documents');
+  if (g.knowledge && !def.knowledge?.length && !def.knowledge_sources)
+    add(`${pp}.generate.knowledge`, 'the agent has no knowledge documents or knowledge_sources');
   for (const [slot, f] of Object.entries(g.fills ?? {})) {
     const fp = `${pp}.generate.fills.${slot}`;
     if (f.pattern !== undefined) {

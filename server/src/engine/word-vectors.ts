@@ -72,6 +72,12 @@ export class WordVectors {
     return findSorted(this.s.hashes, wordHash(word));
   }
 
+  /** How often the word occurs in English text (its probability, from its rank, as SIF weights are); null for a word not in the vocabulary. */
+  probabilityOf(word: string): number | null {
+    const i = this.find(word);
+    return i < 0 ? null : SIF_A * (1 / this.s.weight[i] - 1);
+  }
+
   /**
    * A message's vector, L2-normalised, into `out` (length dims): its known words' vectors weighted
    * by SIF, less the common direction. Returns how many of its words were known (0: `out` is zeros).

@@ -342,7 +342,8 @@ function addExamples(doc: Json): Json {
   for (const op of operations(doc)) {
     const spec = c.OPERATION_EXAMPLES[str(op.operationId) ?? ''] as (typeof c.OPERATION_EXAMPLES)[string] | undefined;
     if (!spec) throw new Error(`contract/src/resources/ has no examples for the operation ${String(op.operationId)}`);
-    const body = obj(obj(obj(op.requestBody).content)['application/json']);
+    const content = obj(obj(op.requestBody).content);
+    const body = obj(content['application/json'] ?? content['multipart/form-data']);
     if (spec.request) add(body, spec.request);
     const opResponses = obj(op.responses);
     const success = Object.keys(opResponses).find((k) => k.startsWith('2'));

@@ -16,6 +16,7 @@ import { webhooksHandlers } from './handlers/webhooks.js';
 import { channelsHandlers } from './handlers/channels.js';
 import { keysHandlers } from './handlers/keys.js';
 import { secretsHandlers } from './handlers/secrets.js';
+import { knowledgeHandlers } from './handlers/knowledge.js';
 import { operationsHandlers } from './handlers/operations.js';
 import { widgetHandlers } from './handlers/widget.js';
 
@@ -37,6 +38,7 @@ export function createRouter(services: Services, opts: { metricsToken: string | 
       ...channelsHandlers(services),
       ...keysHandlers(services),
       ...secretsHandlers(services),
+      ...knowledgeHandlers(services),
     },
     ops: operationsHandlers(services, opts),
     widget: widgetHandlers(services),

@@ -30,6 +30,7 @@ import * as m024 from './migrations/024_service_secrets.js';
 import * as m025 from './migrations/025_chain_seals.js';
 import * as m026 from './migrations/026_channel_ignored.js';
 import * as m027 from './migrations/027_version_notes.js';
+import * as m028 from './migrations/028_knowledge_sources.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { PgClient, SqliteClient } from './knex-adapter.js';
 import { SqliteWriter } from './writer/sqlite-writer.js';
@@ -94,6 +95,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '025_chain_seals': m025,
   '026_channel_ignored': m026,
   '027_version_notes': m027,
+  '028_knowledge_sources': m028,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

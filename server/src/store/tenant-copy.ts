@@ -7,7 +7,18 @@
 import type { Database } from './db.js';
 
 /** The tables that hold a tenant's configuration, each before those that refer to it. */
-const TENANT_TABLES = ['agents', 'agent_versions', 'release_records', 'evaluations', 'agent_test_suites', 'api_keys', 'tenant_secrets', 'channels'] as const;
+const TENANT_TABLES = [
+  'agents',
+  'agent_versions',
+  'release_records',
+  'evaluations',
+  'agent_test_suites',
+  'api_keys',
+  'tenant_secrets',
+  'channels',
+  'knowledge_sources',
+  'knowledge_passages',
+] as const;
 type TenantTable = (typeof TENANT_TABLES)[number];
 
 /** The target already holds rows of the tenant: a copy would mix two configurations. */

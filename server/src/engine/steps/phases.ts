@@ -1,10 +1,11 @@
 // Runs a capability's phases from one, each through the phase steps in order (prefilled, call,
-// say, generate, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
+// say, answer, generate, collect, end, next), until a step ends the turn. A new kind of phase is one more step here.
 import { MAX_PHASES_PER_TURN, type CompiledPhase } from '../compile.js';
 import { RenderBudgetExceeded } from '../templates.js';
 import { CONTINUE, type Step, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
 import { generate } from './generate.js';
+import { answer } from './answer.js';
 
 export type PhaseStep = Step<[CompiledPhase, number]>;
 
@@ -82,7 +83,7 @@ function budgetSpent(t: TurnState, p: CompiledPhase, e: RenderBudgetExceeded): S
 }
 
 /** The steps of a phase, in order. */
-const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, generate, collect, end, next];
+const PHASE_STEPS: PhaseStep[] = [prefilled, call, say, answer, generate, collect, end, next];
 
 /** Runs phases from `start` until a step ends the turn; more than MAX_PHASES_PER_TURN escalates. */
 export const runPhases: Step<[number]> = function* (t, start) {

@@ -82,6 +82,10 @@ export function answer(test: TestCase, request: EngineRequest, turnIndex: number
       streamed: false,
     };
   }
+  if (request.kind === 'retrieve') {
+    // Tests run on the definition alone: the tenant's knowledge sources are not theirs to read.
+    return { retrieved: [], sources: [], durationMs: 0, error: 'definition tests do not search knowledge sources' };
+  }
   return { capability: null, model: 'test', durationMs: 0, error: 'no model in tests' };
 }
 

@@ -6,7 +6,8 @@
 // may hold all workers but one: a small definition never waits behind large ones. Background
 // trainings (nobody waits for them) count as large, have a turn of their own per tenant, and take
 // a worker only when no foreground training is waiting.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker } from '../../lib/worker-thread.js';
 import { TrainingBudgetError } from '../../errors.js';
 import { KeyedLock } from '../../lib/keyed-lock.js';
 import { loadRouter, Router, type DenseTable, type RoutableCapability } from '../../engine/router/index.js';
@@ -88,38 +89,11 @@ export class TrainingPool {
   ) {}
 
   private spawn(): { worker: Worker; ready: Promise<void> } {
-    const make = (execArgv: string[]) =>
-      new Worker(this.budget.workerUrl ?? workerUrl, {
-        execArgv,
-        resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
-        // The app's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
-        workerData: { vectors: this.words?.share() ?? null },
-      });
-    let worker: Worker;
-    try {
-      worker = make(workerArgv);
-    } catch (err) {
-      // Flags of the whole process (`--expose-gc`, other V8 options) are refused in a worker's
-      // execArgv, and Node names them only in this error: drop them, for this and later workers.
-      const named = (err as { code?: string }).code === 'ERR_WORKER_INVALID_EXEC_ARGV' && /flags: (.*)$/.exec((err as Error).message);
-      if (!named) throw err;
-      const refused = new Set(named[1].split(',').map((f) => f.trim()));
-      workerArgv = workerArgv.filter((a) => !refused.has(a) && !refused.has(a.split('=')[0]));
-      worker = make(workerArgv);
-    }
-    worker.unref();
-    const ready = new Promise<void>((resolve, reject) => {
-      const onMessage = (m: { ready?: boolean } | null) => {
-        if (!m?.ready) return;
-        worker.off('message', onMessage);
-        worker.off('error', reject);
-        resolve();
-      };
-      worker.on('message', onMessage);
-      worker.once('error', reject);
+    return startWorker(this.budget.workerUrl ?? workerUrl, {
+      resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
+      // The app's word vectors: SharedArrayBuffers, shared with the worker rather than copied.
+      workerData: { vectors: this.words?.share() ?? null },
     });
-    ready.catch(() => undefined);
-    return { worker, ready };
   }
 
   /** Workers large trainings may hold at once: all but one (all, with a single worker). */
@@ -258,20 +232,4 @@ export class TrainingPool {
     await Promise.all(this.slots.map((s) => s.worker.terminate()));
     this.slots.length = 0;
   }
-}
-
-/** Node flags without `--import <module>` (and `--import=<module>`) pairs. */
-/**
- * The worker's execArgv: the main process's, but for its --import flags (tsx, tracing), which are
- * not for it (the worker registers tsx itself, training-boot.mjs), and the flags a worker refuses.
- */
-let workerArgv = withoutImports(process.execArgv);
-
-function withoutImports(argv: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    if (argv[i] === '--import') i++;
-    else if (!argv[i].startsWith('--import=')) out.push(argv[i]);
-  }
-  return out;
 }

@@ -19,6 +19,8 @@ import {
   type EmbedReply,
   type EmbedRequest,
   type LlmRouteRequest,
+  type RetrieveReply,
+  type RetrieveRequest,
   type TurnInput,
   type TurnResult,
 } from '../../engine/run.js';
@@ -36,6 +38,7 @@ import type { RenderBudgets } from '../render-budgets.js';
 import type { ServerEmbeddings } from '../agents/server-embeddings.js';
 import { inSpan, inSpanSync } from '../../lib/tracer.js';
 import { ReplyStream } from './reply-stream.js';
+import type { KnowledgeService } from '../knowledge/knowledge-service.js';
 
 export interface ConverseCall {
   tenantId: string;
@@ -70,6 +73,8 @@ export interface ConversationServiceOptions {
   llmTokensPerConversation: number;
   /** The model server's embeddings for routing (LLM_EMBEDDINGS_MODEL). */
   embeddings?: ServerEmbeddings;
+  /** The tenants' knowledge sources, which answer and generative phases search. */
+  knowledge?: KnowledgeService;
   /** A routing whose two best capabilities are closer than this goes to the review inbox (REVIEW_LOW_MARGIN). */
   reviewLowMargin: number;
   /** Review-inbox findings per conversation and per agent and hour (REVIEW_MAX_PER_CONVERSATION, REVIEW_MAX_PER_AGENT_HOUR). */
@@ -385,6 +390,8 @@ export class ConversationService {
         reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
         if (reply.vector && reply.vector.length !== request.dims) this.agents.semanticMismatch(agent, reply.vector.length);
         llmMs += ms(a);
+      } else if (request.kind === 'retrieve') {
+        reply = await inSpan('switchboard.knowledge', {}, () => this.retrieve(request, t.tenantId, agent));
       } else {
         reply = await inSpan('switchboard.routing.llm', {}, () => this.routeWithModel(request, t.tenantId));
         llmMs += ms(a);
@@ -425,6 +432,15 @@ export class ConversationService {
     const e = this.opts.embeddings;
     if (!e) return Promise.resolve({ vector: null, model: 'none', durationMs: 0, error: 'no embeddings model is configured (LLM_EMBEDDINGS_MODEL)' });
     return e.embedMessage(tenantId, req.text);
+  }
+
+  /** A search of the agent's knowledge sources for an answer or generative phase (replays search as live conversations do). */
+  async retrieve(req: RetrieveRequest, tenantId: string, agent: CompiledAgent): Promise<RetrieveReply> {
+    const s = performance.now();
+    const knowledge = this.opts.knowledge;
+    if (!knowledge || !agent.knowledgeSources) return { retrieved: [], sources: [], durationMs: 0, error: 'the agent names no knowledge sources' };
+    const { found, sources } = await knowledge.search(tenantId, agent.knowledgeSources, req.query, req.k);
+    return { retrieved: found, sources, durationMs: Math.round((performance.now() - s) * 100) / 100 };
   }
 
   /** The routing fallback's answer, metered for the tenant (replays ask it as live conversations do). */

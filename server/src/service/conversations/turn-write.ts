@@ -92,7 +92,13 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   };
   const response: ConverseResponse = {
     conversation_id: conversationId,
-    response: { message: result.reply, phase: result.phase, awaiting_input: result.awaitingInput, options: result.options },
+    response: {
+      message: result.reply,
+      phase: result.phase,
+      awaiting_input: result.awaitingInput,
+      options: result.options,
+      ...(result.citations.length ? { citations: result.citations } : {}),
+    },
     state: { status: result.status, capability: result.capability.name },
   };
   const turns: TurnRow[] = [

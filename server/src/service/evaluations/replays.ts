@@ -290,6 +290,7 @@ export class ReplayService {
         }
         if (request.kind === 'llm_call') return conversations.callModel(request, tenantId);
         if (request.kind === 'embed') return conversations.embedMessage(request, tenantId);
+        if (request.kind === 'retrieve') return conversations.retrieve(request, tenantId, agent);
         return conversations.routeWithModel(request, tenantId);
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);

@@ -1,0 +1,66 @@
+// Writes acme-help-centre.pdf, the example help page `npm start` loads as the knowledge source
+// "help-centre" of tenant "demo": three pages, a heading each, set larger than the text (as a
+// help centre's export would be). Run `npx tsx examples/knowledge/make-help-centre.ts` after
+// changing the text; the PDF is committed.
+import { writeFileSync } from 'node:fs';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+
+const HELP_CENTRE = [
+  {
+    heading: 'Returns and refunds',
+    paragraphs: [
+      'Items can be returned within 30 days of delivery, unused and in their original packaging. Start a return from your order page; we email a prepaid label within one working day.',
+      'Refunds go back to the card you paid with, within 5 working days of the return reaching our warehouse. Shipping costs are refunded only when the item arrived faulty.',
+    ],
+  },
+  {
+    heading: 'Shipping',
+    paragraphs: [
+      'Standard shipping takes 3 to 5 working days and is free on orders over 50 euros. Express shipping costs 9 euros and arrives the next working day when ordered before 2 pm.',
+      'We ship to every country of the European Union, Switzerland and the United Kingdom.',
+    ],
+  },
+  {
+    heading: 'Warranty',
+    paragraphs: [
+      'Every product has a two-year warranty from the day of delivery. For a fault, write to support with your order number and a photo; we repair or replace the item, or refund it when neither is possible.',
+    ],
+  },
+];
+
+function wrap(text: string, width = 88): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const w of text.split(' ')) {
+    if (line && line.length + 1 + w.length > width) {
+      out.push(line);
+      line = w;
+    } else line = line ? `${line} ${w}` : w;
+  }
+  if (line) out.push(line);
+  return out;
+}
+
+const doc = await PDFDocument.create();
+const font = await doc.embedFont(StandardFonts.Helvetica);
+const bold = await doc.embedFont(StandardFonts.HelveticaBold);
+for (const p of HELP_CENTRE) {
+  const page = doc.addPage([595, 842]);
+  let y = 780;
+  page.drawText(p.heading, { x: 50, y, size: 18, font: bold });
+  y -= 34;
+  for (const para of p.paragraphs) {
+    for (const line of wrap(para)) {
+      page.drawText(line, { x: 50, y, size: 11, font });
+      y -= 15;
+    }
+    y -= 10;
+  }
+}
+doc.setTitle('Acme help centre');
+// Fixed dates and id: the same text makes the same file.
+doc.setCreationDate(new Date('2026-11-01T00:00:00Z'));
+doc.setModificationDate(new Date('2026-11-01T00:00:00Z'));
+const bytes = await doc.save({ useObjectStreams: false });
+writeFileSync(new URL('./acme-help-centre.pdf', import.meta.url), bytes);
+console.log(`wrote examples/knowledge/acme-help-centre.pdf (${bytes.length} bytes, ${HELP_CENTRE.length} pages)`);

@@ -1,0 +1,299 @@
+// Knowledge sources (docs/knowledge.md): uploads stored and read in the background (extractor.ts,
+// a worker per file), their passages swapped in when read, the tenant's quotas, and the search
+// answer and generative phases make over the passages of the sources an agent names. A search
+// index is built per tenant and set of sources from the stored passages and kept (bounded by
+// bytes) until one of the sources is indexed again, so every replica answers from the same
+// passages without a shared index.
+import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { KnowledgeSource } from '@switchboard/contract';
+import { InputError, LimitError, NotFoundError, RateLimitedError } from '../../errors.js';
+import { iso, type Clock } from '../../lib/clock.js';
+import { decodeCursor, pageOf } from '../../lib/cursor.js';
+import { KnowledgeIndex, rarity, splitPassages, type Found, type Passage } from '../../engine/knowledge.js';
+import type { KnowledgeSourceStore, KnowledgeTotals, PassageRow, SourceRow } from '../../store/knowledge/source-store.js';
+import { ExtractError, type Extracted } from './extract.js';
+import type { Extractor } from './extractor.js';
+import type { WordVectors } from '../../engine/word-vectors.js';
+
+export interface KnowledgeLimits {
+  /** Bytes one file may have. */
+  maxFileBytes: number;
+  /** Sources a tenant may have. */
+  maxSources: number;
+  /** Bytes of files a tenant's sources may hold together. */
+  maxBytes: number;
+  /** Passages a tenant's sources may hold together. */
+  maxPassages: number;
+  /** Bytes of search indexes kept in memory, all tenants together. */
+  cacheBytes: number;
+}
+
+/** Which sources an agent (or a search) reads: names, and every source with one of the tags. */
+export interface SourceSelector {
+  names: string[];
+  tags: string[];
+}
+
+/**
+ * Files of one tenant this process holds waiting to be read or being read: each is in memory
+ * until it is read, so a tenant uploading faster than its files are read is asked to wait (429)
+ * past this many files, or past twice the largest file's bytes (one file is always taken).
+ */
+const PENDING_PER_TENANT = 16;
+
+/** A source still `parsing` whose row has not moved for this long belonged to a process that stopped. */
+const STALE_MS = 10 * 60 * 1000;
+const STOPPED = 'the server reading the file stopped before it finished: upload it again';
+
+const isName = (v: unknown): v is string => typeof v === 'string' && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(v);
+const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/**
+ * The passages of an extracted file: each section cut at headings and paragraphs, numbered from 1
+ * in document order; a passage before any heading stands under the document's title.
+ */
+function passagesOf(x: Extracted): Omit<PassageRow, 'source'>[] {
+  const out: Omit<PassageRow, 'source'>[] = [];
+  for (const s of x.sections) {
+    for (const p of splitPassages({ id: 'p', title: s.heading ?? undefined, text: s.text })) {
+      out.push({ seq: out.length + 1, page: s.page, heading: p.title ?? x.title, text: p.text });
+    }
+  }
+  return out;
+}
+
+export class KnowledgeService {
+  /** Ingestions this process runs, by tenant and source, with the bytes each holds. */
+  private readonly running = new Map<string, { done: Promise<void>; bytes: number }>();
+  private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex }>;
+
+  constructor(
+    private readonly store: KnowledgeSourceStore,
+    private readonly extractor: Extractor,
+    private readonly clock: Clock,
+    private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
+    readonly limits: KnowledgeLimits,
+    /** The app's word vectors: how rare each word of a question is in English (null: the documents alone say). */
+    private readonly words: WordVectors | null = null,
+  ) {
+    this.indexes = new LRUCache({ maxSize: limits.cacheBytes, sizeCalculation: (v) => Math.max(1, v.index.bytes) });
+  }
+
+  get maxFileBytes(): number {
+    return this.limits.maxFileBytes;
+  }
+
+  view(r: SourceRow): KnowledgeSource {
+    const stopped = r.state === 'parsing' && !this.running.has(`${r.tenantId}\n${r.name}`) && Date.parse(r.updatedAt) < this.clock.now().getTime() - STALE_MS;
+    return {
+      name: r.name,
+      title: r.title ?? r.docTitle,
+      url: r.url,
+      language: r.language,
+      tags: r.tags,
+      filename: r.filename,
+      kind: r.kind as KnowledgeSource['kind'],
+      state: stopped ? 'failed' : r.state,
+      error: stopped ? STOPPED : r.error,
+      bytes: r.bytes,
+      pages: r.pages,
+      passages: r.passages,
+      sha256: r.sha256,
+      revision: r.revision,
+      created_at: r.createdAt,
+      updated_at: r.updatedAt,
+      indexed_at: r.indexedAt,
+    };
+  }
+
+  private admit(others: KnowledgeTotals, existing: SourceRow | null, bytes: number): void {
+    const { maxSources, maxBytes } = this.limits;
+    if (!existing && others.sources + 1 > maxSources) {
+      throw new LimitError(`The tenant has ${others.sources} knowledge sources, the most it may have (KNOWLEDGE_MAX_SOURCES=${maxSources})`, 'path.name');
+    }
+    if (others.bytes + bytes > maxBytes) {
+      throw new LimitError(
+        `The tenant's knowledge files would hold ${others.bytes + bytes} bytes, more than the ${maxBytes} allowed (KNOWLEDGE_MAX_BYTES); delete a source or upload a smaller file`,
+        'body.file',
+      );
+    }
+  }
+
+  /**
+   * Stores an upload and reads it in the background (answered `parsing`); the same file again,
+   * already read, changes only the fields given with it. Over a quota: 422 and nothing stored.
+   */
+  async upload(
+    tenantId: string,
+    name: string,
+    fields: { title?: string; url?: string; language?: string; tags?: string },
+    file: { bytes: Uint8Array; filename: string | null; mediaType: string | null },
+  ): Promise<KnowledgeSource> {
+    if (file.bytes.length === 0) throw new InputError('The file is empty', [{ path: 'body.file', message: 'empty' }]);
+    const pending = [...this.running.entries()].filter(([k]) => k.startsWith(`${tenantId}\n`)).map(([, v]) => v.bytes);
+    const held = pending.reduce((n, b) => n + b, 0);
+    if (pending.length >= PENDING_PER_TENANT || (pending.length > 0 && held + file.bytes.length > 2 * this.limits.maxFileBytes)) {
+      throw new RateLimitedError(5, `${pending.length} of the tenant's files (${held} bytes) are waiting to be read; upload more once one of them is indexed`);
+    }
+    const tags = [
+      ...new Set(
+        (fields.tags ?? '')
+          .split(',')
+          .map((t) => t.trim())
+          .filter(Boolean),
+      ),
+    ];
+    const bad = tags.find((t): boolean => !isName(t));
+    if (bad !== undefined) throw new InputError('Invalid tag', [{ path: 'body.tags', message: `"${bad.slice(0, 64)}" must match [a-z0-9][a-z0-9_-]{0,63}` }]);
+    if (tags.length > 20) throw new InputError('Too many tags', [{ path: 'body.tags', message: 'at most 20' }]);
+    const sha256 = createHash('sha256').update(file.bytes).digest('hex');
+    const now = iso(this.clock.now());
+    const upload = {
+      name,
+      title: fields.title ?? null,
+      url: fields.url ?? null,
+      language: fields.language ?? null,
+      tags,
+      filename: file.filename,
+      bytes: file.bytes.length,
+      sha256,
+    };
+    const row = await this.store.upload(tenantId, upload, now, (others, existing) => this.admit(others, existing, file.bytes.length), {
+      // The same file, already read: nothing to read again.
+      unchanged: (existing) => existing.sha256 === sha256 && existing.state === 'indexed',
+    });
+    if (row.state === 'parsing') this.start(row, file);
+    return this.view(row);
+  }
+
+  private start(row: SourceRow, file: { bytes: Uint8Array; filename: string | null; mediaType: string | null }): void {
+    const key = `${row.tenantId}\n${row.name}`;
+    const entry = { bytes: file.bytes.length, done: Promise.resolve() };
+    entry.done = this.ingest(row, file)
+      .catch((err: unknown) => this.log.warn({ err, tenant: row.tenantId, source: row.name }, 'knowledge ingestion failed'))
+      .finally(() => {
+        if (this.running.get(key) === entry) this.running.delete(key);
+      });
+    this.running.set(key, entry);
+  }
+
+  private async ingest(row: SourceRow, file: { bytes: Uint8Array; filename: string | null; mediaType: string | null }): Promise<void> {
+    const started = performance.now();
+    try {
+      const x = await this.extractor.extract(row.tenantId, file.bytes, file.filename, file.mediaType);
+      const passages = passagesOf(x);
+      const applied = await this.store.index(
+        row.tenantId,
+        row.name,
+        row.revision,
+        { kind: x.kind, docTitle: x.title, pages: x.pages, chars: x.chars, passages, now: iso(this.clock.now()) },
+        (others) => {
+          if (others + passages.length > this.limits.maxPassages) {
+            throw new ExtractError(
+              `the file gives ${passages.length} passages and the tenant's other sources hold ${others}: more than the ${this.limits.maxPassages} allowed (KNOWLEDGE_MAX_PASSAGES)`,
+            );
+          }
+        },
+      );
+      this.log.info(
+        {
+          tenant: row.tenantId,
+          source: row.name,
+          revision: row.revision,
+          kind: x.kind,
+          pages: x.pages,
+          passages: passages.length,
+          ms: Math.round(performance.now() - started),
+          applied,
+        },
+        applied ? 'knowledge source indexed' : 'knowledge source read, but a newer file of it came first',
+      );
+    } catch (err) {
+      const reason = err instanceof ExtractError ? err.message : 'the file could not be read (an internal error; the operator log has it)';
+      if (!(err instanceof ExtractError)) this.log.warn({ err, tenant: row.tenantId, source: row.name }, 'knowledge file could not be read');
+      await this.store.fail(row.tenantId, row.name, row.revision, reason, iso(this.clock.now()));
+    }
+  }
+
+  async get(tenantId: string, name: string): Promise<KnowledgeSource> {
+    return this.view(await this.row(tenantId, name));
+  }
+
+  private async row(tenantId: string, name: string): Promise<SourceRow> {
+    const r = await this.store.get(tenantId, name);
+    if (!r) throw new NotFoundError('not_found', `No knowledge source ${name}`);
+    return r;
+  }
+
+  async list(tenantId: string, q: { limit: number; cursor?: string; tag?: string }): Promise<{ data: KnowledgeSource[]; next_cursor: string | null }> {
+    const after = decodeCursor(q.cursor, isName);
+    const rows = await this.store.list(tenantId, { limit: q.limit + 1, after, tag: q.tag });
+    const { page, next_cursor } = pageOf(rows, q.limit, (last) => last.name);
+    return { data: page.map((r) => this.view(r)), next_cursor };
+  }
+
+  async delete(tenantId: string, name: string): Promise<void> {
+    if (!(await this.store.delete(tenantId, name))) throw new NotFoundError('not_found', `No knowledge source ${name}`);
+  }
+
+  async passages(tenantId: string, name: string, q: { limit: number; cursor?: string }) {
+    await this.row(tenantId, name);
+    const after = decodeCursor(q.cursor, isSeq);
+    const rows = await this.store.passages(tenantId, name, { limit: q.limit + 1, after });
+    const { page, next_cursor } = pageOf(rows, q.limit, (last) => last.seq);
+    return { data: page.map((p) => ({ id: `${p.source}#${p.seq}`, source: p.source, page: p.page, heading: p.heading, text: p.text })), next_cursor };
+  }
+
+  /**
+   * The best `k` passages of the selected sources for `query`, with the names of the sources
+   * searched. The index of a set of sources is built once and kept until one of them changes.
+   */
+  async search(tenantId: string, selector: SourceSelector | null, query: string, k: number): Promise<{ found: Found[]; sources: string[] }> {
+    const all = await this.store.answering(tenantId);
+    const chosen = selector ? all.filter((s) => selector.names.includes(s.name) || s.tags.some((t) => selector.tags.includes(t))) : all;
+    if (!chosen.length) return { found: [], sources: [] };
+    const names = chosen.map((s) => s.name);
+    const key = chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(',');
+    const cacheKey = `${tenantId}\n${names.join(',')}`;
+    let entry = this.indexes.get(cacheKey);
+    if (entry?.key !== key) {
+      const meta = new Map(chosen.map((s) => [s.name, s]));
+      const passages: Passage[] = (await this.store.passagesOf(tenantId, names)).map((p) => {
+        const s = meta.get(p.source)!;
+        return {
+          id: `${p.source}#${p.seq}`,
+          title: p.heading,
+          text: p.text,
+          source: { name: p.source, title: s.title ?? s.docTitle, url: s.url, page: p.page },
+        };
+      });
+      const words = this.words;
+      entry = { key, index: await KnowledgeIndex.of(passages, words ? (w) => rarity(words.probabilityOf(w)) : undefined) };
+      this.indexes.set(cacheKey, entry);
+    }
+    return { found: entry.index.search(query, k), sources: names };
+  }
+
+  /** Parses a search's `sources` parameter: names and `tag:` selectors, comma-separated. */
+  static selector(param: string | undefined): SourceSelector | null {
+    if (!param?.trim()) return null;
+    const sel: SourceSelector = { names: [], tags: [] };
+    for (const raw of param
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
+      const tag = raw.startsWith('tag:') ? raw.slice(4) : null;
+      const name = tag ?? raw;
+      if (!isName(name))
+        throw new InputError('Invalid sources', [{ path: 'query.sources', message: `"${raw.slice(0, 70)}" is neither a source name nor tag:<tag>` }]);
+      (tag !== null ? sel.tags : sel.names).push(name);
+    }
+    return sel;
+  }
+
+  /** Waits for the ingestions this process runs (shutdown, tests). */
+  async idle(): Promise<void> {
+    while (this.running.size) await Promise.all([...this.running.values()].map((r) => r.done));
+  }
+}

@@ -1,0 +1,262 @@
+// Knowledge sources and their passages (migration 028). Every query filters by tenant. A new
+// file's passages replace the old ones in one transaction, and only while the source still holds
+// the revision that was read (a later upload of the same name wins over a slower earlier one).
+import type { Knex } from 'knex';
+import type { Database } from '../db.js';
+
+export interface SourceRow {
+  tenantId: string;
+  name: string;
+  title: string | null;
+  docTitle: string | null;
+  url: string | null;
+  language: string | null;
+  tags: string[];
+  filename: string | null;
+  kind: string | null;
+  state: 'parsing' | 'indexed' | 'failed';
+  error: string | null;
+  bytes: number;
+  pages: number | null;
+  passages: number;
+  chars: number;
+  sha256: string;
+  revision: number;
+  createdAt: string;
+  updatedAt: string;
+  indexedAt: string | null;
+}
+
+export interface PassageRow {
+  source: string;
+  seq: number;
+  page: number | null;
+  heading: string | null;
+  text: string;
+}
+
+/** What an upload sets on its source. */
+export interface Upload {
+  name: string;
+  title: string | null;
+  url: string | null;
+  language: string | null;
+  tags: string[];
+  filename: string | null;
+  bytes: number;
+  sha256: string;
+}
+
+/** A tenant's totals, for its quotas. */
+export interface KnowledgeTotals {
+  sources: number;
+  bytes: number;
+  passages: number;
+}
+
+function toRow(r: Record<string, unknown>): SourceRow {
+  return {
+    tenantId: r.tenant_id as string,
+    name: r.name as string,
+    title: (r.title as string | null) ?? null,
+    docTitle: (r.doc_title as string | null) ?? null,
+    url: (r.url as string | null) ?? null,
+    language: (r.language as string | null) ?? null,
+    tags: JSON.parse(r.tags as string) as string[],
+    filename: (r.filename as string | null) ?? null,
+    kind: (r.kind as string | null) ?? null,
+    state: r.state as SourceRow['state'],
+    error: (r.error as string | null) ?? null,
+    bytes: Number(r.bytes),
+    pages: r.pages === null || r.pages === undefined ? null : Number(r.pages),
+    passages: Number(r.passages),
+    chars: Number(r.chars),
+    sha256: r.sha256 as string,
+    revision: Number(r.revision),
+    createdAt: r.created_at as string,
+    updatedAt: r.updated_at as string,
+    indexedAt: (r.indexed_at as string | null) ?? null,
+  };
+}
+
+function toPassage(r: Record<string, unknown>): PassageRow {
+  return {
+    source: r.source as string,
+    seq: Number(r.seq),
+    page: r.page === null || r.page === undefined ? null : Number(r.page),
+    heading: (r.heading as string | null) ?? null,
+    text: r.text as string,
+  };
+}
+
+/** Passages inserted a batch at a time: well under SQLite's bound-variable limit. */
+const INSERT_BATCH = 100;
+
+export class KnowledgeSourceStore {
+  private readonly knex: Knex;
+  private readonly adapter: Database['adapter'];
+
+  constructor(db: Database) {
+    this.knex = db.knex;
+    this.adapter = db.adapter;
+  }
+
+  async get(tenantId: string, name: string): Promise<SourceRow | null> {
+    const r = (await this.knex('knowledge_sources').where({ tenant_id: tenantId, name }).first()) as Record<string, unknown> | undefined;
+    return r ? toRow(r) : null;
+  }
+
+  /** Sources by name after `after`, at most `limit`, those with `tag` only when given. */
+  async list(tenantId: string, q: { limit: number; after: string | null; tag?: string }): Promise<SourceRow[]> {
+    const query = this.knex('knowledge_sources').where({ tenant_id: tenantId }).orderBy('name').limit(q.limit);
+    if (q.after !== null) query.where('name', '>', q.after);
+    // Tags are few and short: matched here rather than in a JSON query each database spells differently.
+    const rows = ((await query) as Record<string, unknown>[]).map(toRow);
+    return q.tag ? rows.filter((r) => r.tags.includes(q.tag!)) : rows;
+  }
+
+  /** Every source that has passages answering (its name, title, link, tags, and when they were indexed). */
+  async answering(tenantId: string): Promise<Pick<SourceRow, 'name' | 'title' | 'docTitle' | 'url' | 'tags' | 'indexedAt' | 'revision'>[]> {
+    const rows: Record<string, unknown>[] = await this.knex('knowledge_sources')
+      .where({ tenant_id: tenantId })
+      .where('passages', '>', 0)
+      .orderBy('name')
+      .select('name', 'title', 'doc_title', 'url', 'tags', 'indexed_at', 'revision');
+    return rows.map((r) => ({
+      name: r.name as string,
+      title: (r.title as string | null) ?? null,
+      docTitle: (r.doc_title as string | null) ?? null,
+      url: (r.url as string | null) ?? null,
+      tags: JSON.parse(r.tags as string) as string[],
+      indexedAt: (r.indexed_at as string | null) ?? null,
+      revision: Number(r.revision),
+    }));
+  }
+
+  async totals(tenantId: string, knex: Knex = this.knex): Promise<KnowledgeTotals> {
+    const r = (await knex('knowledge_sources')
+      .where({ tenant_id: tenantId })
+      .select(knex.raw('count(*) as n'), knex.raw('coalesce(sum(bytes), 0) as bytes'), knex.raw('coalesce(sum(passages), 0) as passages'))
+      .first()) as { n: number | string; bytes: number | string; passages: number | string } | undefined;
+    return { sources: Number(r?.n ?? 0), bytes: Number(r?.bytes ?? 0), passages: Number(r?.passages ?? 0) };
+  }
+
+  /**
+   * Stores an upload as the source's next revision (a new source at revision 1), `parsing`,
+   * keeping the passages that answer now; `admit` sees the tenant's totals without this source
+   * under the tenant's lock, and throws to refuse; the file it holds already (`unchanged`, read
+   * and indexed) changes only its fields. Answers the stored row.
+   */
+  async upload(
+    tenantId: string,
+    u: Upload,
+    now: string,
+    admit: (others: KnowledgeTotals, existing: SourceRow | null) => void,
+    o: { unchanged: (existing: SourceRow) => boolean },
+  ): Promise<SourceRow> {
+    return this.knex.transaction(async (trx) => {
+      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      const before = (await trx('knowledge_sources').where({ tenant_id: tenantId, name: u.name }).first()) as Record<string, unknown> | undefined;
+      const existing = before ? toRow(before) : null;
+      const all = await this.totals(tenantId, trx);
+      admit(existing ? { sources: all.sources - 1, bytes: all.bytes - existing.bytes, passages: all.passages - existing.passages } : all, existing);
+      const fields = {
+        title: u.title,
+        url: u.url,
+        language: u.language,
+        tags: JSON.stringify(u.tags),
+        filename: u.filename,
+        state: 'parsing',
+        error: null,
+        bytes: u.bytes,
+        sha256: u.sha256,
+        updated_at: now,
+      };
+      if (existing && o.unchanged(existing)) {
+        // The file it holds already: only the fields given with it change.
+        await trx('knowledge_sources')
+          .where({ tenant_id: tenantId, name: u.name })
+          .update({ title: u.title, url: u.url, language: u.language, tags: fields.tags, updated_at: now });
+      } else if (existing) {
+        await trx('knowledge_sources')
+          .where({ tenant_id: tenantId, name: u.name })
+          .update({ ...fields, revision: existing.revision + 1 });
+      } else {
+        await trx('knowledge_sources').insert({ tenant_id: tenantId, name: u.name, ...fields, passages: 0, chars: 0, revision: 1, created_at: now });
+      }
+      return toRow((await trx('knowledge_sources').where({ tenant_id: tenantId, name: u.name }).first()) as Record<string, unknown>);
+    });
+  }
+
+  /**
+   * Replaces the source's passages with `passages` and marks it indexed, if it still holds
+   * `revision`; `admit` sees the tenant's passages of its other sources and throws to refuse.
+   * Answers whether it was applied.
+   */
+  async index(
+    tenantId: string,
+    name: string,
+    revision: number,
+    r: { kind: string; docTitle: string | null; pages: number | null; chars: number; passages: Omit<PassageRow, 'source'>[]; now: string },
+    admit: (otherPassages: number) => void,
+  ): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      const cur: { revision: number | string; passages: number | string } | undefined = await trx('knowledge_sources')
+        .where({ tenant_id: tenantId, name })
+        .first('revision', 'passages');
+      if (!cur || Number(cur.revision) !== revision) return false;
+      admit((await this.totals(tenantId, trx)).passages - Number(cur.passages));
+      await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).delete();
+      const rows = r.passages.map((p) => ({ tenant_id: tenantId, source: name, seq: p.seq, page: p.page, heading: p.heading, text: p.text }));
+      for (let i = 0; i < rows.length; i += INSERT_BATCH) await trx('knowledge_passages').insert(rows.slice(i, i + INSERT_BATCH));
+      await trx('knowledge_sources').where({ tenant_id: tenantId, name }).update({
+        kind: r.kind,
+        doc_title: r.docTitle,
+        pages: r.pages,
+        chars: r.chars,
+        passages: rows.length,
+        state: 'indexed',
+        error: null,
+        updated_at: r.now,
+        indexed_at: r.now,
+      });
+      return true;
+    });
+  }
+
+  /** Marks the source's `revision` failed with why; its passages (an earlier file's) keep answering. */
+  async fail(tenantId: string, name: string, revision: number, error: string, now: string): Promise<void> {
+    await this.knex('knowledge_sources').where({ tenant_id: tenantId, name, revision }).update({ state: 'failed', error, updated_at: now });
+  }
+
+  /** Deletes the source and its passages; answers whether there was one. */
+  async delete(tenantId: string, name: string): Promise<boolean> {
+    return this.knex.transaction(async (trx) => {
+      await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).delete();
+      return (await trx('knowledge_sources').where({ tenant_id: tenantId, name }).delete()) > 0;
+    });
+  }
+
+  /** A source's passages in document order after `after`, at most `limit`. */
+  async passages(tenantId: string, name: string, q: { limit: number; after: number | null }): Promise<PassageRow[]> {
+    const query = this.knex('knowledge_passages').where({ tenant_id: tenantId, source: name }).orderBy('seq').limit(q.limit);
+    if (q.after !== null) query.where('seq', '>', q.after);
+    return ((await query) as Record<string, unknown>[]).map(toPassage);
+  }
+
+  /** Every passage of the named sources, for building a search index. */
+  async passagesOf(tenantId: string, names: string[]): Promise<PassageRow[]> {
+    if (!names.length) return [];
+    const out: PassageRow[] = [];
+    for (let i = 0; i < names.length; i += INSERT_BATCH) {
+      const rows: Record<string, unknown>[] = await this.knex('knowledge_passages')
+        .where({ tenant_id: tenantId })
+        .whereIn('source', names.slice(i, i + INSERT_BATCH))
+        .orderBy(['source', 'seq'])
+        .select('source', 'seq', 'page', 'heading', 'text');
+      for (const r of rows) out.push(toPassage(r));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,79 @@
+// Real documents for the knowledge tests, made here: PDFs (pdf-lib) with headings set larger than
+// their text, Word documents (docx) with heading styles, and hostile ones (a zip that inflates far
+// past its size, a PDF of many pages).
+import { Document, HeadingLevel, Packer, Paragraph } from 'docx';
+import JSZip from 'jszip';
+import { PDFDocument, StandardFonts } from 'pdf-lib';
+
+export interface Page {
+  heading?: string;
+  paragraphs: string[];
+}
+
+/** Lines of at most `width` characters, cut at spaces. */
+function wrap(text: string, width = 90): string[] {
+  const out: string[] = [];
+  let line = '';
+  for (const w of text.split(' ')) {
+    if (line && line.length + 1 + w.length > width) {
+      out.push(line);
+      line = w;
+    } else line = line ? `${line} ${w}` : w;
+  }
+  if (line) out.push(line);
+  return out;
+}
+
+/** A PDF with one page per entry: its heading at 18 pt, its paragraphs at 11 pt with a blank line between. */
+export async function pdf(pages: Page[], title?: string): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  const font = await doc.embedFont(StandardFonts.Helvetica);
+  const bold = await doc.embedFont(StandardFonts.HelveticaBold);
+  for (const p of pages) {
+    const page = doc.addPage([595, 842]);
+    let y = 780;
+    if (p.heading) {
+      page.drawText(p.heading, { x: 50, y, size: 18, font: bold });
+      y -= 34;
+    }
+    for (const para of p.paragraphs) {
+      for (const line of wrap(para)) {
+        page.drawText(line, { x: 50, y, size: 11, font });
+        y -= 15;
+      }
+      y -= 10;
+    }
+  }
+  if (title) doc.setTitle(title);
+  return doc.save();
+}
+
+/** A PDF of `n` empty pages. */
+export async function manyPages(n: number): Promise<Uint8Array> {
+  const doc = await PDFDocument.create();
+  for (let i = 0; i < n; i++) doc.addPage([200, 200]);
+  return doc.save();
+}
+
+/** A Word document: each section's heading as Heading 1, then its paragraphs. */
+export async function docx(sections: Page[]): Promise<Uint8Array> {
+  const doc = new Document({
+    sections: [
+      {
+        children: sections.flatMap((s) => [
+          ...(s.heading ? [new Paragraph({ text: s.heading, heading: HeadingLevel.HEADING_1 })] : []),
+          ...s.paragraphs.map((t) => new Paragraph({ text: t })),
+        ]),
+      },
+    ],
+  });
+  return new Uint8Array(await Packer.toBuffer(doc));
+}
+
+/** A zip named like a Word document whose document part inflates to `bytes` of spaces. */
+export async function zipBomb(bytes: number): Promise<Uint8Array> {
+  const zip = new JSZip();
+  zip.file('[Content_Types].xml', '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>');
+  zip.file('word/document.xml', Buffer.alloc(bytes, 0x20));
+  return zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE', compressionOptions: { level: 9 } });
+}
