@@ -318,7 +318,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       await channels.stop();
       await evaluations.close();
       await replays.close();
-      await knowledge.idle();
+      await knowledge.close();
       streams.closeAll();
       const until = Date.now() + graceMs;
       while (store.busy > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));

@@ -2,7 +2,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { KnowledgeIndex, splitPassages } from '../../server/src/engine/knowledge.js';
+import { KnowledgeIndex, matchingSentences, rarity, splitPassages } from '../../server/src/engine/knowledge.js';
 
 describe('knowledge passages', () => {
   it('start at headings, join short paragraphs, and cut long ones near 800 characters at sentences', () => {
@@ -36,6 +36,37 @@ describe('knowledge passages', () => {
     expect(index.search('how long does shipping take')[0].passage.id).toBe('shipping#1');
     expect(index.search('the of and')).toEqual([]);
     expect(index.search('returning an item', 1)).toHaveLength(1);
+  });
+});
+
+describe('confidence and quotes', () => {
+  const passages = [
+    { id: 'h#1', title: 'Refunds', text: 'Refunds go back to the card you paid with within 5 business days. Store credit is issued at once.' },
+    { id: 'h#2', title: 'Shipping', text: 'Standard delivery takes three to five business days.' },
+  ];
+  // English probabilities of a few words, as the word vectors give them: the question's framing is common, its subject rare.
+  const english: Record<string, number> = { how: 1e-3, long: 5e-4, take: 4e-4, refund: 5e-6, gift: 2e-5, card: 4e-5, expire: 7e-6 };
+  const prior = (w: string) => rarity(english[w] ?? null);
+
+  it("weighs a question's words by rarity: its framing counts little, a subject the documents lack counts much", async () => {
+    const index = await KnowledgeIndex.of(passages, prior);
+    const [refund] = index.search('how long does a refund take?');
+    expect(refund.passage.id).toBe('h#1');
+    expect(refund.confidence).toBeGreaterThan(0.8);
+    // "card" is in the documents, "gift" and "expire" are not: the best passage holds little of the question.
+    const [gift] = index.search('do gift cards expire?');
+    expect(gift.confidence).toBeLessThan(0.3);
+    // Without the prior every word weighs the same, and "how long … take" drags the answerable question down.
+    const flat = await KnowledgeIndex.of(passages);
+    expect(flat.search('how long does a refund take?')[0].confidence).toBeLessThan(0.5);
+    expect(rarity(null)).toBe(1);
+  });
+
+  it("quotes the passage's sentences that hold the question's words, in order, and only those", () => {
+    const text = 'Refunds go back to the card you paid with. Store credit is issued at once. Refunds take 5 days.';
+    expect(matchingSentences(text, 'how long do refunds take to reach my card?')).toBe('Refunds go back to the card you paid with. Refunds take 5 days.');
+    expect(matchingSentences(text, 'store credit?')).toBe('Store credit is issued at once.');
+    expect(matchingSentences(text, 'unrelated words')).toBe('Refunds go back to the card you paid with.');
   });
 });
 

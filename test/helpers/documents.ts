@@ -70,6 +70,13 @@ export async function docx(sections: Page[]): Promise<Uint8Array> {
   return new Uint8Array(await Packer.toBuffer(doc));
 }
 
+/** A zip of the given parts. */
+export function zipOf(parts: Record<string, string>): Promise<Uint8Array> {
+  const zip = new JSZip();
+  for (const [name, body] of Object.entries(parts)) zip.file(name, body);
+  return zip.generateAsync({ type: 'uint8array', compression: 'DEFLATE' });
+}
+
 /** A zip named like a Word document whose document part inflates to `bytes` of spaces. */
 export async function zipBomb(bytes: number): Promise<Uint8Array> {
   const zip = new JSZip();

@@ -20,8 +20,8 @@ function withoutImports(argv: string[]): string[] {
 
 /**
  * A worker for `url`, unreferenced (it never keeps the process alive), and a promise of its first
- * `{ ready: true }` message: a pool starts a job's clock only from there, so its start-up is not
- * counted against the job.
+ * `{ ready: true }` message (rejected if the worker fails or stops first): a pool starts a job's
+ * clock only from there, so its start-up is not counted against the job.
  */
 export function startWorker(url: URL, options: Omit<WorkerOptions, 'execArgv'>): { worker: Worker; ready: Promise<void> } {
   const make = (execArgv: string[]) => new Worker(url, { ...options, execArgv });
@@ -39,14 +39,17 @@ export function startWorker(url: URL, options: Omit<WorkerOptions, 'execArgv'>):
   }
   worker.unref();
   const ready = new Promise<void>((resolve, reject) => {
+    const onExit = (code: number) => reject(new Error(`the worker stopped (code ${code}) before it was ready`));
     const onMessage = (m: { ready?: boolean } | null) => {
       if (!m?.ready) return;
       worker.off('message', onMessage);
       worker.off('error', reject);
+      worker.off('exit', onExit);
       resolve();
     };
     worker.on('message', onMessage);
     worker.once('error', reject);
+    worker.once('exit', onExit);
   });
   ready.catch(() => undefined);
   return { worker, ready };

@@ -292,8 +292,14 @@ export class KnowledgeService {
     return sel;
   }
 
-  /** Waits for the ingestions this process runs (shutdown, tests). */
+  /** Waits for the ingestions this process runs (tests, the demo). */
   async idle(): Promise<void> {
     while (this.running.size) await Promise.all([...this.running.values()].map((r) => r.done));
+  }
+
+  /** Stops reading files: those being read fail, saying the server stopped, and are recorded so. */
+  async close(): Promise<void> {
+    await this.extractor.close();
+    await this.idle();
   }
 }
