@@ -2,14 +2,20 @@
 // uploaded as multipart, read in a worker, their passages listed with pages and headings; an
 // agent's answer phase quoting and citing them, abstaining (and handing off) when they do not
 // say; replacement, deletion and tenants kept apart; hostile files refused with the reason.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import request from 'supertest';
-import { expect, it } from 'vitest';
-import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { describe, expect, it } from 'vitest';
+import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { docx, manyPages, pdf, zipBomb } from '../helpers/documents.js';
 import { testConfig } from '../helpers/servers.js';
 
 warnIfPostgresSkipped();
+const run = promisify(execFile);
 
 const T = { 'tenant-id': 'acme' };
 
@@ -273,4 +279,32 @@ eachDatabase('knowledge sources on $name', (database) => {
     const got = await client.sb.api.getSource({ params: { source: 'shipping' } });
     expect(got.status === 200 && got.body).toMatchObject({ state: 'indexed', title: 'Shipping guide', kind: 'pdf', pages: 1 });
   });
+});
+
+describe('npm run agents -- knowledge', () => {
+  const f = appFixture(databases[0]);
+  const server = clientFixture(f);
+  const cli = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', 'knowledge', ...args, '--url', server.url, '--tenant', 'acme']);
+
+  it('adds a file, waits until it is read, lists, searches, shows and removes it, saying what it did', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-knowledge-'));
+    const file = join(dir, 'Opening Hours.md');
+    writeFileSync(file, '# Opening hours\n\nOur shops open at 9 am and close at 6 pm, Monday to Saturday.\n');
+    const added = await cli('add', file, '--tags', 'help,shops', '--link', 'https://example.com/hours');
+    expect(added.stdout).toContain('uploaded Opening Hours.md (79 bytes) as knowledge source opening-hours, revision 1');
+    expect(added.stdout).toMatch(/^opening-hours: indexed$/m);
+    expect(added.stdout).toMatch(/^ {2}file {7}Opening Hours\.md \(markdown, 1 passages, 79 bytes\)/m);
+    expect((await cli('list')).stdout).toMatch(/^opening-hours +indexed +markdown +— +1 +help, shops$/m);
+    expect((await cli('search', 'when do the shops open?')).stdout).toMatch(/^1\.00 {2}opening-hours#1 — Opening hours {2}score /m);
+    expect((await cli('show', 'opening-hours', '--passages', '1')).stdout).toContain('opening-hours#1 — Opening hours\n  Our shops open at 9 am');
+    // A file that is not what it says: the reason, and exit code 1.
+    writeFileSync(join(dir, 'fake.pdf'), 'not a pdf at all');
+    const failed = await cli('add', join(dir, 'fake.pdf')).catch((e: { code: number; stdout: string }) => e);
+    expect(failed).toMatchObject({ code: 1 });
+    expect(failed.stdout).toContain('fake: failed (the file says it is a PDF but its content is plain text)');
+    expect((await cli('rm', 'opening-hours')).stdout).toBe('deleted knowledge source opening-hours: its passages no longer answer\n');
+    const gone = await cli('show', 'opening-hours').catch((e: { code: number; stderr: string }) => e);
+    expect(gone.stderr).toContain('answered 404 not_found: No knowledge source opening-hours');
+  }, 60_000);
 });

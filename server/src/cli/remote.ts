@@ -29,9 +29,10 @@ export function remoteOptions(cmd: Command, opts: { urlRequired?: boolean } = {}
     .addOption(new Option('--key <key>', 'API key (api_key auth mode)').env('SWITCHBOARD_KEY'));
 }
 
-export function remoteClient(o: RemoteOptions): SwitchboardClient {
+/** The typed client for the server the options name (`extra`: a fetch of the caller's, as an upload's progress needs). */
+export function remoteClient(o: RemoteOptions, extra: { fetch?: typeof fetch } = {}): SwitchboardClient {
   if (!o.tenant && !o.key) throw new Error('say whose agents: --tenant T (header auth) or --key K (api_key auth)');
-  return createSwitchboardClient({ baseUrl: o.url, tenantId: o.tenant, apiKey: o.key });
+  return createSwitchboardClient({ baseUrl: o.url, tenantId: o.tenant, apiKey: o.key, ...extra });
 }
 
 /** A call's failure in one line: the server's problem, or why the server could not be reached. */
