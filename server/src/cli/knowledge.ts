@@ -51,7 +51,7 @@ function uploadingFetch(total: number, onBytes: (sent: number) => void): typeof 
     );
     const headers = new Headers(init.headers);
     headers.set('content-type', encoded.headers.get('content-type')!);
-    return fetch(input, { ...init, headers, body: counted, duplex: 'half' } as RequestInit);
+    return fetch(input, { ...init, headers, body: counted, duplex: 'half' });
   };
 }
 
