@@ -60,7 +60,9 @@ function progressLine(text: string): void {
 }
 
 function describeSource(s: KnowledgeSource): string[] {
-  const what = [s.kind ?? 'not read yet', s.pages !== null ? `${s.pages} pages` : null, `${s.passages} passages`, `${s.bytes} bytes`].filter(Boolean).join(', ');
+  const what = [s.kind ?? 'not read yet', s.pages !== null ? `${s.pages} pages` : null, `${s.passages} passages`, `${s.bytes} bytes`]
+    .filter(Boolean)
+    .join(', ');
   return [
     `${s.name}: ${s.state}${s.error ? ` (${s.error})` : ''}`,
     `  title      ${s.title ?? '—'}`,
@@ -119,7 +121,7 @@ async function add(file: string, o: RemoteOptions & { name?: string; title?: str
 async function list(o: RemoteOptions & { tag?: string }) {
   const sb = remoteClient(o);
   const all: KnowledgeSource[] = [];
-  for (let cursor: string | undefined; ; ) {
+  for (let cursor: string | undefined; ;) {
     const r = await reach(o, () => sb.api.listSources({ query: { limit: 100, ...(cursor ? { cursor } : {}), ...(o.tag ? { tag: o.tag } : {}) } }));
     if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
     all.push(...r.body.data);
@@ -186,10 +188,7 @@ export function register(cli: Command): void {
       .option('--no-wait', 'return once uploaded, without waiting for it to be read'),
   ).action(add);
   remoteOptions(
-    k
-      .command('list')
-      .description("list the tenant's knowledge sources and their state")
-      .option('--tag <tag>', 'only sources with this tag'),
+    k.command('list').description("list the tenant's knowledge sources and their state").option('--tag <tag>', 'only sources with this tag'),
   ).action(list);
   remoteOptions(
     k
