@@ -123,6 +123,31 @@ describe('definition validation', () => {
     ]);
   });
 
+  it('checks answer phases: sources to answer from, where a question they do not answer goes, and what such a phase cannot have', () => {
+    const phases = [
+      { id: 'a', answer: { not_found: 'nowhere' }, collect: { slot: 'x', type: 'text' } },
+      { id: 'b', answer: {}, generate: { instructions: 'hi' } },
+      { id: 'c', answer: { not_found: 'a', min_confidence: 0.5, passages: 2 } },
+    ];
+    const def = AgentDefinition.parse({ name: 'A', capabilities: [{ name: 'docs', examples: ['a question'], phases }] });
+    expect(validateDefinition(def).map((p) => `${p.path}: ${p.message}`)).toEqual(
+      expect.arrayContaining([
+        'capabilities.docs.phases.a.answer: the agent names no knowledge_sources to answer from',
+        'capabilities.docs.phases.a.collect: an answer phase cannot also have collect',
+        'capabilities.docs.phases.a.answer.not_found: unknown phase "nowhere" (or use "escalate" or "fallback")',
+        'capabilities.docs.phases.b.answer: a phase cannot both answer and generate',
+      ]),
+    );
+    const sound = AgentDefinition.parse({
+      name: 'A',
+      knowledge_sources: ['help', { tag: 'faq' }],
+      capabilities: [{ name: 'docs', examples: ['a question'], phases: [phases[2], { id: 'a', say: 'Let me find a person.', end: 'escalated' }] }],
+    });
+    expect(validateDefinition(sound)).toEqual([]);
+    expect(AgentDefinition.safeParse({ ...sound, knowledge_sources: ['Not A Name'] }).success).toBe(false);
+    expect(AgentDefinition.safeParse({ ...sound, capabilities: [{ name: 'docs', phases: [{ id: 'x', answer: { passages: 4 } }] }] }).success).toBe(false);
+  });
+
   it('checks generative phases: tools, their schemas, fills, knowledge and what a generate phase cannot have', () => {
     const def = AgentDefinition.parse({
       name: 'x',
@@ -179,7 +204,7 @@ describe('definition validation', () => {
         `${at}.generate.tools[1]: action "no_params" needs parameters (a JSON Schema of its arguments) to be offered as a tool`,
         `${at}.generate.tools[2]: "finish" is a built-in tool, always offered: remove it from tools`,
         `${at}.generate.tools[5]: "lookup" is listed twice`,
-        `${at}.generate.knowledge: the agent has no knowledge documents`,
+        `${at}.generate.knowledge: the agent has no knowledge documents or knowledge_sources`,
         `${at}.generate.fills.code.pattern: pattern applies only to type text`,
         `${at}.generate.fills.size.choices: type choice needs choices`,
         `${at}.on_error: unknown phase "nowhere" (or use "escalate")`,

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import request from 'supertest';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { docx, manyPages, pdf, zipBomb } from '../helpers/documents.js';
 import { testConfig } from '../helpers/servers.js';
 
@@ -307,4 +308,60 @@ describe('npm run agents -- knowledge', () => {
     const gone = await cli('show', 'opening-hours').catch((e: { code: number; stderr: string }) => e);
     expect(gone.stderr).toContain('answered 404 not_found: No knowledge source opening-hours');
   }, 60_000);
+});
+
+describe('a generative phase with knowledge sources', () => {
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+  });
+  afterAll(async () => llm?.close());
+  const f = appFixture(databases[0], {
+    config: () => ({
+      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
+    }),
+    agents: {
+      assistant: {
+        name: 'Assistant',
+        knowledge_sources: ['help-centre'],
+        capabilities: [
+          { name: 'greet', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: 'Hello!' }] },
+          {
+            name: 'ask',
+            examples: ['how long does a refund take', 'how do refunds work', 'when will my order ship', 'can i return an item', 'what is the delivery time'],
+            phases: [{ id: 'model', generate: { instructions: 'Answer from the passages and cite them.', knowledge: true } }],
+          },
+        ],
+      },
+    },
+  });
+  const api = () => request(f.app.app);
+
+  it("puts the sources' passages in the prompt with their ids, and cites those the model's answer names", async () => {
+    await api()
+      .put('/api/v1/knowledge/sources/help-centre')
+      .set(T)
+      .attach('file', Buffer.from(await pdf(HELP, 'Acme help centre')), 'help.pdf')
+      .expect(202);
+    await f.app.knowledge.idle();
+    const refunds = (await api().get('/api/v1/knowledge/sources/help-centre/passages').set(T).expect(200)).body.data.find(
+      (p: { heading: string }) => p.heading === 'Refunds',
+    );
+    llm.script({ text: `Refunds reach your card within 5 business days [${refunds.id}].` });
+    const r = await api().post('/api/v1/agents/assistant/converse').set(T).send({ message: 'how long does a refund take?' }).expect(200);
+    const system: string = llm.calls[0].body.messages[0].content;
+    expect(system).toContain(`[${refunds.id}] Refunds\n${refunds.text}`);
+    expect(r.body.response.message).toBe(`Refunds reach your card within 5 business days [${refunds.id}].`);
+    expect(r.body.response.citations).toEqual([
+      expect.objectContaining({ source: 'help-centre', passage_id: refunds.id, page: 2, heading: 'Refunds', title: 'Acme help centre' }),
+    ]);
+    const audit = (await api().get(`/api/v1/agents/assistant/conversations/${r.body.conversation_id}/audit-logs?type=knowledge_search`).set(T).expect(200)).body
+      .data;
+    expect(audit[0].data).toMatchObject({ mode: 'generate', sources: ['help-centre'] });
+    expect(audit[0].data.passages.map((p: { id: string }) => p.id)).toContain(refunds.id);
+    // An answer that names no passage cites none.
+    llm.script({ text: 'I am not sure.' });
+    const none = await api().post('/api/v1/agents/assistant/converse').set(T).send({ message: 'how long does a refund take?' }).expect(200);
+    expect(none.body.response.citations).toBeUndefined();
+  });
 });

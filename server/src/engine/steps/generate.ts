@@ -10,6 +10,7 @@ import { estimateInputTokens } from '../tokens.js';
 import type { CompiledAction, CompiledGenerate, CompiledPhase } from '../compile.js';
 import { CONTINUE, type EngineReply, type EngineRequest, type LlmMessage, type LlmTool, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
+import { matchingSentences, type Found } from '../knowledge.js';
 import { switchAway } from './resume.js';
 
 /** What a tool's result may give back to the model. */
@@ -83,6 +84,26 @@ function systemPrompt(instructions: string, passages: { id: string; title: strin
   return parts.join('\n\n');
 }
 
+/** Passages of the agent's knowledge sources a generative phase's prompt gets, beside the best of its own documents. */
+const SOURCE_PASSAGES = 4;
+
+/** The knowledge sources' passages the model's text names by id (`[help-centre#3]`), as the turn's citations, once each. */
+function cite(t: TurnState, text: string, found: Found[], message: string): void {
+  for (const f of found) {
+    const src = f.passage.source;
+    if (!src || !text.includes(`[${f.passage.id}]`) || t.citations.some((c) => c.passage_id === f.passage.id)) continue;
+    t.citations.push({
+      source: src.name,
+      title: src.title,
+      url: src.url,
+      page: src.page,
+      heading: f.passage.title,
+      passage_id: f.passage.id,
+      snippet: matchingSentences(f.passage.text, message),
+    });
+  }
+}
+
 /** Where the phase goes when the model calls `finish`: `next`, or without it the flow runs out. */
 function leavePhase(t: TurnState, p: CompiledPhase, idx: number): StepOutcome {
   if (p.next !== null) {
@@ -134,9 +155,11 @@ function* runTool(t: TurnState, p: CompiledPhase, idx: number, name: string, raw
 export function* generate(t: TurnState, p: CompiledPhase, idx: number): Generator<EngineRequest, StepOutcome, EngineReply> {
   if (!p.generate) return CONTINUE;
   const mark = t.sayMark();
+  const cited = t.citations.length;
   const slots = { ...t.flow.slots };
   const takeBack = () => {
     t.unsay(mark);
+    t.citations.length = cited;
     for (const k of Object.keys(t.flow.slots)) Reflect.deleteProperty(t.flow.slots, k);
     Object.assign(t.flow.slots, slots);
   };
@@ -169,6 +192,24 @@ function* converse(
   const knowledge = g.knowledge ? agent.knowledge : null;
   // Searching is work the tenant's knowledge causes: it draws on the turn's budget.
   const found = knowledge ? t.budget.timed(() => knowledge.search(`${input.message} ${lastUser}`)) : [];
+  // The tenant's knowledge sources the agent names are searched by the caller, beside them.
+  if (g.knowledge && agent.knowledgeSources) {
+    const reply = yield { kind: 'retrieve', query: `${input.message} ${lastUser}`, k: SOURCE_PASSAGES };
+    if (!('retrieved' in reply)) throw new Error('a retrieve was answered with something else');
+    t.note(
+      'knowledge_search',
+      {
+        capability: t.capability.name,
+        phase: p.id,
+        mode: 'generate',
+        sources: reply.sources,
+        passages: reply.retrieved.map((f) => ({ id: f.passage.id, score: f.score, confidence: f.confidence })),
+        ...(reply.error !== undefined ? { error: reply.error } : {}),
+      },
+      reply.durationMs,
+    );
+    found.push(...reply.retrieved);
+  }
   const messages: LlmMessage[] = [
     {
       role: 'system',
@@ -226,7 +267,10 @@ function* converse(
       reply.durationMs,
     );
     t.flow.tokens = spent + reply.inputTokens + reply.outputTokens;
-    if (reply.text) t.say(reply.text);
+    if (reply.text) {
+      t.say(reply.text);
+      cite(t, reply.text, found, input.message);
+    }
     if (reply.toolCalls.length === 0) {
       if (!reply.text) return fail('llm_error', 'the model answered with neither text nor a tool call');
       t.flow.wait = 'generating';
