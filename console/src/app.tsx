@@ -6,6 +6,7 @@ import { clientFor, loadCredentials, saveCredentials, SessionContext, type Crede
 import { SignIn } from './pages/sign-in';
 import { AgentsPage } from './pages/agents';
 import { AgentPage } from './pages/agent';
+import { KnowledgePage } from './pages/knowledge';
 import { Empty } from './components/ui';
 
 export function App() {
@@ -33,6 +34,7 @@ export function App() {
         </Link>
         <nav aria-label="Main">
           {session && <Link href="/">Agents</Link>}
+          {session && <Link href="/knowledge">Knowledge</Link>}
           {/* The API's interactive docs, served by the same server (outside the console's routes). */}
           <a href="/docs">API docs</a>
         </nav>
@@ -69,6 +71,9 @@ function Routes() {
     <Switch>
       <Route path="/">
         <AgentsPage />
+      </Route>
+      <Route path="/knowledge">
+        <KnowledgePage />
       </Route>
       <Route path="/agents/:slug" nest>
         {(params) => <AgentPage slug={params.slug} />}

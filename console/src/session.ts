@@ -26,10 +26,12 @@ export function saveCredentials(c: Credentials | null): void {
   else sessionStorage.removeItem(KEY);
 }
 
-export function clientFor(c: Credentials): SwitchboardClient {
+/** The typed client for the signed-in tenant (`fetch`: another way of sending, as an upload's progress needs). */
+export function clientFor(c: Credentials, fetch?: typeof globalThis.fetch): SwitchboardClient {
   return createSwitchboardClient({
     baseUrl: location.origin,
     ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : { apiKey: c.apiKey }),
+    ...(fetch ? { fetch } : {}),
   });
 }
 

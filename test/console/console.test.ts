@@ -438,9 +438,43 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     expect(new URL(page.url()).pathname).toBe('/console/agents/support/playground');
   });
 
+  it('uploads a document as a knowledge source, chosen or dropped on the page, and shows it read or why not', async () => {
+    await page.goto(url('/knowledge'));
+    await page.getByRole('heading', { name: 'Knowledge' }).waitFor();
+    await page
+      .getByLabel('Document', { exact: true })
+      .setInputFiles({ name: 'Opening Hours.md', mimeType: 'text/markdown', buffer: Buffer.from('# Opening hours\n\nOur shops open at 9 am.\n') });
+    expect(await page.getByLabel('Name').inputValue()).toBe('opening-hours');
+    await page.getByLabel('Tags, comma-separated (optional)').fill('help');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    const row = page.locator('tr[data-source="opening-hours"]');
+    await row.waitFor();
+    expect(await row.locator('.badge').textContent()).toBe('indexed');
+    expect(await row.textContent()).toContain('markdown, 41 bytes, revision 1');
+    // Dropped on the page: a file whose name says PDF but is text, refused with the reason.
+    const dropped = await page.evaluateHandle(
+      "(() => { const d = new DataTransfer(); d.items.add(new File(['not a pdf'], 'Price list.pdf', { type: 'application/pdf' })); return d; })()",
+    );
+    await page.locator('.drop').dispatchEvent('drop', { dataTransfer: dropped });
+    expect(await page.getByLabel('Name').inputValue()).toBe('price-list');
+    await page.getByRole('button', { name: 'Upload' }).click();
+    const failed = page.locator('tr[data-source="price-list"]');
+    await failed.waitFor();
+    expect(await failed.locator('.badge').textContent()).toBe('failed');
+    expect(await failed.textContent()).toContain('the file says it is a PDF but its content is plain text');
+    const sources = await server.sb.api.listSources({ query: {} });
+    expect(sources.status === 200 && sources.body.data.map((x) => [x.name, x.state, x.tags])).toEqual([
+      ['opening-hours', 'indexed', ['help']],
+      // The form keeps its tags for the next document.
+      ['price-list', 'failed', ['help']],
+    ]);
+    await shot('knowledge');
+    await accessible();
+  });
+
   it('fits a phone-width screen without sideways scrolling', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
-    for (const path of ['/', `/agents/support/conversations/${ids.completed}`, '/agents/support/conversations', '/agents/support/playground']) {
+    for (const path of ['/', `/agents/support/conversations/${ids.completed}`, '/agents/support/conversations', '/agents/support/playground', '/knowledge']) {
       await page.goto(url(path));
       await page.locator('main h1, main h2').first().waitFor();
       await page.waitForLoadState('networkidle').catch(() => undefined);

@@ -51,7 +51,9 @@ function uploadingFetch(total: number, onBytes: (sent: number) => void): typeof 
     );
     const headers = new Headers(init.headers);
     headers.set('content-type', encoded.headers.get('content-type')!);
-    return fetch(input, { ...init, headers, body: counted, duplex: 'half' });
+    // A streamed body needs `duplex: 'half'`, which Node's fetch types name and the DOM's do not.
+    const request: RequestInit & { duplex: 'half' } = { ...init, headers, body: counted, duplex: 'half' };
+    return fetch(input, request);
   };
 }
 

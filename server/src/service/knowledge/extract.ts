@@ -328,7 +328,9 @@ function fromHtml(html: string, limits: ExtractLimits, readable: boolean): Omit<
   let title: string | null = document.querySelector('title')?.textContent?.trim() || null;
   let content: string = document.body?.innerHTML ?? html;
   if (readable) {
-    const article = new Readability(document, { charThreshold: 200 }).parse();
+    // Readability takes a DOM Document: the build's types have one, the server's own (no DOM) do not.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
+    const article = new Readability(document as unknown as ConstructorParameters<typeof Readability>[0], { charThreshold: 200 }).parse();
     if (article?.content) {
       content = article.content;
       title = article.title?.trim() || title;
