@@ -3,7 +3,7 @@
 // help centre's export would be). Run `npx tsx examples/knowledge/make-help-centre.ts` after
 // changing the text; the PDF is committed.
 import { writeFileSync } from 'node:fs';
-import { PDFDocument, StandardFonts } from 'pdf-lib';
+import { writePdf } from './pdf.js';
 
 const HELP_CENTRE = [
   {
@@ -28,39 +28,7 @@ const HELP_CENTRE = [
   },
 ];
 
-function wrap(text: string, width = 88): string[] {
-  const out: string[] = [];
-  let line = '';
-  for (const w of text.split(' ')) {
-    if (line && line.length + 1 + w.length > width) {
-      out.push(line);
-      line = w;
-    } else line = line ? `${line} ${w}` : w;
-  }
-  if (line) out.push(line);
-  return out;
-}
-
-const doc = await PDFDocument.create();
-const font = await doc.embedFont(StandardFonts.Helvetica);
-const bold = await doc.embedFont(StandardFonts.HelveticaBold);
-for (const p of HELP_CENTRE) {
-  const page = doc.addPage([595, 842]);
-  let y = 780;
-  page.drawText(p.heading, { x: 50, y, size: 18, font: bold });
-  y -= 34;
-  for (const para of p.paragraphs) {
-    for (const line of wrap(para)) {
-      page.drawText(line, { x: 50, y, size: 11, font });
-      y -= 15;
-    }
-    y -= 10;
-  }
-}
-doc.setTitle('Acme help centre');
-// Fixed dates and id: the same text makes the same file.
-doc.setCreationDate(new Date('2026-11-01T00:00:00Z'));
-doc.setModificationDate(new Date('2026-11-01T00:00:00Z'));
-const bytes = await doc.save({ useObjectStreams: false });
+// Fixed dates: the same text makes the same file.
+const bytes = await writePdf(HELP_CENTRE, 'Acme help centre', new Date('2026-11-01T00:00:00Z'));
 writeFileSync(new URL('./acme-help-centre.pdf', import.meta.url), bytes);
 console.log(`wrote examples/knowledge/acme-help-centre.pdf (${bytes.length} bytes, ${HELP_CENTRE.length} pages)`);

@@ -3,50 +3,13 @@
 // past its size, a PDF of many pages).
 import { Document, HeadingLevel, Packer, Paragraph } from 'docx';
 import JSZip from 'jszip';
-import { PDFDocument, StandardFonts } from 'pdf-lib';
+import { PDFDocument } from 'pdf-lib';
+import { writePdf, type PdfPage } from '../../examples/knowledge/pdf.js';
 
-export interface Page {
-  heading?: string;
-  paragraphs: string[];
-}
-
-/** Lines of at most `width` characters, cut at spaces. */
-function wrap(text: string, width = 90): string[] {
-  const out: string[] = [];
-  let line = '';
-  for (const w of text.split(' ')) {
-    if (line && line.length + 1 + w.length > width) {
-      out.push(line);
-      line = w;
-    } else line = line ? `${line} ${w}` : w;
-  }
-  if (line) out.push(line);
-  return out;
-}
+export type Page = PdfPage;
 
 /** A PDF with one page per entry: its heading at 18 pt, its paragraphs at 11 pt with a blank line between. */
-export async function pdf(pages: Page[], title?: string): Promise<Uint8Array> {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const bold = await doc.embedFont(StandardFonts.HelveticaBold);
-  for (const p of pages) {
-    const page = doc.addPage([595, 842]);
-    let y = 780;
-    if (p.heading) {
-      page.drawText(p.heading, { x: 50, y, size: 18, font: bold });
-      y -= 34;
-    }
-    for (const para of p.paragraphs) {
-      for (const line of wrap(para)) {
-        page.drawText(line, { x: 50, y, size: 11, font });
-        y -= 15;
-      }
-      y -= 10;
-    }
-  }
-  if (title) doc.setTitle(title);
-  return doc.save();
-}
+export const pdf = (pages: Page[], title?: string): Promise<Uint8Array> => writePdf(pages, title);
 
 /** A PDF of `n` empty pages. */
 export async function manyPages(n: number): Promise<Uint8Array> {

@@ -30,7 +30,8 @@ function progressFetch(onProgress: (sent: number, total: number) => void): typeo
         if (k !== 'content-type' || !(init?.body instanceof FormData)) xhr.setRequestHeader(k, v);
       });
       xhr.upload.onprogress = (e) => onProgress(e.loaded, e.total);
-      xhr.onload = () => resolve(new Response(xhr.responseText, { status: xhr.status, headers: { 'content-type': xhr.getResponseHeader('content-type') ?? '' } }));
+      xhr.onload = () =>
+        resolve(new Response(xhr.responseText, { status: xhr.status, headers: { 'content-type': xhr.getResponseHeader('content-type') ?? '' } }));
       xhr.onerror = () => reject(new TypeError('the upload did not reach the server'));
       xhr.send((init?.body ?? null) as XMLHttpRequestBodyInit | null);
     });
@@ -57,7 +58,10 @@ function Upload({ onDone }: { onDone: () => void }) {
     setError(null);
     setProgress({ stage: 'Uploading', sent: 0, total: file.size });
     try {
-      const uploader = clientFor(credentials, progressFetch((sent, total) => setProgress({ stage: 'Uploading', sent, total })));
+      const uploader = clientFor(
+        credentials,
+        progressFetch((sent, total) => setProgress({ stage: 'Uploading', sent, total })),
+      );
       ok(
         await uploader.api.putSource({
           params: { source: name },
@@ -97,15 +101,21 @@ function Upload({ onDone }: { onDone: () => void }) {
       >
         <p>{file ? `${file.name} (${file.size} bytes)` : 'Drop a PDF, DOCX, HTML, Markdown or text file here, or choose one.'}</p>
         <Field label="Document">
-          {(id) => <input id={id} type="file" accept=".pdf,.docx,.html,.htm,.md,.markdown,.txt" onChange={(e) => choose((e.target as HTMLInputElement).files?.[0])} />}
+          {(id) => (
+            <input id={id} type="file" accept=".pdf,.docx,.html,.htm,.md,.markdown,.txt" onChange={(e) => choose((e.target as HTMLInputElement).files?.[0])} />
+          )}
         </Field>
       </div>
-      <Field label="Name">{(id) => <input id={id} value={name} required pattern="[a-z0-9][a-z0-9_\-]{0,63}" onInput={(e) => setName((e.target as HTMLInputElement).value)} />}</Field>
+      <Field label="Name">
+        {(id) => <input id={id} value={name} required pattern="[a-z0-9][a-z0-9_\-]{0,63}" onInput={(e) => setName((e.target as HTMLInputElement).value)} />}
+      </Field>
       <Field label="Title (optional)">{(id) => <input id={id} value={title} onInput={(e) => setTitle((e.target as HTMLInputElement).value)} />}</Field>
       <Field label="Link in citations (optional)">
         {(id) => <input id={id} type="url" value={link} onInput={(e) => setLink((e.target as HTMLInputElement).value)} />}
       </Field>
-      <Field label="Tags, comma-separated (optional)">{(id) => <input id={id} value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} />}</Field>
+      <Field label="Tags, comma-separated (optional)">
+        {(id) => <input id={id} value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} />}
+      </Field>
       <button type="submit" disabled={!file || !name || progress !== null}>
         Upload
       </button>
@@ -136,7 +146,9 @@ export function KnowledgePage() {
   return (
     <section>
       <h1>Knowledge</h1>
-      <p class="muted">Documents agents answer from and cite: name them in an agent's <code>knowledge_sources</code> (docs/knowledge.md).</p>
+      <p class="muted">
+        Documents agents answer from and cite: name them in an agent's <code>knowledge_sources</code> (docs/knowledge.md).
+      </p>
       <Upload onDone={sources.reload} />
       {sources.error && <ErrorBox error={sources.error} retry={sources.reload} />}
       {!sources.data && !sources.error && <Loading what="knowledge sources" />}
