@@ -99,6 +99,8 @@ async function holdHelpCentre(r: Running, tenant: string, url: string): Promise<
 }
 
 let backend: Server | null = null;
+/** A signal came while the examples were being set up. */
+let stopping = false;
 let shop: ShopPage | null = null;
 let config: Config | null = null;
 let running: Running;
@@ -123,6 +125,13 @@ try {
     throw Object.assign(err, { what: 'The example shop page', portSetting: 'EXAMPLE_SHOP_PORT' });
   });
   running = await start(config);
+  // From here a signal drains and stops the server, also while the examples below are set up.
+  const closeExamples = () => {
+    backend?.close();
+    shop?.server.close();
+  };
+  stopOnSignals(running, config.shutdown, closeExamples);
+  for (const sig of ['SIGTERM', 'SIGINT'] as const) process.once(sig, () => (stopping = true));
   // The pretend shop's page, with the widget on the example agent under a publishable key that
   // allows that page's origin (made once, found again on the next start).
   const key = await shopPageKey(running, tenant, shop.origin);
@@ -130,6 +139,8 @@ try {
   await holdHelpCentre(running, tenant, `${shop.origin}${HELP_CENTRE_PATH}`);
   await holdReadmeConversation(running, tenant);
 } catch (err) {
+  // Stopped while the examples were set up: the drain under way ends the process.
+  if (stopping) await new Promise(() => undefined);
   const e = err as { what?: string; portSetting?: string };
   const line =
     err instanceof ConfigError
@@ -146,7 +157,3 @@ console.log(`Web chat widget on a pretend shop's page: ${shop!.origin}/ (docs/wi
 console.log(
   `Try:\n  curl -s ${running.url}/api/v1/agents/acme-support/converse -H 'tenant-id: demo' -H 'content-type: application/json' -d '{"message":"where is my order?"}'\n`,
 );
-stopOnSignals(running, config.shutdown, () => {
-  backend?.close();
-  shop?.server.close();
-});

@@ -48,7 +48,7 @@ describe('agents pull: merging a definition into its file', () => {
       'capabilities[0].description',
       'capabilities[0].examples[5]',
       'capabilities[1].examples[12]',
-      'capabilities[4].examples[8]',
+      'capabilities[5].examples[8]',
       'routing',
     ]);
     const { added, removed } = lineDiff(example, r.text);

@@ -1,0 +1,22 @@
+import { writePdf } from './examples/knowledge/pdf.ts';
+import { Extractor } from './server/src/service/knowledge/extractor.ts';
+import { KnowledgeIndex } from './server/src/engine/knowledge.ts';
+const words = 'order refund delivery parcel warranty return shipping invoice payment card store credit account password address gift voucher size colour exchange repair battery charger screen cable'.split(' ');
+let x = 7; const rnd = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+const sentence = () => Array.from({ length: 12 }, () => words[Math.floor(rnd() * words.length)]).join(' ') + '.';
+const pages = Array.from({ length: 200 }, (_, i) => ({ heading: `Section ${i + 1}`, paragraphs: Array.from({ length: 6 }, () => Array.from({ length: 4 }, sentence).join(' ')) }));
+const bytes = await writePdf(pages, 'Big manual');
+const ex = new Extractor({ workers: 1, timeoutMs: 120_000, memoryMb: 512, limits: { maxPages: 2000, maxChars: 20_000_000, maxInflatedBytes: 5e8, maxDepth: 400 } });
+let t = performance.now();
+const out = await ex.extract('t', bytes, 'big.pdf', null);
+console.log(`200-page PDF (${bytes.length} bytes): read in ${Math.round(performance.now() - t)} ms, ${out.sections.length} sections, ${out.chars} chars`);
+await ex.close();
+const passages = Array.from({ length: 100_000 }, (_, i) => ({ id: `s#${i}`, title: `Section ${i % 500}`, text: Array.from({ length: 5 }, sentence).join(' ') }));
+t = performance.now();
+const before = process.memoryUsage().heapUsed;
+const idx = await KnowledgeIndex.of(passages);
+console.log(`100,000 passages indexed in ${Math.round(performance.now() - t)} ms; heap +${Math.round((process.memoryUsage().heapUsed - before) / 1048576)} MiB; estimate ${Math.round(idx.bytes / 1048576)} MiB`);
+const times: number[] = [];
+for (let i = 0; i < 200; i++) { const q = `how do I get a ${words[i % words.length]} for my ${words[(i * 7) % words.length]}?`; const s = performance.now(); idx.search(q, 3); times.push(performance.now() - s); }
+times.sort((a, b) => a - b);
+console.log(`search at 100,000 passages: p50 ${times[100].toFixed(1)} ms, p99 ${times[197].toFixed(1)} ms`);
