@@ -75,7 +75,7 @@ export const EnvSchema = z.object({
   KNOWLEDGE_MAX_FILE_MB: z.coerce.number().int().min(1).max(1024).default(50),
   KNOWLEDGE_MAX_SOURCES: z.coerce.number().int().min(1).default(500),
   KNOWLEDGE_MAX_BYTES_MB: z.coerce.number().int().min(1).default(2048),
-  KNOWLEDGE_MAX_PASSAGES: z.coerce.number().int().min(1).default(200_000),
+  KNOWLEDGE_MAX_PASSAGES: z.coerce.number().int().min(1).default(20_000),
   KNOWLEDGE_MAX_PAGES: z.coerce.number().int().min(1).default(2000),
   KNOWLEDGE_READ_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
   KNOWLEDGE_READ_MEMORY_MB: z.coerce.number().int().min(64).default(512),
