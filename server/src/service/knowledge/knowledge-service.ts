@@ -1,5 +1,5 @@
 // Knowledge sources (docs/knowledge.md): uploads stored and read in the background (extractor.ts,
-// a worker per file), their passages swapped in when read, the tenant's quotas, and the search
+// in worker threads), their passages swapped in when read, the tenant's quotas, and the search
 // answer and generative phases make over the passages of the sources an agent names. A search
 // index is built per tenant and set of sources from the stored passages and kept (bounded by
 // bytes) until one of the sources is indexed again, so every replica answers from the same
@@ -110,11 +110,11 @@ export class KnowledgeService {
   private admit(others: KnowledgeTotals, existing: SourceRow | null, bytes: number): void {
     const { maxSources, maxBytes } = this.limits;
     if (!existing && others.sources + 1 > maxSources) {
-      throw new LimitError(`The tenant has ${others.sources} knowledge sources, the most it may have (KNOWLEDGE_MAX_SOURCES=${maxSources})`, 'path.name');
+      throw new LimitError(`The tenant has ${others.sources} knowledge sources, the most it may have (KNOWLEDGE_MAX_SOURCES=${maxSources})`, 'path.source');
     }
     if (others.bytes + bytes > maxBytes) {
       throw new LimitError(
-        `The tenant's knowledge files would hold ${others.bytes + bytes} bytes, more than the ${maxBytes} allowed (KNOWLEDGE_MAX_BYTES); delete a source or upload a smaller file`,
+        `The tenant's knowledge files would hold ${others.bytes + bytes} bytes, more than the ${maxBytes} allowed (KNOWLEDGE_MAX_BYTES_MB); delete a source or upload a smaller file`,
         'body.file',
       );
     }
