@@ -6,7 +6,7 @@
 // passages without a shared index.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import type { KnowledgeSource } from '@switchboard/contract';
+import { SourceName, type KnowledgeSource } from '@switchboard/contract';
 import { InputError, LimitError, NotFoundError, RateLimitedError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { decodeCursor, pageOf } from '../../lib/cursor.js';
@@ -46,7 +46,8 @@ const PENDING_PER_TENANT = 16;
 const STALE_MS = 10 * 60 * 1000;
 const STOPPED = 'the server reading the file stopped before it finished: upload it again';
 
-const isName = (v: unknown): v is string => typeof v === 'string' && /^[a-z0-9][a-z0-9_-]{0,63}$/.test(v);
+/** A source name or tag, as the contract spells them (SourceName). */
+const isName = (v: unknown): v is string => SourceName.safeParse(v).success;
 const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
 /**
