@@ -197,6 +197,12 @@ function fromEnv(e: Env, env: NodeJS.ProcessEnv) {
         memoryMb: e.KNOWLEDGE_READ_MEMORY_MB,
         limits: { maxPages: e.KNOWLEDGE_MAX_PAGES, maxChars: 20_000_000, maxInflatedBytes: 512 * 1024 * 1024, maxDepth: 400 },
       },
+      /** Search indexes are built in worker threads of their own, within this time and the reading heap. */
+      index: {
+        workers: e.KNOWLEDGE_INDEX_WORKERS,
+        timeoutMs: e.KNOWLEDGE_INDEX_TIMEOUT_MS,
+        memoryMb: e.KNOWLEDGE_READ_MEMORY_MB,
+      },
     },
     /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
     routerCacheMb: e.ROUTER_CACHE_MB,

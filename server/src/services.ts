@@ -213,6 +213,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   const knowledge = new KnowledgeService(
     new KnowledgeSourceStore(deps.db),
     new Extractor(config.knowledge.read),
+    new Extractor(config.knowledge.index),
     clock,
     logger,
     config.knowledge,

@@ -2,7 +2,8 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { KnowledgeIndex, matchingSentences, rarity, splitPassages } from '../../server/src/engine/knowledge.js';
+import { matchingSentences, rarity, splitPassages } from '../../server/src/engine/knowledge.js';
+import { KnowledgeIndex } from '../../server/src/engine/knowledge-index.js';
 
 describe('knowledge passages', () => {
   it('start at headings, join short paragraphs, and cut long ones near 800 characters at sentences', () => {
@@ -88,15 +89,16 @@ describe('knowledge budgets', () => {
   it('searches only the first 32 distinct terms of a long message, so the work does not grow with the message', async () => {
     const text = corpus(200_000, 7);
     const index = await KnowledgeIndex.build([{ id: 'big', text }]);
-    const searched: string[] = [];
-    const spy = index as unknown as { index: { search(q: string): unknown[] } };
-    const original = spy.index.search.bind(spy.index);
-    spy.index.search = (q: string) => {
-      searched.push(q);
-      return original(q);
-    };
-    index.search(text.slice(1000, 5000));
-    expect(searched[0].split(' ')).toHaveLength(32);
+    const work = { terms: 0, postings: 0 };
+    expect(index.search(text.slice(1000, 5000), 4, work).length).toBeGreaterThan(0);
+    expect(work.terms).toBe(32);
+    // Each term's postings are read once: at most one a passage.
+    expect(work.postings).toBeGreaterThan(0);
+    expect(work.postings).toBeLessThanOrEqual(32 * index.size);
+    const short = { terms: 0, postings: 0 };
+    index.search(text.slice(1000, 1100), 4, short);
+    expect(short.terms).toBeLessThan(32);
+    expect(short.postings).toBeLessThan(work.postings);
   });
 
   it('builds the index a few passages at a time, letting the event loop turn meanwhile', async () => {
@@ -111,16 +113,37 @@ describe('knowledge budgets', () => {
     expect(ticks).toBeGreaterThan(5);
   });
 
-  it('charges the compiled-version cache for what the index really holds', async () => {
-    const text = corpus(1_000_000, 11);
+  it('charges the compiled-version cache for what the index really holds, and not much more', async () => {
     // A full collection before each reading, as the training worker gets one (no command-line flag needed).
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
     gc();
-    const before = process.memoryUsage().heapUsed;
-    const index = await KnowledgeIndex.build([{ id: 'big', text }]);
+    // The postings are typed arrays, held outside the heap.
+    const used = () => process.memoryUsage().heapUsed + process.memoryUsage().arrayBuffers;
+    const before = used();
+    const index = await KnowledgeIndex.build([{ id: 'big', text: corpus(1_000_000, 11) }]);
+    index.search('a question');
     gc();
-    const held = process.memoryUsage().heapUsed - before;
+    const held = used() - before;
     expect(index.bytes).toBeGreaterThanOrEqual(held);
+    expect(index.bytes).toBeLessThan(3 * held);
+  });
+  it('reads the postings of terms every passage holds only up to a budget, and still ranks the passage that holds them most first', async () => {
+    const vocabulary =
+      'order refund delivery parcel invoice account password payment return warranty card shipping address store credit voucher price discount tracking courier label receipt exchange cancel login email stock size colour gift basket checkout'.split(
+        ' ',
+      );
+    const all = vocabulary.join(' ');
+    const passages = Array.from({ length: 20_000 }, (_, i) => ({ id: `p#${i + 1}`, title: null, text: i === 12_345 ? `${all} ${all} ${all}` : all }));
+    const index = await KnowledgeIndex.of(passages);
+    const work = { terms: 0, postings: 0 };
+    const found = index.search(vocabulary.join(' '), 3, work);
+    expect(work.terms).toBe(32);
+    // Every term's postings would be 640,000; the common ones only re-rank the candidates.
+    expect(work.postings).toBeLessThanOrEqual(300_000 + 20_000);
+    expect(found.map((f) => f.passage.id)).toEqual(['p#12346', 'p#1', 'p#2']);
+    expect(found[0].confidence).toBe(1);
+    // A passage the caller leaves out is not among them.
+    expect(index.search(vocabulary.join(' '), 1, undefined, (p) => p.id !== 'p#12346')[0].passage.id).toBe('p#1');
   });
 });

@@ -365,3 +365,27 @@ describe('a generative phase with knowledge sources', () => {
     expect(none.body.response.citations).toBeUndefined();
   });
 });
+
+eachDatabase('a knowledge index over its budget on $name', (database) => {
+  // The index's worker may take 5 ms: a help centre of a few hundred passages takes longer.
+  const f = appFixture(database, { agents: { helpdesk: agent }, config: { knowledge: { ...base, index: { ...base.index, timeoutMs: 5 } } } });
+  const api = () => request(f.app.app);
+  const manual = Array.from({ length: 400 }, (_, i) => `## Part ${i}\n\nThe warranty on part ${i} lasts two years from delivery, and covers wear.`).join(
+    '\n\n',
+  );
+
+  it('fails the search with the reason, and the answer phase takes its not_found with the error audited', async () => {
+    await api().put('/api/v1/knowledge/sources/help-centre').set(T).attach('file', Buffer.from(manual), 'manual.md').expect(202);
+    await f.app.knowledge.idle();
+    const search = await api().get('/api/v1/knowledge/search?q=how long is the warranty').set(T).expect(503);
+    expect(search.body).toMatchObject({
+      code: 'unavailable',
+      detail: 'The knowledge index could not be built: building the search index took longer than 5 ms',
+    });
+    const r = await api().post('/api/v1/agents/helpdesk/converse').set(T).send({ message: 'how long is the warranty?' }).expect(200);
+    expect(r.body.state.status).toBe('escalated');
+    const audit = (await api().get(`/api/v1/agents/helpdesk/conversations/${r.body.conversation_id}/audit-logs?type=knowledge_search`).set(T).expect(200)).body
+      .data;
+    expect(audit[0].data).toMatchObject({ answered: false, error: 'The knowledge index could not be built: building the search index took longer than 5 ms' });
+  });
+});

@@ -1,9 +1,11 @@
 // Reading knowledge files: what each format gives (pages, headings, titles), the file types that
 // lie about themselves, and the reader's pool: a worker reused after a good file, ended after one
-// that ran over its time, fair between tenants, and stopped on shutdown.
+// that ran over its time, fair between tenants, and stopped on shutdown; and the index pool, which
+// builds a search index's postings in a worker thread.
 import { afterEach, describe, expect, it } from 'vitest';
 import { extract, ExtractError, type ExtractLimits } from '../../server/src/service/knowledge/extract.js';
 import { Extractor } from '../../server/src/service/knowledge/extractor.js';
+import { KnowledgeIndex, PostingsBuilder } from '../../server/src/engine/knowledge-index.js';
 import { docx, manyPages, pdf, zipOf } from '../helpers/documents.js';
 
 const LIMITS: ExtractLimits = { maxPages: 100, maxChars: 1_000_000, maxInflatedBytes: 5_000_000, maxDepth: 100 };
@@ -98,5 +100,40 @@ describe('the reading pool', () => {
     await pool.close();
     expect(await reading).toBe('the server stopped while reading the file: upload it again');
     expect(await refusal(pool.extract('t', text('x'), 'x.txt', null))).toBe('the server stopped before reading the file: upload it again');
+  });
+
+  it("builds an index's postings in a worker, the same as in the process, within its time", async () => {
+    pool = new Extractor({ workers: 1, timeoutMs: 30_000, memoryMb: 256 });
+    const passages = [
+      { id: 'a#1', title: 'Refunds', text: 'Refunds go back to the card within five days.' },
+      { id: 'a#2', title: null, text: 'Parcels are delivered on weekdays.' },
+    ];
+    const postings = await pool.index(
+      't',
+      passages.map((p) => p.title),
+      passages.map((p) => p.text),
+    );
+    const here = new PostingsBuilder(2);
+    passages.forEach((p, i) => here.add(i, p.title, p.text));
+    expect(postings).toEqual(here.finish());
+    const index = KnowledgeIndex.from(passages, postings);
+    expect(index.search('when is my refund paid?')[0].passage.id).toBe('a#1');
+    // Postings that name passages the index does not have are refused.
+    expect(() => KnowledgeIndex.from(passages.slice(0, 1), postings)).toThrow(/do not fit/);
+    // A pool for indexes reads no files.
+    await expect(pool.extract('t', text('x'), 'x.txt', null)).rejects.toThrow(/reads no files/);
+
+    const slow = new Extractor({ workers: 1, timeoutMs: 100, memoryMb: 256 });
+    const many = Array.from({ length: 200_000 }, (_, i) => `passage ${i} about delivery windows and refunds, parcels, cards and returns`);
+    expect(
+      await refusal(
+        slow.index(
+          't',
+          many.map(() => null),
+          many,
+        ),
+      ),
+    ).toBe('building the search index took longer than 100 ms');
+    await slow.close();
   });
 });

@@ -3,7 +3,7 @@
 import type { ValidateFunction } from 'ajv';
 import { v5 as uuidv5 } from 'uuid';
 import type { AgentDefinition, CapabilityDef, FillDef, GenerateDef, PhaseDef } from '@switchboard/contract';
-import { KnowledgeIndex } from './knowledge.js';
+import { KnowledgeIndex } from './knowledge-index.js';
 import { embedderFor, Router, ROUTER_MODEL, type DenseTable, type RoutableCapability } from './router/index.js';
 import { NO_VECTORS, type LexicalReason, type VectorsStatus } from './word-vectors.js';
 import { choiceWords, type SlotSpec } from './slots.js';

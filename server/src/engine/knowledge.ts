@@ -1,12 +1,8 @@
-// An agent's knowledge (its `knowledge` documents) as passages indexed for BM25 search, built
-// once per compiled version. Search and scoring are MiniSearch's (BM25+); this splits documents
-// into passages and chooses the terms: lower case, stop words out, Porter stems. What it may
-// cost is bounded: the documents' size (MAX_KNOWLEDGE_CHARS, at PUT), the index built a few
-// passages at a time between other work, and a query of at most QUERY_TERMS terms, since a
-// 4,000-character message of common words walks most of the index (3 s on 10 MB of text).
-import MiniSearch from 'minisearch';
+// Knowledge passages: documents cut into passages near 800 characters at headings, paragraphs
+// and sentences; the terms a question and a passage are compared by (lower case, stop words out,
+// Porter stems from the stemmer package); the rarity prior that weighs a question's words; and
+// the sentences an answer quotes. The search index over passages is knowledge-index.ts.
 import { stemmer } from 'stemmer';
-import type { AgentDefinition } from '@switchboard/contract';
 import { words } from './text-features.js';
 
 /** Passages are cut at headings and paragraphs, and long paragraphs at sentences, near this size. */
@@ -27,14 +23,6 @@ export function rarity(probability: number | null): number {
   return probability === null ? 1 : PRIOR_A / (PRIOR_A + probability);
 }
 
-/** Passages indexed between two turns of the event loop while an index is built. */
-const INDEX_CHUNK = 50;
-/**
- * Bytes the index holds per character of text, measured with `bench/memory.ts`-style heap deltas
- * (5.6–9.4 over varied corpora): the estimate the compiled-version cache is charged.
- */
-const BYTES_PER_CHAR = 10;
-
 export interface Passage {
   /** `document-id#n`, n from 1 in document order. */
   id: string;
@@ -52,7 +40,7 @@ export interface Found {
   confidence: number;
 }
 
-const STOP = new Set(
+export const STOP = new Set(
   'a an and are as at be by can could did do does for from had has have how i if in into is it its me my of on or our please so that the their them then there these they this to was we were what when where which who why will with would you your'.split(
     ' ',
   ),
@@ -123,7 +111,7 @@ export function splitPassages(doc: { id: string; title?: string; text: string })
 }
 
 /** The distinct stems of a query, at most QUERY_TERMS of them, with the words they came from. */
-function queryStems(query: string): { stems: string[]; words: string[] } {
+export function queryStems(query: string): { stems: string[]; words: string[] } {
   const stems: string[] = [];
   const kept: string[] = [];
   for (const w of words(query)) {
@@ -155,82 +143,4 @@ export function matchingSentences(text: string, query: string, max = 2): string 
     .slice(0, max)
     .sort((a, b) => a.i - b.i);
   return (best.length ? best : scored.slice(0, 1)).map((x) => sentences[x.i]).join(' ');
-}
-
-export class KnowledgeIndex {
-  private readonly byId: Map<string, Passage>;
-  /** How many passages hold each stem (title and text), for weighting a query's terms by rarity. */
-  private readonly df = new Map<string, number>();
-  /** Approximate bytes held: the passages' text and the index over them (BYTES_PER_CHAR). */
-  readonly bytes: number;
-
-  private constructor(
-    passages: Passage[],
-    private readonly index: MiniSearch<Passage>,
-    private readonly prior: (word: string) => number,
-  ) {
-    this.byId = new Map(passages.map((p) => [p.id, p]));
-    this.bytes = BYTES_PER_CHAR * passages.reduce((n, p) => n + p.text.length + (p.title?.length ?? 0), 0);
-    for (const p of passages) for (const t of new Set(terms(`${p.title ?? ''} ${p.text}`))) this.df.set(t, (this.df.get(t) ?? 0) + 1);
-  }
-
-  /** Splits and indexes the documents, a few passages at a time so the event loop keeps turning. */
-  static build(docs: NonNullable<AgentDefinition['knowledge']>): Promise<KnowledgeIndex> {
-    return KnowledgeIndex.of(docs.flatMap(splitPassages));
-  }
-
-  /**
-   * Indexes passages, a few at a time so the event loop keeps turning. `prior` weighs a query's
-   * word by how rare it is in the language at large (0–1; the word vectors' SIF weight): without
-   * it, every word weighs 1 and only the documents say which words are rare.
-   */
-  static async of(passages: Passage[], prior: (word: string) => number = () => 1): Promise<KnowledgeIndex> {
-    const index = new MiniSearch<Passage>({
-      fields: ['title', 'text'],
-      idField: 'id',
-      extractField: (p, field) => (field === 'title' ? (p.title ?? '') : field === 'id' ? p.id : p.text),
-      tokenize: terms,
-      processTerm: (t) => t,
-      searchOptions: { boost: { title: 2 }, combineWith: 'OR', tokenize: terms, processTerm: (t) => t },
-    });
-    await index.addAllAsync(passages, { chunkSize: INDEX_CHUNK });
-    return new KnowledgeIndex(passages, index, prior);
-  }
-
-  get size(): number {
-    return this.byId.size;
-  }
-
-  /** A stem's weight: BM25's inverse document frequency (a stem no passage holds weighs most). */
-  private idf(stem: string): number {
-    const n = this.byId.size;
-    const df = this.df.get(stem) ?? 0;
-    return Math.log(1 + (n - df + 0.5) / (df + 0.5));
-  }
-
-  /**
-   * The best `k` passages for a query (its first QUERY_TERMS distinct terms), best first, with
-   * their BM25 scores and confidence: the share of the query's terms that the passage holds, each
-   * term weighed by how rare it is in the documents (BM25's idf) and in the language (the prior),
-   * so that "how long does … take" weighs little and "warranty" much. A question in words the
-   * documents never use scores low however well its common words match: that is what lets an
-   * answer phase abstain.
-   */
-  search(query: string, k = 4): Found[] {
-    const { stems, words: kept } = queryStems(query);
-    if (kept.length === 0 || this.byId.size === 0) return [];
-    const weight = new Map(stems.map((t, i) => [t, this.idf(t) * this.prior(kept[i])]));
-    const total = [...weight.values()].reduce((n, w) => n + w, 0);
-    return this.index
-      .search(kept.join(' '))
-      .slice(0, k)
-      .map((r) => {
-        const held = r.terms.reduce((n, t) => n + (weight.get(t) ?? 0), 0);
-        return {
-          passage: this.byId.get(String(r.id))!,
-          score: Math.round(r.score * 1000) / 1000,
-          confidence: total > 0 ? Math.round((held / total) * 1000) / 1000 : 0,
-        };
-      });
-  }
 }

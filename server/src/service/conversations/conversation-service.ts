@@ -27,7 +27,7 @@ import {
 import type { LlmRouter } from '../../actions/llm-router.js';
 import { ModelRefusal, type ModelGate } from '../model-gate.js';
 import type { Scored } from '../../engine/router/index.js';
-import { ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError, PayloadTooLargeError } from '../../errors.js';
+import { ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError, PayloadTooLargeError, UnavailableError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type PrefetchedConversation } from '../../store/conversations/conversation-store.js';
@@ -439,8 +439,15 @@ export class ConversationService {
     const s = performance.now();
     const knowledge = this.opts.knowledge;
     if (!knowledge || !agent.knowledgeSources) return { retrieved: [], sources: [], durationMs: 0, error: 'the agent names no knowledge sources' };
-    const { found, sources } = await knowledge.search(tenantId, agent.knowledgeSources, req.query, req.k);
-    return { retrieved: found, sources, durationMs: Math.round((performance.now() - s) * 100) / 100 };
+    const durationMs = () => Math.round((performance.now() - s) * 100) / 100;
+    try {
+      const { found, sources } = await knowledge.search(tenantId, agent.knowledgeSources, req.query, req.k);
+      return { retrieved: found, sources, durationMs: durationMs() };
+    } catch (err) {
+      // An index that cannot be built, or a database out of reach: the phase goes on as found-nothing, the error audited.
+      if (err instanceof UnavailableError) return { retrieved: [], sources: [], durationMs: durationMs(), error: err.message };
+      throw err;
+    }
   }
 
   /** The routing fallback's answer, metered for the tenant (replays ask it as live conversations do). */

@@ -1,30 +1,49 @@
-// Reading knowledge files off the event loop: each file in a worker thread, within a time limit
-// (counted from when the worker is ready, never while the file waits for one) and a heap limit,
-// with at most `workers` files read at once and one file per tenant at a time (fair slots), so
-// one tenant's pile of uploads queues behind itself, not in front of everyone else. A worker that
-// read a file (or refused one for what it holds) reads the next; one that ran over its time or
-// heap, or stopped, is ended, and the next file gets a fresh one. Idle workers end after IDLE_MS.
+// Knowledge work off the event loop: reading files (extract) and building search indexes' postings
+// (index), each in a worker thread, within a time limit (counted from when the worker is ready,
+// never while the work waits for one) and a heap limit, with at most `workers` at once and one per
+// tenant at a time (fair slots), so one tenant's pile of uploads queues behind itself, not in front
+// of everyone else. The service keeps one pool for files and one for indexes, so a turn waiting
+// for an index never waits behind a file being read. A worker that did its work (or refused a
+// file for what it holds) takes the next; one that ran over its time or heap, or stopped, is
+// ended, and the next gets a fresh one. Idle workers end after IDLE_MS.
 import type { Worker } from 'node:worker_threads';
-import { FairGate } from '../../lib/fair-gate.js';
+import { FairGate, GateTimeoutError } from '../../lib/fair-gate.js';
 import { startWorker } from '../../lib/worker-thread.js';
+import type { PostingsData } from '../../engine/knowledge-index.js';
 import { ExtractError, type Extracted, type ExtractLimits } from './extract.js';
-import type { ExtractReply, ExtractRequest } from './extract-worker.js';
+import type { WorkerReply, WorkerRequest } from './extract-worker.js';
 
 export interface ExtractBudget {
-  /** Files read at once in the process. */
+  /** Files read (or indexes built) at once in the process. */
   workers: number;
-  /** Time one file may take to read. */
+  /** Time one file (or index) may take. */
   timeoutMs: number;
-  /** The reading worker's heap. */
+  /** The worker's heap. */
   memoryMb: number;
-  limits: ExtractLimits;
+  /** A file's caps (a pool that only builds indexes has none). */
+  limits?: ExtractLimits;
 }
+
+/** How a pool's failures read: what the work is, what a broken worker means, and what to do after a stop. */
+interface Phrases {
+  /** "reading the file" */
+  doing: string;
+  /** "the file could not be read" */
+  failed: string;
+  /** "upload it again" */
+  after: string;
+  /**
+   * How long the work may wait for a worker before it fails: a file ten minutes (the slots are
+   * fair, so only a long queue of others waits this long), an index that a turn waits for 30 s.
+   */
+  waitMs: number;
+}
+const READING: Phrases = { doing: 'reading the file', failed: 'the file could not be read', after: 'upload it again', waitMs: 10 * 60 * 1000 };
+const INDEXING: Phrases = { doing: 'building the search index', failed: 'the search index could not be built', after: 'ask again', waitMs: 30_000 };
 
 // From TypeScript sources the worker registers tsx itself (extract-boot.mjs); built, it is plain JavaScript.
 const workerUrl = import.meta.url.endsWith('.ts') ? new URL('./extract-boot.mjs', import.meta.url) : new URL('./extract-worker.js', import.meta.url);
 
-/** How long a file may wait for a worker before its ingestion fails (the slots are fair, so only a long queue of others waits this long). */
-const WAIT_MS = 10 * 60 * 1000;
 /** An idle worker is ended after this long (its heap returned); a file read soon after reuses it. */
 const IDLE_MS = 5_000;
 
@@ -34,8 +53,8 @@ interface Slot {
   idle?: NodeJS.Timeout;
 }
 
-/** How a read ended: with its result, refused for what the file holds (the worker is sound), or with the worker broken. */
-type Outcome = { ok: true; extracted: Extracted } | { ok: false; error: Error; sound: boolean };
+/** How work ended: with its result, refused for what the file holds (the worker is sound), or with the worker broken. */
+type Outcome = Extract<WorkerReply, { ok: true }> | { ok: false; error: Error; sound: boolean };
 
 export class Extractor {
   private readonly gate: FairGate;
@@ -51,8 +70,8 @@ export class Extractor {
     return startWorker(workerUrl, { resourceLimits: { maxOldGenerationSizeMb: this.budget.memoryMb, maxYoungGenerationSizeMb: 16 } });
   }
 
-  /** Sends one file to the worker and waits for its answer, its failure or the time limit. */
-  private read(slot: Slot, msg: ExtractRequest): Promise<Outcome> {
+  /** Sends one request to the worker and waits for its answer, its failure or the time limit. */
+  private send(slot: Slot, msg: WorkerRequest, say: Phrases): Promise<Outcome> {
     const { worker } = slot;
     return new Promise<Outcome>((resolve) => {
       const done = (o: Outcome) => {
@@ -62,24 +81,21 @@ export class Extractor {
         worker.off('exit', onExit);
         resolve(o);
       };
-      const onMessage = (m: ExtractReply) =>
-        done(m.ok ? m : { ok: false, error: m.refused ? new ExtractError(m.error) : new Error(m.error), sound: m.refused });
+      const onMessage = (m: WorkerReply) => done(m.ok ? m : { ok: false, error: m.refused ? new ExtractError(m.error) : new Error(m.error), sound: m.refused });
       const onError = (err: Error & { code?: string }) =>
         done({
           ok: false,
           sound: false,
           error:
             err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-              ? new ExtractError(`reading the file needed more than ${this.budget.memoryMb} MB of memory`)
-              : new ExtractError(`the file could not be read (${err.message})`),
+              ? new ExtractError(`${say.doing} needed more than ${this.budget.memoryMb} MB of memory`)
+              : new ExtractError(`${say.failed} (${err.message})`),
         });
       const onExit = () =>
         done({
           ok: false,
           sound: false,
-          error: new ExtractError(
-            this.closed ? 'the server stopped while reading the file: upload it again' : 'the file could not be read (its reader stopped)',
-          ),
+          error: new ExtractError(this.closed ? `the server stopped while ${say.doing}: ${say.after}` : `${say.failed} (its worker stopped)`),
         });
       const timer = setTimeout(
         () =>
@@ -87,7 +103,7 @@ export class Extractor {
             ok: false,
             sound: false,
             error: new ExtractError(
-              `reading the file took longer than ${this.budget.timeoutMs < 1000 ? `${this.budget.timeoutMs} ms` : `${Math.round(this.budget.timeoutMs / 1000)} s`}`,
+              `${say.doing} took longer than ${this.budget.timeoutMs < 1000 ? `${this.budget.timeoutMs} ms` : `${Math.round(this.budget.timeoutMs / 1000)} s`}`,
             ),
           }),
         this.budget.timeoutMs,
@@ -101,20 +117,37 @@ export class Extractor {
 
   /** The file's text as sections (extract.ts), or an ExtractError saying why it cannot be read. */
   async extract(tenantId: string, bytes: Uint8Array, filename: string | null, mediaType: string | null): Promise<Extracted> {
-    const release = await this.gate.acquire(tenantId, WAIT_MS);
+    const { limits } = this.budget;
+    if (!limits) throw new Error('this worker pool reads no files (it has no file caps)');
+    const done = await this.run(tenantId, { kind: 'extract', bytes, filename, mediaType, limits }, READING);
+    if (!('extracted' in done)) throw new ExtractError('the file could not be read (its worker answered something else)');
+    return done.extracted;
+  }
+
+  /** The postings of passages (their titles and texts, in order), or an ExtractError saying why they could not be built. */
+  async index(tenantId: string, titles: (string | null)[], texts: string[]): Promise<PostingsData> {
+    const done = await this.run(tenantId, { kind: 'index', titles, texts }, INDEXING);
+    if (!('postings' in done)) throw new ExtractError('the search index could not be built (its worker answered something else)');
+    return done.postings;
+  }
+
+  private async run(tenantId: string, msg: WorkerRequest, say: Phrases): Promise<Extract<Outcome, { ok: true }>> {
+    const release = await this.gate.acquire(tenantId, say.waitMs).catch((err: unknown) => {
+      throw err instanceof GateTimeoutError ? new ExtractError(`${say.doing} waited longer than ${Math.round(say.waitMs / 1000)} s for a worker`) : err;
+    });
     if (this.closed) {
       release();
-      throw new ExtractError('the server stopped before reading the file: upload it again');
+      throw new ExtractError(`the server stopped before ${say.doing}: ${say.after}`);
     }
     const slot = this.idle.pop() ?? this.spawn();
     clearTimeout(slot.idle);
     this.busy.add(slot);
-    let outcome: Outcome = { ok: false, sound: false, error: new ExtractError('the file could not be read (its reader did not start)') };
+    let outcome: Outcome = { ok: false, sound: false, error: new ExtractError(`${say.failed} (its worker did not start)`) };
     try {
       await slot.ready;
-      outcome = await this.read(slot, { bytes, filename, mediaType, limits: this.budget.limits });
+      outcome = await this.send(slot, msg, say);
     } catch (err) {
-      const stopped = this.stopping() ? 'the server stopped while reading the file: upload it again' : `the file could not be read (${(err as Error).message})`;
+      const stopped = this.stopping() ? `the server stopped while ${say.doing}: ${say.after}` : `${say.failed} (${(err as Error).message})`;
       outcome = { ok: false, sound: false, error: new ExtractError(stopped) };
     } finally {
       this.busy.delete(slot);
@@ -129,7 +162,7 @@ export class Extractor {
       release();
     }
     if (!outcome.ok) throw outcome.error;
-    return outcome.extracted;
+    return outcome;
   }
 
   /** Whether close() was called (read afresh after every wait: it may have been called meanwhile). */
@@ -137,12 +170,12 @@ export class Extractor {
     return this.closed;
   }
 
-  /** Files being read, and waiting for a worker (metrics, tests). */
+  /** Work under way, and waiting for a worker (metrics, tests). */
   get stats(): { active: number; waiting: number } {
     return this.gate.stats;
   }
 
-  /** Ends every worker: files being read fail (their sources say the server stopped), and no more are read. */
+  /** Ends every worker: work under way fails (a file's source says the server stopped), and no more is taken. */
   async close(): Promise<void> {
     this.closed = true;
     const all = [...this.idle.splice(0), ...this.busy];

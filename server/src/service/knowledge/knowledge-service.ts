@@ -1,20 +1,26 @@
 // Knowledge sources (docs/knowledge.md): uploads stored and read in the background (extractor.ts,
 // in worker threads), their passages swapped in when read, the tenant's quotas, and the search
 // answer and generative phases make over the passages of the sources an agent names. A search
-// index is built per tenant and set of sources from the stored passages and kept (bounded by
-// bytes) until one of the sources is indexed again, so every replica answers from the same
-// passages without a shared index.
+// index is built per tenant and selection of sources from the stored passages, in a worker thread,
+// and kept (bounded by bytes) until one of the sources changes, so every replica answers from the
+// same passages without a shared index. A search waits up to FRESH_MS for a changed selection's
+// new index, then answers from the one before it while the build goes on (never with a deleted
+// source's passages); only a selection's first search waits for its index to the end.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { SourceName, type KnowledgeSource } from '@switchboard/contract';
-import { InputError, LimitError, NotFoundError, RateLimitedError } from '../../errors.js';
+import { InputError, LimitError, NotFoundError, RateLimitedError, UnavailableError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { decodeCursor, pageOf } from '../../lib/cursor.js';
-import { KnowledgeIndex, rarity, splitPassages, type Found, type Passage } from '../../engine/knowledge.js';
+import { rarity, splitPassages, type Found, type Passage } from '../../engine/knowledge.js';
+import { KnowledgeIndex } from '../../engine/knowledge-index.js';
 import type { KnowledgeSourceStore, KnowledgeTotals, PassageRow, SourceRow } from '../../store/knowledge/source-store.js';
 import { ExtractError, type Extracted } from './extract.js';
 import type { Extractor } from './extractor.js';
 import type { WordVectors } from '../../engine/word-vectors.js';
+
+/** A source whose passages answer, as the store lists them. */
+type AnsweringSource = Awaited<ReturnType<KnowledgeSourceStore['answering']>>[number];
 
 export interface KnowledgeLimits {
   /** Bytes one file may have. */
@@ -45,6 +51,10 @@ const PENDING_PER_TENANT = 16;
 /** A source still `parsing` whose row has not moved for this long belonged to a process that stopped. */
 const STALE_MS = 10 * 60 * 1000;
 const STOPPED = 'the server reading the file stopped before it finished: upload it again';
+/** How long a search waits for a changed selection's new index before it answers from the one before. */
+const FRESH_MS = 2_000;
+/** How long an index that could not be built is not tried again. */
+const FAILED_MS = 60_000;
 
 /** A source name or tag, as the contract spells them (SourceName). */
 const isName = (v: unknown): v is string => SourceName.safeParse(v).success;
@@ -64,14 +74,27 @@ function passagesOf(x: Extracted): Omit<PassageRow, 'source'>[] {
   return out;
 }
 
+/** The promise's value if it settles well within `ms`, else null (it goes on; a failure is its own to report). */
+function settledWithin<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)));
+  return Promise.race([p.catch(() => null), late]).finally(() => clearTimeout(timer));
+}
+
 export class KnowledgeService {
   /** Ingestions this process runs, by tenant and source, with the bytes each holds. */
   private readonly running = new Map<string, { done: Promise<void>; bytes: number }>();
   private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex }>;
+  /** Indexes being built, by cache key and sources' revisions: turns that miss at once share one build. */
+  private readonly building = new Map<string, Promise<KnowledgeIndex>>();
+  /** Builds that failed, for a while (FAILED_MS): a search does not start the same failing work again each turn. */
+  private readonly failed = new LRUCache<string, { error: Error }>({ max: 10_000, ttl: FAILED_MS });
 
   constructor(
     private readonly store: KnowledgeSourceStore,
     private readonly extractor: Extractor,
+    /** The worker pool search indexes are built in (its own, so an index never waits behind a file being read). */
+    private readonly indexer: Extractor,
     private readonly clock: Clock,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
     readonly limits: KnowledgeLimits,
@@ -248,7 +271,8 @@ export class KnowledgeService {
 
   /**
    * The best `k` passages of the selected sources for `query`, with the names of the sources
-   * searched. The index of a set of sources is built once and kept until one of them changes.
+   * searched. The index of a selection is built once and kept until one of its sources changes;
+   * meanwhile the index before answers, without the passages of sources no longer there.
    */
   async search(tenantId: string, selector: SourceSelector | null, query: string, k: number): Promise<{ found: Found[]; sources: string[] }> {
     const all = await this.store.answering(tenantId);
@@ -256,24 +280,68 @@ export class KnowledgeService {
     if (!chosen.length) return { found: [], sources: [] };
     const names = chosen.map((s) => s.name);
     const key = chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(',');
-    const cacheKey = `${tenantId}\n${names.join(',')}`;
-    let entry = this.indexes.get(cacheKey);
-    if (entry?.key !== key) {
-      const meta = new Map(chosen.map((s) => [s.name, s]));
-      const passages: Passage[] = (await this.store.passagesOf(tenantId, names)).map((p) => {
-        const s = meta.get(p.source)!;
-        return {
-          id: `${p.source}#${p.seq}`,
-          title: p.heading,
-          text: p.text,
-          source: { name: p.source, title: s.title ?? s.docTitle, url: s.url, page: p.page },
-        };
+    const cacheKey = `${tenantId}\n${selector ? JSON.stringify([[...selector.names].sort(), [...selector.tags].sort()]) : '*'}`;
+    const entry = this.indexes.get(cacheKey);
+    let index: KnowledgeIndex;
+    if (entry?.key === key) index = entry.index;
+    else if (entry) index = (await settledWithin(this.rebuild(cacheKey, key, tenantId, chosen), FRESH_MS)) ?? entry.index;
+    else
+      index = await this.rebuild(cacheKey, key, tenantId, chosen).catch((err: unknown) => {
+        throw new UnavailableError(`The knowledge index could not be built: ${(err as Error).message}`, { cause: err });
       });
-      const words = this.words;
-      entry = { key, index: await KnowledgeIndex.of(passages, words ? (w) => rarity(words.probabilityOf(w)) : undefined) };
-      this.indexes.set(cacheKey, entry);
+    const current = new Set(names);
+    return { found: index.search(query, k, undefined, (p) => current.has(p.source?.name ?? '')), sources: names };
+  }
+
+  /** Builds (or joins the build of) a selection's index at these revisions, and keeps it. */
+  private rebuild(cacheKey: string, key: string, tenantId: string, chosen: AnsweringSource[]): Promise<KnowledgeIndex> {
+    const id = `${cacheKey}\n${key}`;
+    const failed = this.failed.get(id);
+    if (failed) return Promise.reject(failed.error);
+    let pending = this.building.get(id);
+    if (!pending) {
+      pending = this.build(tenantId, chosen)
+        .then(
+          (index) => {
+            this.indexes.set(cacheKey, { key, index });
+            return index;
+          },
+          (err: unknown) => {
+            const error = err instanceof Error ? err : new Error(String(err));
+            this.failed.set(id, { error });
+            this.log.warn({ tenantId, sources: chosen.map((s) => s.name), err: error.message }, 'knowledge index not built');
+            throw error;
+          },
+        )
+        .finally(() => this.building.delete(id));
+      this.building.set(id, pending);
     }
-    return { found: entry.index.search(query, k), sources: names };
+    return pending;
+  }
+
+  /** A selection's index: its passages read from the store, their postings built in the indexer's worker. */
+  private async build(tenantId: string, chosen: AnsweringSource[]): Promise<KnowledgeIndex> {
+    const meta = new Map(chosen.map((s) => [s.name, s]));
+    const rows = await this.store.passagesOf(
+      tenantId,
+      chosen.map((s) => s.name),
+    );
+    const passages: Passage[] = rows.map((p) => {
+      const s = meta.get(p.source)!;
+      return {
+        id: `${p.source}#${p.seq}`,
+        title: p.heading,
+        text: p.text,
+        source: { name: p.source, title: s.title ?? s.docTitle, url: s.url, page: p.page },
+      };
+    });
+    const postings = await this.indexer.index(
+      tenantId,
+      passages.map((p) => p.title),
+      passages.map((p) => p.text),
+    );
+    const words = this.words;
+    return KnowledgeIndex.from(passages, postings, words ? (w) => rarity(words.probabilityOf(w)) : undefined);
   }
 
   /** Parses a search's `sources` parameter: names and `tag:` selectors, comma-separated. */
@@ -300,7 +368,7 @@ export class KnowledgeService {
 
   /** Stops reading files: those being read fail, saying the server stopped, and are recorded so. */
   async close(): Promise<void> {
-    await this.extractor.close();
+    await Promise.all([this.extractor.close(), this.indexer.close()]);
     await this.idle();
   }
 }
