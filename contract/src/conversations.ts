@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CHANNEL_KINDS, ChannelKind } from './channels.js';
 import { CHAIN_BREAKS, Page, TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
+import { Citation } from './knowledge.js';
 
 export const Turn = z.object({
   role: z.enum(['user', 'agent']),
@@ -11,6 +12,7 @@ export const Turn = z.object({
   phase: z.string().optional().describe('Agent turns: the phase the reply came from'),
   options: z.array(Option).optional().describe('Agent turns: the options offered'),
   author: z.string().optional().describe('Agent turns written by a human operator: who wrote it'),
+  citations: z.array(Citation).optional().describe("Agent turns answered from knowledge sources: the passages the answer cites, as the converse response's"),
 });
 export type Turn = z.infer<typeof Turn>;
 

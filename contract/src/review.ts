@@ -11,9 +11,9 @@ const Identifier = z
   .max(64);
 
 export const ReviewReason = z
-  .enum(['fallback', 'out_of_scope', 'low_margin', 'switched', 'rephrased', 'escalated', 'slot_failed'])
+  .enum(['fallback', 'out_of_scope', 'low_margin', 'switched', 'rephrased', 'escalated', 'slot_failed', 'unanswered'])
   .describe(
-    'fallback: no capability cleared the threshold; out_of_scope: the fallback capability won; low_margin: the two best capabilities were closer than REVIEW_LOW_MARGIN; switched: the user left the flow for another capability; rephrased: the user said the message again right after the reply; escalated: the conversation was escalated within three turns of routing the message; slot_failed: a slot answer failed validation until max_attempts',
+    'fallback: no capability cleared the threshold; out_of_scope: the fallback capability won; low_margin: the two best capabilities were closer than REVIEW_LOW_MARGIN; switched: the user left the flow for another capability; rephrased: the user said the message again right after the reply; escalated: the conversation was escalated within three turns of routing the message; slot_failed: a slot answer failed validation until max_attempts; unanswered: an answer phase found nothing confident enough in its knowledge sources (a document is missing)',
   );
 export type ReviewReason = z.infer<typeof ReviewReason>;
 
@@ -32,7 +32,7 @@ export const ReviewOccurrence = z.object({
   detail: z
     .record(z.unknown())
     .describe(
-      'By reason: routing_reason and best (fallback, out_of_scope); margin and second (low_margin); from, to and switch_message (switched); next_message (rephrased); escalation_reason and turns_after (escalated); error (slot_failed)',
+      'By reason: routing_reason and best (fallback, out_of_scope); margin and second (low_margin); from, to and switch_message (switched); next_message (rephrased); escalation_reason and turns_after (escalated); error (slot_failed); sources, best_confidence, min_confidence and error when the search failed (unanswered)',
     ),
   at: Timestamp,
 });
@@ -93,7 +93,8 @@ const ReviewPageSchema = z
         rephrased: Count,
         escalated: Count,
         slot_failed: Count,
-      })
+        unanswered: Count,
+      } satisfies Record<ReviewReason, typeof Count>)
       .describe('Items and messages by reason, with the status and time filters (not the reason filter)'),
     capped: z
       .object({

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ConversationStatus, Option } from './converse.js';
 import { Timestamp } from './common.js';
+import { Citation } from './knowledge.js';
 
 export const WidgetQuery = z.object({
   key: z
@@ -71,6 +72,7 @@ export const WidgetTurn = z.object({
   timestamp: Timestamp,
   options: z.array(Option).optional(),
   author: z.string().optional().describe('Replies of a person (an escalated conversation) name them'),
+  citations: z.array(Citation).optional().describe('Answers from knowledge sources: the passages cited, with their links'),
 });
 
 export const WidgetConversation = z

@@ -1,5 +1,5 @@
 // Domain types shared by the engine, the service and the store.
-import type { AuditType, ChannelKind, ContextEnvelope, ConversationStatus, Option, ReviewReason } from '@switchboard/contract';
+import type { AuditType, ChannelKind, Citation, ContextEnvelope, ConversationStatus, Option, ReviewReason } from '@switchboard/contract';
 
 export interface ActionResult {
   ok: boolean;
@@ -126,6 +126,8 @@ export interface TurnRow {
   phase?: string | null;
   options?: Option[] | null;
   author?: string | null;
+  /** Agent turns: the passages the answer cites. */
+  citations?: Citation[];
 }
 
 export interface AuditDraft {

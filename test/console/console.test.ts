@@ -470,6 +470,23 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     ]);
     await shot('knowledge');
     await accessible();
+
+    // An agent answering from it: the transcript lists the source its answer cites.
+    const faq = {
+      name: 'FAQ',
+      knowledge_sources: [{ tag: 'help' }],
+      routing: { fallback: 'docs' },
+      capabilities: [{ name: 'docs', phases: [{ id: 'answer', answer: { not_found: 'fallback' } }] }],
+    };
+    expect((await server.sb.api.putAgent({ params: { slug: 'faq' }, query: {}, body: faq as never })).status).toBeLessThan(300);
+    const answered = await server.sb.api.converse({ params: { slug: 'faq' }, body: { message: 'when do your shops open?' } });
+    if (answered.status !== 200) throw new Error(JSON.stringify(answered.body));
+    expect(answered.body.response.citations?.map((c) => c.passage_id)).toEqual(['opening-hours#1']);
+    await page.goto(url(`/agents/faq/conversations/${answered.body.conversation_id}`));
+    const cited = page.getByRole('list', { name: 'Sources cited' });
+    await cited.waitFor();
+    expect(await cited.textContent()).toContain('Opening hours');
+    expect(await cited.textContent()).toContain('opening-hours#1');
   });
 
   it('fits a phone-width screen without sideways scrolling', async () => {

@@ -14,6 +14,7 @@ import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { docx, manyPages, pdf, zipBomb } from '../helpers/documents.js';
 import { testConfig } from '../helpers/servers.js';
+import { openSse } from '../helpers/sse.js';
 
 warnIfPostgresSkipped();
 const run = promisify(execFile);
@@ -119,6 +120,14 @@ eachDatabase('knowledge sources on $name', (database) => {
     expect(audit[0].data).toMatchObject({ mode: 'answer', sources: ['help-centre'], answered: true, min_confidence: 0.7 });
     expect(audit[0].data.passages[0]).toMatchObject({ id: refunds.id });
     expect(audit[0].data.passages[0].confidence).toBeGreaterThanOrEqual(0.7);
+    // The citations are kept with the turn: the history (through the typed client) and the event stream carry them.
+    const history = await client.sb.api.getHistory({ params: { slug: 'helpdesk', id: r.conversation_id } });
+    expect(history.status === 200 && history.body.turns.at(-1)?.citations).toEqual(r.response.citations);
+    const stream = await openSse(`${client.url}/api/v1/agents/helpdesk/conversations/${r.conversation_id}/events`, { ...T, 'last-event-id': '0-0' });
+    const [user, answer] = await stream.take(2);
+    stream.close();
+    expect(JSON.parse(user.data!).citations).toBeUndefined();
+    expect(JSON.parse(answer.data!).citations).toEqual(r.response.citations);
   });
 
   it('hands off a question the documents do not answer, and says so in the audit', async () => {
@@ -129,6 +138,13 @@ eachDatabase('knowledge sources on $name', (database) => {
     const search = audit.find((e: { type: string }) => e.type === 'knowledge_search');
     expect(search.data.answered).toBe(false);
     expect(audit.findLast((e: { type: string }) => e.type === 'status_change').data).toMatchObject({ to: 'escalated', reason: 'knowledge_not_found' });
+    // The question is in the review inbox as one the documents do not answer.
+    const inbox = await client.sb.api.listReview({ params: { slug: 'helpdesk' }, query: { reason: 'unanswered' } });
+    if (inbox.status !== 200) throw new Error(JSON.stringify(inbox.body));
+    expect(inbox.body.counts.unanswered).toEqual({ items: 1, messages: 1 });
+    expect(inbox.body.data[0]).toMatchObject({ reason: 'unanswered', message: 'do you repair broken espresso machines under warranty?', capability: 'docs' });
+    expect(inbox.body.data[0].occurrences[0].detail).toMatchObject({ sources: ['help-centre'], min_confidence: 0.7 });
+    expect((inbox.body.data[0].occurrences[0].detail.best_confidence as number | null) ?? 0).toBeLessThan(0.7);
   });
 
   it('reads Word documents, HTML and Markdown with their headings, and selects sources by tag', async () => {
@@ -367,10 +383,10 @@ describe('a generative phase with knowledge sources', () => {
 });
 
 eachDatabase('a knowledge index over its budget on $name', (database) => {
-  // The index's worker may take 5 ms: a help centre of a few hundred passages takes longer.
+  // The index's worker may take 5 ms: a manual of 5,000 passages takes ten times that or more.
   const f = appFixture(database, { agents: { helpdesk: agent }, config: { knowledge: { ...base, index: { ...base.index, timeoutMs: 5 } } } });
   const api = () => request(f.app.app);
-  const manual = Array.from({ length: 400 }, (_, i) => `## Part ${i}\n\nThe warranty on part ${i} lasts two years from delivery, and covers wear.`).join(
+  const manual = Array.from({ length: 5000 }, (_, i) => `## Part ${i}\n\nThe warranty on part ${i} lasts two years from delivery, and covers wear.`).join(
     '\n\n',
   );
 

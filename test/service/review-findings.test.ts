@@ -133,6 +133,32 @@ describe('review findings of a turn', () => {
     expect(r.findings).toMatchObject([{ reason: 'slot_failed', message: 'no idea', capability: 'orders', auditSequence: null, turnIndex: 6 }]);
   });
 
+  it("finds a question an answer phase found nothing for in the agent's sources, and nothing for one it answered or a generative search", () => {
+    const search = (data: Record<string, unknown>): AuditDraft => ({ type: 'knowledge_search', turnIndex: 2, timestamp: NOW, durationMs: 3, data });
+    const unanswered = search({
+      capability: 'billing',
+      mode: 'answer',
+      answered: false,
+      sources: ['help'],
+      min_confidence: 0.7,
+      passages: [{ id: 'help#2', confidence: 0.31 }],
+    });
+    const r = find({ message: 'do gift cards expire?', turnIndex: 2, capability: 'billing', audit: [unanswered] });
+    expect(r.findings).toMatchObject([
+      {
+        reason: 'unanswered',
+        capability: 'billing',
+        turnIndex: 2,
+        auditSequence: null,
+        detail: { sources: ['help'], best_confidence: 0.31, min_confidence: 0.7 },
+      },
+    ]);
+    const failed = find({ message: 'x y', audit: [search({ mode: 'answer', answered: false, sources: [], passages: [], error: 'index down' })] });
+    expect(failed.findings[0].detail).toEqual({ sources: [], best_confidence: null, min_confidence: null, error: 'index down' });
+    expect(find({ message: 'a b', audit: [search({ mode: 'answer', answered: true, passages: [{ confidence: 0.9 }] })] }).findings).toEqual([]);
+    expect(find({ message: 'a b', audit: [search({ mode: 'generate', passages: [] })] }).findings).toEqual([]);
+  });
+
   it('groups near-identical messages: case, accents, punctuation and digits aside', () => {
     expect(normaliseMessage("Where's Order 123456?!")).toBe('where s order #');
     expect(groupKey('fallback', 'Où est ma commande 12?')).toBe(groupKey('fallback', 'ou est ma commande 99'));

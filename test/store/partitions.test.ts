@@ -83,9 +83,10 @@ eachDatabase('history layout on $name', (database) => {
 
   it('converts a populated database in place: every row and every read the same, new rows in their month', async () => {
     const { db, agentId } = await open({ migratedTo: '021_lighter_postgres_turns' });
-    // This store writes a column a later migration adds (023's inactive_bucket): the release that
-    // wrote this database had its own, which left the history tables as these rows do.
+    // This store writes columns later migrations add (023's inactive_bucket, 029's turn citations):
+    // the release that wrote this database had its own, which left the history tables as these rows do.
     await db.knex.schema.alterTable('conversations', (t) => t.string('inactive_bucket', 15).nullable());
+    await db.knex.schema.alterTable('turns', (t) => t.text('citations'));
     const store = new ConversationStore(db);
     const before = inMonth(0, 1);
     const convs: Conversation[] = [];

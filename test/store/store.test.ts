@@ -272,6 +272,7 @@ eachDatabase('migrations on $name', (database) => {
         '026_channel_ignored',
         '027_version_notes',
         '028_knowledge_sources',
+        '029_turn_citations',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -59,6 +59,7 @@ class RecordingView implements ChatView {
         this.setTexts++;
         entry.text = t;
       },
+      cite: (citations) => (entry.text += ` [${citations.map((c) => c.passage_id).join(', ')}]`),
       remove: () => (entry.removed = true),
     };
   }
@@ -256,6 +257,46 @@ describe('the widget without a browser', () => {
     const minted = h.svc.requests.filter((r) => r.path === '/visitor').map((r) => JSON.parse(String(r.init.body)) as unknown);
     expect(minted).toEqual([{}, { visitor_token: 'vt_old' }]);
     expect(h.saved.get().token).toBe('vt_new');
+  });
+
+  it("lists an answer's citations under it, from the answer and from the conversation read again", async () => {
+    const cite = {
+      source: 'help-centre',
+      title: 'Help',
+      url: 'https://shop.example/help.pdf',
+      page: 3,
+      heading: 'Warranty',
+      passage_id: 'help-centre#4',
+      snippet: 'Two years.',
+    };
+    const answer = {
+      event: 'done',
+      data: { conversation_id: 'c-3', response: { message: 'Two years.', options: [], citations: [cite] }, state: { status: 'active' } },
+    };
+    const h = harness({ '/converse': [() => sse([answer])] });
+    await h.chat.say('how long is the warranty?');
+    expect(h.view.shown()).toEqual(['user: how long is the warranty?', 'agent: Two years. [help-centre#4]']);
+    h.chat.destroy();
+    const again = harness(
+      {
+        '/conversations/c-3': [
+          () =>
+            json(200, {
+              conversation_id: 'c-3',
+              status: 'active',
+              awaiting_input: false,
+              turns: [
+                { index: 0, role: 'user', message: 'how long is the warranty?', timestamp: new Date(NOW).toISOString() },
+                { index: 1, role: 'agent', message: 'Two years.', timestamp: new Date(NOW).toISOString(), options: [], citations: [cite] },
+              ],
+            }),
+        ],
+      },
+      { kept: { conversation: 'c-3' } },
+    );
+    await again.chat.start();
+    expect(again.view.shown()).toEqual(['agent: Hello!', 'user: how long is the warranty?', 'agent: Two years. [help-centre#4]']);
+    again.chat.destroy();
   });
 
   it('starts afresh when the kept conversation is gone (404), forgetting it', async () => {

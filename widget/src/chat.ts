@@ -2,7 +2,7 @@
 // whichever of the answer and the event stream brings them first), the message under way and its
 // retries, a conversation closed elsewhere (409), the event stream and its reconnection, and what
 // is kept for the next visit. The view (view.ts) draws what this decides; tests drive it in Node.
-import type { ConverseResponse, Option, WidgetSettings } from '@switchboard/contract';
+import type { Citation, ConverseResponse, Option, WidgetSettings } from '@switchboard/contract';
 import type { Saved } from './storage.js';
 import { explain, HttpError, type Transport } from './transport.js';
 
@@ -11,6 +11,8 @@ export type Status = ConverseResponse['state']['status'];
 /** A message on screen, its text replaceable (a streamed reply grows). */
 export interface Bubble {
   setText(text: string): void;
+  /** The passages an answer cites, as links under it (none: nothing shown). */
+  cite(citations: Citation[]): void;
   remove(): void;
 }
 
@@ -45,6 +47,7 @@ interface Turn {
   role: 'user' | 'agent';
   message: string;
   author?: string;
+  citations?: Citation[];
 }
 
 /** Tries of one message (or of reading the settings) before it is given back. */
@@ -169,6 +172,7 @@ export class Chat {
             reply.text = done.response.message;
             reply.node.setText(reply.text);
           }
+          if (reply && done.response.citations?.length) reply.node.cite(done.response.citations);
           this.view.options(done.response.options);
           this.setStatus(done.state.status);
           if (isNew) this.follow(true);
@@ -267,7 +271,9 @@ export class Chat {
       this.provisional.splice(mine, 1);
       return;
     }
-    this.shown.set(t.index, this.view.bubble(t.role, t.message, t.author));
+    const node = this.view.bubble(t.role, t.message, t.author);
+    if (t.citations?.length) node.cite(t.citations);
+    this.shown.set(t.index, node);
   }
 
   /** Says what failed and waits to try again; false when it is not tried again. */

@@ -38,6 +38,7 @@ header button { background: transparent; border: 0; color: inherit; font-size: 2
 .msg.user { align-self: flex-end; background: var(--accent); color: var(--on-accent); }
 .msg.user a { color: inherit; }
 .msg a { color: inherit; text-decoration: underline; }
+.sources { margin: 6px 0 0; padding: 0 0 0 16px; font-size: 12px; white-space: normal; }
 .author { display: block; font-size: 12px; color: var(--muted); margin-block-end: 2px; }
 .options { display: flex; flex-wrap: wrap; gap: 6px; }
 .options button { border: 1px solid var(--accent); background: var(--bg); color: var(--fg); border-radius: 16px; padding: 4px 12px; }

@@ -112,6 +112,20 @@ export function createView(o: { agent: string; language: string; nonce?: string;
           richText(body, next);
           scroll();
         },
+        cite(citations) {
+          node.querySelector('.sources')?.remove();
+          // Only web links become links; a citation without one is named.
+          if (!citations.length) return;
+          const list = el('ul', { class: 'sources', 'aria-label': 'Sources' });
+          for (const c of citations) {
+            const name = [c.title ?? c.source, c.page !== null ? `page ${c.page}` : c.heading].filter(Boolean).join(', ');
+            const item = el('li');
+            item.append(/^https?:\/\//i.test(c.url ?? '') ? el('a', { href: c.url!, target: '_blank', rel: 'noopener noreferrer nofollow' }, name) : name);
+            list.append(item);
+          }
+          node.append(list);
+          scroll();
+        },
         remove: () => node.remove(),
       };
     },

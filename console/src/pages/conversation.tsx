@@ -152,6 +152,22 @@ function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns'> }) {
               ))}
             </ul>
           )}
+          {t.citations && t.citations.length > 0 && (
+            <ul class="citations small" aria-label="Sources cited">
+              {t.citations.map((c) => (
+                <li key={c.passage_id}>
+                  {/^https?:\/\//i.test(c.url ?? '') ? (
+                    <a href={c.url!} target="_blank" rel="noopener noreferrer">
+                      {c.title ?? c.source}
+                    </a>
+                  ) : (
+                    (c.title ?? c.source)
+                  )}
+                  {c.page !== null ? `, page ${c.page}` : c.heading ? ` — ${c.heading}` : ''} <code>{c.passage_id}</code>
+                </li>
+              ))}
+            </ul>
+          )}
         </li>
       ))}
     </ol>

@@ -18,6 +18,7 @@ const LABEL: Record<ReviewReason, string> = {
   rephrased: 'Rephrased',
   escalated: 'Escalated soon after',
   slot_failed: 'Slot failed',
+  unanswered: 'Not in the documents',
 };
 const REASONS = Object.entries(LABEL) as [ReviewReason, string][];
 

@@ -295,6 +295,7 @@ export class WidgetService {
         timestamp: t.timestamp,
         ...(t.role === 'agent' ? { options: t.options ?? [] } : {}),
         ...(t.author ? { author: t.author } : {}),
+        ...(t.citations?.length ? { citations: t.citations } : {}),
       })),
     };
   }

@@ -59,6 +59,8 @@ export interface TurnTableRow {
   options: string | null;
   author: string | null;
   timestamp: string;
+  /** JSON: the passages the turn's answer cites (migration 029; absent from rows read before it). */
+  citations?: string | null;
 }
 
 export interface AuditTableRow {

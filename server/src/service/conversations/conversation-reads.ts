@@ -15,6 +15,7 @@ function toTurn(t: TurnRow): Turn {
     if (t.phase) turn.phase = t.phase;
     turn.options = t.options ?? [];
     if (t.author) turn.author = t.author;
+    if (t.citations?.length) turn.citations = t.citations;
   }
   return turn;
 }

@@ -42,6 +42,7 @@ export function turnEvent(t: TurnRow): EventDraft {
     if (t.phase) data.phase = t.phase;
     data.options = t.options ?? [];
     if (t.author) data.author = t.author;
+    if (t.citations?.length) data.citations = t.citations;
   }
   return { type: 'turn.created', data, createdAt: t.timestamp };
 }

@@ -103,7 +103,15 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   };
   const turns: TurnRow[] = [
     { idx: turnIndex, role: 'user', message: i.message, timestamp: now },
-    { idx: turnIndex + 1, role: 'agent', message: result.reply, timestamp: now, phase: result.phase, options: result.options },
+    {
+      idx: turnIndex + 1,
+      role: 'agent',
+      message: result.reply,
+      timestamp: now,
+      phase: result.phase,
+      options: result.options,
+      ...(result.citations.length ? { citations: result.citations } : {}),
+    },
   ];
   const audit = [
     ...result.audit,

@@ -1,8 +1,9 @@
 // What a turn shows about the agent's routing, as messages for the review inbox (docs/improving.md):
 // a message that fell to the fallback or out of scope, one routed with a small margin between the
 // two best capabilities, one whose flow the user left for another capability or rephrased right
-// after the reply, one escalated within a few turns of its routing, and a slot answer that failed
-// validation until max_attempts. Pure: the turn's write carries what it finds (turn-write.ts), in
+// after the reply, one escalated within a few turns of its routing, a slot answer that failed
+// validation until max_attempts, and a question an answer phase found nothing for in its
+// knowledge sources. Pure: the turn's write carries what it finds (turn-write.ts), in
 // the same transaction, so the inbox never reads the audit log.
 import type { ReviewReason } from '@switchboard/contract';
 import type { AuditDraft, FlowState, ReviewFinding, ReviewMark } from '../../domain.js';
@@ -97,6 +98,18 @@ interface TurnFacts {
   mark: ReviewMark | null;
   maxAttempts: AuditDraft | undefined;
   escalation: AuditDraft | undefined;
+  /** The turn's answer-phase searches that found nothing to answer with. */
+  unanswered: KnowledgeSearchData[];
+}
+
+interface KnowledgeSearchData {
+  mode?: string;
+  answered?: boolean;
+  capability?: string;
+  sources?: string[];
+  min_confidence?: number;
+  passages?: { confidence?: number }[];
+  error?: string;
 }
 
 type Found = { on: On; detail: Record<string, unknown> };
@@ -149,6 +162,16 @@ const DETECTORS: Record<ReviewReason, (f: TurnFacts) => Found[]> = {
           },
         ]
       : [],
+  unanswered: (f) =>
+    f.unanswered.map((s) => ({
+      on: { turn: f.input.turnIndex, seq: null, message: f.message, capability: s.capability ?? f.input.priorCapability ?? f.input.agent.fallback.name },
+      detail: {
+        sources: s.sources ?? [],
+        best_confidence: s.passages?.[0]?.confidence ?? null,
+        min_confidence: s.min_confidence ?? null,
+        ...(s.error !== undefined ? { error: s.error } : {}),
+      },
+    })),
   escalated: (f) => {
     if (!f.escalation || !f.mark || f.maxAttempts) return [];
     const why = (f.escalation.data as { reason?: string }).reason ?? null;
@@ -180,6 +203,10 @@ export function reviewFindings(i: FindingsInput): { findings: ReviewFinding[]; m
     mark: last ? { turn: last.on.turn, seq: last.on.seq, capability: last.on.capability, message, version: agent.version } : previous,
     maxAttempts: audit.find((a) => a.type === 'error' && (a.data as { code?: string }).code === 'max_attempts'),
     escalation: audit.find((a) => a.type === 'status_change' && (a.data as { to?: string }).to === 'escalated'),
+    unanswered: audit
+      .filter((a) => a.type === 'knowledge_search')
+      .map((a) => a.data as KnowledgeSearchData)
+      .filter((d) => d.mode === 'answer' && d.answered === false),
   };
   const findings = (Object.entries(DETECTORS) as [ReviewReason, (f: TurnFacts) => Found[]][]).flatMap(([reason, detect]) =>
     detect(facts).map(({ on, detail }): ReviewFinding => ({

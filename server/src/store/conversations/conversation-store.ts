@@ -54,7 +54,7 @@ export interface ConversationUnit {
 }
 
 /** What a turn read returns: its keys are known already. */
-const TURN_FIELDS = ['idx', 'role', 'message', 'timestamp', 'phase', 'options', 'author'] as const;
+const TURN_FIELDS = ['idx', 'role', 'message', 'timestamp', 'phase', 'options', 'author', 'citations'] as const;
 
 /** The partial indexes' conditions (migration 023): open conversations, and closed ones not yet erased. */
 const OPEN_CONDITION = "status in ('active', 'paused')";

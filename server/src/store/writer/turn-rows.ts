@@ -1,7 +1,7 @@
 // A turn's write as rows of each table, and rows read back as domain values: pure functions
 // shared by the writer of each database (sqlite-writer.ts, postgres-writer.ts) and the reads.
 import { randomUUID } from 'node:crypto';
-import type { ContextEnvelope, Option } from '@switchboard/contract';
+import type { Citation, ContextEnvelope, Option } from '@switchboard/contract';
 import {
   STAT_COUNTERS,
   type AuditDraft,
@@ -115,6 +115,7 @@ export function rowToTurn(r: Omit<TurnTableRow, 'conversation_id' | 'tenant_id'>
     phase: r.phase,
     options: r.options ? (JSON.parse(r.options) as Option[]) : null,
     author: r.author,
+    ...(r.citations ? { citations: JSON.parse(r.citations) as Citation[] } : {}),
   };
 }
 
@@ -145,6 +146,7 @@ function turnRows(w: TurnWrite) {
     options: t.options ? JSON.stringify(t.options) : null,
     author: t.author ?? null,
     timestamp: t.timestamp,
+    citations: t.citations?.length ? JSON.stringify(t.citations) : null,
   }));
 }
 
@@ -420,7 +422,7 @@ const WEBHOOK_COLUMNS = [
   'created_at',
   'seq',
 ];
-const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp'];
+const TURN_COLUMNS = ['conversation_id', 'idx', 'tenant_id', 'role', 'message', 'phase', 'options', 'author', 'timestamp', 'citations'];
 const AUDIT_COLUMNS = [
   'id',
   'conversation_id',
