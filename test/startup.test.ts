@@ -145,6 +145,28 @@ describe('start-up failures', () => {
     const second = await demo(moved);
     try {
       expect(await readmeConversation(second.base)).toBe('Order 100001 shipped on 2026-11-18 and should arrive by 2026-11-24.');
+      // The help centre PDF the demo ships answers the README's question, citing its page and the
+      // shop's link to it, once it is read (the server answers /readyz before the demo has read it).
+      await waitUntil(
+        'the help centre to be indexed',
+        async () => {
+          const r = await fetch(`${second.base}/api/v1/knowledge/sources/help-centre`, { headers: { 'tenant-id': 'demo' } });
+          return r.ok && ((await r.json()) as { state: string }).state === 'indexed';
+        },
+        30_000,
+        100,
+      );
+      const warranty = (await (
+        await fetch(`${second.base}/api/v1/agents/acme-support/converse`, {
+          method: 'POST',
+          headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'how long is the warranty?' }),
+        })
+      ).json()) as { response: { message: string; citations?: { source: string; page: number | null; url: string | null }[] } };
+      expect(warranty.response.message).toMatch(/^Every product has a two-year warranty from the day of delivery\./);
+      expect(warranty.response.citations).toEqual([
+        expect.objectContaining({ source: 'help-centre', page: 3, url: expect.stringMatching(/\/acme-help-centre\.pdf$/) }),
+      ]);
       // Released past the new_hosts gate, recorded as forced with the demo's reason, and said so.
       const record = (await (await fetch(`${second.base}/api/v1/agents/acme-support/releases?limit=1`, { headers: { 'tenant-id': 'demo' } })).json()) as {
         data: { forced: boolean; reason: string; gates: { gate: string; passed: boolean }[] }[];
