@@ -18,6 +18,7 @@ import { channels } from './resources/channels.js';
 import { keys } from './resources/keys.js';
 import { secrets } from './resources/secrets.js';
 import { knowledge } from './resources/knowledge.js';
+import { usage } from './resources/usage.js';
 import { operations } from './resources/operations.js';
 import { widget } from './resources/widget.js';
 
@@ -36,6 +37,7 @@ export * from './releases.js';
 export * from './widget.js';
 export * from './channels.js';
 export * from './knowledge.js';
+export * from './usage.js';
 export { PARAMETER_EXAMPLES } from './examples/parameters.js';
 /** The publishable key the widget examples use, which `npm start` holds under its id. */
 export { WIDGET_KEY, WIDGET_KEY_ID } from './examples/fixtures.js';
@@ -60,6 +62,7 @@ export const RESOURCES: {
   keys: typeof keys;
   secrets: typeof secrets;
   knowledge: typeof knowledge;
+  usage: typeof usage;
   operations: typeof operations;
   widget: typeof widget;
 } = {
@@ -77,11 +80,12 @@ export const RESOURCES: {
   keys,
   secrets,
   knowledge,
+  usage,
   operations,
   widget,
 };
 /** The resources under /api/v1, whose routes an API key's scopes govern. */
-const API = [conversations, audit, operators, agents, versions, analytics, review, evaluations, releases, webhooks, channels, keys, secrets, knowledge];
+const API = [conversations, audit, operators, agents, versions, analytics, review, evaluations, releases, webhooks, channels, keys, secrets, knowledge, usage];
 
 // Each part is typed by its resources' routes, each named: inferred, the whole contract's type is
 // spelled out again and passes what TypeScript serializes into declarations (TS7056).
@@ -98,7 +102,8 @@ type ApiRoutes = typeof conversations.routes &
   typeof channels.routes &
   typeof keys.routes &
   typeof secrets.routes &
-  typeof knowledge.routes;
+  typeof knowledge.routes &
+  typeof usage.routes;
 /** Everything under /api/v1: one flat router, so a client calls `api.converse`, `api.listChannels`… */
 export const apiContract: ApiRoutes = Object.assign({}, ...API.map((r) => r.routes)) as ApiRoutes;
 

@@ -9,6 +9,7 @@ import { LlmProvider } from './actions/llm-provider.js';
 import { ModelGate } from './service/model-gate.js';
 import { ServerEmbeddings } from './service/agents/server-embeddings.js';
 import { KnowledgeService } from './service/knowledge/knowledge-service.js';
+import { UsageService } from './service/usage.js';
 import { Extractor } from './service/knowledge/extractor.js';
 import { KnowledgeSourceStore } from './store/knowledge/source-store.js';
 import { RenderBudgets } from './service/render-budgets.js';
@@ -98,6 +99,7 @@ export interface Services {
   training: TrainingPool;
   /** Knowledge sources: uploads, their reading, and the search answer phases make. */
   knowledge: KnowledgeService;
+  usage: UsageService;
   store: ConversationStore;
   logger: Logger;
   /** Resolves when the database answers (readiness). */
@@ -304,6 +306,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     streams,
     training,
     knowledge,
+    usage: new UsageService(knowledge),
     store,
     logger,
     ping: () => store.ping(),

@@ -296,6 +296,20 @@ eachDatabase('knowledge sources on $name', (database) => {
     const got = await client.sb.api.getSource({ params: { source: 'shipping' } });
     expect(got.status === 200 && got.body).toMatchObject({ state: 'indexed', title: 'Shipping guide', kind: 'pdf', pages: 1 });
   });
+
+  it('says what the tenant uses of its quotas, its own sources only', async () => {
+    const list = (await api().get('/api/v1/knowledge/sources?limit=100').set(T).expect(200)).body.data as { bytes: number; passages: number }[];
+    const usage = (await api().get('/api/v1/usage').set(T).expect(200)).body;
+    expect(usage.knowledge).toEqual({
+      sources: { used: list.length, limit: 8 },
+      bytes: { used: list.reduce((n, x) => n + x.bytes, 0), limit: base.maxBytes },
+      passages: { used: list.reduce((n, x) => n + x.passages, 0), limit: base.maxPassages },
+    });
+    expect(usage.knowledge.sources.used).toBeGreaterThan(0);
+    const other = (await api().get('/api/v1/usage').set('tenant-id', 'nobody').expect(200)).body;
+    expect(other.knowledge.sources.used).toBe(0);
+    expect(other.knowledge.passages.used).toBe(0);
+  });
 });
 
 describe('npm run agents -- knowledge', () => {
@@ -320,6 +334,9 @@ describe('npm run agents -- knowledge', () => {
     const failed = await cli('add', join(dir, 'fake.pdf')).catch((e: { code: number; stdout: string }) => e);
     expect(failed).toMatchObject({ code: 1 });
     expect(failed.stdout).toContain('fake: failed (the file says it is a PDF but its content is plain text)');
+    const used = await run(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', 'usage', '--url', server.url, '--tenant', 'acme']);
+    expect(used.stdout).toMatch(/^knowledge sources +2 +of +500 +0\.4%$/m);
+    expect(used.stdout).toMatch(/^knowledge passages +1 +of +100000 +0\.0%$/m);
     expect((await cli('rm', 'opening-hours')).stdout).toBe('deleted knowledge source opening-hours: its passages no longer answer\n');
     const gone = await cli('show', 'opening-hours').catch((e: { code: number; stderr: string }) => e);
     expect(gone.stderr).toContain('answered 404 not_found: No knowledge source opening-hours');

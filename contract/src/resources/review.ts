@@ -57,6 +57,7 @@ export const review = apiResource({
           rephrased: { items: 0, messages: 0 },
           escalated: { items: 0, messages: 0 },
           slot_failed: { items: 0, messages: 0 },
+          unanswered: { items: 0, messages: 0 },
         },
         capped: { per_conversation: 0, per_agent_hour: 0, since: '2026-11-20T09:00:00.000Z' },
         next_cursor: null,

@@ -1,7 +1,8 @@
 // `npm run agents -- …`: the command-line tool, one command module per resource: agent files and
 // versions (definitions.ts), releases, channels, test files and routing (testing.ts), replays, the
 // review inbox and evaluations, chat, conformance, the routing report (evaluation.ts), a tenant
-// copied to another database (tenants.ts) and knowledge sources (knowledge.ts).
+// copied to another database (tenants.ts), knowledge sources (knowledge.ts) and the tenant's use of
+// its quotas (usage.ts).
 import { register as channels } from './channels.js';
 import { register as chat } from './chat.js';
 import { register as conformance } from './conformance.js';
@@ -14,8 +15,9 @@ import { register as replay } from './replay.js';
 import { register as review } from './review.js';
 import { register as tenants } from './tenants.js';
 import { register as testing } from './testing.js';
+import { register as usage } from './usage.js';
 
 const cli = program('npm run agents --', 'Check agent definition files, and apply them to the database named by DATABASE_URL');
-for (const add of [definitions, releases, channels, testing, replay, review, chat, conformance, evaluation, tenants, knowledge]) add(cli);
+for (const add of [definitions, releases, channels, testing, replay, review, chat, conformance, evaluation, tenants, knowledge, usage]) add(cli);
 
 await run(cli);

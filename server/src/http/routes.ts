@@ -17,6 +17,7 @@ import { channelsHandlers } from './handlers/channels.js';
 import { keysHandlers } from './handlers/keys.js';
 import { secretsHandlers } from './handlers/secrets.js';
 import { knowledgeHandlers } from './handlers/knowledge.js';
+import { usageHandlers } from './handlers/usage.js';
 import { operationsHandlers } from './handlers/operations.js';
 import { widgetHandlers } from './handlers/widget.js';
 
@@ -39,6 +40,7 @@ export function createRouter(services: Services, opts: { metricsToken: string | 
       ...keysHandlers(services),
       ...secretsHandlers(services),
       ...knowledgeHandlers(services),
+      ...usageHandlers(services),
     },
     ops: operationsHandlers(services, opts),
     widget: widgetHandlers(services),

@@ -8,7 +8,7 @@
 // source's passages); only a selection's first search waits for its index to the end.
 import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
-import { SourceName, type KnowledgeSource } from '@switchboard/contract';
+import { SourceName, type KnowledgeSource, type Usage } from '@switchboard/contract';
 import { InputError, LimitError, NotFoundError, RateLimitedError, UnavailableError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { decodeCursor, pageOf } from '../../lib/cursor.js';
@@ -342,6 +342,13 @@ export class KnowledgeService {
     );
     const words = this.words;
     return KnowledgeIndex.from(passages, postings, words ? (w) => rarity(words.probabilityOf(w)) : undefined);
+  }
+
+  /** What the tenant's sources use of its quotas, beside the limits. */
+  async usage(tenantId: string): Promise<Usage['knowledge']> {
+    const t = await this.store.totals(tenantId);
+    const { maxSources, maxBytes, maxPassages } = this.limits;
+    return { sources: { used: t.sources, limit: maxSources }, bytes: { used: t.bytes, limit: maxBytes }, passages: { used: t.passages, limit: maxPassages } };
   }
 
   /** Parses a search's `sources` parameter: names and `tag:` selectors, comma-separated. */
