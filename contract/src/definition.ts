@@ -1,6 +1,7 @@
 // The agent definition language (design/AGENTS.md) as a Zod schema: structure only.
 // Cross-references (phase ids, action names, templates) are checked by the server's validator.
 import { z } from 'zod';
+import { SourceName, SourceTag } from './knowledge.js';
 
 const Identifier = z
   .string()
@@ -312,10 +313,7 @@ const AgentDefinitionSchema = z
     knowledge: z.array(KnowledgeDef).max(1000).optional().describe('Documents generative phases may answer from'),
     knowledge_sources: z
       .array(
-        z.union([
-          z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'a knowledge source name'),
-          z.object({ tag: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/) }).strict(),
-        ]),
+        z.union([SourceName.describe('A knowledge source by name'), z.object({ tag: SourceTag.describe('Every knowledge source with this tag') }).strict()]),
       )
       .min(1)
       .max(100)

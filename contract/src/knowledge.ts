@@ -7,6 +7,19 @@ export const SourceName = z
   .string()
   .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must match [a-z0-9][a-z0-9_-]{0,63}')
   .describe("A source's name, unique in the tenant");
+/**
+ * A source name made from a file's name (its folders and extension left out): lower case, runs
+ * of other characters as one dash, at most 64 characters; empty when none can be made. The CLI
+ * and the console name an upload by it.
+ */
+export function sourceNameOf(filename: string): string {
+  return (filename.split(/[\\/]/).pop() ?? '')
+    .replace(/\.[^.]*$/, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+|-+$/g, '')
+    .slice(0, 64);
+}
 export const SourceTag = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must match [a-z0-9][a-z0-9_-]{0,63}');
 
 export const SourceState = z

@@ -1,20 +1,10 @@
 // The tenant's knowledge sources (docs/knowledge.md): their state, and uploading a document by
 // choosing it or dropping it on the page, with the upload's progress and then the reading's.
 import { useState } from 'preact/hooks';
-import type { KnowledgeSource } from '@switchboard/client';
+import { sourceNameOf, type KnowledgeSource } from '@switchboard/client';
 import { allPages, asApiError, ok, useLoad, type ApiError } from '../api';
 import { clientFor, useSession } from '../session';
 import { Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
-
-/** A source name from a file name: lower case, runs of other characters as one dash. */
-function nameOf(file: string): string {
-  return file
-    .replace(/\.[^.]*$/, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, '-')
-    .replace(/^[-_]+|-+$/g, '')
-    .slice(0, 64);
-}
 
 /**
  * A fetch for the typed client that sends through XMLHttpRequest: a browser's fetch reports
@@ -50,7 +40,7 @@ function Upload({ onDone }: { onDone: () => void }) {
   const choose = (f: File | undefined) => {
     if (!f) return;
     setFile(f);
-    setName(nameOf(f.name));
+    setName(sourceNameOf(f.name));
   };
   const submit = async (e: Event) => {
     e.preventDefault();

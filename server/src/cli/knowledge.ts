@@ -3,7 +3,7 @@
 // and show sources, read a source's passages, search as an answer phase does, and remove one.
 import { readFile, stat } from 'node:fs/promises';
 import { basename, extname } from 'node:path';
-import type { KnowledgeSource } from '@switchboard/contract';
+import { sourceNameOf, type KnowledgeSource } from '@switchboard/contract';
 import type { Command } from 'commander';
 import { versionNumber } from './args.js';
 import { bar, follow } from './replay.js';
@@ -19,13 +19,9 @@ const TYPES: Record<string, string> = {
   '.txt': 'text/plain',
 };
 
-/** A source name from a file name: lower case, runs of other characters as one dash. */
+/** The source name of a file (the contract's sourceNameOf), or an error asking for one. */
 function nameOf(file: string): string {
-  const name = basename(file, extname(file))
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, '-')
-    .replace(/^[-_]+|-+$/g, '')
-    .slice(0, 64);
+  const name = sourceNameOf(file);
   if (!name) throw new Error(`say the source's name: --name (none can be made from "${basename(file)}")`);
   return name;
 }
