@@ -422,3 +422,17 @@ eachDatabase('a knowledge index over its budget on $name', (database) => {
     expect(audit[0].data).toMatchObject({ answered: false, error: 'The knowledge index could not be built: building the search index took longer than 5 ms' });
   });
 });
+
+eachDatabase('a knowledge index larger than the cache on $name', (database) => {
+  // An index the cache cannot hold would be built again on every search: it is refused with the reason.
+  const f = appFixture(database, { agents: { helpdesk: agent }, config: { knowledge: { ...base, cacheBytes: 20_000 } } });
+  const api = () => request(f.app.app);
+
+  it('fails the search, naming the setting', async () => {
+    const text = Array.from({ length: 60 }, (_, i) => `## Part ${i}\n\nThe warranty on part ${i} lasts two years from delivery.`).join('\n\n');
+    await api().put('/api/v1/knowledge/sources/help-centre').set(T).attach('file', Buffer.from(text), 'manual.md').expect(202);
+    await f.app.knowledge.idle();
+    const search = await api().get('/api/v1/knowledge/search?q=warranty').set(T).expect(503);
+    expect(search.body.detail).toMatch(/^The knowledge index could not be built: the index of 60 passages needs 1 MiB, more than KNOWLEDGE_CACHE_MB \(0\)$/);
+  });
+});

@@ -83,6 +83,12 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
           { name: 'chat', examples: ['hello', 'hi there', 'can you help me'], phases: [{ id: 'assist', generate: { instructions: 'Help briefly.' } }] },
         ],
       },
+      faq: {
+        name: 'FAQ',
+        knowledge_sources: [{ tag: 'help' }],
+        routing: { fallback: 'docs' },
+        capabilities: [{ name: 'docs', phases: [{ id: 'answer', answer: { not_found: 'fallback' } }] }],
+      },
       hostile: {
         name: 'Hostile',
         routing: { fallback: 'trap' },
@@ -118,7 +124,7 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     const made = await request(f.app.app)
       .post('/api/v1/keys')
       .set(T)
-      .send({ name: 'shop', widget: { agents: ['support', 'helper', 'hostile'], origins: [shop.origin] } });
+      .send({ name: 'shop', widget: { agents: ['support', 'helper', 'hostile', 'faq'], origins: [shop.origin] } });
     key = made.body.key;
     await f.app.startBackground();
     ({ context, close } = await launch());
@@ -269,6 +275,28 @@ describe.skipIf(!hasBrowser)('the web chat widget in Chromium', () => {
     ).toEqual(['https://example.com/help?a=1', 'noopener noreferrer nofollow ugc']);
     expect(await widget(p).getByRole('button', { name: '<i>x</i>' }).count()).toBe(1);
     expect(await p.evaluate(() => [window.pwned, window.pwned2, window.pwned3])).toEqual([undefined, undefined, undefined]);
+    await p.close();
+  });
+
+  it("lists an answer's sources under it as links to the documents", async () => {
+    await request(f.app.app)
+      .put('/api/v1/knowledge/sources/hours')
+      .set(T)
+      .field('url', 'https://shop.example/hours')
+      .field('tags', 'help')
+      .attach('file', Buffer.from('# Opening hours\n\nOur shops open at 9 am and close at 6 pm.\n'), 'hours.md')
+      .expect(202);
+    await f.app.knowledge.idle();
+    const p = await context.newPage();
+    await p.goto(`${shop.origin}/?agent=faq&open`);
+    await send('when do your shops open?', p);
+    const sources = widget(p).getByRole('list', { name: 'Sources' });
+    await sources.waitFor();
+    expect(await sources.getByRole('link').evaluate((a) => [a.textContent, a.getAttribute('href'), a.getAttribute('target')])).toEqual([
+      'Opening hours',
+      'https://shop.example/hours',
+      '_blank',
+    ]);
     await p.close();
   });
 

@@ -118,7 +118,9 @@ export function createView(o: { agent: string; language: string; nonce?: string;
           if (!citations.length) return;
           const list = el('ul', { class: 'sources', 'aria-label': 'Sources' });
           for (const c of citations) {
-            const name = [c.title ?? c.source, c.page !== null ? `page ${c.page}` : c.heading].filter(Boolean).join(', ');
+            const title = c.title ?? c.source;
+            const where = c.page !== null ? `page ${c.page}` : c.heading !== title ? c.heading : null;
+            const name = where ? `${title}, ${where}` : title;
             const item = el('li');
             item.append(/^https?:\/\//i.test(c.url ?? '') ? el('a', { href: c.url!, target: '_blank', rel: 'noopener noreferrer nofollow' }, name) : name);
             list.append(item);

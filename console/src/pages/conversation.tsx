@@ -163,7 +163,7 @@ function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns'> }) {
                   ) : (
                     (c.title ?? c.source)
                   )}
-                  {c.page !== null ? `, page ${c.page}` : c.heading ? ` — ${c.heading}` : ''} <code>{c.passage_id}</code>
+                  {c.page !== null ? `, page ${c.page}` : c.heading && c.heading !== (c.title ?? c.source) ? `, ${c.heading}` : ''} <code>{c.passage_id}</code>
                 </li>
               ))}
             </ul>

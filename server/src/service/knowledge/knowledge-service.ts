@@ -341,7 +341,13 @@ export class KnowledgeService {
       passages.map((p) => p.text),
     );
     const words = this.words;
-    return KnowledgeIndex.from(passages, postings, words ? (w) => rarity(words.probabilityOf(w)) : undefined);
+    const index = KnowledgeIndex.from(passages, postings, words ? (w) => rarity(words.probabilityOf(w)) : undefined);
+    // One the cache could not hold would be built again on every search: refused instead.
+    if (index.bytes > this.limits.cacheBytes)
+      throw new Error(
+        `the index of ${index.size} passages needs ${Math.ceil(index.bytes / 2 ** 20)} MiB, more than KNOWLEDGE_CACHE_MB (${Math.floor(this.limits.cacheBytes / 2 ** 20)})`,
+      );
+    return index;
   }
 
   /** What the tenant's sources use of its quotas, beside the limits. */
