@@ -1,7 +1,10 @@
 // `agents tenant copy`: a tenant's configuration moved to another database, e.g. from the embedded
 // SQLite file to PostgreSQL (store/tenant-copy.ts; docs/deployment.md, "Moving to PostgreSQL").
 import { type Command } from 'commander';
-import { copyTenant } from '../store/tenant-copy.js';
+import { copyTenant, TENANT_TABLES } from '../store/tenant-copy.js';
+
+/** The table names' column: as wide as the longest. */
+const WIDTH = Math.max(...TENANT_TABLES.map((t) => t.length));
 
 export function register(cli: Command): void {
   const tenant = cli.command('tenant').description("a tenant's configuration across databases");
@@ -22,7 +25,7 @@ export function register(cli: Command): void {
         await migrate(from);
         await migrate(to);
         console.log(`copying tenant "${id}" from ${shownDatabaseUrl(opts.from)} to ${shownDatabaseUrl(opts.to)}`);
-        const copied = await copyTenant(from, to, id, (table, rows) => console.log(`  ${table.padEnd(17)} ${rows}`));
+        const copied = await copyTenant(from, to, id, (table, rows) => console.log(`  ${table.padEnd(WIDTH)} ${rows}`));
         const total = Object.values(copied).reduce((a, b) => a + b, 0);
         if (total === 0) {
           console.error(`the source holds nothing of tenant "${id}": check the name`);

@@ -7,7 +7,7 @@
 import type { Database } from './db.js';
 
 /** The tables that hold a tenant's configuration, each before those that refer to it. */
-const TENANT_TABLES = [
+export const TENANT_TABLES = [
   'agents',
   'agent_versions',
   'release_records',
