@@ -20,6 +20,12 @@ export function sourceNameOf(filename: string): string {
     .replace(/^[-_]+|-+$/g, '')
     .slice(0, 64);
 }
+/** How a citation names where it points: the title, then the page, or the heading where it is not the title. */
+export function citationName(c: { source: string; title: string | null; page: number | null; heading: string | null }): string {
+  const title = c.title ?? c.source;
+  const where = c.page !== null ? `page ${c.page}` : c.heading !== title ? c.heading : null;
+  return where ? `${title}, ${where}` : title;
+}
 export const SourceTag = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must match [a-z0-9][a-z0-9_-]{0,63}');
 
 export const SourceState = z

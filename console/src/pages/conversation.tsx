@@ -3,7 +3,7 @@
 // erasure behind a confirmation.
 import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
-import type { Agent, AuditEntry, ConversationDetail, SwitchboardClient } from '@switchboard/client';
+import { citationName, type Agent, type AuditEntry, type ConversationDetail, type SwitchboardClient } from '@switchboard/client';
 import { allPages, ok, useAction, useLoad } from '../api';
 import { useSession } from '../session';
 import { Timeline } from '../components/audit';
@@ -158,12 +158,12 @@ function Transcript({ detail }: { detail: Pick<ConversationDetail, 'turns'> }) {
                 <li key={c.passage_id}>
                   {/^https?:\/\//i.test(c.url ?? '') ? (
                     <a href={c.url!} target="_blank" rel="noopener noreferrer">
-                      {c.title ?? c.source}
+                      {citationName(c)}
                     </a>
                   ) : (
-                    (c.title ?? c.source)
-                  )}
-                  {c.page !== null ? `, page ${c.page}` : c.heading && c.heading !== (c.title ?? c.source) ? `, ${c.heading}` : ''} <code>{c.passage_id}</code>
+                    citationName(c)
+                  )}{' '}
+                  <code>{c.passage_id}</code>
                 </li>
               ))}
             </ul>

@@ -2,7 +2,7 @@
 // (a `retrieve` the caller makes) and, when the best passage holds enough of the question, the
 // reply quotes its matching sentences with the source's title, page and link, and cites it.
 // Otherwise the phase's `not_found` decides: a person, the fallback message, or another phase.
-import type { Citation } from '@switchboard/contract';
+import { citationName, type Citation } from '@switchboard/contract';
 import { matchingSentences, type Found } from '../knowledge.js';
 import type { CompiledPhase } from '../compile.js';
 import { CONTINUE, type EngineReply, type EngineRequest, type StepOutcome, type TurnState } from '../turn.js';
@@ -25,11 +25,7 @@ function citation(f: Found, message: string): Citation {
 
 /** The line under an answer that says where it came from. */
 function sourceLine(cites: Citation[]): string {
-  const named = cites.map((c) => {
-    const title = c.title ?? c.source;
-    const where = c.page !== null ? `page ${c.page}` : c.heading !== title ? c.heading : null;
-    return where ? `${title}, ${where}` : title;
-  });
+  const named = cites.map(citationName);
   const links = [...new Set(cites.flatMap((c) => (c.url ? [c.url] : [])))];
   return `Source: ${[...new Set(named)].join('; ')}${links.length ? ` (${links.join(' ')})` : ''}`;
 }
