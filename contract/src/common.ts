@@ -68,6 +68,7 @@ export const ProblemCode = z.enum([
   'review_item_closed',
   'release_gates_failed',
   'no_split',
+  'source_kind_mismatch',
   'invalid_transition',
   'payload_too_large',
   'unsupported_media_type',

@@ -29,11 +29,43 @@ export function citationName(c: { source: string; title: string | null; page: nu
 export const SourceTag = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must match [a-z0-9][a-z0-9_-]{0,63}');
 
 export const SourceState = z
-  .enum(['parsing', 'indexed', 'failed'])
+  .enum(['queued', 'fetching', 'parsing', 'indexed', 'failed'])
   .describe(
-    '`parsing`: the file is being read; `indexed`: its passages answer; `failed`: see `error` (a replaced file keeps answering with its last good text)',
+    '`queued`: a web source waiting for its sync; `fetching`: its pages are being fetched and read; `parsing`: the file is being read; `indexed`: its passages answer; `failed`: see `error` (a replaced file, or a site that could not be synced, keeps answering with its last good text)',
   );
 export const FileKind = z.enum(['pdf', 'docx', 'html', 'markdown', 'text']);
+export const SourceKind = z.enum([...FileKind.options, 'web']).describe('What the file was read as, told from its content (`web`: a page or a site)');
+
+export const SyncSchedule = z
+  .enum(['hourly', 'daily', 'weekly', 'never'])
+  .describe('How often a web source is synced (`never`: only when asked, `POST …/sync`)');
+export const CrawlMode = z
+  .enum(['page', 'sitemap', 'links'])
+  .describe(
+    '`page`: the one page at `url`; `sitemap`: the pages `url` (a sitemap or sitemap index) lists; `links`: the pages reached from `url` by links, on its host and under its path, `depth` links deep',
+  );
+
+const SiteSchema = z.object({
+  url: z
+    .string()
+    .url()
+    .max(2000)
+    .refine((u) => /^https?:\/\//i.test(u), 'must be an http(s) URL')
+    .describe('The page, the sitemap, or the page the links are followed from'),
+  crawl: CrawlMode.default('page'),
+  depth: z.number().int().min(0).max(5).default(2).describe('Links followed from `url` (`links` only)'),
+  max_pages: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .optional()
+    .describe(
+      'Pages kept at most (default 100, or KNOWLEDGE_MAX_SITE_PAGES when lower); a site listing more keeps the first, and says so. At most KNOWLEDGE_MAX_SITE_PAGES',
+    ),
+});
+export const Site = SiteSchema.describe('What a web source fetches');
+export type Site = z.output<typeof SiteSchema>;
 
 const SourceSchema = z
   .object({
@@ -43,17 +75,30 @@ const SourceSchema = z
     language: z.string().nullable(),
     tags: z.array(SourceTag),
     filename: z.string().nullable(),
-    kind: FileKind.nullable().describe('What the file was read as, told from its content; null until read'),
+    kind: SourceKind.nullable().describe('What the file was read as, told from its content (`web`: a page or a site); null until read'),
+    site: z
+      .object({ url: z.string(), crawl: CrawlMode, depth: z.number().int(), max_pages: z.number().int() })
+      .nullable()
+      .describe('What a web source fetches; null for a file'),
+    schedule: SyncSchedule.nullable().describe("A web source's sync schedule; null for a file"),
     state: SourceState,
-    error: z.string().nullable().describe('Why the last upload could not be read, for a person to act on'),
-    bytes: z.number().int().describe("The file's size"),
-    pages: z.number().int().nullable().describe('Pages of a PDF'),
+    error: z
+      .string()
+      .nullable()
+      .describe(
+        "Why the last upload could not be read, or what went wrong in a web source's last sync (pages that could not be fetched), for a person to act on",
+      ),
+    bytes: z.number().int().describe("The file's size, or the bytes of a web source's pages"),
+    pages: z.number().int().nullable().describe('Pages of a PDF, or the pages a web source holds'),
     passages: z.number().int().describe('Passages that answer now'),
     sha256: z.string().describe("The file's SHA-256 (hex)"),
     revision: z.number().int().describe('1 for the first file, one more for each replacement'),
     created_at: Timestamp,
     updated_at: Timestamp,
     indexed_at: Timestamp.nullable().describe('When the passages that answer now were indexed'),
+    fetched_at: Timestamp.nullable().describe("When a web source's pages were last fetched"),
+    changed_at: Timestamp.nullable().describe('When a sync last found a page new, changed or gone'),
+    next_sync_at: Timestamp.nullable().describe("When a web source's next sync is due (null: none is scheduled)"),
   })
   .describe('A knowledge source');
 export type KnowledgeSource = z.infer<typeof SourceSchema>;
@@ -79,6 +124,34 @@ export const SourceUpload = z.object({
   tags: z.string().max(1000).optional().describe('Comma-separated tags agents may select sources by (`knowledge_sources: [{ tag: … }]`)'),
 });
 
+/** A web source: a page, or a site by sitemap or by links, and its schedule. */
+export const SiteBody = SiteSchema.extend({
+  schedule: SyncSchedule.default('daily'),
+  title: z.string().trim().min(1).max(300).optional().describe("Shown in citations; default the first page's title"),
+  language: z
+    .string()
+    .regex(/^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 'a BCP 47 language tag, e.g. en or pt-BR')
+    .optional(),
+  tags: z.array(SourceTag).max(20).default([]).describe('Tags agents may select sources by'),
+}).describe('A web page or a site to sync as a knowledge source');
+export type SiteBody = z.output<typeof SiteBody>;
+
+export const PageState = z.enum(['ok', 'failed']).describe('`failed`: its last fetch failed (its last good text keeps answering until it is dropped)');
+export const SitePage = z
+  .object({
+    url: z.string(),
+    title: z.string().nullable(),
+    state: PageState,
+    error: z.string().nullable().describe('Why the last fetch failed'),
+    failures: z.number().int().describe('Syncs in a row whose fetch of it failed: at 3 it is dropped'),
+    bytes: z.number().int(),
+    passages: z.number().int(),
+    fetched_at: Timestamp.nullable(),
+    changed_at: Timestamp.nullable().describe('When its text last changed'),
+  })
+  .describe('A page of a web source');
+export const SitePagePage = Page(SitePage).describe("A web source's pages by URL");
+
 export const SourcesQuery = z.object({
   tag: SourceTag.optional().describe('Only sources with this tag'),
   limit: z.coerce.number().int().min(1).max(100).default(50),
@@ -91,6 +164,7 @@ export const Passage = z
     source: SourceName,
     page: z.number().int().nullable().describe('The PDF page the passage is on'),
     heading: z.string().nullable().describe('The heading the passage stands under'),
+    url: z.string().nullable().describe("The web page the passage is on (a web source's), else null"),
     text: z.string(),
   })
   .describe('A passage of a source');

@@ -12,6 +12,7 @@ export const Usage = z
       sources: Quota.describe('Knowledge sources (KNOWLEDGE_MAX_SOURCES)'),
       bytes: Quota.describe("Bytes of the sources' files (KNOWLEDGE_MAX_BYTES_MB)"),
       passages: Quota.describe('Passages the sources hold (KNOWLEDGE_MAX_PASSAGES)'),
+      syncs_today: Quota.describe('Syncs of web sources started today, UTC (KNOWLEDGE_MAX_SYNCS_PER_DAY)'),
     }),
   })
   .describe("The tenant's use of each quota, beside the operator's limit");

@@ -203,6 +203,14 @@ function fromEnv(e: Env, env: NodeJS.ProcessEnv) {
         timeoutMs: e.KNOWLEDGE_INDEX_TIMEOUT_MS,
         memoryMb: e.KNOWLEDGE_READ_MEMORY_MB,
       },
+      /** Web sources: pages a site keeps, syncs a tenant starts a day, one request's time, syncs at once, how often servers look for due ones. */
+      sites: {
+        maxSitePages: e.KNOWLEDGE_MAX_SITE_PAGES,
+        maxSyncsPerDay: e.KNOWLEDGE_MAX_SYNCS_PER_DAY,
+        fetchTimeoutMs: e.KNOWLEDGE_FETCH_TIMEOUT_MS,
+        workers: e.KNOWLEDGE_SYNC_WORKERS,
+        pollMs: e.KNOWLEDGE_SYNC_POLL_MS,
+      },
     },
     /** Compiled agent versions (trained routers included) kept in memory, in MiB. */
     routerCacheMb: e.ROUTER_CACHE_MB,

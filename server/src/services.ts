@@ -2,7 +2,7 @@
 // HTTP layer and the command-line tools use, and nothing of HTTP itself.
 import { useVectors } from './service/agents/vectors.js';
 import type { Logger } from 'pino';
-import { hostsFor, HttpActionRunner } from './actions/http-action.js';
+import { DispatcherPool, hostsFor, HttpActionRunner } from './actions/http-action.js';
 import { HostChecker, type Lookup } from './actions/ssrf.js';
 import { LlmRouter } from './actions/llm-router.js';
 import { LlmProvider } from './actions/llm-provider.js';
@@ -12,6 +12,8 @@ import { KnowledgeService } from './service/knowledge/knowledge-service.js';
 import { UsageService } from './service/usage.js';
 import { Extractor } from './service/knowledge/extractor.js';
 import { KnowledgeSourceStore } from './store/knowledge/source-store.js';
+import { KnowledgeSiteStore } from './store/knowledge/site-store.js';
+import { KnowledgeSites } from './service/knowledge/sites.js';
 import { RenderBudgets } from './service/render-budgets.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
 import type { Config } from './config.js';
@@ -99,6 +101,8 @@ export interface Services {
   training: TrainingPool;
   /** Knowledge sources: uploads, their reading, and the search answer phases make. */
   knowledge: KnowledgeService;
+  /** Web knowledge sources: pages and sites, synced on a schedule. */
+  sites: KnowledgeSites;
   usage: UsageService;
   store: ConversationStore;
   logger: Logger;
@@ -212,14 +216,24 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
         })
       : undefined);
   const conversationReads = new ConversationReads(agents, store);
+  const reader = new Extractor(config.knowledge.read);
   const knowledge = new KnowledgeService(
     new KnowledgeSourceStore(deps.db),
-    new Extractor(config.knowledge.read),
+    reader,
     new Extractor(config.knowledge.index),
     clock,
     logger,
     config.knowledge,
     vectors.vectors,
+  );
+  const sites = new KnowledgeSites(
+    new KnowledgeSiteStore(deps.db),
+    knowledge,
+    reader,
+    new DispatcherPool(config.actionAllowedHosts, { lookup: deps.actionLookup }),
+    clock,
+    logger,
+    config.knowledge.sites,
   );
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
@@ -306,7 +320,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     streams,
     training,
     knowledge,
-    usage: new UsageService(knowledge),
+    sites,
+    usage: new UsageService(knowledge, sites),
     store,
     logger,
     ping: () => store.ping(),
@@ -316,12 +331,14 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
       webhooks.start(config.webhookIntervalMs);
       channels.start();
       sweeper.start(config.sweepIntervalMs);
+      sites.start();
     },
     close: async (graceMs = 10_000) => {
       await sweeper.stop();
       await channels.stop();
       await evaluations.close();
       await replays.close();
+      await sites.stop();
       await knowledge.close();
       streams.closeAll();
       const until = Date.now() + graceMs;

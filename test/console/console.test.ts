@@ -543,12 +543,14 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await page.goto(url('/'));
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'API docs' }).click();
     await page.waitForURL(/\/docs\/?$/);
-    await page.getByText('/api/v1/agents/{slug}/converse').first().waitFor();
+    // Swagger UI lays out the whole document (65 operations) before it shows one: on a loaded
+    // two-core machine that has taken over ten seconds.
+    await page.getByText('/api/v1/agents/{slug}/converse').first().waitFor({ timeout: 40_000 });
     // A policy that refused one of the page's own scripts or styles shows in the console (checked below).
     expect(await page.locator('.opblock').count()).toBeGreaterThan(10);
     // Swagger UI opens the description's links in a new tab.
     expect(await page.getByRole('link', { name: '/console' }).getAttribute('href')).toBe('/console');
-  });
+  }, 60_000);
 
   it('triages the review inbox with the keyboard: two messages added as examples, one as out of scope, with the diff', async () => {
     await page.setViewportSize({ width: 1280, height: 900 });

@@ -304,6 +304,7 @@ eachDatabase('knowledge sources on $name', (database) => {
       sources: { used: list.length, limit: 8 },
       bytes: { used: list.reduce((n, x) => n + x.bytes, 0), limit: base.maxBytes },
       passages: { used: list.reduce((n, x) => n + x.passages, 0), limit: base.maxPassages },
+      syncs_today: { used: 0, limit: base.sites.maxSyncsPerDay },
     });
     expect(usage.knowledge.sources.used).toBeGreaterThan(0);
     const other = (await api().get('/api/v1/usage').set('tenant-id', 'nobody').expect(200)).body;

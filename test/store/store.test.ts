@@ -273,6 +273,7 @@ eachDatabase('migrations on $name', (database) => {
         '027_version_notes',
         '028_knowledge_sources',
         '029_turn_citations',
+        '030_knowledge_web',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

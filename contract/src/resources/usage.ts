@@ -30,6 +30,7 @@ export const usage = apiResource({
           sources: { used: 1, limit: 500 },
           bytes: { used: 3446, limit: 2147483648 },
           passages: { used: 3, limit: 100000 },
+          syncs_today: { used: 0, limit: 100 },
         },
       },
     },

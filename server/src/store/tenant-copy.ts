@@ -18,6 +18,7 @@ export const TENANT_TABLES = [
   'channels',
   'knowledge_sources',
   'knowledge_passages',
+  'knowledge_pages',
 ] as const;
 type TenantTable = (typeof TENANT_TABLES)[number];
 

@@ -7,7 +7,7 @@ import { multipartFile } from '../upload.js';
 
 const s = initServer();
 
-export const knowledgeHandlers = ({ knowledge }: Services) =>
+export const knowledgeHandlers = ({ knowledge, sites }: Services) =>
   s.router(RESOURCES.knowledge.routes, {
     putSource: {
       middleware: [multipartFile('file', knowledge.maxFileBytes)],
@@ -23,6 +23,9 @@ export const knowledgeHandlers = ({ knowledge }: Services) =>
         return { status: 202, body: source };
       },
     },
+    putSite: async ({ headers, params, body }) => ({ status: 202, body: await sites.put(headers['tenant-id'], params.source, body) }),
+    syncSource: async ({ headers, params }) => ({ status: 202, body: await sites.syncNow(headers['tenant-id'], params.source) }),
+    listPages: async ({ headers, params, query }) => ({ status: 200, body: await sites.pages(headers['tenant-id'], params.source, query) }),
     listSources: async ({ headers, query }) => ({ status: 200, body: await knowledge.list(headers['tenant-id'], query) }),
     getSource: async ({ headers, params }) => ({ status: 200, body: await knowledge.get(headers['tenant-id'], params.source) }),
     deleteSource: async ({ headers, params }) => {

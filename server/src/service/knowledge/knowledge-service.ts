@@ -64,8 +64,8 @@ const isSeq = (v: unknown): v is number => typeof v === 'number' && Number.isInt
  * The passages of an extracted file: each section cut at headings and paragraphs, numbered from 1
  * in document order; a passage before any heading stands under the document's title.
  */
-function passagesOf(x: Extracted): Omit<PassageRow, 'source'>[] {
-  const out: Omit<PassageRow, 'source'>[] = [];
+export function passagesOf(x: Extracted): Omit<PassageRow, 'source' | 'url'>[] {
+  const out: Omit<PassageRow, 'source' | 'url'>[] = [];
   for (const s of x.sections) {
     for (const p of splitPassages({ id: 'p', title: s.heading ?? undefined, text: s.text })) {
       out.push({ seq: out.length + 1, page: s.page, heading: p.title ?? x.title, text: p.text });
@@ -109,7 +109,10 @@ export class KnowledgeService {
   }
 
   view(r: SourceRow): KnowledgeSource {
-    const stopped = r.state === 'parsing' && !this.running.has(`${r.tenantId}\n${r.name}`) && Date.parse(r.updatedAt) < this.clock.now().getTime() - STALE_MS;
+    const now = this.clock.now();
+    const stopped = r.state === 'parsing' && !this.running.has(`${r.tenantId}\n${r.name}`) && Date.parse(r.updatedAt) < now.getTime() - STALE_MS;
+    // A sync whose server stopped: due again when its lease ran out.
+    const orphan = r.state === 'fetching' && (!r.syncUntil || Date.parse(r.syncUntil) < now.getTime());
     return {
       name: r.name,
       title: r.title ?? r.docTitle,
@@ -118,7 +121,9 @@ export class KnowledgeService {
       tags: r.tags,
       filename: r.filename,
       kind: r.kind as KnowledgeSource['kind'],
-      state: stopped ? 'failed' : r.state,
+      site: r.site,
+      schedule: r.schedule as KnowledgeSource['schedule'],
+      state: stopped ? 'failed' : orphan ? 'queued' : r.state,
       error: stopped ? STOPPED : r.error,
       bytes: r.bytes,
       pages: r.pages,
@@ -128,10 +133,13 @@ export class KnowledgeService {
       created_at: r.createdAt,
       updated_at: r.updatedAt,
       indexed_at: r.indexedAt,
+      fetched_at: r.fetchedAt,
+      changed_at: r.changedAt,
+      next_sync_at: r.nextSyncAt,
     };
   }
 
-  private admit(others: KnowledgeTotals, existing: SourceRow | null, bytes: number): void {
+  admit(others: KnowledgeTotals, existing: SourceRow | null, bytes: number): void {
     const { maxSources, maxBytes } = this.limits;
     if (!existing && others.sources + 1 > maxSources) {
       throw new LimitError(`The tenant has ${others.sources} knowledge sources, the most it may have (KNOWLEDGE_MAX_SOURCES=${maxSources})`, 'path.source');
@@ -266,7 +274,10 @@ export class KnowledgeService {
     const after = decodeCursor(q.cursor, isSeq);
     const rows = await this.store.passages(tenantId, name, { limit: q.limit + 1, after });
     const { page, next_cursor } = pageOf(rows, q.limit, (last) => last.seq);
-    return { data: page.map((p) => ({ id: `${p.source}#${p.seq}`, source: p.source, page: p.page, heading: p.heading, text: p.text })), next_cursor };
+    return {
+      data: page.map((p) => ({ id: `${p.source}#${p.seq}`, source: p.source, page: p.page, heading: p.heading, url: p.url, text: p.text })),
+      next_cursor,
+    };
   }
 
   /**
@@ -332,7 +343,7 @@ export class KnowledgeService {
         id: `${p.source}#${p.seq}`,
         title: p.heading,
         text: p.text,
-        source: { name: p.source, title: s.title ?? s.docTitle, url: s.url, page: p.page },
+        source: { name: p.source, title: s.title ?? s.docTitle, url: p.url ?? s.url, page: p.page },
       };
     });
     const postings = await this.indexer.index(
@@ -350,8 +361,8 @@ export class KnowledgeService {
     return index;
   }
 
-  /** What the tenant's sources use of its quotas, beside the limits. */
-  async usage(tenantId: string): Promise<Usage['knowledge']> {
+  /** What the tenant's sources use of its quotas, beside the limits (the syncs of the day are the sites' to say). */
+  async usage(tenantId: string): Promise<Omit<Usage['knowledge'], 'syncs_today'>> {
     const t = await this.store.totals(tenantId);
     const { maxSources, maxBytes, maxPassages } = this.limits;
     return { sources: { used: t.sources, limit: maxSources }, bytes: { used: t.bytes, limit: maxBytes }, passages: { used: t.passages, limit: maxPassages } };

@@ -2,6 +2,7 @@
 // file's passages replace the old ones in one transaction, and only while the source still holds
 // the revision that was read (a later upload of the same name wins over a slower earlier one).
 import type { Knex } from 'knex';
+import { ConflictError } from '../../errors.js';
 import type { Database } from '../db.js';
 
 export interface SourceRow {
@@ -14,7 +15,7 @@ export interface SourceRow {
   tags: string[];
   filename: string | null;
   kind: string | null;
-  state: 'parsing' | 'indexed' | 'failed';
+  state: 'queued' | 'fetching' | 'parsing' | 'indexed' | 'failed';
   error: string | null;
   bytes: number;
   pages: number | null;
@@ -25,6 +26,24 @@ export interface SourceRow {
   createdAt: string;
   updatedAt: string;
   indexedAt: string | null;
+  /** A web source's page or site (null for a file). */
+  site: SiteSettings | null;
+  schedule: string | null;
+  nextSyncAt: string | null;
+  /** Until when a server holds the source's sync (renewed while it works). */
+  syncUntil: string | null;
+  fetchedAt: string | null;
+  changedAt: string | null;
+  /** The revision a sync last finished at: a sync of a later one has new settings. */
+  syncedRevision: number | null;
+}
+
+/** What a web source fetches (contract Site). */
+export interface SiteSettings {
+  url: string;
+  crawl: 'page' | 'sitemap' | 'links';
+  depth: number;
+  max_pages: number;
 }
 
 export interface PassageRow {
@@ -32,6 +51,8 @@ export interface PassageRow {
   seq: number;
   page: number | null;
   heading: string | null;
+  /** The web page it is on (a web source's). */
+  url: string | null;
   text: string;
 }
 
@@ -54,7 +75,7 @@ export interface KnowledgeTotals {
   passages: number;
 }
 
-function toRow(r: Record<string, unknown>): SourceRow {
+export function toRow(r: Record<string, unknown>): SourceRow {
   return {
     tenantId: r.tenant_id as string,
     name: r.name as string,
@@ -76,21 +97,29 @@ function toRow(r: Record<string, unknown>): SourceRow {
     createdAt: r.created_at as string,
     updatedAt: r.updated_at as string,
     indexedAt: (r.indexed_at as string | null) ?? null,
+    site: r.site ? (JSON.parse(r.site as string) as SiteSettings) : null,
+    schedule: (r.schedule as string | null) ?? null,
+    nextSyncAt: (r.next_sync_at as string | null) ?? null,
+    syncUntil: (r.sync_until as string | null) ?? null,
+    fetchedAt: (r.fetched_at as string | null) ?? null,
+    changedAt: (r.changed_at as string | null) ?? null,
+    syncedRevision: r.synced_revision === null || r.synced_revision === undefined ? null : Number(r.synced_revision),
   };
 }
 
-function toPassage(r: Record<string, unknown>): PassageRow {
+export function toPassage(r: Record<string, unknown>): PassageRow {
   return {
     source: r.source as string,
     seq: Number(r.seq),
     page: r.page === null || r.page === undefined ? null : Number(r.page),
     heading: (r.heading as string | null) ?? null,
+    url: (r.url as string | null) ?? null,
     text: r.text as string,
   };
 }
 
 /** Passages inserted a batch at a time: well under SQLite's bound-variable limit. */
-const INSERT_BATCH = 100;
+export const INSERT_BATCH = 100;
 
 export class KnowledgeSourceStore {
   private readonly knex: Knex;
@@ -158,6 +187,8 @@ export class KnowledgeSourceStore {
       await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
       const before = (await trx('knowledge_sources').where({ tenant_id: tenantId, name: u.name }).first()) as Record<string, unknown> | undefined;
       const existing = before ? toRow(before) : null;
+      if (existing?.site)
+        throw new ConflictError('source_kind_mismatch', `The knowledge source ${u.name} is a web source: delete it first to upload a file under its name`);
       const all = await this.totals(tenantId, trx);
       admit(existing ? { sources: all.sources - 1, bytes: all.bytes - existing.bytes, passages: all.passages - existing.passages } : all, existing);
       const fields = {
@@ -197,7 +228,7 @@ export class KnowledgeSourceStore {
     tenantId: string,
     name: string,
     revision: number,
-    r: { kind: string; docTitle: string | null; pages: number | null; chars: number; passages: Omit<PassageRow, 'source'>[]; now: string },
+    r: { kind: string; docTitle: string | null; pages: number | null; chars: number; passages: Omit<PassageRow, 'source' | 'url'>[]; now: string },
     admit: (otherPassages: number) => void,
   ): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
@@ -234,6 +265,7 @@ export class KnowledgeSourceStore {
   async delete(tenantId: string, name: string): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
       await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).delete();
+      await trx('knowledge_pages').where({ tenant_id: tenantId, source: name }).delete();
       return (await trx('knowledge_sources').where({ tenant_id: tenantId, name }).delete()) > 0;
     });
   }
@@ -254,7 +286,7 @@ export class KnowledgeSourceStore {
         .where({ tenant_id: tenantId })
         .whereIn('source', names.slice(i, i + INSERT_BATCH))
         .orderBy(['source', 'seq'])
-        .select('source', 'seq', 'page', 'heading', 'text');
+        .select('source', 'seq', 'page', 'heading', 'url', 'text');
       for (const r of rows) out.push(toPassage(r));
     }
     return out;
