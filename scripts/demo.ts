@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { dirname } from 'node:path';
 import { ConverseRequest, EXAMPLES, PARAMETER_EXAMPLES, WIDGET_KEY, WIDGET_KEY_ID } from '@switchboard/contract';
 import { startOrdersBackend } from '../examples/orders-backend.js';
-import { HELP_CENTRE_PATH, startShopPage, type ShopPage } from '../examples/shop-page.js';
+import { HELP_CENTRE_PATH, SITEMAP_PATH, startShopPage, type ShopPage } from '../examples/shop-page.js';
 import { ConfigError, loadConfig, type Config } from '../server/src/config.js';
 import { start, stopOnSignals, type Running } from '../server/src/main.js';
 import { describeStartupError } from '../server/src/startup-errors.js';
@@ -98,6 +98,26 @@ async function holdHelpCentre(r: Running, tenant: string, url: string): Promise<
   else if (put.state === 'parsing') console.log(`Knowledge source help-centre: ${source.pages} pages, ${source.passages} passages (docs/knowledge.md)`);
 }
 
+/**
+ * The shop's help site as the tenant's web knowledge source "shop-help", synced daily from its
+ * sitemap: set when the tenant does not hold it at this address (the shop page's port may change
+ * between runs), and synced in the background.
+ */
+async function holdHelpSite(r: Running, tenant: string, sitemap: string): Promise<void> {
+  const had = await r.app.knowledge.get(tenant, 'shop-help').catch(() => null);
+  if (had?.site?.url === sitemap) return;
+  await r.app.sites.put(tenant, 'shop-help', {
+    url: sitemap,
+    crawl: 'sitemap',
+    depth: 2,
+    schedule: 'daily',
+    title: 'Acme help',
+    language: 'en',
+    tags: ['help'],
+  });
+  console.log(`Knowledge source shop-help: the shop's help site, synced daily from ${sitemap} (docs/knowledge.md)`);
+}
+
 let backend: Server | null = null;
 /** A signal came while the examples were being set up. */
 let stopping = false;
@@ -109,9 +129,12 @@ try {
   backend = await startOrdersBackend(backendPort).catch((err) => {
     throw Object.assign(err, { what: 'The example orders backend', portSetting: 'EXAMPLE_BACKEND_PORT' });
   });
-  // The example backend is granted to the demo tenant only, like any private host.
+  shop = await startShopPage(shopPort).catch((err) => {
+    throw Object.assign(err, { what: 'The example shop page', portSetting: 'EXAMPLE_SHOP_PORT' });
+  });
+  // The example backend and the shop's help site are granted to the demo tenant only, like any private host.
   const tenant = process.env.AGENTS_TENANT ?? 'demo';
-  const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`].filter(Boolean).join(',');
+  const allowed = [process.env.ACTION_ALLOWED_HOSTS, `${tenant}=127.0.0.1:${backendPort}`, `${tenant}=${new URL(shop.origin).host}`].filter(Boolean).join(',');
   // The example agent's action URL follows the backend's port (ORDERS_URL in agents/acme-support.yaml).
   process.env.SWITCHBOARD_VAR_ORDERS_URL ??= `http://127.0.0.1:${backendPort}`;
   // So the example agent follows the backend to another port on a database an earlier run left: the
@@ -121,9 +144,6 @@ try {
   // Readable log lines for a person at a terminal; JSON when the output goes elsewhere.
   const logFormat = process.stdout.isTTY ? 'pretty' : 'json';
   config = loadConfig({ AGENTS_DIR: 'agents', LOG_FORMAT: logFormat, ...process.env, ACTION_ALLOWED_HOSTS: allowed });
-  shop = await startShopPage(shopPort).catch((err) => {
-    throw Object.assign(err, { what: 'The example shop page', portSetting: 'EXAMPLE_SHOP_PORT' });
-  });
   running = await start(config);
   // From here a signal drains and stops the server, also while the examples below are set up.
   const closeExamples = () => {
@@ -137,6 +157,7 @@ try {
   const key = await shopPageKey(running, tenant, shop.origin);
   shop.show({ service: running.url, agent: 'acme-support', key });
   await holdHelpCentre(running, tenant, `${shop.origin}${HELP_CENTRE_PATH}`);
+  await holdHelpSite(running, tenant, `${shop.origin}${SITEMAP_PATH}`);
   await holdReadmeConversation(running, tenant);
 } catch (err) {
   // Stopped while the examples were set up: the drain under way ends the process.

@@ -27,7 +27,9 @@ describe('openapi.json', () => {
     const values = requests(collection.item).flatMap((i) => (i.request?.url.variable ?? []).map((v) => v.value));
     expect(values.length).toBeGreaterThan(40);
     for (const v of values)
-      expect(v).toMatch(/^(acme-support|1|u-42|ORDERS_TOKEN|help-centre|slack|\{\{conversation_id\}\}|\{\{replay_id\}\}|\{\{evaluation_id\}\}|[0-9a-f-]{36})$/);
+      expect(v).toMatch(
+        /^(acme-support|1|u-42|ORDERS_TOKEN|help-centre|shop-help|slack|\{\{conversation_id\}\}|\{\{replay_id\}\}|\{\{evaluation_id\}\}|[0-9a-f-]{36})$/,
+      );
     expect(files[COLLECTION_FILES.collection]).not.toContain('<string>');
     // The REST Client file reads the id the named first request answered.
     const rest = files[COLLECTION_FILES.restClient];

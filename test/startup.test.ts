@@ -59,6 +59,7 @@ const oneLine = (s: string) =>
 /** `npm start` on `databaseUrl` with the example backend on `backendPort`, once it answers /readyz; what it printed, and how to stop it. */
 async function startDemo(databaseUrl: string, backendPort: number) {
   const port = await freePort();
+  const shopPort = await freePort();
   const logged: string[] = [];
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
     env: {
@@ -67,13 +68,14 @@ async function startDemo(databaseUrl: string, backendPort: number) {
       DATABASE_URL: databaseUrl,
       PORT: String(port),
       EXAMPLE_BACKEND_PORT: String(backendPort),
-      EXAMPLE_SHOP_PORT: '0',
+      EXAMPLE_SHOP_PORT: String(shopPort),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (b: Buffer) => logged.push(b.toString()));
   child.stderr.resume();
   const base = `http://127.0.0.1:${port}`;
+  const shop = `http://127.0.0.1:${shopPort}`;
   const stop = async () => {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
@@ -92,7 +94,7 @@ async function startDemo(databaseUrl: string, backendPort: number) {
     await stop();
     throw err;
   }
-  return { base, logged, stop };
+  return { base, shop, logged, stop };
 }
 
 /** The README's conversation on a running demo: the last reply. */
@@ -167,6 +169,26 @@ describe('start-up failures', () => {
       expect(warranty.response.citations).toEqual([
         expect.objectContaining({ source: 'help-centre', page: 3, url: expect.stringMatching(/\/acme-help-centre\.pdf$/) }),
       ]);
+      // The shop's help site, synced from its sitemap on the shop page's new port: its page answers, cited by its URL.
+      await waitUntil(
+        'the help site to be synced',
+        async () => {
+          const r = await fetch(`${second.base}/api/v1/knowledge/sources/shop-help`, { headers: { 'tenant-id': 'demo' } });
+          const s = r.ok ? ((await r.json()) as { state: string; site: { url: string } }) : null;
+          return s?.state === 'indexed' && s.site.url === `${second.shop}/sitemap.xml`;
+        },
+        30_000,
+        100,
+      );
+      const abroad = (await (
+        await fetch(`${second.base}/api/v1/agents/acme-support/converse`, {
+          method: 'POST',
+          headers: { 'tenant-id': 'demo', 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'how long does delivery abroad take?' }),
+        })
+      ).json()) as { response: { message: string; citations?: { source: string; url: string | null }[] } };
+      expect(abroad.response.message).toMatch(/^Delivery abroad takes five to eight business days/);
+      expect(abroad.response.citations).toEqual([expect.objectContaining({ source: 'shop-help', url: `${second.shop}/help/delivery` })]);
       // Released past the new_hosts gate, recorded as forced with the demo's reason, and said so.
       const record = (await (await fetch(`${second.base}/api/v1/agents/acme-support/releases?limit=1`, { headers: { 'tenant-id': 'demo' } })).json()) as {
         data: { forced: boolean; reason: string; gates: { gate: string; passed: boolean }[] }[];

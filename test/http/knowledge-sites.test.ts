@@ -8,8 +8,10 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import request from 'supertest';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { FakeClock } from '../helpers/clock.js';
 import { pdf } from '../helpers/documents.js';
@@ -337,4 +339,41 @@ eachDatabase('web knowledge sources on $name', (database) => {
     await api().get('/api/v1/knowledge/sources/docs/pages').set(T).expect(404);
     expect(await f.db.knex('knowledge_pages').where({ tenant_id: 'acme', source: 'docs' })).toEqual([]);
   });
+});
+
+describe('npm run agents -- knowledge, for a site', () => {
+  let site: Backend;
+  const f = appFixture(databases[0], { config: { actionAllowedHosts: { acme: ['127.0.0.1'] } } });
+  const server = clientFixture(f);
+  const cli = (...args: string[]) =>
+    promisify(execFile)(process.execPath, ['--import', 'tsx', 'server/src/cli/agents.ts', 'knowledge', ...args, '--url', server.url, '--tenant', 'acme']);
+  beforeAll(async () => {
+    site = await startBackend((req, res) => {
+      const path = new URL(req.url!, 'http://x').pathname;
+      const pages: Record<string, Route> = {
+        '/sitemap.xml': page(
+          `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${site.url}/hours</loc></url><url><loc>${site.url}/gone</loc></url></urlset>`,
+          'application/xml',
+        ),
+        '/hours': page(html('Opening hours', '<p>Our shops open at 9 am and close at 6 pm, Monday to Saturday.</p>')),
+      };
+      (pages[path] ?? status(404))(req, res);
+    });
+  });
+  afterAll(() => site?.close());
+
+  it('adds a sitemap, follows its first sync, lists its pages and syncs it again, saying what it did', async () => {
+    const added = await cli('add', `${site.url}/sitemap.xml`, '--tags', 'help', '--schedule', 'weekly').catch((e: { stdout: string }) => e);
+    expect(added.stdout).toContain(`added ${site.url}/sitemap.xml as knowledge source 127-0-0-1-sitemap (sitemap, synced weekly), revision 1`);
+    expect(added.stdout).toMatch(/^127-0-0-1-sitemap: indexed \(.*\/gone: HTTP 404\)$/m);
+    expect(added.stdout).toContain(`  site       ${site.url}/sitemap.xml (sitemap, at most 100 pages)`);
+    expect(added.stdout).toMatch(/^ {2}schedule {3}weekly; next sync 20/m);
+    expect(added.stdout).toContain(`  failed     ${site.url}/gone: HTTP 404 (1 in a row)`);
+    const pages = (await cli('pages', '127-0-0-1-sitemap')).stdout;
+    expect(pages).toMatch(new RegExp(`^ok +1 +20\\S+ +${site.url}/hours$`, 'm'));
+    expect(pages).toMatch(new RegExp(`^failed +0 +20\\S+ +${site.url}/gone  \\(HTTP 404\\)$`, 'm'));
+    const again = await cli('sync', '127-0-0-1-sitemap').catch((e: { stdout: string }) => e);
+    expect(again.stdout).toContain('knowledge source 127-0-0-1-sitemap: queued for a sync now');
+    expect(again.stdout).toContain(`  failed     ${site.url}/gone: HTTP 404 (2 in a row)`);
+  }, 60_000);
 });

@@ -6,6 +6,7 @@ import { basename, extname } from 'node:path';
 import { sourceNameOf, type KnowledgeSource } from '@switchboard/contract';
 import type { Command } from 'commander';
 import { versionNumber } from './args.js';
+import { addSite, describeSite, listPages, syncSite, type SiteOptions } from './knowledge-sites.js';
 import { bar, follow } from './replay.js';
 import { describeFailure, reach, remoteClient, remoteOptions, sameServer, type RemoteOptions } from './remote.js';
 
@@ -64,14 +65,17 @@ function describeSource(s: KnowledgeSource): string[] {
   return [
     `${s.name}: ${s.state}${s.error ? ` (${s.error})` : ''}`,
     `  title      ${s.title ?? '—'}`,
-    `  file       ${s.filename ?? '—'} (${what}), revision ${s.revision}, sha256 ${s.sha256.slice(0, 12)}…`,
-    `  link       ${s.url ?? '—'}`,
+    s.site
+      ? `  pages      ${what}, revision ${s.revision}, sha256 ${s.sha256.slice(0, 12)}…`
+      : `  file       ${s.filename ?? '—'} (${what}), revision ${s.revision}, sha256 ${s.sha256.slice(0, 12)}…`,
+    ...(s.site ? describeSite(s) : [`  link       ${s.url ?? '—'}`]),
     `  tags       ${s.tags.join(', ') || '—'}${s.language ? `; language ${s.language}` : ''}`,
     `  indexed    ${s.indexed_at ?? 'never'}`,
   ];
 }
 
-async function add(file: string, o: RemoteOptions & { name?: string; title?: string; link?: string; language?: string; tags?: string; wait: boolean }) {
+async function add(file: string, o: SiteOptions & { link?: string }) {
+  if (/^https?:\/\//i.test(file)) return addSite(file, o, describeSource);
   const name = o.name ?? nameOf(file);
   const size = (await stat(file)).size;
   const bytes = await readFile(file);
@@ -176,15 +180,31 @@ export function register(cli: Command): void {
   remoteOptions(
     k
       .command('add')
-      .description('upload a file (PDF, DOCX, HTML, Markdown or text) as a knowledge source, or a new file of one, and wait until it is read')
-      .argument('<file>', 'the document')
-      .option('--name <name>', 'the source name (default: from the file name)')
+      .description(
+        'upload a file (PDF, DOCX, HTML, Markdown or text) as a knowledge source, or a new file of one, and wait until it is read; or add a web page or a site (a URL) and wait for its first sync',
+      )
+      .argument('<file|url>', 'the document, or an http(s) URL: a page, a sitemap, or the page to follow links from')
+      .option('--name <name>', 'the source name (default: from the file name, or the URL)')
       .option('--title <title>', "shown in citations (default: the document's own)")
-      .option('--link <url>', 'where readers find the document: the link citations give')
+      .option('--link <url>', 'a file: where readers find the document, the link citations give')
       .option('--language <tag>', 'its language (BCP 47, e.g. en)')
       .option('--tags <tags>', 'comma-separated tags agents may select it by')
-      .option('--no-wait', 'return once uploaded, without waiting for it to be read'),
+      .option('--crawl <how>', 'a URL: page, sitemap (default for a .xml URL) or links')
+      .option('--depth <n>', 'a URL crawled by links: how many links deep (default 2)', versionNumber)
+      .option('--max-pages <n>', 'a URL: the most pages kept (default 100)', versionNumber)
+      .option('--schedule <when>', 'a URL: hourly, daily (default), weekly or never')
+      .option('--no-wait', 'return once added, without waiting for it to be read or synced'),
   ).action(add);
+  remoteOptions(
+    k
+      .command('sync')
+      .description('sync a web source now and wait for it: pages changed since the last sync are read again, the others cost a request each')
+      .argument('<name>', 'the source')
+      .option('--no-wait', 'return once queued'),
+  ).action((name: string, o: RemoteOptions & { wait: boolean }) => syncSite(name, o, describeSource));
+  remoteOptions(
+    k.command('pages').description("list a web source's pages: each one's state, passages, last fetch and error").argument('<name>', 'the source'),
+  ).action(listPages);
   remoteOptions(
     k.command('list').description("list the tenant's knowledge sources and their state").option('--tag <tag>', 'only sources with this tag'),
   ).action(list);

@@ -14,6 +14,7 @@ async function usage(o: RemoteOptions) {
   row('knowledge sources', String(k.sources.used), String(k.sources.limit), k.sources.used / k.sources.limit);
   row('knowledge bytes', size(k.bytes.used), size(k.bytes.limit), k.bytes.used / k.bytes.limit);
   row('knowledge passages', String(k.passages.used), String(k.passages.limit), k.passages.used / k.passages.limit);
+  row('knowledge syncs today', String(k.syncs_today.used), String(k.syncs_today.limit), k.syncs_today.used / k.syncs_today.limit);
 }
 
 export function register(cli: Command): void {
