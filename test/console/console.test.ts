@@ -51,7 +51,16 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
   let backend: Backend;
   let llm: FakeLlm;
   beforeAll(async () => {
-    backend = await startBackend(ordersHandler);
+    // The orders API, and a help page for a web knowledge source.
+    backend = await startBackend((req, res) =>
+      req.url === '/help/returns'
+        ? void res
+            .writeHead(200, { 'content-type': 'text/html', etag: '"r1"' })
+            .end(
+              '<html><head><title>Returns</title></head><body><article><h1>Returns</h1><p>Items can be returned within 30 days of delivery.</p></article></body></html>',
+            )
+        : ordersHandler(req, res),
+    );
     llm = await startFakeLlm();
   });
   afterAll(async () => {
@@ -441,11 +450,12 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
   it('uploads a document as a knowledge source, chosen or dropped on the page, and shows it read or why not', async () => {
     await page.goto(url('/knowledge'));
     await page.getByRole('heading', { name: 'Knowledge' }).waitFor();
-    await page
+    const upload = page.getByRole('form', { name: 'Upload to the knowledge sources' });
+    await upload
       .getByLabel('Document', { exact: true })
       .setInputFiles({ name: 'Opening Hours.md', mimeType: 'text/markdown', buffer: Buffer.from('# Opening hours\n\nOur shops open at 9 am.\n') });
-    expect(await page.getByLabel('Name').inputValue()).toBe('opening-hours');
-    await page.getByLabel('Tags, comma-separated (optional)').fill('help');
+    expect(await upload.getByLabel('Name', { exact: true }).inputValue()).toBe('opening-hours');
+    await upload.getByLabel('Tags, comma-separated (optional)', { exact: true }).fill('help');
     await page.getByRole('button', { name: 'Upload' }).click();
     const row = page.locator('tr[data-source="opening-hours"]');
     await row.waitFor();
@@ -456,7 +466,7 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
       "(() => { const d = new DataTransfer(); d.items.add(new File(['not a pdf'], 'Price list.pdf', { type: 'application/pdf' })); return d; })()",
     );
     await page.locator('.drop').dispatchEvent('drop', { dataTransfer: dropped });
-    expect(await page.getByLabel('Name').inputValue()).toBe('price-list');
+    expect(await upload.getByLabel('Name', { exact: true }).inputValue()).toBe('price-list');
     await page.getByRole('button', { name: 'Upload' }).click();
     const failed = page.locator('tr[data-source="price-list"]');
     await failed.waitFor();
@@ -487,6 +497,37 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await cited.waitFor();
     expect(await cited.textContent()).toContain('Opening hours');
     expect(await cited.textContent()).toContain('opening-hours#1');
+  });
+
+  it('adds a web page as a knowledge source, follows its sync, lists its pages and syncs it again', async () => {
+    await page.goto(url('/knowledge'));
+    const form = page.getByRole('form', { name: 'Add a web page or site' });
+    await form.getByLabel('Page or sitemap URL').fill(`${backend.url}/help/returns`);
+    expect(await form.getByLabel('Source name').inputValue()).toBe('127-0-0-1-help-returns');
+    await form.getByLabel('Sync', { exact: true }).selectOption('weekly');
+    await form.getByRole('button', { name: 'Add and sync' }).click();
+    const row = page.locator('tr[data-source="127-0-0-1-help-returns"]');
+    await row.waitFor();
+    expect(await row.locator('.badge').first().textContent()).toBe('indexed');
+    expect(await row.textContent()).toContain('one page, synced weekly');
+    await row.getByText('1 pages').click();
+    const pages = page.getByRole('region', { name: 'Pages of 127-0-0-1-help-returns' });
+    await pages.waitFor();
+    expect(await pages.textContent()).toContain(`Returns${backend.url}/help/returns`);
+    expect(await pages.locator('.badge').textContent()).toBe('ok');
+    await accessible();
+    const before = await server.sb.api.getSource({ params: { source: '127-0-0-1-help-returns' } });
+    await row.getByRole('button', { name: 'Sync now' }).click();
+    await expect
+      .poll(async () => {
+        const s = await server.sb.api.getSource({ params: { source: '127-0-0-1-help-returns' } });
+        return s.status === 200 && before.status === 200 && s.body.state === 'indexed' && s.body.fetched_at !== before.body.fetched_at;
+      })
+      .toBe(true);
+    // The page answered 304 to its ETag: fetched again, not changed.
+    const after = await server.sb.api.getSource({ params: { source: '127-0-0-1-help-returns' } });
+    expect(after.status === 200 && before.status === 200 && after.body.changed_at === before.body.changed_at).toBe(true);
+    expect(backend.requests.filter((r) => r.url === '/help/returns').at(-1)?.headers['if-none-match']).toBe('"r1"');
   });
 
   it('fits a phone-width screen without sideways scrolling', async () => {

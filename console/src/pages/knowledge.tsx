@@ -1,10 +1,12 @@
-// The tenant's knowledge sources (docs/knowledge.md): their state, and uploading a document by
-// choosing it or dropping it on the page, with the upload's progress and then the reading's.
+// The tenant's knowledge sources (docs/knowledge.md): their state, uploading a document by
+// choosing it or dropping it on the page, with the upload's progress and then the reading's, and
+// web pages and sites (knowledge-sites.tsx).
 import { useState } from 'preact/hooks';
 import { sourceNameOf, type KnowledgeSource } from '@switchboard/client';
 import { allPages, asApiError, ok, useLoad, type ApiError } from '../api';
 import { clientFor, useSession } from '../session';
 import { Empty, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
+import { AddSite, SitePages, SyncNow } from './knowledge-sites';
 
 /**
  * A fetch for the typed client that sends through XMLHttpRequest: a browser's fetch reports
@@ -137,16 +139,19 @@ export function KnowledgePage() {
     <section>
       <h1>Knowledge</h1>
       <p class="muted">
-        Documents agents answer from and cite: name them in an agent's <code>knowledge_sources</code> (docs/knowledge.md).
+        Documents and web pages agents answer from and cite: name them in an agent's <code>knowledge_sources</code> (docs/knowledge.md).
       </p>
-      <Upload onDone={sources.reload} />
+      <div class="knowledge-forms">
+        <Upload onDone={sources.reload} />
+        <AddSite onDone={sources.reload} />
+      </div>
       {sources.error && <ErrorBox error={sources.error} retry={sources.reload} />}
       {!sources.data && !sources.error && <Loading what="knowledge sources" />}
       {sources.data?.length === 0 && <Empty title="No knowledge sources yet" />}
       {sources.data && sources.data.length > 0 && (
         <TableWrap label="Knowledge sources">
           <table>
-            <Head cols={['Source', 'State', 'File', 'Pages', 'Passages', 'Tags', 'Indexed']} />
+            <Head cols={['Source', 'State', 'From', 'Pages', 'Passages', 'Tags', 'Indexed']} />
             <tbody>
               {sources.data.map((s: KnowledgeSource) => (
                 <tr key={s.name} data-source={s.name}>
@@ -159,12 +164,25 @@ export function KnowledgePage() {
                     {s.error && <div class="small">{s.error}</div>}
                   </td>
                   <td>
-                    {s.filename ?? '—'}
+                    {s.site ? <span class="url">{s.site.url}</span> : (s.filename ?? '—')}
                     <div class="muted small">
-                      {s.kind ?? 'not read yet'}, {s.bytes} bytes, revision {s.revision}
+                      {s.site
+                        ? `${s.site.crawl === 'page' ? 'one page' : s.site.crawl === 'sitemap' ? 'its sitemap' : `links ${s.site.depth} deep`}, synced ${s.schedule === 'never' ? 'when asked' : s.schedule}, ${s.bytes} bytes`
+                        : `${s.kind ?? 'not read yet'}, ${s.bytes} bytes, revision ${s.revision}`}
                     </div>
+                    {s.site && (
+                      <div class="muted small">
+                        fetched <Time iso={s.fetched_at} />
+                        {s.next_sync_at && (
+                          <>
+                            , next <Time iso={s.next_sync_at} />
+                          </>
+                        )}
+                      </div>
+                    )}
+                    {s.site && <SyncNow source={s} onDone={sources.reload} />}
                   </td>
-                  <td>{s.pages ?? '—'}</td>
+                  <td>{s.site ? <SitePages source={s} /> : (s.pages ?? '—')}</td>
                   <td>{s.passages}</td>
                   <td>{s.tags.join(', ')}</td>
                   <td>
