@@ -85,8 +85,8 @@ export class KnowledgeService {
   /** Ingestions this process runs, by tenant and source, with the bytes each holds. */
   private readonly running = new Map<string, { done: Promise<void>; bytes: number }>();
   private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex }>;
-  /** Indexes being built, by cache key and sources' revisions: turns that miss at once share one build. */
-  private readonly building = new Map<string, Promise<KnowledgeIndex>>();
+  /** Indexes being built, by cache key and sources' revisions, with when each started: turns that miss at once share one build. */
+  private readonly building = new Map<string, { done: Promise<KnowledgeIndex>; started: number }>();
   /** Builds that failed, for a while (FAILED_MS): a search does not start the same failing work again each turn. */
   private readonly failed = new LRUCache<string, { error: Error }>({ max: 10_000, ttl: FAILED_MS });
 
@@ -295,8 +295,13 @@ export class KnowledgeService {
     const entry = this.indexes.get(cacheKey);
     let index: KnowledgeIndex;
     if (entry?.key === key) index = entry.index;
-    else if (entry) index = (await settledWithin(this.rebuild(cacheKey, key, tenantId, chosen), FRESH_MS)) ?? entry.index;
-    else
+    else if (entry) {
+      // The new index, if it is ready within FRESH_MS of its build's start (not of this search's):
+      // during a long build, every search after the first answers at once from the one before.
+      const build = this.rebuild(cacheKey, key, tenantId, chosen);
+      const waited = performance.now() - (this.building.get(`${cacheKey}\n${key}`)?.started ?? performance.now());
+      index = (await settledWithin(build, Math.max(0, FRESH_MS - waited))) ?? entry.index;
+    } else
       index = await this.rebuild(cacheKey, key, tenantId, chosen).catch((err: unknown) => {
         throw new UnavailableError(`The knowledge index could not be built: ${(err as Error).message}`, { cause: err });
       });
@@ -309,7 +314,7 @@ export class KnowledgeService {
     const id = `${cacheKey}\n${key}`;
     const failed = this.failed.get(id);
     if (failed) return Promise.reject(failed.error);
-    let pending = this.building.get(id);
+    let pending = this.building.get(id)?.done;
     if (!pending) {
       pending = this.build(tenantId, chosen)
         .then(
@@ -325,7 +330,7 @@ export class KnowledgeService {
           },
         )
         .finally(() => this.building.delete(id));
-      this.building.set(id, pending);
+      this.building.set(id, { done: pending, started: performance.now() });
     }
     return pending;
   }
