@@ -178,6 +178,21 @@ export const LlmCallData = z.object({
     .describe('Arguments are emptied by erasure'),
   passages: z.array(z.object({ id: z.string(), score: z.number() })).describe('Knowledge passages put in the prompt'),
   streamed: z.boolean().optional(),
+  grounding: z
+    .object({
+      supported: z.boolean().describe('Every claim found a cited passage holding enough of it: the text was said'),
+      cited: z.array(z.string()).describe('The passage ids the text names'),
+      claims: z.array(
+        z.object({
+          sentence: z.string().describe('Emptied by erasure'),
+          passage: z.string().nullable().describe('The cited passage that holds most of it'),
+          support: z.number().describe("The share of the sentence's content words that passage holds (0 when it lacks a number the sentence states)"),
+          missing_numbers: z.array(z.string()).optional(),
+        }),
+      ),
+    })
+    .optional()
+    .describe("A grounded phase's check of the text against the passages it cites (docs/generative.md)"),
   erased,
 });
 

@@ -85,6 +85,18 @@ export const GenerateDef = z
     fills: z.record(Identifier, FillDef).optional().describe('Slots the model may fill with the `fill` tool'),
     max_steps: z.number().int().min(1).max(10).default(4).describe('Model calls per user message'),
     history: z.number().int().min(0).max(50).default(12).describe('Earlier turns sent to the model'),
+    grounded: z
+      .boolean()
+      .optional()
+      .describe(
+        "Say the model's answer only when each claim in it is supported by a passage it cites by id (`[source#n]`); otherwise the phase fails to `on_error`. Default: true when `knowledge` is on and the agent names knowledge_sources",
+      ),
+    min_support: z
+      .number()
+      .min(0.1)
+      .max(1)
+      .optional()
+      .describe("A grounded answer: the share of a claim's content words the passage it cites must hold (default 0.6)"),
   })
   .strict();
 

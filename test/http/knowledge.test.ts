@@ -397,6 +397,33 @@ describe('a generative phase with knowledge sources', () => {
     llm.script({ text: 'I am not sure.' });
     const none = await api().post('/api/v1/agents/assistant/converse').set(T).send({ message: 'how long does a refund take?' }).expect(200);
     expect(none.body.response.citations).toBeUndefined();
+    const calls = (await api().get(`/api/v1/agents/assistant/conversations/${r.body.conversation_id}/audit-logs?type=llm_call`).set(T).expect(200)).body.data;
+    expect(calls[0].data.grounding).toEqual({
+      supported: true,
+      cited: [refunds.id],
+      claims: [{ sentence: 'Refunds reach your card within 5 business days.', passage: refunds.id, support: 1 }],
+    });
+  });
+
+  it('does not say an answer whose claims the passages it cites do not hold: the phase fails, and the check is audited', async () => {
+    const refunds = (await api().get('/api/v1/knowledge/sources/help-centre/passages').set(T).expect(200)).body.data.find(
+      (p: { heading: string }) => p.heading === 'Refunds',
+    );
+    llm.script({ text: `Refunds reach your card within 2 business days [${refunds.id}].` });
+    const r = await api().post('/api/v1/agents/assistant/converse').set(T).send({ message: 'how long does a refund take?' }).expect(200);
+    expect(r.body.response.message).not.toContain('2 business days');
+    expect(r.body.response.citations).toBeUndefined();
+    expect(r.body.state.status).toBe('escalated');
+    const audit = (await api().get(`/api/v1/agents/assistant/conversations/${r.body.conversation_id}/audit-logs`).set(T).expect(200)).body.data;
+    const call = audit.find((e: { type: string }) => e.type === 'llm_call');
+    expect(call.data.grounding).toMatchObject({ supported: false, claims: [{ passage: refunds.id, support: 0, missing_numbers: ['2'] }] });
+    const error = audit.find((e: { type: string }) => e.type === 'error');
+    expect(error.data).toMatchObject({ code: 'answer_unsupported' });
+    expect(error.data.message).toContain(`${refunds.id} does not hold (not the figure 2)`);
+    // Answering with no citation at all is refused too.
+    llm.script({ text: 'Refunds usually reach your card within a week.' });
+    const bare = await api().post('/api/v1/agents/assistant/converse').set(T).send({ message: 'how long does a refund take?' }).expect(200);
+    expect(bare.body.state.status).toBe('escalated');
   });
 });
 

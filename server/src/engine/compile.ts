@@ -57,6 +57,9 @@ export interface CompiledGenerate {
   fills: Map<string, SlotSpec>;
   maxSteps: number;
   history: number;
+  /** Answers checked against the passages they cite (null: the default, grounded when the phase reads knowledge sources). */
+  grounded: boolean | null;
+  minSupport: number;
 }
 
 export interface CompiledCapability {
@@ -203,6 +206,8 @@ function compileGenerate(g: GenerateDef): CompiledGenerate {
     fills: new Map(Object.entries(g.fills ?? {}).map(([slot, f]) => [slot, slotSpec(f)])),
     maxSteps: g.max_steps,
     history: g.history,
+    grounded: g.grounded ?? null,
+    minSupport: g.min_support ?? 0.6,
   };
 }
 

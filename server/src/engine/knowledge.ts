@@ -46,7 +46,7 @@ export const STOP = new Set(
   ),
 );
 
-function terms(text: string): string[] {
+export function terms(text: string): string[] {
   return words(text)
     .filter((w) => !STOP.has(w))
     .map((w) => stemmer(w));

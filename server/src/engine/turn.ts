@@ -143,6 +143,8 @@ export interface LlmCallRequest {
   tools: LlmTool[];
   /** What the turn said before this call: a streamed reply sends it ahead of the model's words. */
   said: string;
+  /** The answer is checked before it is said (a grounded phase): not streamed as the model writes it. */
+  hold?: boolean;
 }
 
 /** A model's answer to one call. */

@@ -11,6 +11,7 @@ import type { CompiledAction, CompiledGenerate, CompiledPhase } from '../compile
 import { CONTINUE, type EngineReply, type EngineRequest, type LlmMessage, type LlmTool, type StepOutcome, type TurnState } from '../turn.js';
 import { runAction } from './action.js';
 import { matchingSentences, type Found } from '../knowledge.js';
+import { checkGrounding } from '../grounding.js';
 import { switchAway } from './resume.js';
 
 /** What a tool's result may give back to the model. */
@@ -223,6 +224,8 @@ function* converse(
   ];
   const tools = [...g.tools.map((n) => actionTool(agent.actions.get(n)!)), FINISH, ESCALATE, ...(g.fills.size ? [fillTool(g)] : [])];
   const passages = found.map((f) => ({ id: f.passage.id, score: f.score }));
+  // A grounded phase says the model's text only when the passages it cites hold what it claims.
+  const grounded = g.grounded ?? (g.knowledge && agent.knowledgeSources !== null);
 
   for (let step = 1; step <= g.maxSteps; step++) {
     const spent = t.flow.tokens ?? 0;
@@ -242,9 +245,20 @@ function* converse(
       messages: [...messages],
       tools,
       said: t.saidSoFar(),
+      ...(grounded ? { hold: true } : {}),
     };
     if (!('ok' in reply)) throw new Error('an llm_call was answered with something else');
     if (!reply.ok) return fail(reply.code, reply.error);
+    const grounding =
+      grounded && reply.text
+        ? t.budget.timed(() =>
+            checkGrounding(
+              reply.text,
+              found.map((f) => f.passage),
+              g.minSupport,
+            ),
+          )
+        : undefined;
     t.note(
       'llm_call',
       {
@@ -263,10 +277,20 @@ function* converse(
         }),
         passages,
         ...(reply.streamed ? { streamed: true } : {}),
+        ...(grounding ? { grounding } : {}),
       },
       reply.durationMs,
     );
     t.flow.tokens = spent + reply.inputTokens + reply.outputTokens;
+    if (grounding && !grounding.supported) {
+      const weak = grounding.claims.find((c) => c.passage === null || c.support < g.minSupport);
+      return fail(
+        'answer_unsupported',
+        weak
+          ? `the model's answer says "${weak.sentence.slice(0, 200)}", which ${weak.passage === null ? 'cites no passage' : `${weak.passage} does not hold (${weak.missing_numbers ? `not the figure ${weak.missing_numbers.join(', ')}` : `${Math.round(weak.support * 100)}% of its words`})`}: not said`
+          : "the model's answer makes more claims than are checked: not said",
+      );
+    }
     if (reply.text) {
       t.say(reply.text);
       cite(t, reply.text, found, input.message);

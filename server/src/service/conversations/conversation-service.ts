@@ -462,8 +462,10 @@ export class ConversationService {
    * tenant's daily tokens reserved and settled, a fair share of the model server). A streamed
    * turn first sends what it said before the call, then the model's words as they come.
    */
-  async callModel(req: LlmCallRequest, tenantId: string, stream?: ReplyStream): Promise<LlmCallReply> {
+  async callModel(req: LlmCallRequest, tenantId: string, streamed?: ReplyStream): Promise<LlmCallReply> {
     const started = performance.now();
+    // A held answer (a grounded phase's) is checked before it is said: it reaches a stream with the turn's reply, not as written.
+    const stream = req.hold ? undefined : streamed;
     const gate = this.opts.gate;
     const model = req.model ?? gate?.model ?? 'none';
     if (!gate) return { ok: false, code: 'llm_error', error: 'no language model is configured on this server (LLM_URL)', model, durationMs: 0 };

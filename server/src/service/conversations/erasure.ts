@@ -47,8 +47,10 @@ export const ERASURE: ErasureRules = {
       case 'llm_call': {
         // The model's words and the arguments it chose may repeat what the person said.
         const calls = Array.isArray(d.tool_calls) ? (d.tool_calls as { name?: unknown }[]) : [];
-        const { text: _text, tool_calls: _calls, ...rest } = d;
-        return { ...rest, text: '', tool_calls: calls.map((c) => ({ name: c.name, arguments: null })), erased: true };
+        const { text: _text, tool_calls: _calls, grounding, ...rest } = d;
+        const g = grounding as { claims?: Record<string, unknown>[] } | undefined;
+        const checked = g ? { grounding: { ...g, claims: (g.claims ?? []).map((c) => ({ ...c, sentence: '' })) } } : {};
+        return { ...rest, ...checked, text: '', tool_calls: calls.map((c) => ({ name: c.name, arguments: null })), erased: true };
       }
       default:
         return { code: d.code, message: '', erased: true };
