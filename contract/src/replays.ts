@@ -16,15 +16,15 @@ export const StartReplay = z
   })
   .strict();
 
-const TurnField = z.enum(['reply', 'capability', 'phase', 'status', 'outcome']);
+const TurnField = z.enum(['reply', 'capability', 'phase', 'status', 'outcome', 'citations']);
 
 export const ReplayDifference = z.object({
   turn_index: z.number().int().describe('Index of the user turn whose answer differed'),
   message: z.string().optional().describe('What the user said at that turn'),
   field: z
-    .enum(['reply', 'capability', 'phase', 'status', 'outcome', 'unrecorded_action', 'action_request'])
+    .enum(['reply', 'capability', 'phase', 'status', 'outcome', 'citations', 'unrecorded_action', 'action_request'])
     .describe(
-      'unrecorded_action: the version calls an action the conversation never called; action_request: it calls a recorded action with another method or URL (answered from the recording), `recorded` and `replayed` being "action METHOD URL"',
+      'citations: the knowledge passages the answer cites (their ids, in order) differ, as when a source changed; unrecorded_action: the version calls an action the conversation never called; action_request: it calls a recorded action with another method or URL (answered from the recording), `recorded` and `replayed` being "action METHOD URL"',
     ),
   recorded: z.unknown().describe('The recorded value (any JSON)'),
   replayed: z.unknown().describe('The replayed value (any JSON)'),

@@ -279,10 +279,24 @@ eachDatabase('knowledge sources on $name', (database) => {
     const p2 = (await api().get(`/api/v1/knowledge/sources/help-centre/passages?limit=1&cursor=${p1.next_cursor}`).set(T).expect(200)).body;
     expect(p2.data[0].id).not.toBe(p1.data[0].id);
 
+    const answered = await say('how long does a refund take to reach my card?');
+    const cited = answered.response.citations.map((c: { passage_id: string }) => c.passage_id);
+    expect(cited).toHaveLength(1);
     await client.sb.api.deleteSource({ params: { source: 'help-centre' } });
     await api().get('/api/v1/knowledge/sources/help-centre').set(T).expect(404);
     await api().delete('/api/v1/knowledge/sources/help-centre').set(T).expect(404);
     expect((await say('how long does a refund take to reach my card?')).state.status).toBe('escalated');
+    // A replay of the conversation answered before shows the passages its answer cited, and that they are gone.
+    const started = await api()
+      .post('/api/v1/agents/helpdesk/replays')
+      .set(T)
+      .send({ version: 1, conversations: [answered.conversation_id] })
+      .expect(202);
+    let replay!: { status: string; results: { first_difference: { changes: { field: string; recorded: unknown; replayed: unknown }[] } }[] };
+    await expect
+      .poll(async () => (replay = (await api().get(`/api/v1/agents/helpdesk/replays/${started.body.id}`).set(T).expect(200)).body).status, { timeout: 20_000 })
+      .toBe('done');
+    expect(replay.results[0].first_difference.changes).toContainEqual({ field: 'citations', recorded: cited, replayed: [] });
   });
 
   it('uploads through the typed client', async () => {

@@ -38,6 +38,8 @@ interface Recorded {
   phase: string;
   status: string;
   outcome: string | null;
+  /** The passage ids the answer cites, in order. */
+  citations: string[];
 }
 
 type Difference = NonNullable<ReplayResult['first_difference']>;
@@ -63,7 +65,8 @@ function recordedTurns(c: Conversation, turns: TurnRow[], audit: AuditRow[]): { 
       }
     }
     const reply = turns.find((x) => x.idx === t.idx + 1 && x.role === 'agent' && !x.author);
-    out.push({ user: t, recorded: { reply: reply?.message ?? '', capability, phase: reply?.phase ?? c.phase, status, outcome } });
+    const citations = (reply?.citations ?? []).map((x) => x.passage_id);
+    out.push({ user: t, recorded: { reply: reply?.message ?? '', capability, phase: reply?.phase ?? c.phase, status, outcome, citations } });
   }
   return out;
 }
@@ -294,9 +297,16 @@ export class ReplayService {
         return conversations.routeWithModel(request, tenantId);
       };
       const r = await conversation.turn(user.message, { now: user.timestamp, context: contextAt(user.idx), turnIndex: user.idx }, answer);
-      const replayed: Recorded = { reply: r.reply, capability: r.capability.name, phase: r.phase, status: r.status, outcome: r.outcome };
-      const changes = (['reply', 'capability', 'phase', 'status', 'outcome'] as const)
-        .filter((field) => recorded[field] !== replayed[field])
+      const replayed: Recorded = {
+        reply: r.reply,
+        capability: r.capability.name,
+        phase: r.phase,
+        status: r.status,
+        outcome: r.outcome,
+        citations: r.citations.map((x) => x.passage_id),
+      };
+      const changes = (['reply', 'capability', 'phase', 'status', 'outcome', 'citations'] as const)
+        .filter((field) => JSON.stringify(recorded[field]) !== JSON.stringify(replayed[field]))
         .map((field) => ({ field, recorded: recorded[field], replayed: replayed[field] }));
       const first: Difference | null = missing.call
         ? { turn_index: user.idx, field: 'unrecorded_action', recorded: null, replayed: missing.call }
