@@ -1,7 +1,8 @@
 // While a changed selection's new search index is being built, a search answers from the index
 // before it (after waiting at most two seconds from the build's start), never with the passages
-// of a source deleted meanwhile; once the build is done, the new passages answer. The index
-// builds go through a real worker pool that the test holds back at will.
+// of a source deleted meanwhile; once the build is done, the new passages answer. A change starts
+// the build at once (the next question finds it ready). The index builds go through a real worker
+// pool that the test holds back at will.
 import pino from 'pino';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { databases } from '../helpers/databases.js';
@@ -37,9 +38,10 @@ afterAll(async () => {
   await drop();
 });
 
+/** Uploads a file and waits until it is read (not for the index builds it starts, which the test may hold back). */
 const put = async (name: string, text: string) => {
   await knowledge.upload('acme', name, {}, { bytes: new TextEncoder().encode(text), filename: `${name}.md`, mediaType: 'text/markdown' });
-  await knowledge.idle();
+  await expect.poll(async () => (await knowledge.get('acme', name)).state, { timeout: 20_000 }).toBe('indexed');
 };
 const texts = async (q: string) => (await knowledge.search('acme', null, q, 5)).found.map((f) => f.passage.text);
 
@@ -57,9 +59,12 @@ it('answers from the index before while the new one is built, without a deleted 
   expect(await texts('gift cards expire')).toEqual(['Gift cards never expire.']);
   // A second search joins the same build rather than starting another.
   expect(await texts('gift cards expire')).toEqual(['Gift cards never expire.']);
-  expect(builds).toBe(before + 1);
+  // The index of the selection was started again when each source changed, and searches joined the build under way.
+  expect(builds).toBeGreaterThan(before);
+  expect(builds).toBeLessThanOrEqual(before + 2);
 
   release();
   held = null;
-  await expect.poll(() => texts('gift cards expire')).toEqual(['Gift cards expire after two years.']);
+  await knowledge.idle();
+  expect(await texts('gift cards expire')).toEqual(['Gift cards expire after two years.']);
 });

@@ -84,9 +84,11 @@ function settledWithin<T>(p: Promise<T>, ms: number): Promise<T | null> {
 export class KnowledgeService {
   /** Ingestions this process runs, by tenant and source, with the bytes each holds. */
   private readonly running = new Map<string, { done: Promise<void>; bytes: number }>();
-  private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex }>;
+  private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex; tenantId: string; selector: SourceSelector | null }>;
   /** Indexes being built, by cache key and sources' revisions, with when each started: turns that miss at once share one build. */
   private readonly building = new Map<string, { done: Promise<KnowledgeIndex>; started: number }>();
+  /** Refreshes under way (refresh): what `idle` waits for beside ingestions. */
+  private readonly refreshing = new Set<Promise<void>>();
   /** Builds that failed, for a while (FAILED_MS): a search does not start the same failing work again each turn. */
   private readonly failed = new LRUCache<string, { error: Error }>({ max: 10_000, ttl: FAILED_MS });
 
@@ -241,6 +243,7 @@ export class KnowledgeService {
         },
         applied ? 'knowledge source indexed' : 'knowledge source read, but a newer file of it came first',
       );
+      if (applied) this.refresh(row.tenantId);
     } catch (err) {
       const reason = err instanceof ExtractError ? err.message : 'the file could not be read (an internal error; the operator log has it)';
       if (!(err instanceof ExtractError)) this.log.warn({ err, tenant: row.tenantId, source: row.name }, 'knowledge file could not be read');
@@ -267,6 +270,7 @@ export class KnowledgeService {
 
   async delete(tenantId: string, name: string): Promise<void> {
     if (!(await this.store.delete(tenantId, name))) throw new NotFoundError('not_found', `No knowledge source ${name}`);
+    this.refresh(tenantId);
   }
 
   async passages(tenantId: string, name: string, q: { limit: number; cursor?: string }) {
@@ -286,31 +290,59 @@ export class KnowledgeService {
    * meanwhile the index before answers, without the passages of sources no longer there.
    */
   async search(tenantId: string, selector: SourceSelector | null, query: string, k: number): Promise<{ found: Found[]; sources: string[] }> {
-    const all = await this.store.answering(tenantId);
-    const chosen = selector ? all.filter((s) => selector.names.includes(s.name) || s.tags.some((t) => selector.tags.includes(t))) : all;
+    const { chosen, names, key, cacheKey } = await this.selection(tenantId, selector);
     if (!chosen.length) return { found: [], sources: [] };
-    const names = chosen.map((s) => s.name);
-    const key = chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(',');
-    const cacheKey = `${tenantId}\n${selector ? JSON.stringify([[...selector.names].sort(), [...selector.tags].sort()]) : '*'}`;
     const entry = this.indexes.get(cacheKey);
     let index: KnowledgeIndex;
     if (entry?.key === key) index = entry.index;
     else if (entry) {
       // The new index, if it is ready within FRESH_MS of its build's start (not of this search's):
       // during a long build, every search after the first answers at once from the one before.
-      const build = this.rebuild(cacheKey, key, tenantId, chosen);
+      const build = this.rebuild(cacheKey, key, tenantId, chosen, selector);
       const waited = performance.now() - (this.building.get(`${cacheKey}\n${key}`)?.started ?? performance.now());
       index = (await settledWithin(build, Math.max(0, FRESH_MS - waited))) ?? entry.index;
     } else
-      index = await this.rebuild(cacheKey, key, tenantId, chosen).catch((err: unknown) => {
+      index = await this.rebuild(cacheKey, key, tenantId, chosen, selector).catch((err: unknown) => {
         throw new UnavailableError(`The knowledge index could not be built: ${(err as Error).message}`, { cause: err });
       });
     const current = new Set(names);
     return { found: index.search(query, k, undefined, (p) => current.has(p.source?.name ?? '')), sources: names };
   }
 
+  /** The sources a selector chooses now, and the keys of its index: the cache's (tenant and selector) and its content's (each source's revision). */
+  private async selection(tenantId: string, selector: SourceSelector | null) {
+    const all = await this.store.answering(tenantId);
+    const chosen = selector ? all.filter((s) => selector.names.includes(s.name) || s.tags.some((t) => selector.tags.includes(t))) : all;
+    return {
+      chosen,
+      names: chosen.map((s) => s.name),
+      key: chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(','),
+      cacheKey: `${tenantId}\n${selector ? JSON.stringify([[...selector.names].sort(), [...selector.tags].sort()]) : '*'}`,
+    };
+  }
+
+  /**
+   * Starts building, for each of the tenant's selections this process keeps an index of, the
+   * index of its sources as they are now: called when one of them changed here, so that the
+   * next question finds its index ready (other servers build theirs when next asked).
+   */
+  refresh(tenantId: string): void {
+    const work = [...this.indexes.values()]
+      .filter((e) => e.tenantId === tenantId)
+      .map(async (e) => {
+        const { chosen, key, cacheKey } = await this.selection(tenantId, e.selector);
+        if (chosen.length && key !== e.key) await this.rebuild(cacheKey, key, tenantId, chosen, e.selector);
+      });
+    const all = Promise.all(work).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.refreshing.add(all);
+    void all.finally(() => this.refreshing.delete(all));
+  }
+
   /** Builds (or joins the build of) a selection's index at these revisions, and keeps it. */
-  private rebuild(cacheKey: string, key: string, tenantId: string, chosen: AnsweringSource[]): Promise<KnowledgeIndex> {
+  private rebuild(cacheKey: string, key: string, tenantId: string, chosen: AnsweringSource[], selector: SourceSelector | null): Promise<KnowledgeIndex> {
     const id = `${cacheKey}\n${key}`;
     const failed = this.failed.get(id);
     if (failed) return Promise.reject(failed.error);
@@ -319,7 +351,7 @@ export class KnowledgeService {
       pending = this.build(tenantId, chosen)
         .then(
           (index) => {
-            this.indexes.set(cacheKey, { key, index });
+            this.indexes.set(cacheKey, { key, index, tenantId, selector });
             return index;
           },
           (err: unknown) => {
@@ -392,7 +424,9 @@ export class KnowledgeService {
 
   /** Waits for the ingestions this process runs (tests, the demo). */
   async idle(): Promise<void> {
-    while (this.running.size) await Promise.all([...this.running.values()].map((r) => r.done));
+    while (this.running.size || this.refreshing.size) {
+      await Promise.all([...[...this.running.values()].map((r) => r.done), ...this.refreshing]);
+    }
   }
 
   /** Stops reading files: those being read fail, saying the server stopped, and are recorded so. */

@@ -185,9 +185,10 @@ export class KnowledgeSites {
       });
   }
 
-  /** Waits for the syncs this process runs (tests, the demo). */
+  /** Waits for the syncs this process runs, and the search indexes they started (tests, the demo). */
   async idle(): Promise<void> {
     while (this.running.size || this.polling) await Promise.all([...[...this.running.values()].map((r) => r.done), this.polling]);
+    await this.knowledge.idle();
   }
 
   /** Stops looking and stops the syncs under way: each gives its lease up, due again at once for another server. */
@@ -253,6 +254,7 @@ class SiteSync {
     }, LEASE_MS / 3);
     try {
       const summary = await this.sync();
+      if (summary.changed) this.d.knowledge.refresh(row.tenantId);
       this.d.log.info({ tenant: row.tenantId, source: row.name, ...summary, ms: Math.round(performance.now() - started) }, 'knowledge source synced');
     } catch (err) {
       if (err instanceof LeaseLost) {
