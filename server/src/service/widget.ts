@@ -123,7 +123,8 @@ export class WidgetService {
   private readonly keyNewVisitors: RateLimiterAbstract;
   private readonly newConversations: RateLimiterAbstract;
   private readonly keyNewConversations: RateLimiterAbstract;
-  private readonly openStreams = new Map<string, number>();
+  /** Each visitor's open event streams in this process, oldest first, each with what ends it. */
+  private readonly openStreams = new Map<string, { stream: PassThrough; end: AbortController }[]>();
 
   constructor(
     private readonly deps: {
@@ -302,16 +303,18 @@ export class WidgetService {
 
   /**
    * The conversation's events for its own visitor, at most `streamsPerVisitor` at once in this
-   * process, and `streamsPerKey` for all the key's visitors: the key's own count, apart from the
-   * tenant's (SSE_MAX_PER_TENANT), so that a widget never starves the tenant's console and API.
+   * process (a visitor's newest stream ends its oldest: a page reloaded opens its new stream
+   * before the server has seen the old one go), and `streamsPerKey` for all the key's visitors:
+   * the key's own count, apart from the tenant's (SSE_MAX_PER_TENANT), so that a widget never
+   * starves the tenant's console and API.
    */
   async events(c: WidgetCaller, slug: string, id: string, lastEventId: string | null, signal: AbortSignal): Promise<PassThrough> {
     const conversation = await this.deps.conversationReads.ownedBy(c.key.tenantId, slug, id, c.userId);
     const who = `${c.key.tenantId}\n${c.userId}`;
-    const open = this.openStreams.get(who) ?? 0;
-    if (open >= this.limits.streamsPerVisitor) {
-      throw new RateLimitedError(5, `Too many open event streams for this visitor (at most ${this.limits.streamsPerVisitor}); close one first`);
-    }
+    const open = this.openStreams.get(who) ?? [];
+    // Ending one frees its place in every count at once (the event streams' own close).
+    while (open.length >= this.limits.streamsPerVisitor) open.shift()!.end.abort();
+    const end = new AbortController();
     const stream = await this.deps.streams.open({
       tenantId: c.key.tenantId,
       conversationId: conversation.id,
@@ -319,12 +322,14 @@ export class WidgetService {
       lastEventId,
       keyId: c.key.keyId,
       pool: { name: `widget:${c.key.keyId}`, limit: this.limits.streamsPerKey, what: 'for this key' },
-      signal,
+      signal: AbortSignal.any([signal, end.signal]),
     });
-    this.openStreams.set(who, open + 1);
+    const mine = this.openStreams.get(who) ?? [];
+    mine.push({ stream, end });
+    this.openStreams.set(who, mine);
     stream.once('close', () => {
-      const left = (this.openStreams.get(who) ?? 1) - 1;
-      if (left > 0) this.openStreams.set(who, left);
+      const left = (this.openStreams.get(who) ?? []).filter((x) => x.stream !== stream);
+      if (left.length) this.openStreams.set(who, left);
       else this.openStreams.delete(who);
     });
     return stream;
