@@ -20,6 +20,21 @@ export function sourceNameOf(filename: string): string {
     .replace(/^[-_]+|-+$/g, '')
     .slice(0, 64);
 }
+/**
+ * A source name made from a web URL's host and path (an extension left out): lower case, runs of
+ * other characters as one dash, at most 64 characters; empty for what is not a URL. The CLI and
+ * the console name a web source by it.
+ */
+export function siteNameOf(url: string): string {
+  if (!URL.canParse(url)) return '';
+  const u = new URL(url);
+  return `${u.hostname}${u.pathname.replace(/\.[a-z0-9]+$/i, '')}`
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/^[-_]+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
+}
 /** How a citation names where it points: the title, then the page, or the heading where it is not the title. */
 export function citationName(c: { source: string; title: string | null; page: number | null; heading: string | null }): string {
   const title = c.title ?? c.source;

@@ -2,28 +2,13 @@
 // page or a site with its schedule and following its first sync, syncing one now, and its pages
 // with the state and error of each.
 import { useState } from 'preact/hooks';
-import type { KnowledgeSource } from '@switchboard/client';
-import { asApiError, ok, useLoad, type ApiError } from '../api';
+import { siteNameOf, type KnowledgeSource } from '@switchboard/client';
+import { ok, useAction, useLoad } from '../api';
 import { useSession } from '../session';
 import { ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 
 type Crawl = 'page' | 'sitemap' | 'links';
 type Schedule = 'hourly' | 'daily' | 'weekly' | 'never';
-
-/** A source name made from a URL's host and path, as the CLI makes one. */
-function nameOfUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.hostname}${u.pathname.replace(/\.[a-z0-9]+$/i, '')}`
-      .toLowerCase()
-      .replace(/[^a-z0-9_-]+/g, '-')
-      .replace(/^[-_]+|-+$/g, '')
-      .slice(0, 64)
-      .replace(/-+$/, '');
-  } catch {
-    return '';
-  }
-}
 
 const syncing = (s: KnowledgeSource) => s.state === 'queued' || s.state === 'fetching';
 
@@ -49,18 +34,17 @@ export function AddSite({ onDone }: { onDone: () => void }) {
   const [maxPages, setMaxPages] = useState(100);
   const [schedule, setSchedule] = useState<Schedule>('daily');
   const [tags, setTags] = useState('');
-  const [progress, setProgress] = useState<string | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
+  const [progress, setProgress] = useState('');
+  const action = useAction();
   const typeUrl = (v: string) => {
     setUrl(v);
-    if (!named) setName(nameOfUrl(v));
+    if (!named) setName(siteNameOf(v));
     if (/\.xml(\.gz)?$/i.test(v)) setCrawl('sitemap');
   };
-  const submit = async (e: Event) => {
+  const submit = (e: Event) => {
     e.preventDefault();
-    setError(null);
     setProgress('Adding');
-    try {
+    void action.run(async () => {
       ok(
         await client.api.putSite({
           params: { source: name },
@@ -86,14 +70,10 @@ export function AddSite({ onDone }: { onDone: () => void }) {
       setName('');
       setNamed(false);
       onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setProgress(null);
-    }
+    });
   };
   return (
-    <form class="card upload" onSubmit={(e) => void submit(e)} aria-label="Add a web page or site">
+    <form class="card upload" onSubmit={submit} aria-label="Add a web page or site">
       <Field label="Page or sitemap URL">
         {(id) => (
           <input
@@ -152,11 +132,11 @@ export function AddSite({ onDone }: { onDone: () => void }) {
       <Field label="Its tags, comma-separated (optional)">
         {(id) => <input id={id} value={tags} onInput={(e) => setTags((e.target as HTMLInputElement).value)} />}
       </Field>
-      <button type="submit" disabled={!url || !name || progress !== null}>
+      <button type="submit" disabled={!url || !name || action.busy}>
         Add and sync
       </button>
-      {progress && <p role="status">{progress}…</p>}
-      {error && <ErrorBox error={error} />}
+      {action.busy && <p role="status">{progress}…</p>}
+      {action.error && <ErrorBox error={action.error} />}
     </form>
   );
 }
@@ -164,35 +144,30 @@ export function AddSite({ onDone }: { onDone: () => void }) {
 /** "Sync now" for a web source: queues a sync and follows it, then reloads the list. */
 export function SyncNow({ source, onDone }: { source: KnowledgeSource; onDone: () => void }) {
   const { client } = useSession();
-  const [progress, setProgress] = useState<string | null>(null);
-  const [error, setError] = useState<ApiError | null>(null);
-  const sync = async () => {
-    setError(null);
+  const [progress, setProgress] = useState('');
+  const action = useAction();
+  const sync = () => {
     setProgress('Queued');
-    try {
+    void action.run(async () => {
       ok(await client.api.syncSource({ params: { source: source.name } }), 202);
       await followSync(
         async () => ok(await client.api.getSource({ params: { source: source.name } })),
         (s) => setProgress(describeProgress(s)),
       );
       onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setProgress(null);
-    }
+    });
   };
   return (
     <div>
-      <button type="button" class="secondary" disabled={progress !== null || syncing(source)} onClick={() => void sync()}>
+      <button type="button" class="secondary" disabled={action.busy || syncing(source)} onClick={sync}>
         Sync now
       </button>
-      {progress && (
+      {action.busy && (
         <p role="status" class="small">
           {progress}…
         </p>
       )}
-      {error && <ErrorBox error={error} />}
+      {action.error && <ErrorBox error={action.error} />}
     </div>
   );
 }

@@ -1,7 +1,7 @@
 // `agents knowledge add URL`, `knowledge sync` and `knowledge pages` (docs/knowledge.md, "A web
 // page or a site"): a web source set on a running server, its sync followed on stderr (state,
 // pages and passages as they come), the outcome and any page that failed on stdout.
-import type { KnowledgeSource } from '@switchboard/contract';
+import { siteNameOf, type KnowledgeSource } from '@switchboard/contract';
 import { follow } from './replay.js';
 import { describeFailure, reach, remoteClient, sameServer, type RemoteOptions } from './remote.js';
 
@@ -15,17 +15,6 @@ export interface SiteOptions extends RemoteOptions {
   maxPages?: number;
   schedule?: 'hourly' | 'daily' | 'weekly' | 'never';
   wait: boolean;
-}
-
-/** A source name made from a URL's host and path: lower case, other characters as one dash, at most 64. */
-function siteNameOf(url: string): string {
-  const u = new URL(url);
-  return `${u.hostname}${u.pathname.replace(/\.[a-z0-9]+$/i, '')}`
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, '-')
-    .replace(/^[-_]+|-+$/g, '')
-    .slice(0, 64)
-    .replace(/-+$/, '');
 }
 
 /** The lines that say what a web source fetches and when. */
