@@ -6,6 +6,7 @@
 // database; and hostile sites (a redirect loop, a body that never ends, a million-URL sitemap, a
 // robots.txt that fails, a private address) refused with the reason.
 import { createHash } from 'node:crypto';
+import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import request from 'supertest';
 import { execFile } from 'node:child_process';
@@ -215,6 +216,33 @@ eachDatabase('web knowledge sources on $name', (database) => {
     expect((await pages('docs')).map((p: { url: string }) => p.url)).toEqual([u('/docs/'), u('/docs/a'), u('/docs/b')]);
     expect(hits('/blog/x')).toHaveLength(0);
     expect(hits('/docs/c')).toHaveLength(0);
+  });
+
+  it('reads a sitemap index and its gzipped sitemap, and asks a page with only Last-Modified with If-Modified-Since', async () => {
+    const u = (p: string) => `${site.url}${p}`;
+    routes.set(
+      '/index.xml',
+      page(
+        `<?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><sitemap><loc>${u('/part.xml.gz')}</loc></sitemap></sitemapindex>`,
+        'application/xml',
+      ),
+    );
+    const part = gzipSync(`<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>${u('/dated')}</loc></url></urlset>`);
+    routes.set('/part.xml.gz', binary(part, 'application/gzip'));
+    const modified = 'Wed, 18 Nov 2026 10:00:00 GMT';
+    routes.set('/dated', (req, res) => {
+      if (req.headers['if-modified-since'] === modified) return void res.writeHead(304).end();
+      res
+        .writeHead(200, { 'content-type': 'text/html', 'last-modified': modified })
+        .end(html('Dated', '<p>Parcels are insured up to 500 euros at no extra cost.</p>'));
+    });
+    await put('dated', { url: u('/index.xml'), crawl: 'sitemap', schedule: 'never' }).expect(202);
+    const first = await synced('dated');
+    expect(first).toMatchObject({ state: 'indexed', pages: 1, error: null });
+    clock.advance(1000);
+    const again = await sync('dated');
+    expect(again.indexed_at).toBe(first.indexed_at);
+    expect(hits('/dated').at(-1)!.headers['if-modified-since']).toBe(modified);
   });
 
   it('refuses hostile sites with the reason, keeping nothing half-read', async () => {
