@@ -332,6 +332,24 @@ eachDatabase('web knowledge sources on $name', (database) => {
     }
   });
 
+  it('stops a sync under way when the source is changed, and syncs it again with the new settings', async () => {
+    const u = (p: string) => `${site.url}${p}`;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    routes.set(
+      '/held',
+      (_req, res) => void held.then(() => res.writeHead(200, { 'content-type': 'text/html' }).end(html('Held', '<p>An old page nobody needs.</p>'))),
+    );
+    routes.set('/new', page(html('New', '<p>The new page replaces the held one for good.</p>')));
+    await put('changing', { url: u('/held'), schedule: 'never' }).expect(202);
+    await expect.poll(async () => (await api().get('/api/v1/knowledge/sources/changing').set(T)).body.state).toBe('fetching');
+    await put('changing', { url: u('/new'), schedule: 'never' }).expect(202);
+    release();
+    const s = await synced('changing');
+    expect(s).toMatchObject({ state: 'indexed', revision: 2, pages: 1, site: { url: u('/new') } });
+    expect((await pages('changing')).map((p: { url: string }) => p.url)).toEqual([u('/new')]);
+  });
+
   it('syncs on its schedule, holds the tenant to its syncs of the day, and says so in its usage', async () => {
     const u = (p: string) => `${site.url}${p}`;
     await put('hourly', { url: u('/help/shipping'), schedule: 'hourly' }).expect(202);

@@ -113,6 +113,8 @@ export class KnowledgeSiteStore {
         state: 'queued',
         error: null,
         next_sync_at: now,
+        // A sync under way with the settings before stops at its next write (its lease is gone).
+        sync_until: null,
         updated_at: now,
       };
       if (existing) {
