@@ -402,7 +402,7 @@ class SiteSync {
       const sha256 = createHash('sha256').update(got.body).digest('hex');
       const mediaType = got.contentType?.split(';')[0]!.trim().toLowerCase() || null;
       const html = mediaType === 'text/html' || mediaType === 'application/xhtml+xml';
-      const seen = html ? linksOf(Buffer.from(got.body).toString('utf8'), got.url) : { links: [], noindex: false, nofollow: false };
+      const seen = html ? await linksOf(Buffer.from(got.body).toString('utf8'), got.url) : { links: [], noindex: false, nofollow: false };
       const links = seen.nofollow ? [] : seen.links;
       if (prev && prev.sha256 === sha256) {
         await this.keep({ ...prev, links }, got);

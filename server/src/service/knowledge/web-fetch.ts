@@ -6,6 +6,7 @@
 // robots-parser (RFC 9309), sitemaps by the sitemap package's streaming parser (stopped at a
 // count, so a sitemap of a million URLs costs what its first ones do), a page's links by
 // htmlparser2's streaming parser.
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { Readable } from 'node:stream';
 import { gunzip } from 'node:zlib';
@@ -25,6 +26,20 @@ const ROBOTS_MAX_BYTES = 512 * 1024;
 const MAX_CHILD_SITEMAPS = 50;
 /** Links taken from one page at most. */
 const MAX_LINKS = 2000;
+/** Characters of a page read for its links (a link past them is not followed). */
+const LINKS_CHARS = 4 * 1024 * 1024;
+/**
+ * Text is parsed on the event loop a slice at a time, yielding between slices, so that a large
+ * sitemap or page never holds up other requests; a sitemap read stops once it has its URLs.
+ */
+const SLICE = 64 * 1024;
+
+async function* slices(text: string): AsyncGenerator<string> {
+  for (let i = 0; i < text.length; i += SLICE) {
+    yield text.slice(i, i + SLICE);
+    await yieldToLoop();
+  }
+}
 const gunzipAsync = promisify(gunzip);
 // robots-parser is CommonJS (`module.exports = function`) while its types declare a default export.
 const robotsParser = robotsParserModule as unknown as (typeof robotsParserModule)['default'];
@@ -185,7 +200,7 @@ async function textOf(body: Uint8Array, maxBytes: number): Promise<string> {
 /** Items of a sitemap's XML through one of the package's parsers, stopped after `max`. */
 async function parseItems(xml: string, parser: XMLToSitemapItemStream | XMLToSitemapIndexStream, max: number): Promise<{ urls: string[]; more: boolean }> {
   const urls: string[] = [];
-  const source = Readable.from([xml]);
+  const source = Readable.from(slices(xml));
   source.pipe(parser);
   let more = false;
   for await (const item of parser as AsyncIterable<{ url: string }>) {
@@ -233,8 +248,8 @@ export async function sitemapUrls(url: string, max: number, o: FetchOptions, all
   return { urls: [...new Set(urls)], more };
 }
 
-/** An HTML page's links (absolute, without fragments) and what its robots meta tag asks. */
-export function linksOf(html: string, pageUrl: string): { links: string[]; noindex: boolean; nofollow: boolean } {
+/** An HTML page's links (absolute, without fragments, from its first LINKS_CHARS) and what its robots meta tag asks. */
+export async function linksOf(html: string, pageUrl: string): Promise<{ links: string[]; noindex: boolean; nofollow: boolean }> {
   let base = pageUrl;
   const links = new Set<string>();
   let noindex = false;
@@ -259,6 +274,7 @@ export function linksOf(html: string, pageUrl: string): { links: string[]; noind
     },
     { decodeEntities: true },
   );
-  parser.end(html);
+  for await (const slice of slices(html.slice(0, LINKS_CHARS))) parser.write(slice);
+  parser.end();
   return { links: [...links], noindex, nofollow };
 }
