@@ -10,6 +10,9 @@ import { gzipSync } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import request from 'supertest';
 import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databases, eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -421,5 +424,23 @@ describe('npm run agents -- knowledge, for a site', () => {
     const again = await cli('sync', '127-0-0-1-sitemap').catch((e: { stdout: string }) => e);
     expect(again.stdout).toContain('knowledge source 127-0-0-1-sitemap: queued for a sync now');
     expect(again.stdout).toContain(`  failed     ${site.url}/gone: HTTP 404 (2 in a row)`);
+
+    // Choosing min_confidence: questions the site answers, and one it does not.
+    const dir = mkdtempSync(join(tmpdir(), 'switchboard-calibrate-'));
+    writeFileSync(
+      join(dir, 'q.csv'),
+      'question,expected\nwhen do your shops open?,127-0-0-1-sitemap\nwhat time do the shops close on saturday?,127-0-0-1-sitemap\ndo you sell gift cards?,\n',
+    );
+    const calibrated = (await cli('calibrate', join(dir, 'q.csv'), '--sources', '127-0-0-1-sitemap')).stdout;
+    expect(calibrated).toContain('3 questions: 2 the documents answer, 1 they do not (sources 127-0-0-1-sitemap)');
+    expect(calibrated).toMatch(/^0\.25 +2 \(100%\) +0 +0 +1 \(100%\) +100%$/m);
+    // The best is the highest threshold that still gets every question right: the next one up misses one.
+    const best = /^best: min_confidence (0\.\d\d), 100% of the questions right; set it in the answer phase: answer: \{ min_confidence: \1 \}$/m.exec(
+      calibrated,
+    )!;
+    expect(best).not.toBeNull();
+    expect(calibrated).toMatch(new RegExp(`^${best[1].replace('.', '\\.')} +2 \\(100%\\) .* 100%$`, 'm'));
+    const next = (Number(best[1]) + 0.05).toFixed(2);
+    if (Number(next) <= 0.95) expect(calibrated).toMatch(new RegExp(`^${next.replace('.', '\\.')} +1 \\(50%\\)|^${next.replace('.', '\\.')} +0 \\(0%\\)`, 'm'));
   }, 60_000);
 });

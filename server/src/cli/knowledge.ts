@@ -7,6 +7,7 @@ import { sourceNameOf, type KnowledgeSource } from '@switchboard/contract';
 import type { Command } from 'commander';
 import { versionNumber } from './args.js';
 import { addSite, describeSite, listPages, syncSite, type SiteOptions } from './knowledge-sites.js';
+import { register as registerCalibrate } from './knowledge-calibrate.js';
 import { bar, follow } from './replay.js';
 import { describeFailure, reach, remoteClient, remoteOptions, sameServer, type RemoteOptions } from './remote.js';
 
@@ -224,4 +225,5 @@ export function register(cli: Command): void {
       .option('--limit <n>', 'how many passages', versionNumber, 5),
   ).action(search);
   remoteOptions(k.command('rm').description('delete a knowledge source: its passages stop answering at once').argument('<name>', 'the source')).action(remove);
+  registerCalibrate(k);
 }
