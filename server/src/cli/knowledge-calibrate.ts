@@ -19,7 +19,7 @@ interface Question {
 async function readQuestions(file: string): Promise<Question[]> {
   const records: string[][] = parseCsv(await readFile(file, 'utf8'), { skip_empty_lines: true, trim: true, relax_column_count: true });
   const rows = records[0]?.[0]?.toLowerCase() === 'question' ? records.slice(1) : records;
-  const out = rows.filter((r) => r[0]).map((r) => ({ question: r[0]!, expected: r[1] && r[1].toLowerCase() !== 'none' ? r[1] : null }));
+  const out = rows.filter((r) => r[0]).map((r) => ({ question: r[0], expected: r[1] && r[1].toLowerCase() !== 'none' ? r[1] : null }));
   if (!out.length) throw new Error(`${file} holds no questions: write one a line, "question,expected" (a source, a passage id, or nothing)`);
   if (out.length > 2000) throw new Error(`${file} holds ${out.length} questions: at most 2000 a run`);
   return out;
@@ -45,7 +45,7 @@ async function calibrate(file: string, o: RemoteOptions & { agent?: string; sour
   for (const q of questions) {
     const r = await reach(o, () => sb.api.searchKnowledge({ query: { q: q.question, limit: 1, ...(sources ? { sources } : {}) } }));
     if (r.status !== 200) throw new Error(describeFailure(o, r.status, r.body));
-    const hit = r.body.data[0];
+    const hit = r.body.data.at(0);
     found.push({ q, confidence: hit?.confidence ?? 0, top: hit ? { id: hit.id, source: hit.source } : null });
     if (process.stderr.isTTY) process.stderr.write(`\rsearched ${found.length} of ${questions.length}`);
   }
@@ -57,7 +57,7 @@ async function calibrate(file: string, o: RemoteOptions & { agent?: string; sour
   console.log(
     `${'min_confidence'.padEnd(14)}  ${'answered right'.padStart(14)}  ${'wrong'.padStart(5)}  ${'missed'.padStart(6)}  ${'abstained right'.padStart(15)}  ${'score'.padStart(5)}`,
   );
-  let best = { t: THRESHOLDS[0]!, score: -1 };
+  let best = { t: THRESHOLDS[0], score: -1 };
   for (const t of THRESHOLDS) {
     const answered = found.filter((f) => f.confidence >= t);
     const good = answered.filter((f) => f.q.expected !== null && right(f)).length;
