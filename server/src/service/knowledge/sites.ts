@@ -18,6 +18,7 @@ import type { DispatcherPool } from '../../actions/http-action.js';
 import { LimitError, NotFoundError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { decodeCursor, pageOf } from '../../lib/cursor.js';
+import { Passes } from '../../lib/passes.js';
 import type { KnowledgeSiteStore, PageRow } from '../../store/knowledge/site-store.js';
 import type { SiteSettings, SourceRow } from '../../store/knowledge/source-store.js';
 import { ExtractError } from './extract.js';
@@ -63,9 +64,8 @@ function scopeOf(start: string): (u: string) => boolean {
 
 export class KnowledgeSites {
   private timer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
+  /** Looks for due sources, one look at a time (lib/passes.ts). */
+  private readonly passes: Passes;
   private readonly running = new Map<string, { ctl: AbortController; done: Promise<void> }>();
 
   constructor(
@@ -76,7 +76,12 @@ export class KnowledgeSites {
     private readonly clock: Clock,
     private readonly log: { warn(o: object, m: string): void; info(o: object, m: string): void },
     readonly limits: SiteLimits,
-  ) {}
+  ) {
+    this.passes = new Passes(
+      () => this.poll(),
+      (err) => this.log.warn({ err }, 'knowledge sync: looking for due sources failed'),
+    );
+  }
 
   /** Sets a web source (it syncs at once); over a quota, 422 and nothing stored. */
   async put(tenantId: string, name: string, body: SiteBody): Promise<KnowledgeSource> {
@@ -133,7 +138,6 @@ export class KnowledgeSites {
 
   /** Looks for due sources now and every `pollMs`. */
   start(): void {
-    this.stopped = false;
     this.timer = setInterval(() => this.kick(), this.limits.pollMs);
     this.timer.unref();
     this.kick();
@@ -141,20 +145,7 @@ export class KnowledgeSites {
 
   /** Looks for due sources now (once more after a look under way). */
   kick(): void {
-    if (this.stopped) return;
-    if (this.polling) {
-      this.again = true;
-      return;
-    }
-    this.polling = this.poll()
-      .catch((err: unknown) => this.log.warn({ err }, 'knowledge sync: looking for due sources failed'))
-      .finally(() => {
-        this.polling = null;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    this.passes.kick();
   }
 
   private async poll(): Promise<void> {
@@ -162,7 +153,7 @@ export class KnowledgeSites {
     if (free <= 0) return;
     const now = this.clock.now();
     for (const d of await this.store.due(iso(now), free * 4)) {
-      if (free <= 0 || this.stopped) break;
+      if (free <= 0) break;
       if (this.running.has(`${d.tenantId}\n${d.name}`)) continue;
       const claim = await this.store.claim(d.tenantId, d.name, iso(now), iso(new Date(now.getTime() + LEASE_MS)), this.limits.maxSyncsPerDay);
       if (claim === 'quota') this.log.warn({ tenant: d.tenantId, source: d.name }, "knowledge sync skipped: the tenant's syncs of today are used");
@@ -187,14 +178,14 @@ export class KnowledgeSites {
 
   /** Waits for the syncs this process runs, and the search indexes they started (tests, the demo). */
   async idle(): Promise<void> {
-    while (this.running.size || this.polling) await Promise.all([...[...this.running.values()].map((r) => r.done), this.polling]);
+    while (this.running.size || this.passes.running) await Promise.all([...[...this.running.values()].map((r) => r.done), this.passes.running]);
     await this.knowledge.idle();
   }
 
   /** Stops looking and stops the syncs under way: each gives its lease up, due again at once for another server. */
   async stop(): Promise<void> {
-    this.stopped = true;
     clearInterval(this.timer);
+    await this.passes.stop();
     for (const r of this.running.values()) r.ctl.abort();
     await this.idle();
   }
