@@ -497,6 +497,30 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await cited.waitFor();
     expect(await cited.textContent()).toContain('Opening hours');
     expect(await cited.textContent()).toContain('opening-hours#1');
+
+    // A model answering from it, checked against the passage it cites: the timeline shows the check.
+    const grounded = {
+      name: 'Grounded',
+      knowledge_sources: [{ tag: 'help' }],
+      capabilities: [
+        {
+          name: 'ask',
+          examples: ['when do you open', 'opening hours'],
+          phases: [{ id: 'model', generate: { instructions: 'Cite the passages.', knowledge: true } }],
+        },
+      ],
+    };
+    expect((await server.sb.api.putAgent({ params: { slug: 'grounded' }, query: {}, body: grounded as never })).status).toBeLessThan(300);
+    llm.script({ text: 'Our shops open at 10 am [opening-hours#1].' });
+    const refused = await server.sb.api.converse({ params: { slug: 'grounded' }, body: { message: 'when do you open?' } });
+    if (refused.status !== 200) throw new Error(JSON.stringify(refused.body));
+    expect(refused.body.state.status).toBe('escalated');
+    await page.goto(url(`/agents/grounded/conversations/${refused.body.conversation_id}`));
+    const claims = page.getByRole('list', { name: 'Claims checked' });
+    await claims.waitFor();
+    expect(await claims.textContent()).toBe('“Our shops open at 10 am.”: opening-hours#1 does not hold 10');
+    expect(await page.getByText('Not said: a claim the passages it cites do not hold (cites opening-hours#1)').count()).toBe(1);
+    await accessible();
   });
 
   it('adds a web page as a knowledge source, follows its sync, lists its pages and syncs it again', async () => {

@@ -144,6 +144,28 @@ function EntryBody({ e }: { e: AuditEntry }) {
             </ul>
           )}
           {d.passages.length > 0 && <p class="small">Knowledge passages: {d.passages.map((p) => `${p.id} (${p.score.toFixed(2)})`).join(', ')}</p>}
+          {d.grounding && (
+            <div class="small">
+              <p class={d.grounding.supported ? undefined : 'bad'}>
+                {d.grounding.supported ? 'Said: the passages it cites hold every claim' : 'Not said: a claim the passages it cites do not hold'}
+                {d.grounding.cited.length ? ` (cites ${d.grounding.cited.join(', ')})` : ' (cites no passage)'}
+              </p>
+              {d.grounding.claims.length > 0 && (
+                <ul aria-label="Claims checked">
+                  {d.grounding.claims.map((c, i) => (
+                    <li key={i}>
+                      {c.sentence ? <>&ldquo;{c.sentence}&rdquo;: </> : null}
+                      {!c.passage
+                        ? 'no cited passage'
+                        : c.missing_numbers
+                          ? `${c.passage} does not hold ${c.missing_numbers.join(', ')}`
+                          : `${c.passage} holds ${Math.round(c.support * 100)}% of its words`}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </div>
+          )}
         </div>
       );
     }
