@@ -42,7 +42,8 @@ export function checkGrounding(text: string, found: GroundingPassage[], minSuppo
     const words = [...new Set(terms(sentence.replace(NUMBER, ' ')))];
     if (words.length < 3 && numbers.length === 0) continue;
     let best: GroundingCheck['claims'][number] = { sentence, passage: null, support: 0 };
-    const candidates = named(raw).length ? named(raw) : cited;
+    const own = named(raw);
+    const candidates = own.length ? own : cited;
     for (const p of candidates) {
       const h = held.get(p.id)!;
       const missing = numbers.filter((n) => !h.numbers.has(n));

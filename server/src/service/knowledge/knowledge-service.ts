@@ -310,8 +310,8 @@ export class KnowledgeService {
   }
 
   /** The sources a selector chooses now, and the keys of its index: the cache's (tenant and selector) and its content's (each source's revision). */
-  private async selection(tenantId: string, selector: SourceSelector | null) {
-    const all = await this.store.answering(tenantId);
+  private async selection(tenantId: string, selector: SourceSelector | null, answering?: AnsweringSource[]) {
+    const all = answering ?? (await this.store.answering(tenantId));
     const chosen = selector ? all.filter((s) => selector.names.includes(s.name) || s.tags.some((t) => selector.tags.includes(t))) : all;
     return {
       chosen,
@@ -327,16 +327,20 @@ export class KnowledgeService {
    * next question finds its index ready (other servers build theirs when next asked).
    */
   refresh(tenantId: string): void {
-    const work = [...this.indexes.values()]
-      .filter((e) => e.tenantId === tenantId)
-      .map(async (e) => {
-        const { chosen, key, cacheKey } = await this.selection(tenantId, e.selector);
-        if (chosen.length && key !== e.key) await this.rebuild(cacheKey, key, tenantId, chosen, e.selector);
-      });
-    const all = Promise.all(work).then(
-      () => undefined,
-      () => undefined,
-    );
+    const kept = [...this.indexes.values()].filter((e) => e.tenantId === tenantId);
+    if (!kept.length) return;
+    // The tenant's sources read once for all its selections.
+    const all = this.store
+      .answering(tenantId)
+      .then((answering) =>
+        Promise.all(
+          kept.map(async (e) => {
+            const { chosen, key, cacheKey } = await this.selection(tenantId, e.selector, answering);
+            if (chosen.length && key !== e.key) await this.rebuild(cacheKey, key, tenantId, chosen, e.selector);
+          }),
+        ).then(() => undefined),
+      )
+      .catch(() => undefined);
     this.refreshing.add(all);
     void all.finally(() => this.refreshing.delete(all));
   }

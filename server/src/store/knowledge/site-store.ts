@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { createHash } from 'node:crypto';
 import { ConflictError } from '../../errors.js';
 import type { Database } from '../db.js';
-import { INSERT_BATCH, toPassage, toRow, type KnowledgeTotals, type PassageRow, type SiteSettings, type SourceRow } from './source-store.js';
+import { INSERT_BATCH, toRow, type KnowledgeTotals, type PassageRow, type SiteSettings, type SourceRow } from './source-store.js';
 import { KnowledgeSourceStore } from './source-store.js';
 
 export interface PageRow {
@@ -361,12 +361,5 @@ export class KnowledgeSiteStore {
         });
       return true;
     });
-  }
-
-  /** Every passage of one page (tests, the console). */
-  async passagesOfPage(tenantId: string, name: string, url: string): Promise<PassageRow[]> {
-    return ((await this.knex('knowledge_passages').where({ tenant_id: tenantId, source: name, url }).orderBy('seq')) as Record<string, unknown>[]).map(
-      toPassage,
-    );
   }
 }

@@ -107,7 +107,7 @@ export function toRow(r: Record<string, unknown>): SourceRow {
   };
 }
 
-export function toPassage(r: Record<string, unknown>): PassageRow {
+function toPassage(r: Record<string, unknown>): PassageRow {
   return {
     source: r.source as string,
     seq: Number(r.seq),
