@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { List, Page, Timestamp } from './common.js';
 import { AgentDefinition } from './definition.js';
+import { KnowledgeSnapshot } from './knowledge.js';
 import { Release, Split } from './releases.js';
 
 const AgentSchema = z
@@ -67,6 +68,9 @@ export const AgentVersionSummary = z.object({
   state: VersionState,
   note: z.string().nullable().describe('What made the version: "PUT", "agents apply FILE", a review action…; null for versions older than notes'),
   capabilities: z.array(z.string()).describe("The version's capability names"),
+  knowledge: KnowledgeSnapshot.nullable().describe(
+    'The knowledge snapshot the version answers from, pinned when it was made (`knowledge_updates: release`); null when it follows its sources live',
+  ),
 });
 export type AgentVersionSummary = z.infer<typeof AgentVersionSummary>;
 

@@ -69,6 +69,7 @@ export const ProblemCode = z.enum([
   'release_gates_failed',
   'no_split',
   'source_kind_mismatch',
+  'knowledge_snapshot_gone',
   'invalid_transition',
   'payload_too_large',
   'unsupported_media_type',

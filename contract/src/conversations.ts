@@ -268,6 +268,7 @@ export const KnowledgeSearchData = z.object({
   phase: z.string(),
   mode: z.enum(['answer', 'generate']).describe('An answer phase, or a generative phase putting passages in its prompt'),
   sources: z.array(z.string()).describe('The knowledge sources searched'),
+  snapshot: z.number().int().optional().describe('The knowledge snapshot searched, when the version pins one (`knowledge_updates: release`)'),
   min_confidence: z.number().optional().describe("The answer phase's threshold"),
   answered: z.boolean().optional().describe('Whether the best passage held enough of the question to be said'),
   passages: z.array(z.object({ id: z.string(), score: z.number(), confidence: z.number() })).describe('Passages found, best first'),

@@ -333,6 +333,12 @@ const AgentDefinitionSchema = z
       .describe(
         "The tenant's knowledge sources answer phases and generative phases answer from: names, and `{ tag }` for every source with the tag (docs/knowledge.md)",
       ),
+    knowledge_updates: z
+      .enum(['live', 'release'])
+      .optional()
+      .describe(
+        "How the sources' changes reach the agent. live (the default): each answer searches the passages as they are now. release: a version answers from the knowledge snapshot it was made at; a changed source reaches the agent with a new version (`agents apply` again), judged by the release gates (docs/knowledge.md)",
+      ),
     webhooks: z.array(WebhookDef).max(20).optional(),
     widget: WidgetDef.optional().describe('How the web chat widget presents this agent (docs/widget.md)'),
     release: ReleasePolicy.optional(),

@@ -43,6 +43,17 @@ export function citationName(c: { source: string; title: string | null; page: nu
 }
 export const SourceTag = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must match [a-z0-9][a-z0-9_-]{0,63}');
 
+export const KnowledgeSnapshot = z
+  .object({
+    snapshot: z
+      .number()
+      .int()
+      .describe("The tenant's knowledge snapshot: every change of its passages (a file read, a page synced, a source deleted) is the next number"),
+    digest: z.string().describe('SHA-256 of the passages the selected sources had at that snapshot (each by source, number and the snapshot it came in)'),
+  })
+  .describe('The passages a version answers from, pinned when it was made (`knowledge_updates: release`)');
+export type KnowledgeSnapshot = z.infer<typeof KnowledgeSnapshot>;
+
 export const SourceState = z
   .enum(['queued', 'fetching', 'parsing', 'indexed', 'failed'])
   .describe(

@@ -2,6 +2,7 @@
 // splits between the current version and a candidate, and the tamper-evident record of both.
 import { z } from 'zod';
 import { CHAIN_BREAKS, Page, ReleaseGate, Timestamp } from './common.js';
+import { KnowledgeSnapshot } from './knowledge.js';
 
 const Reason = z.string().trim().min(1).max(2000);
 
@@ -56,6 +57,9 @@ const ReleaseSchema = z
     action: ReleaseAction,
     version: z.number().int().describe('The version released (the candidate of a split)'),
     digest: z.string().describe("SHA-256 of that version's canonical definition"),
+    knowledge: KnowledgeSnapshot.nullable().describe(
+      'The knowledge snapshot that version answers from (its definition takes knowledge through releases); null when it follows its sources live',
+    ),
     previous_version: z.number().int().nullable().describe('The version that was current before'),
     split: Split.omit({ started_at: true }).nullable().describe('The split in force after this step'),
     gates: z.array(ReleaseGate).describe('The gates judged, with their figures (none for a rollback, a split ended, or an agent without a release policy)'),

@@ -65,7 +65,7 @@ export class MethodNotAllowedError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(code: 'conversation_closed' | 'invalid_transition' | 'no_split' | 'source_kind_mismatch', message: string) {
+  constructor(code: 'conversation_closed' | 'invalid_transition' | 'no_split' | 'source_kind_mismatch' | 'knowledge_snapshot_gone', message: string) {
     super(409, code, message);
   }
 }

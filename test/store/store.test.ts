@@ -274,6 +274,7 @@ eachDatabase('migrations on $name', (database) => {
         '028_knowledge_sources',
         '029_turn_citations',
         '030_knowledge_web',
+        '031_knowledge_snapshots',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -220,6 +220,7 @@ function EntryBody({ e }: { e: AuditEntry }) {
           <p>
             {e.data.mode === 'answer' ? (e.data.answered ? 'Answered from ' : 'Nothing good enough in ') : 'Passages for the model from '}
             {e.data.sources.length ? e.data.sources.join(', ') : 'no source'}
+            {e.data.snapshot !== undefined ? ` at knowledge snapshot ${e.data.snapshot}` : ''}
             {e.data.min_confidence !== undefined ? ` (confidence needed ${e.data.min_confidence})` : ''}
             {e.data.error ? ` — ${e.data.error}` : ''}
           </p>

@@ -113,7 +113,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
       {refusal && <Refusal refusal={refusal} onCancel={() => setRefusal(null)} onForce={(reason) => void activate(refusal.version, reason)} />}
       <TableWrap label="Versions">
         <table>
-          <Head cols={['Version', 'State', 'Stored', 'Made by', 'Capabilities', '']} />
+          <Head cols={['Version', 'State', 'Stored', 'Made by', 'Capabilities', 'Knowledge', '']} />
           <tbody>
             {list.map((v) => (
               <tr key={v.version}>
@@ -127,6 +127,9 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
                 </td>
                 <td class="small">{v.note ?? '—'}</td>
                 <td>{v.capabilities.join(', ')}</td>
+                <td class="small" title={v.knowledge ? `passages ${v.knowledge.digest}` : 'answers from its sources as they are now'}>
+                  {v.knowledge ? `snapshot ${v.knowledge.snapshot}` : 'live'}
+                </td>
                 <td>
                   {!v.current && (
                     <button type="button" onClick={() => setConfirm(v.version)}>

@@ -127,6 +127,7 @@ export const release = (sequence: number, action: string, version: number, extra
   action,
   version,
   digest: '26c164594e2be54ac33f85a5ffda233ab5db17c2b5704f46166816608764c39f',
+  knowledge: null,
   previous_version: 1,
   split: null,
   gates,

@@ -41,7 +41,9 @@ export const releases = apiResource({
         body: PutSplit,
         responses: {
           200: SplitResult,
-          409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+          409: Problem.describe(
+            'A gate of the release policy failed (`release_gates_failed`, with `gates`), or the snapshot of knowledge the version pins is no longer kept (`knowledge_snapshot_gone`): nothing was changed',
+          ),
           429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
         },
         summary: 'Send a share of new conversations to a candidate version, through the release gates (start a split or change its share)',
@@ -68,7 +70,9 @@ export const releases = apiResource({
         body: c.noBody(),
         responses: {
           200: ActivationResult,
-          409: Problem.describe('The agent has no split (`no_split`), or a gate failed (`release_gates_failed`): nothing was changed'),
+          409: Problem.describe(
+            'The agent has no split (`no_split`), a gate failed (`release_gates_failed`), or the snapshot of knowledge the version pins is no longer kept (`knowledge_snapshot_gone`): nothing was changed',
+          ),
           429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
         },
         summary: "Make the split's candidate current, through the release gates, and end the split",

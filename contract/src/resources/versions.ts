@@ -19,6 +19,7 @@ const version2 = {
   state: 'current',
   note: 'agents apply agents/acme-support.yaml',
   capabilities: ['order_status', 'human'],
+  knowledge: null,
 };
 
 export const versions = apiResource({
@@ -52,7 +53,9 @@ export const versions = apiResource({
         body: c.noBody(),
         responses: {
           200: ActivationResult,
-          409: Problem.describe('A gate of the release policy failed (`release_gates_failed`, with `gates`): nothing was changed'),
+          409: Problem.describe(
+            'A gate of the release policy failed (`release_gates_failed`, with `gates`), or the snapshot of knowledge the version pins is no longer kept (`knowledge_snapshot_gone`): nothing was changed',
+          ),
           429: Problem.describe('The gates need an evaluation and one of this tenant is running already (`rate_limited`)'),
         },
         summary: 'Make a stored version current (release a draft, or roll back) through the release gates; running conversations stay on theirs',
@@ -116,7 +119,15 @@ export const versions = apiResource({
       value: {
         data: [
           version2,
-          { version: 1, created_at: '2026-11-20T08:00:00.000Z', current: false, state: 'released_before', note: 'PUT', capabilities: ['order_status'] },
+          {
+            version: 1,
+            created_at: '2026-11-20T08:00:00.000Z',
+            current: false,
+            state: 'released_before',
+            note: 'PUT',
+            capabilities: ['order_status'],
+            knowledge: null,
+          },
         ],
         next_cursor: null,
       },

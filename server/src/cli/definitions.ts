@@ -200,8 +200,15 @@ export function register(cli: Command): void {
     const sb = remoteClient(opts);
     const r = await reach(opts, () => sb.api.listVersions({ params: { slug }, query: { limit: Math.min(opts.limit, 100) } }));
     if (r.status !== 200) throw new Error(describeFailure(opts, r.status, r.body));
-    const rows = r.body.data.map((v) => [String(v.version), STATE_LABEL[v.state], v.created_at, v.note ?? '—', v.capabilities.join(', ')]);
-    printTable(['version', 'state', 'created', 'made by', 'capabilities'], rows);
+    const rows = r.body.data.map((v) => [
+      String(v.version),
+      STATE_LABEL[v.state],
+      v.created_at,
+      v.note ?? '—',
+      v.capabilities.join(', '),
+      v.knowledge ? `snapshot ${v.knowledge.snapshot} (${v.knowledge.digest.slice(0, 12)})` : 'live',
+    ]);
+    printTable(['version', 'state', 'created', 'made by', 'capabilities', 'knowledge'], rows);
     if (r.body.next_cursor) console.log('(older versions not shown: --limit)');
   });
 

@@ -32,7 +32,8 @@ function describeStep(r: Release): string {
   const split = r.split ? ` (split: ${r.split.percent}% to version ${r.split.version})` : '';
   const who = r.key_id ? ` by key ${r.key_id}` : '';
   const forced = r.forced ? ` FORCED: ${r.reason ?? ''}` : r.reason ? ` (${r.reason})` : '';
-  return `${String(r.sequence).padStart(4)}  ${r.created_at}  ${r.action.padEnd(12)} version ${r.version}${r.previous_version !== null ? ` (was ${r.previous_version})` : ''}${split}${who}${forced}`;
+  const knowledge = r.knowledge ? ` [knowledge snapshot ${r.knowledge.snapshot}]` : '';
+  return `${String(r.sequence).padStart(4)}  ${r.created_at}  ${r.action.padEnd(12)} version ${r.version}${knowledge}${r.previous_version !== null ? ` (was ${r.previous_version})` : ''}${split}${who}${forced}`;
 }
 
 type Force = { force?: boolean; reason?: string };
@@ -50,6 +51,7 @@ async function activate(slug: string, version: number, o: RemoteOptions & Force)
   if (r.status !== 200) refused(o, r.status, r.body);
   const step = r.body.release;
   console.log(`${step.action === 'rollback' ? 'rolled back' : 'activated'} ${slug} version ${r.body.version} (was ${step.previous_version ?? 'none'})`);
+  if (step.knowledge) console.log(`  answers from knowledge snapshot ${step.knowledge.snapshot} (passages ${step.knowledge.digest.slice(0, 12)})`);
   printGates(step.gates, console.log, step.action);
   if (step.forced) console.log(`  released although gates failed: ${step.reason ?? ''}`);
 }

@@ -129,6 +129,8 @@ export interface CompiledAgent {
   knowledge: KnowledgeIndex | null;
   /** The tenant's knowledge sources its answer and generative phases search (names and tags); null without any. */
   knowledgeSources: { names: string[]; tags: string[] } | null;
+  /** The knowledge snapshot the version pins (set by whoever knows the stored version); null: the sources as they are now. */
+  knowledgeSnapshot: number | null;
   /** The most earlier turns any generative phase sends (0: none has one). */
   historyTurns: number;
 }
@@ -362,12 +364,18 @@ export async function compileAgent(
     examplesOf: (name) => def.capabilities.find((c) => c.name === name)?.examples ?? [],
     llm: { model: def.llm?.model ?? null, temperature: def.llm?.temperature ?? 0, maxOutputTokens: def.llm?.max_output_tokens ?? 500 },
     knowledge,
-    knowledgeSources: def.knowledge_sources
-      ? {
-          names: def.knowledge_sources.filter((k): k is string => typeof k === 'string'),
-          tags: def.knowledge_sources.flatMap((k) => (typeof k === 'string' ? [] : [k.tag])),
-        }
-      : null,
+    knowledgeSources: knowledgeSourcesOf(def),
+    knowledgeSnapshot: null,
     historyTurns: generative.reduce((n, g) => Math.max(n, g.history), 0),
   };
+}
+
+/** The knowledge sources a definition names: names, and the tags that choose sources; null without any. */
+export function knowledgeSourcesOf(def: AgentDefinition): { names: string[]; tags: string[] } | null {
+  return def.knowledge_sources
+    ? {
+        names: def.knowledge_sources.filter((k): k is string => typeof k === 'string'),
+        tags: def.knowledge_sources.flatMap((k) => (typeof k === 'string' ? [] : [k.tag])),
+      }
+    : null;
 }

@@ -153,6 +153,8 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     }
   }
   const docIds = new Set<string>();
+  if (def.knowledge_updates === 'release' && !def.knowledge_sources)
+    add('knowledge_updates', 'the agent names no knowledge_sources whose snapshot a version could pin');
   const knowledgeChars = (def.knowledge ?? []).reduce((n, d) => n + d.text.length + (d.title?.length ?? 0), 0);
   if (knowledgeChars > MAX_KNOWLEDGE_CHARS) {
     add('knowledge', `the documents hold ${knowledgeChars} characters, more than ${MAX_KNOWLEDGE_CHARS}: keep what the agent needs to answer from`);

@@ -27,6 +27,8 @@ export interface ReleaseStep {
   action: ReleaseAction;
   version: number;
   digest: string;
+  /** The knowledge snapshot the version pins (null: it follows its sources live). */
+  knowledge?: { snapshot: number; digest: string } | null;
   previousVersion: number | null;
   /** The split in force after the step (share in hundredths of a percent). */
   split: { version: number; share: number } | null;
@@ -84,6 +86,8 @@ function dataOf(s: ReleaseStep): string {
   return JSON.stringify({
     version: s.version,
     digest: s.digest,
+    // Only when pinned: a step without knowledge is hashed as before migration 031.
+    ...(s.knowledge ? { knowledge: s.knowledge } : {}),
     previous_version: s.previousVersion,
     split: s.split && { version: s.split.version, percent: s.split.share / 100 },
     gates: s.gates,
@@ -111,6 +115,7 @@ interface StoredRelease {
 function toRow(r: StoredRelease): ReleaseRow {
   const d = JSON.parse(r.data) as {
     digest: string;
+    knowledge?: { snapshot: number; digest: string };
     previous_version: number | null;
     split: { version: number; percent: number } | null;
     gates: ReleaseGate[];
@@ -129,6 +134,7 @@ function toRow(r: StoredRelease): ReleaseRow {
     requestId: r.request_id,
     createdAt: r.created_at,
     digest: d.digest,
+    knowledge: d.knowledge ?? null,
     previousVersion: d.previous_version,
     split: d.split && { version: d.split.version, share: Math.round(d.split.percent * 100) },
     gates: d.gates,

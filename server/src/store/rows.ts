@@ -118,6 +118,9 @@ export interface AgentVersionTableRow {
   created_at: string;
   /** What made the version (migration 027); null for older ones. */
   note?: string | null;
+  /** The knowledge snapshot it pins and its digest (migration 031); null when it follows its sources live. */
+  knowledge_snapshot?: Int | null;
+  knowledge_digest?: string | null;
 }
 
 interface IdempotencyTableRow {

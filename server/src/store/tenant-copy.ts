@@ -19,6 +19,7 @@ export const TENANT_TABLES = [
   'knowledge_sources',
   'knowledge_passages',
   'knowledge_pages',
+  'knowledge_snapshots',
 ] as const;
 type TenantTable = (typeof TENANT_TABLES)[number];
 

@@ -44,6 +44,8 @@ export function* answer(t: TurnState, p: CompiledPhase): Generator<EngineRequest
       phase: p.id,
       mode: 'answer',
       sources: reply.sources,
+      // The knowledge snapshot the version pins (none: the sources as they are now).
+      ...(t.agent.knowledgeSnapshot !== null ? { snapshot: t.agent.knowledgeSnapshot } : {}),
       min_confidence: a.minConfidence,
       answered: used.length > 0,
       passages: reply.retrieved.map((f) => ({ id: f.passage.id, score: f.score, confidence: f.confidence })),

@@ -204,6 +204,8 @@ function* converse(
         phase: p.id,
         mode: 'generate',
         sources: reply.sources,
+        // The knowledge snapshot the version pins (none: the sources as they are now).
+        ...(t.agent.knowledgeSnapshot !== null ? { snapshot: t.agent.knowledgeSnapshot } : {}),
         passages: reply.retrieved.map((f) => ({ id: f.passage.id, score: f.score, confidence: f.confidence })),
         ...(reply.error !== undefined ? { error: reply.error } : {}),
       },

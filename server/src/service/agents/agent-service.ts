@@ -2,7 +2,7 @@
 // parsed, router trained) that every converse call reads.
 import { LRUCache } from 'lru-cache';
 import { AgentDefinition, type Agent, type AgentVersionSummary, type DefinitionWarning, type TestCase, type TestResults, type VersionState } from '@switchboard/contract';
-import { capabilityId, compileAgent, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../../engine/compile.js';
+import { capabilityId, compileAgent, knowledgeSourcesOf, routingInput, semanticRouter, validateDefinition, type CompiledAgent } from '../../engine/compile.js';
 import type { Router } from '../../engine/router/index.js';
 import { NO_VECTORS, type VectorsStatus } from '../../engine/word-vectors.js';
 import { routingWarnings, slotWarnings } from '../../engine/report.js';
@@ -145,7 +145,7 @@ export class AgentService {
         this.words,
       );
     }
-    const { agent, changed, version, release } = await this.store.put(
+    const { agent, changed, version, release, knowledge } = await this.store.put(
       tenantId,
       slug,
       definition,
@@ -155,10 +155,13 @@ export class AgentService {
       opts.step,
       opts.expectCurrent,
       opts.note,
+      definition.knowledge_updates === 'release' ? knowledgeSourcesOf(definition) : null,
     );
     const key = `${tenantId}:${agent.id}:${version}`;
     if (trained && !this.compiled.has(key)) {
-      this.cache(key, tenantId, digest, await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router), this.words));
+      const compiled = await compileAgent(agent.id, version, definition, () => Promise.resolve(trained.router), this.words);
+      compiled.knowledgeSnapshot = knowledge?.snapshot ?? null;
+      this.cache(key, tenantId, digest, compiled);
     }
     await this.compiledVersion(tenantId, agent.id, version);
     const shown =
@@ -210,16 +213,23 @@ export class AgentService {
         state: stateOf(v),
         note: v.note,
         capabilities: (v.definition as AgentDefinition).capabilities.map((c) => c.name),
+        knowledge: v.knowledge,
       },
     }));
   }
 
-  /** One stored version (404 when there is none): what releases, replays and evaluations read, in one query. */
+  /**
+   * One stored version (404 when there is none): what releases, replays and evaluations read, in
+   * one query. Its `digest` is what the version answers with: the definition's, and the pinned
+   * knowledge's beside it when it pins a snapshot (an evaluation of the same definition over
+   * other passages is another evaluation).
+   */
   async version(tenantId: string, slug: string, version: number): Promise<{ version: number; digest: string; definition: AgentDefinition }> {
     const row = await this.any(tenantId, slug);
     const v = await this.store.version(tenantId, row.id, version);
     if (!v) throw new NotFoundError('version_not_found', `Agent "${slug}" has no version ${version}`);
-    return { version: v.version, digest: v.digest, definition: v.definition as AgentDefinition };
+    const digest = v.knowledge ? sha256(`${v.digest}\nknowledge ${v.knowledge.digest}`) : v.digest;
+    return { version: v.version, digest, definition: v.definition as AgentDefinition };
   }
 
   /** One version as GET …/versions/:version shows it: its state, what made it, and the hosts it names that this tenant may not reach, checked now. */
@@ -388,6 +398,7 @@ export class AgentService {
           const swap = (router: Router) =>
             void compileAgent(agentId, version, definition, () => Promise.resolve(router), this.words).then(
               (c) => {
+                c.knowledgeSnapshot = v.knowledge?.snapshot ?? null;
                 if (this.compiled.has(key)) this.cache(key, tenantId, v.digest, c);
               },
               (err: unknown) =>
@@ -396,9 +407,10 @@ export class AgentService {
                   'compiling around a retrained router failed: the stored one goes on answering',
                 ),
             );
-          return compileAgent(agentId, version, definition, this.routers.routerFor(tenantId, v.digest, swap), this.words).then((compiled) =>
-            this.cache(key, tenantId, v.digest, compiled),
-          );
+          return compileAgent(agentId, version, definition, this.routers.routerFor(tenantId, v.digest, swap), this.words).then((compiled) => {
+            compiled.knowledgeSnapshot = v.knowledge?.snapshot ?? null;
+            return this.cache(key, tenantId, v.digest, compiled);
+          });
         })
         .finally(() => this.compiling.delete(key));
       this.compiling.set(key, p);

@@ -441,7 +441,7 @@ export class ConversationService {
     if (!knowledge || !agent.knowledgeSources) return { retrieved: [], sources: [], durationMs: 0, error: 'the agent names no knowledge sources' };
     const durationMs = () => Math.round((performance.now() - s) * 100) / 100;
     try {
-      const { found, sources } = await knowledge.search(tenantId, agent.knowledgeSources, req.query, req.k);
+      const { found, sources } = await knowledge.search(tenantId, agent.knowledgeSources, req.query, req.k, agent.knowledgeSnapshot);
       return { retrieved: found, sources, durationMs: durationMs() };
     } catch (err) {
       // An index that cannot be built, or a database out of reach: the phase goes on as found-nothing, the error audited.

@@ -84,7 +84,10 @@ function settledWithin<T>(p: Promise<T>, ms: number): Promise<T | null> {
 export class KnowledgeService {
   /** Ingestions this process runs, by tenant and source, with the bytes each holds. */
   private readonly running = new Map<string, { done: Promise<void>; bytes: number }>();
-  private readonly indexes: LRUCache<string, { key: string; index: KnowledgeIndex; tenantId: string; selector: SourceSelector | null }>;
+  private readonly indexes: LRUCache<
+    string,
+    { key: string; index: KnowledgeIndex; tenantId: string; selector: SourceSelector | null; snapshot: number | null }
+  >;
   /** Indexes being built, by cache key and sources' revisions, with when each started: turns that miss at once share one build. */
   private readonly building = new Map<string, { done: Promise<KnowledgeIndex>; started: number }>();
   /** Refreshes under way (refresh): what `idle` waits for beside ingestions. */
@@ -269,7 +272,7 @@ export class KnowledgeService {
   }
 
   async delete(tenantId: string, name: string): Promise<void> {
-    if (!(await this.store.delete(tenantId, name))) throw new NotFoundError('not_found', `No knowledge source ${name}`);
+    if (!(await this.store.delete(tenantId, name, iso(this.clock.now())))) throw new NotFoundError('not_found', `No knowledge source ${name}`);
     this.refresh(tenantId);
   }
 
@@ -286,11 +289,18 @@ export class KnowledgeService {
 
   /**
    * The best `k` passages of the selected sources for `query`, with the names of the sources
-   * searched. The index of a selection is built once and kept until one of its sources changes;
+   * searched: as they are now, or at a pinned `snapshot` (a version's). The index of a selection
+   * is built once and kept until one of its sources changes (a snapshot's, until one is deleted);
    * meanwhile the index before answers, without the passages of sources no longer there.
    */
-  async search(tenantId: string, selector: SourceSelector | null, query: string, k: number): Promise<{ found: Found[]; sources: string[] }> {
-    const { chosen, names, key, cacheKey } = await this.selection(tenantId, selector);
+  async search(
+    tenantId: string,
+    selector: SourceSelector | null,
+    query: string,
+    k: number,
+    snapshot: number | null = null,
+  ): Promise<{ found: Found[]; sources: string[] }> {
+    const { chosen, names, key, cacheKey } = await this.selection(tenantId, selector, snapshot);
     if (!chosen.length) return { found: [], sources: [] };
     const entry = this.indexes.get(cacheKey);
     let index: KnowledgeIndex;
@@ -298,26 +308,32 @@ export class KnowledgeService {
     else if (entry) {
       // The new index, if it is ready within FRESH_MS of its build's start (not of this search's):
       // during a long build, every search after the first answers at once from the one before.
-      const build = this.rebuild(cacheKey, key, tenantId, chosen, selector);
+      const build = this.rebuild(cacheKey, key, tenantId, chosen, selector, snapshot);
       const waited = performance.now() - (this.building.get(`${cacheKey}\n${key}`)?.started ?? performance.now());
       index = (await settledWithin(build, Math.max(0, FRESH_MS - waited))) ?? entry.index;
     } else
-      index = await this.rebuild(cacheKey, key, tenantId, chosen, selector).catch((err: unknown) => {
+      index = await this.rebuild(cacheKey, key, tenantId, chosen, selector, snapshot).catch((err: unknown) => {
         throw new UnavailableError(`The knowledge index could not be built: ${(err as Error).message}`, { cause: err });
       });
     const current = new Set(names);
     return { found: index.search(query, k, undefined, (p) => current.has(p.source?.name ?? '')), sources: names };
   }
 
-  /** The sources a selector chooses now, and the keys of its index: the cache's (tenant and selector) and its content's (each source's revision). */
-  private async selection(tenantId: string, selector: SourceSelector | null, answering?: AnsweringSource[]) {
-    const all = answering ?? (await this.store.answering(tenantId));
+  /**
+   * The sources a selector chooses now, and the keys of its index: the cache's (tenant, selector
+   * and snapshot) and its content's (each source's revision; at a snapshot, each source's
+   * creation, since only a deletion changes what a snapshot holds).
+   */
+  private async selection(tenantId: string, selector: SourceSelector | null, snapshot: number | null, answering?: AnsweringSource[]) {
+    // At a snapshot, a source with no passages now may have had some then.
+    const all = answering ?? (await this.store.answering(tenantId, snapshot === null));
     const chosen = selector ? all.filter((s) => selector.names.includes(s.name) || s.tags.some((t) => selector.tags.includes(t))) : all;
+    const selected = `${tenantId}\n${selector ? JSON.stringify([[...selector.names].sort(), [...selector.tags].sort()]) : '*'}`;
     return {
       chosen,
       names: chosen.map((s) => s.name),
-      key: chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(','),
-      cacheKey: `${tenantId}\n${selector ? JSON.stringify([[...selector.names].sort(), [...selector.tags].sort()]) : '*'}`,
+      key: snapshot === null ? chosen.map((s) => `${s.name}@${s.revision}:${s.indexedAt}`).join(',') : chosen.map((s) => `${s.name}@${s.createdAt}`).join(','),
+      cacheKey: snapshot === null ? selected : `${selected}\n@${snapshot}`,
     };
   }
 
@@ -327,7 +343,8 @@ export class KnowledgeService {
    * next question finds its index ready (other servers build theirs when next asked).
    */
   refresh(tenantId: string): void {
-    const kept = [...this.indexes.values()].filter((e) => e.tenantId === tenantId);
+    // A snapshot's index changes only when a source is deleted: it is built again when next asked.
+    const kept = [...this.indexes.values()].filter((e) => e.tenantId === tenantId && e.snapshot === null);
     if (!kept.length) return;
     // The tenant's sources read once for all its selections.
     const all = this.store
@@ -335,8 +352,8 @@ export class KnowledgeService {
       .then((answering) =>
         Promise.all(
           kept.map(async (e) => {
-            const { chosen, key, cacheKey } = await this.selection(tenantId, e.selector, answering);
-            if (chosen.length && key !== e.key) await this.rebuild(cacheKey, key, tenantId, chosen, e.selector);
+            const { chosen, key, cacheKey } = await this.selection(tenantId, e.selector, null, answering);
+            if (chosen.length && key !== e.key) await this.rebuild(cacheKey, key, tenantId, chosen, e.selector, null);
           }),
         ).then(() => undefined),
       )
@@ -346,16 +363,23 @@ export class KnowledgeService {
   }
 
   /** Builds (or joins the build of) a selection's index at these revisions, and keeps it. */
-  private rebuild(cacheKey: string, key: string, tenantId: string, chosen: AnsweringSource[], selector: SourceSelector | null): Promise<KnowledgeIndex> {
+  private rebuild(
+    cacheKey: string,
+    key: string,
+    tenantId: string,
+    chosen: AnsweringSource[],
+    selector: SourceSelector | null,
+    snapshot: number | null,
+  ): Promise<KnowledgeIndex> {
     const id = `${cacheKey}\n${key}`;
     const failed = this.failed.get(id);
     if (failed) return Promise.reject(failed.error);
     let pending = this.building.get(id)?.done;
     if (!pending) {
-      pending = this.build(tenantId, chosen)
+      pending = this.build(tenantId, chosen, snapshot)
         .then(
           (index) => {
-            this.indexes.set(cacheKey, { key, index, tenantId, selector });
+            this.indexes.set(cacheKey, { key, index, tenantId, selector, snapshot });
             return index;
           },
           (err: unknown) => {
@@ -372,11 +396,16 @@ export class KnowledgeService {
   }
 
   /** A selection's index: its passages read from the store, their postings built in the indexer's worker. */
-  private async build(tenantId: string, chosen: AnsweringSource[]): Promise<KnowledgeIndex> {
+  private async build(tenantId: string, chosen: AnsweringSource[], snapshot: number | null): Promise<KnowledgeIndex> {
+    if (snapshot !== null) {
+      const { keptFrom } = await this.store.snapshot(tenantId);
+      if (snapshot < keptFrom) throw new Error(`knowledge snapshot ${snapshot} is no longer kept (every snapshot from ${keptFrom} is)`);
+    }
     const meta = new Map(chosen.map((s) => [s.name, s]));
     const rows = await this.store.passagesOf(
       tenantId,
       chosen.map((s) => s.name),
+      snapshot,
     );
     const passages: Passage[] = rows.map((p) => {
       const s = meta.get(p.source)!;

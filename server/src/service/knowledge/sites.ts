@@ -343,7 +343,7 @@ class SiteSync {
   }
 
   private async drop(url: string): Promise<void> {
-    await this.write((lease) => this.d.store.dropPage(this.row.tenantId, this.row.name, lease, url));
+    await this.write((lease) => this.d.store.dropPage(this.row.tenantId, this.row.name, lease, this.now(), url));
     this.changed = true;
   }
 
@@ -366,7 +366,7 @@ class SiteSync {
       fetchedAt: this.now(),
       changedAt: prev?.changedAt ?? null,
     };
-    await this.write((lease) => this.d.store.savePage(this.row.tenantId, this.row.name, lease, page, null, () => undefined));
+    await this.write((lease) => this.d.store.savePage(this.row.tenantId, this.row.name, lease, this.now(), page, null, () => undefined));
   }
 
   /** Fetches, reads and stores one page; answers its links and title (a failure's: the last ones known). */
@@ -423,7 +423,7 @@ class SiteSync {
       };
       const { maxBytes, maxPassages } = this.d.knowledge.limits;
       await this.write((lease) =>
-        this.d.store.savePage(row.tenantId, row.name, lease, page, passages, (others) => {
+        this.d.store.savePage(row.tenantId, row.name, lease, this.now(), page, passages, (others) => {
           if (others.passages + passages.length > maxPassages) {
             throw new ExtractError(
               `the page gives ${passages.length} passages and the tenant's sources hold ${others.passages}: more than the ${maxPassages} allowed (KNOWLEDGE_MAX_PASSAGES)`,
@@ -463,6 +463,6 @@ class SiteSync {
       error: null,
       fetchedAt: this.now(),
     };
-    await this.write((lease) => this.d.store.savePage(this.row.tenantId, this.row.name, lease, page, null, () => undefined));
+    await this.write((lease) => this.d.store.savePage(this.row.tenantId, this.row.name, lease, this.now(), page, null, () => undefined));
   }
 }

@@ -36,6 +36,7 @@ function releaseToApi(r: ReleaseRow): Release {
     action: r.action,
     version: r.version,
     digest: r.digest,
+    knowledge: r.knowledge ?? null,
     previous_version: r.previousVersion,
     split: r.split && { version: r.split.version, percent: r.split.share / 100 },
     gates: r.gates,

@@ -6,6 +6,7 @@ import type { Database } from '../db.js';
 import { present, type AgentTableRow, type AgentVersionTableRow, type ConversationTableRow } from '../rows.js';
 import { appendRelease, type ReleaseRow, type ReleaseStep } from '../release-store.js';
 import { ConflictError, CurrentChangedError } from '../../errors.js';
+import { checkWhole, knowledgeLock, pinNow, prune, type Pin, type PinSelector } from '../knowledge/snapshots.js';
 
 /** A split in force: its candidate and share of new conversations in hundredths of a percent. */
 export interface SplitRow {
@@ -46,6 +47,8 @@ export interface AgentVersionRow {
   definition: unknown;
   createdAt: string;
   note: string | null;
+  /** The knowledge snapshot it answers from (null: its sources as they are now). */
+  knowledge: Pin | null;
 }
 
 /** A version as listed: whether a step of the release record ever made it current. */
@@ -71,10 +74,18 @@ const toVersion = (r: AgentVersionTableRow): AgentVersionRow => ({
   definition: JSON.parse(r.definition) as unknown,
   createdAt: r.created_at,
   note: r.note ?? null,
+  knowledge: pinOf(r),
 });
+
+const pinOf = (r: Pick<AgentVersionTableRow, 'knowledge_snapshot' | 'knowledge_digest'>): Pin | null =>
+  r.knowledge_snapshot === null || r.knowledge_snapshot === undefined || !r.knowledge_digest
+    ? null
+    : { snapshot: Number(r.knowledge_snapshot), digest: r.knowledge_digest };
 
 /** The note column only when there is a note: a version without one is stored as before migration 027. */
 const noted = (note: string | null) => (note === null ? {} : { note });
+/** The pin's columns only when it pins: a version that follows its sources live is stored as before migration 031. */
+const pinned = (pin: Pin | null) => (pin === null ? {} : { knowledge_snapshot: pin.snapshot, knowledge_digest: pin.digest });
 
 export class AgentStore {
   private readonly knex: Knex;
@@ -138,11 +149,13 @@ export class AgentStore {
     step?: StepInput,
     expectCurrent?: number | null,
     note?: string,
-  ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
+    /** The sources whose snapshot the version pins (a definition with `knowledge_updates: release`). */
+    knowledge?: PinSelector | null,
+  ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null; knowledge: Pin | null }> {
     // Concurrent first PUTs of one slug race to insert it: the losers find it on a second try.
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.putOnce(tenantId, slug, definition, digest, now, { activate, step, expectCurrent, note: note ?? null });
+        return await this.putOnce(tenantId, slug, definition, digest, now, { activate, step, expectCurrent, note: note ?? null, knowledge: knowledge ?? null });
       } catch (err) {
         if (attempt >= 3 || !isUniqueViolation(err)) throw err;
       }
@@ -156,6 +169,8 @@ export class AgentStore {
    * anything else is a new version after the newest, current when `activate`. With
    * `expectCurrent` (a version, or null for an agent not stored or archived), a PUT that would
    * make its version current refuses (CurrentChangedError) when the locked row says otherwise.
+   * With `knowledge`, a version is the definition and the knowledge snapshot of those sources as
+   * they are now: the same definition over changed passages is a new version.
    */
   private async putOnce(
     tenantId: string,
@@ -163,40 +178,57 @@ export class AgentStore {
     definition: unknown,
     digest: string,
     now: string,
-    o: { activate: boolean; step: StepInput | undefined; expectCurrent: number | null | undefined; note: string | null },
-  ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null }> {
+    o: { activate: boolean; step: StepInput | undefined; expectCurrent: number | null | undefined; note: string | null; knowledge: PinSelector | null },
+  ): Promise<{ agent: AgentRow; changed: boolean; version: number; release: ReleaseRow | null; knowledge: Pin | null }> {
     const { activate, step } = o;
     return this.knex.transaction(async (trx) => {
       const q = trx('agents').where({ tenant_id: tenantId, slug }).first();
       const existing = await this.adapter.forUpdate(q);
       const live = existing && !existing.archived_at ? Number(existing.current_version) : null;
       if (activate && o.expectCurrent !== undefined && live !== o.expectCurrent) throw new CurrentChangedError();
+      // The snapshot is read under the tenant's knowledge lock, so no change prunes what it sees before the version is stored.
+      let pin: Pin | null = null;
+      if (o.knowledge) {
+        await this.adapter.lockKey(trx, knowledgeLock(tenantId));
+        pin = await pinNow(trx, tenantId, o.knowledge);
+      }
+      const same = (v: AgentVersionTableRow) => v.digest === digest && (pinOf(v)?.digest ?? null) === (pin?.digest ?? null);
       const reread = async (id: string) => toAgent(present(await trx('agents').where({ id }).first(), 'agent'));
       // A version made current is a step of the release record, written with it.
-      const record = async (id: string, version: number, previousVersion: number | null) => {
+      const record = async (id: string, version: number, previousVersion: number | null, knowledge: Pin | null) => {
         if (!step) return null;
         const row = present(await trx('agents').where({ id }).first(), 'agent');
-        return appendRelease(trx, row, { action: 'activate', ...step, version, digest, previousVersion, split: null }, this.chainKey);
+        return appendRelease(trx, row, { action: 'activate', ...step, version, digest, knowledge, previousVersion, split: null }, this.chainKey);
       };
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
-        await trx('agent_versions').insert({ agent_id: id, version: 1, tenant_id: tenantId, digest, definition: JSON.stringify(definition), created_at: now, ...noted(o.note) });
-        const release = await record(id, 1, null);
-        return { agent: await reread(id), changed: true, version: 1, release };
+        await trx('agent_versions').insert({
+          agent_id: id,
+          version: 1,
+          tenant_id: tenantId,
+          digest,
+          definition: JSON.stringify(definition),
+          created_at: now,
+          ...noted(o.note),
+          ...pinned(pin),
+        });
+        const release = await record(id, 1, null, pin);
+        return { agent: await reread(id), changed: true, version: 1, release, knowledge: pin };
       }
       const currentVersion = Number(existing.current_version);
       const current = present(await trx('agent_versions').where({ agent_id: existing.id, version: currentVersion }).first(), 'agent version');
-      if (current.digest === digest) {
+      if (same(current)) {
         if (existing.archived_at) {
           await trx('agents').where({ id: existing.id }).update({ archived_at: null, updated_at: now });
-          return { agent: await reread(existing.id), changed: true, version: currentVersion, release: null };
+          return { agent: await reread(existing.id), changed: true, version: currentVersion, release: null, knowledge: pinOf(current) };
         }
-        return { agent: toAgent(existing), changed: false, version: currentVersion, release: null };
+        return { agent: toAgent(existing), changed: false, version: currentVersion, release: null, knowledge: pinOf(current) };
       }
       const newest = present(await trx('agent_versions').where({ agent_id: existing.id }).orderBy('version', 'desc').first(), 'agent version');
       let version = Number(newest.version);
-      const known = newest.digest === digest;
+      const known = same(newest);
+      const knowledge = known ? pinOf(newest) : pin;
       if (!known) {
         version += 1;
         await trx('agent_versions').insert({
@@ -207,6 +239,7 @@ export class AgentStore {
           definition: JSON.stringify(definition),
           created_at: now,
           ...noted(o.note),
+          ...pinned(pin),
         });
       }
       let release: ReleaseRow | null = null;
@@ -214,9 +247,11 @@ export class AgentStore {
         await trx('agents')
           .where({ id: existing.id })
           .update({ current_version: version, archived_at: null, updated_at: now, split_version: null, split_share: null, split_started_at: null });
-        release = await record(existing.id, version, currentVersion);
+        release = await record(existing.id, version, currentVersion, knowledge);
       }
-      return { agent: await reread(existing.id), changed: !known || activate, version, release };
+      // Passages only an older version saw go once it is no longer in use.
+      if (o.knowledge) await prune(trx, tenantId);
+      return { agent: await reread(existing.id), changed: !known || activate, version, release, knowledge };
     });
   }
 
@@ -265,8 +300,13 @@ export class AgentStore {
         throw new ConflictError('invalid_transition', `Version ${previous} was made current while the gates were judged; try again`);
       }
       const target = change.current ?? change.split?.version ?? (row.split_version === null ? previous : Number(row.split_version));
-      const v = await trx('agent_versions').where({ tenant_id: tenantId, agent_id: agentId, version: target }).first('digest');
+      const v = await trx('agent_versions')
+        .where({ tenant_id: tenantId, agent_id: agentId, version: target })
+        .first('digest', 'knowledge_snapshot', 'knowledge_digest');
       if (!v) return null;
+      const knowledge = pinOf(v);
+      // A version whose snapshot's passages are gone cannot be served again (the lock keeps a change from pruning meanwhile).
+      await checkWhole(trx, this.adapter, tenantId, target, knowledge?.snapshot ?? null);
       const now = change.step.createdAt;
       const update: Partial<AgentTableRow> = { updated_at: now };
       let split: { version: number; share: number } | null =
@@ -286,7 +326,9 @@ export class AgentStore {
       }
       await trx('agents').where({ tenant_id: tenantId, id: agentId }).update(update);
       const locked = { ...row, ...update };
-      const release = await appendRelease(trx, locked, { ...change.step, version: target, digest: v.digest, previousVersion: previous, split }, this.chainKey);
+      const release = await appendRelease(trx, locked, { ...change.step, version: target, digest: v.digest, knowledge, previousVersion: previous, split }, this.chainKey);
+      // Passages only the version it replaced saw go now.
+      if (knowledge) await prune(trx, tenantId);
       return { agent: toAgent(present(await trx('agents').where({ id: agentId }).first(), 'agent')), release };
     });
   }

@@ -10,6 +10,7 @@ import { ConflictError } from '../../errors.js';
 import type { Database } from '../db.js';
 import { INSERT_BATCH, toRow, type KnowledgeTotals, type PassageRow, type SiteSettings, type SourceRow } from './source-store.js';
 import { KnowledgeSourceStore } from './source-store.js';
+import { knowledgeLock, nextSnapshot, prune, replacePassages } from './snapshots.js';
 
 export interface PageRow {
   url: string;
@@ -97,7 +98,7 @@ export class KnowledgeSiteStore {
    */
   async put(tenantId: string, s: SiteInput, now: string, admit: (others: KnowledgeTotals, existing: SourceRow | null) => void): Promise<SourceRow> {
     return this.knex.transaction(async (trx) => {
-      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
       const existing = await this.rowIn(trx, tenantId, s.name);
       if (existing && !existing.site)
         throw new ConflictError('source_kind_mismatch', `The knowledge source ${s.name} is a file: delete it first to sync a site under its name`);
@@ -141,7 +142,7 @@ export class KnowledgeSiteStore {
   /** Makes a web source due now (`queued`), unless its sync is running; null when there is no such source. */
   async requestSync(tenantId: string, name: string, now: string): Promise<SourceRow | null> {
     return this.knex.transaction(async (trx) => {
-      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
       const row = await this.rowIn(trx, tenantId, name);
       if (!row) return null;
       if (!row.site) throw new ConflictError('source_kind_mismatch', `The knowledge source ${name} is a file: upload it again to change it`);
@@ -177,7 +178,7 @@ export class KnowledgeSiteStore {
    */
   async claim(tenantId: string, name: string, now: string, until: string, perDay: number): Promise<Claim> {
     return this.knex.transaction(async (trx) => {
-      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
       const row = await this.rowIn(trx, tenantId, name);
       if (!row?.site || !row.nextSyncAt || row.nextSyncAt > now || (row.syncUntil && row.syncUntil >= now)) return 'gone';
       const busy: { name: string } | undefined = await trx('knowledge_sources').where({ tenant_id: tenantId }).where('sync_until', '>=', now).first('name');
@@ -250,13 +251,15 @@ export class KnowledgeSiteStore {
   }
 
   private async held(trx: Knex.Transaction, tenantId: string, name: string, lease: string): Promise<boolean> {
-    await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+    await this.adapter.lockKey(trx, knowledgeLock(tenantId));
     return !!(await trx('knowledge_sources').where({ tenant_id: tenantId, name, sync_until: lease }).first('name'));
   }
 
   /** The source's passages and bytes as its pages now hold them. */
   private async recount(trx: Knex.Transaction, tenantId: string, name: string): Promise<void> {
-    const p = (await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).count({ n: '*' }).first()) as { n: number | string };
+    const p = (await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).whereNull('removed').count({ n: '*' }).first()) as {
+      n: number | string;
+    };
     const b = (await trx('knowledge_pages').where({ tenant_id: tenantId, source: name }).sum({ n: 'bytes' }).first()) as { n: number | string | null };
     const n = (await trx('knowledge_pages').where({ tenant_id: tenantId, source: name }).count({ n: '*' }).first()) as { n: number | string };
     await trx('knowledge_sources')
@@ -273,6 +276,7 @@ export class KnowledgeSiteStore {
     tenantId: string,
     name: string,
     lease: string,
+    now: string,
     page: PageRow,
     passages: Omit<PassageRow, 'source' | 'seq' | 'url'>[] | null,
     admit: (others: KnowledgeTotals) => void,
@@ -281,13 +285,15 @@ export class KnowledgeSiteStore {
       if (!(await this.held(trx, tenantId, name, lease))) return false;
       const before = (await trx('knowledge_pages').where({ tenant_id: tenantId, source: name, url: page.url }).first()) as Record<string, unknown> | undefined;
       if (passages) {
+        // The page's old passages are replaced in the tenant's next snapshot (kept while a version in use pins one that sees them).
+        const snapshot = await nextSnapshot(trx, tenantId, now);
+        const from = await replacePassages(trx, tenantId, name, snapshot, page.url);
+        await prune(trx, tenantId);
         const all = await this.sources.totals(tenantId, trx);
         const old = before ? toPage(before) : null;
         admit({ sources: all.sources, bytes: all.bytes - (old?.bytes ?? 0), passages: all.passages - (old?.passages ?? 0) });
-        await trx('knowledge_passages').where({ tenant_id: tenantId, source: name, url: page.url }).delete();
-        const last = (await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).max({ n: 'seq' }).first()) as { n: number | string | null };
-        const from = Number(last.n ?? 0) + 1;
         const rows = passages.map((p, i) => ({
+          added: snapshot,
           tenant_id: tenantId,
           source: name,
           seq: from + i,
@@ -307,10 +313,11 @@ export class KnowledgeSiteStore {
   }
 
   /** Drops a page and its passages under `lease`; false when the lease is no longer held. */
-  async dropPage(tenantId: string, name: string, lease: string, url: string): Promise<boolean> {
+  async dropPage(tenantId: string, name: string, lease: string, now: string, url: string): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
       if (!(await this.held(trx, tenantId, name, lease))) return false;
-      await trx('knowledge_passages').where({ tenant_id: tenantId, source: name, url }).delete();
+      await replacePassages(trx, tenantId, name, await nextSnapshot(trx, tenantId, now), url);
+      await prune(trx, tenantId);
       await trx('knowledge_pages').where({ tenant_id: tenantId, source: name, url }).delete();
       await this.recount(trx, tenantId, name);
       return true;

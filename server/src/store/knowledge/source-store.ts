@@ -1,9 +1,11 @@
 // Knowledge sources and their passages (migration 028). Every query filters by tenant. A new
 // file's passages replace the old ones in one transaction, and only while the source still holds
-// the revision that was read (a later upload of the same name wins over a slower earlier one).
+// the revision that was read (a later upload of the same name wins over a slower earlier one);
+// replaced passages stay while a pinned version sees them (snapshots.ts).
 import type { Knex } from 'knex';
 import { ConflictError } from '../../errors.js';
 import type { Database } from '../db.js';
+import { keptPassages, knowledgeLock, nextSnapshot, prune, replacePassages, snapshotOf, visibleAt } from './snapshots.js';
 
 export interface SourceRow {
   tenantId: string;
@@ -144,13 +146,17 @@ export class KnowledgeSourceStore {
     return q.tag ? rows.filter((r) => r.tags.includes(q.tag!)) : rows;
   }
 
-  /** Every source that has passages answering (its name, title, link, tags, and when they were indexed). */
-  async answering(tenantId: string): Promise<Pick<SourceRow, 'name' | 'title' | 'docTitle' | 'url' | 'tags' | 'indexedAt' | 'revision'>[]> {
-    const rows: Record<string, unknown>[] = await this.knex('knowledge_sources')
-      .where({ tenant_id: tenantId })
-      .where('passages', '>', 0)
-      .orderBy('name')
-      .select('name', 'title', 'doc_title', 'url', 'tags', 'indexed_at', 'revision');
+  /**
+   * Every source that has passages answering now (every source, when not `withPassages`): its
+   * name, title, link, tags, when its passages were indexed and when it was made.
+   */
+  async answering(
+    tenantId: string,
+    withPassages = true,
+  ): Promise<Pick<SourceRow, 'name' | 'title' | 'docTitle' | 'url' | 'tags' | 'indexedAt' | 'revision' | 'createdAt'>[]> {
+    const q = this.knex('knowledge_sources').where({ tenant_id: tenantId });
+    if (withPassages) q.where('passages', '>', 0);
+    const rows: Record<string, unknown>[] = await q.orderBy('name').select('name', 'title', 'doc_title', 'url', 'tags', 'indexed_at', 'revision', 'created_at');
     return rows.map((r) => ({
       name: r.name as string,
       title: (r.title as string | null) ?? null,
@@ -159,6 +165,7 @@ export class KnowledgeSourceStore {
       tags: JSON.parse(r.tags as string) as string[],
       indexedAt: (r.indexed_at as string | null) ?? null,
       revision: Number(r.revision),
+      createdAt: r.created_at as string,
     }));
   }
 
@@ -167,7 +174,8 @@ export class KnowledgeSourceStore {
       .where({ tenant_id: tenantId })
       .select(knex.raw('count(*) as n'), knex.raw('coalesce(sum(bytes), 0) as bytes'), knex.raw('coalesce(sum(passages), 0) as passages'))
       .first()) as { n: number | string; bytes: number | string; passages: number | string } | undefined;
-    return { sources: Number(r?.n ?? 0), bytes: Number(r?.bytes ?? 0), passages: Number(r?.passages ?? 0) };
+    // Replaced passages kept for the versions that pin them count too (snapshots.ts).
+    return { sources: Number(r?.n ?? 0), bytes: Number(r?.bytes ?? 0), passages: Number(r?.passages ?? 0) + (await keptPassages(knex, tenantId)) };
   }
 
   /**
@@ -184,7 +192,7 @@ export class KnowledgeSourceStore {
     o: { unchanged: (existing: SourceRow) => boolean },
   ): Promise<SourceRow> {
     return this.knex.transaction(async (trx) => {
-      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
       const before = (await trx('knowledge_sources').where({ tenant_id: tenantId, name: u.name }).first()) as Record<string, unknown> | undefined;
       const existing = before ? toRow(before) : null;
       if (existing?.site)
@@ -232,14 +240,25 @@ export class KnowledgeSourceStore {
     admit: (otherPassages: number) => void,
   ): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
-      await this.adapter.lockKey(trx, `knowledge_sources:${tenantId}`);
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
       const cur: { revision: number | string; passages: number | string } | undefined = await trx('knowledge_sources')
         .where({ tenant_id: tenantId, name })
         .first('revision', 'passages');
       if (!cur || Number(cur.revision) !== revision) return false;
+      // The old passages are replaced in the tenant's next snapshot (kept while a version in use pins one that sees them).
+      const snapshot = await nextSnapshot(trx, tenantId, r.now);
+      const from = await replacePassages(trx, tenantId, name, snapshot);
+      await prune(trx, tenantId);
       admit((await this.totals(tenantId, trx)).passages - Number(cur.passages));
-      await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).delete();
-      const rows = r.passages.map((p) => ({ tenant_id: tenantId, source: name, seq: p.seq, page: p.page, heading: p.heading, text: p.text }));
+      const rows = r.passages.map((p) => ({
+        tenant_id: tenantId,
+        source: name,
+        seq: from + p.seq - 1,
+        page: p.page,
+        heading: p.heading,
+        text: p.text,
+        added: snapshot,
+      }));
       for (let i = 0; i < rows.length; i += INSERT_BATCH) await trx('knowledge_passages').insert(rows.slice(i, i + INSERT_BATCH));
       await trx('knowledge_sources').where({ tenant_id: tenantId, name }).update({
         kind: r.kind,
@@ -261,9 +280,14 @@ export class KnowledgeSourceStore {
     await this.knex('knowledge_sources').where({ tenant_id: tenantId, name, revision }).update({ state: 'failed', error, updated_at: now });
   }
 
-  /** Deletes the source and its passages; answers whether there was one. */
-  async delete(tenantId: string, name: string): Promise<boolean> {
+  /**
+   * Deletes the source and its passages, those kept for pinned versions too (a deleted source
+   * leaves every snapshot at once); answers whether there was one.
+   */
+  async delete(tenantId: string, name: string, now: string): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
+      await this.adapter.lockKey(trx, knowledgeLock(tenantId));
+      await nextSnapshot(trx, tenantId, now);
       await trx('knowledge_passages').where({ tenant_id: tenantId, source: name }).delete();
       await trx('knowledge_pages').where({ tenant_id: tenantId, source: name }).delete();
       return (await trx('knowledge_sources').where({ tenant_id: tenantId, name }).delete()) > 0;
@@ -272,19 +296,27 @@ export class KnowledgeSourceStore {
 
   /** A source's passages in document order after `after`, at most `limit`. */
   async passages(tenantId: string, name: string, q: { limit: number; after: number | null }): Promise<PassageRow[]> {
-    const query = this.knex('knowledge_passages').where({ tenant_id: tenantId, source: name }).orderBy('seq').limit(q.limit);
+    const query = this.knex('knowledge_passages').where({ tenant_id: tenantId, source: name }).whereNull('removed').orderBy('seq').limit(q.limit);
     if (q.after !== null) query.where('seq', '>', q.after);
     return ((await query) as Record<string, unknown>[]).map(toPassage);
   }
 
-  /** Every passage of the named sources, for building a search index. */
-  async passagesOf(tenantId: string, names: string[]): Promise<PassageRow[]> {
+  /** The tenant's newest knowledge snapshot and the oldest one still whole. */
+  snapshot(tenantId: string): Promise<{ snapshot: number; keptFrom: number }> {
+    return snapshotOf(this.knex, tenantId);
+  }
+
+  /** Every passage of the named sources, now or at a snapshot, for building a search index. */
+  async passagesOf(tenantId: string, names: string[], snapshot: number | null = null): Promise<PassageRow[]> {
     if (!names.length) return [];
     const out: PassageRow[] = [];
     for (let i = 0; i < names.length; i += INSERT_BATCH) {
-      const rows: Record<string, unknown>[] = await this.knex('knowledge_passages')
-        .where({ tenant_id: tenantId })
-        .whereIn('source', names.slice(i, i + INSERT_BATCH))
+      const rows: Record<string, unknown>[] = await visibleAt(
+        this.knex('knowledge_passages')
+          .where({ tenant_id: tenantId })
+          .whereIn('source', names.slice(i, i + INSERT_BATCH)),
+        snapshot,
+      )
         .orderBy(['source', 'seq'])
         .select('source', 'seq', 'page', 'heading', 'url', 'text');
       for (const r of rows) out.push(toPassage(r));
