@@ -164,6 +164,14 @@ eachDatabase('web knowledge sources on $name', (database) => {
     expect(hits('/help/shipping').at(-1)!.headers['if-none-match']).toMatch(/^"/);
     expect(await passages('help-site')).toEqual(before);
 
+    // An agent that takes knowledge through releases pins the site as it is now.
+    await api()
+      .put('/api/v1/agents/sitepinned')
+      .set(T)
+      .send({ ...agent, knowledge_updates: 'release' })
+      .expect(200);
+    const ask = async (slug: string, message: string) => (await api().post(`/api/v1/agents/${slug}/converse`).set(T).send({ message }).expect(200)).body;
+
     // Returns changes, the guide fails, the old page leaves the sitemap.
     routes.set('/help/returns', page(RETURNS_LONGER));
     routes.set('/help/guide.pdf', status(500));
@@ -194,6 +202,13 @@ eachDatabase('web knowledge sources on $name', (database) => {
     const gone = (await api().post('/api/v1/agents/sitehelp/converse').set(T).send({ message: 'is gift wrapping available at the checkout?' }).expect(200))
       .body;
     expect(gone.state.status).toBe('escalated');
+    // The pinned agent answers from the site as it was: the old returns page, and the page since dropped.
+    const returns = 'how many days do I have to return an item?';
+    expect((await ask('sitehelp', returns)).response.message).toContain('60 days');
+    expect((await ask('sitepinned', returns)).response.message).toContain('30 days');
+    const wrapped = await ask('sitepinned', 'is gift wrapping available at the checkout?');
+    expect(wrapped.state.status).toBe('active');
+    expect(wrapped.response.citations[0]).toMatchObject({ url: u('/help/old') });
   });
 
   it('crawls by links within the start folder, as deep as asked, and through the typed client', async () => {
