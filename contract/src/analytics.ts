@@ -64,6 +64,14 @@ const AgentAnalyticsSchema = z.object({
       'The same counts per channel: web, conversations of the web chat widget; slack, telegram, whatsapp, sms, of those messaging channels; api, the others',
     ),
   versions: z.array(VersionFigures).describe('The same figures per agent version, newest first: compare a split’s candidate with the current version'),
+  knowledge: z
+    .object({
+      sources: z
+        .array(z.object({ source: z.string(), cited: Count.describe("The agent's answers that cited it") }))
+        .describe('The knowledge sources answers cited in the window, most cited first'),
+      unanswered: Count.describe("Questions the agent's answer phases found nothing good enough for (each is in the review inbox as `unanswered`)"),
+    })
+    .describe("What the agent's knowledge sources answered (docs/knowledge.md)"),
 });
 export type AgentAnalytics = z.infer<typeof AgentAnalyticsSchema>;
 // Typed by name, so that the contract's declarations stay within what TypeScript serializes.

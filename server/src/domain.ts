@@ -173,6 +173,12 @@ export type StatDelta = {
   outcome: string;
 } & Record<StatCounter, number>;
 
+/** The counters of an agent's hourly knowledge rows (table knowledge_stats; service/agents/agent-stats.ts says what each counts). */
+export const KNOWLEDGE_COUNTERS = ['cited', 'unanswered'] as const;
+
+/** One row's worth of an agent's hourly knowledge counters that a write adds, per source ('' for searches that found nothing). */
+export type KnowledgeDelta = { hour: string; version: number; source: string } & Record<(typeof KNOWLEDGE_COUNTERS)[number], number>;
+
 /** The measures of agent_closes that count the web chat widget's conversations: `web_started`, `web_completed`, … (value 0). */
 export const CHANNEL_MEASURES = ['started', 'completed', 'escalated', 'abandoned'] as const;
 /** The prefix of each channel's measures in agent_closes (kept short: measures hold 16 characters). */

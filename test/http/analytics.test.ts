@@ -71,6 +71,7 @@ eachDatabase('analytics on $name', (database) => {
         { channel: 'sms', started: 0, completed: 0, escalated: 0, abandoned: 0 },
       ],
       versions: [],
+      knowledge: { sources: [], unanswered: 0 },
     });
   });
 

@@ -4,7 +4,7 @@
 // conversations shows the answers that changed); the release record names the snapshot and
 // verifies; replaced passages are kept only while a version in use pins them (and count against
 // the quota meanwhile); a version whose snapshot is gone is refused; a deleted source leaves
-// every snapshot at once.
+// every snapshot at once; analytics count the answers citing each source.
 import request from 'supertest';
 import { expect, it } from 'vitest';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -148,6 +148,12 @@ eachDatabase('knowledge snapshots in releases on $name', (database) => {
     await api().delete('/api/v1/knowledge/sources/policies').set(T).expect(204);
     expect((await say('pinned', 'when do orders leave the warehouse?')).state.status).toBe('escalated');
     expect(await passagesUsed()).toBe(0);
+  });
+
+  it("counts in each agent's analytics the answers citing each source and the questions its sources did not answer", async () => {
+    const knowledge = async (slug: string) => (await api().get(`/api/v1/agents/${slug}/analytics`).set(T).expect(200)).body.knowledge;
+    expect(await knowledge('pinned')).toEqual({ sources: [{ source: 'policies', cited: 5 }], unanswered: 3 });
+    expect(await knowledge('live')).toEqual({ sources: [{ source: 'policies', cited: 2 }], unanswered: 1 });
   });
 
   it('needs knowledge_sources to pin', async () => {

@@ -10,6 +10,7 @@ import type { Conversation, WebhookDraft } from '../../server/src/domain.js';
 import { AgentStore } from '../../server/src/store/agents/agent-store.js';
 import { ConversationStore } from '../../server/src/store/conversations/conversation-store.js';
 import { migrateUpTo, type Database } from '../../server/src/store/db.js';
+import { up as createKnowledgeStats } from '../../server/src/store/migrations/032_knowledge_stats.js';
 import { dropHistoryBefore, ensurePartitions, listPartitions, monthStart, partitionName, PARTITIONED } from '../../server/src/store/partitions.js';
 import { conversation as aConversation, commitTurn } from '../helpers/conversations.js';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
@@ -83,10 +84,12 @@ eachDatabase('history layout on $name', (database) => {
 
   it('converts a populated database in place: every row and every read the same, new rows in their month', async () => {
     const { db, agentId } = await open({ migratedTo: '021_lighter_postgres_turns' });
-    // This store writes columns later migrations add (023's inactive_bucket, 029's turn citations):
-    // the release that wrote this database had its own, which left the history tables as these rows do.
+    // This store writes columns and tables later migrations add (023's inactive_bucket, 029's turn
+    // citations, 032's knowledge counters): the release that wrote this database had its own, which
+    // left the history tables as these rows do.
     await db.knex.schema.alterTable('conversations', (t) => t.string('inactive_bucket', 15).nullable());
     await db.knex.schema.alterTable('turns', (t) => t.text('citations'));
+    await createKnowledgeStats(db.knex);
     const store = new ConversationStore(db);
     const before = inMonth(0, 1);
     const convs: Conversation[] = [];

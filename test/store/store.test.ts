@@ -275,6 +275,7 @@ eachDatabase('migrations on $name', (database) => {
         '029_turn_citations',
         '030_knowledge_web',
         '031_knowledge_snapshots',
+        '032_knowledge_stats',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

@@ -3,6 +3,7 @@
 // behind it), conversations per day (or hour) by status, containment per bucket, and its top
 // capabilities.
 import { useMemo, useState } from 'preact/hooks';
+import { Link } from 'wouter-preact';
 import type { Agent, AgentAnalytics } from '@switchboard/client';
 import { ok, useLoad } from '../api';
 import { useSession } from '../session';
@@ -159,6 +160,12 @@ function Figures({ a }: { a: AgentAnalytics }) {
             <figcaption>By channel</figcaption>
             <ChannelTable a={a} />
           </figure>
+          {(a.knowledge.sources.length > 0 || a.knowledge.unanswered > 0) && (
+            <figure class="chart">
+              <figcaption>Knowledge</figcaption>
+              <KnowledgeTable a={a} />
+            </figure>
+          )}
           <figure class="chart">
             <figcaption>Outcomes</figcaption>
             {a.outcomes.length === 0 ? (
@@ -223,6 +230,31 @@ function ChannelTable({ a }: { a: AgentAnalytics }) {
         .filter((c) => c.channel === 'api' || c.channel === 'web' || c.started + c.completed + c.escalated + c.abandoned > 0)
         .map((c) => ({ ...c, name: CHANNEL_NAMES[c.channel] }))}
     />
+  );
+}
+
+/** The sources answers cited most, and the questions the documents did not answer. */
+function KnowledgeTable({ a }: { a: AgentAnalytics }) {
+  return (
+    <TableWrap label="Answers by knowledge source">
+      <table>
+        <Head cols={['Source', 'Answers citing it']} />
+        <tbody>
+          {a.knowledge.sources.map((k) => (
+            <tr key={k.source}>
+              <td>{k.source}</td>
+              <td>{k.cited}</td>
+            </tr>
+          ))}
+          <tr>
+            <td>
+              <Link href="/review">Not answered</Link> (in the review inbox)
+            </td>
+            <td>{a.knowledge.unanswered}</td>
+          </tr>
+        </tbody>
+      </table>
+    </TableWrap>
   );
 }
 

@@ -85,6 +85,13 @@ export const analytics = apiResource({
             duration_seconds_p50: 41,
           },
         ],
+        knowledge: {
+          sources: [
+            { source: 'help-centre', cited: 9 },
+            { source: 'shop-help', cited: 4 },
+          ],
+          unanswered: 3,
+        },
       },
     },
   },

@@ -67,7 +67,7 @@ export class AnalyticsService {
     }
     const window = { tenantId, agentId: agent.id, fromHour: iso(from).slice(0, 13), toHour: iso(to).slice(0, 13) };
     const span = { tenantId, agentId: agent.id, from: iso(from), to: iso(to) };
-    const [capabilities, outcomes, series, active, medians, byChannel, versions] = await Promise.all([
+    const [capabilities, outcomes, series, active, medians, byChannel, versions, knowledge] = await Promise.all([
       this.store.byCapability(window),
       this.store.byOutcome(window),
       this.store.series(window, q.interval === 'day' ? 10 : 13),
@@ -75,6 +75,7 @@ export class AnalyticsService {
       this.store.closedMedians(window),
       this.store.channelCounts(window),
       this.store.byVersion(window),
+      this.store.knowledge(window),
     ]);
 
     const counts: Partial<Record<string, Partial<Record<string, number>>>> = byChannel;
@@ -144,6 +145,13 @@ export class AnalyticsService {
             duration_seconds_p50: m?.seconds ?? null,
           };
         }),
+      knowledge: {
+        sources: knowledge
+          .filter((k) => k.source !== '' && k.cited > 0)
+          .map((k) => ({ source: k.source, cited: k.cited }))
+          .sort((a, b) => b.cited - a.cited || a.source.localeCompare(b.source)),
+        unanswered: knowledge.reduce((n, k) => n + k.unanswered, 0),
+      },
     };
   }
 }

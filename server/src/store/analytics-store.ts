@@ -74,6 +74,17 @@ export class AnalyticsStore {
     return out;
   }
 
+  /** Answers citing each knowledge source, and (source '') searches that found nothing (knowledge_stats). */
+  async knowledge(w: AgentWindow): Promise<{ source: string; cited: number; unanswered: number }[]> {
+    const rows: { source: string; cited: unknown; unanswered: unknown }[] = await this.knex('knowledge_stats')
+      .where({ tenant_id: w.tenantId, agent_id: w.agentId })
+      .where('hour', '>=', w.fromHour)
+      .where('hour', '<', w.toHour)
+      .select('source', this.knex.raw('sum(cited) as cited'), this.knex.raw('sum(unanswered) as unanswered'))
+      .groupBy('source');
+    return rows.map((r) => ({ source: r.source, cited: Number(r.cited), unanswered: Number(r.unanswered) }));
+  }
+
   /** Closes per outcome. */
   async byOutcome(w: AgentWindow): Promise<{ outcome: string; count: number }[]> {
     const rows = (await this.counters(w)

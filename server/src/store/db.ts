@@ -34,6 +34,7 @@ import * as m028 from './migrations/028_knowledge_sources.js';
 import * as m029 from './migrations/029_turn_citations.js';
 import * as m030 from './migrations/030_knowledge_web.js';
 import * as m031 from './migrations/031_knowledge_snapshots.js';
+import * as m032 from './migrations/032_knowledge_stats.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { PgClient, SqliteClient } from './knex-adapter.js';
 import { SqliteWriter } from './writer/sqlite-writer.js';
@@ -102,6 +103,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '029_turn_citations': m029,
   '030_knowledge_web': m030,
   '031_knowledge_snapshots': m031,
+  '032_knowledge_stats': m032,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

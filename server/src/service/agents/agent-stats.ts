@@ -5,7 +5,7 @@
 // conversation and audit entry of a window. Pure: the writers add the deltas in the write's own
 // transaction, so the counters are exact (test/http/analytics.test.ts recounts them). Every row
 // is kept per agent version, so that a split's candidate and the current version compare.
-import { CHANNEL_PREFIX, type AuditDraft, type CHANNEL_MEASURES, type CloseDelta, Conversation, StatCounter, StatDelta } from '../../domain.js';
+import { CHANNEL_PREFIX, type AuditDraft, type CHANNEL_MEASURES, type CloseDelta, Conversation, type KnowledgeDelta, StatCounter, StatDelta } from '../../domain.js';
 import { secondsBucket } from '../../lib/seconds-bucket.js';
 
 const CLOSING = new Set(['completed', 'escalated', 'abandoned']);
@@ -84,6 +84,21 @@ function channelDeltas(w: { conversation: Conversation; audit: AuditDraft[]; isN
     if (to === 'completed' || to === 'escalated' || to === 'abandoned') add(a.timestamp, to);
   }
   return [...byKey.values()].sort((a, b) => (a.hour + a.measure < b.hour + b.measure ? -1 : 1));
+}
+
+/**
+ * What a turn adds to its agent's knowledge counters (table knowledge_stats), in the turn's hour:
+ * `cited` under each source the reply cites (once a turn), and `unanswered` under source '' for
+ * each answer-phase search that found nothing good enough, so analytics say which sources answer
+ * most and how often the documents did not say.
+ */
+export function knowledgeDeltas(w: { conversation: Conversation; audit: AuditDraft[]; citations: readonly { source: string }[]; at: string }): KnowledgeDelta[] {
+  const hour = hourOf(w.at);
+  const version = w.conversation.agentVersion;
+  const out = [...new Set(w.citations.map((c) => c.source))].sort().map((source) => ({ hour, version, source, cited: 1, unanswered: 0 }));
+  const unanswered = w.audit.filter((a) => a.type === 'knowledge_search' && (a.data as { mode?: string; answered?: boolean }).answered === false).length;
+  if (unanswered) out.unshift({ hour, version, source: '', cited: 0, unanswered });
+  return out;
 }
 
 /** Review findings a cap left out, as a row of agent_closes the inbox counts (ReviewStore.capped). */

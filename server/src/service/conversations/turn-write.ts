@@ -7,7 +7,7 @@ import type { CompiledAgent } from '../../engine/compile.js';
 import type { TurnResult } from '../../engine/run.js';
 import { turnHash, stateHash } from '../../lib/audit-chain.js';
 import type { TurnWrite } from '../../store/conversations/conversation-store.js';
-import { cappedDelta, closeDeltas, statDeltas } from '../agents/agent-stats.js';
+import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents/agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
 
@@ -146,6 +146,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
         ...closeDeltas({ conversation, audit, isNew: prior === null }),
         ...(cappedHere ? [cappedDelta('capped_conv', now, conversation.agentVersion, cappedHere)] : []),
       ],
+      knowledge: knowledgeDeltas({ conversation, audit, citations: result.citations, at: now }),
       review: findings,
       requestId: i.requestId,
       idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,

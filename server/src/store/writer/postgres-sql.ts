@@ -2,8 +2,18 @@
 // data-modifying CTEs per shape (which tables it fills), the batch of several such writes, and
 // the reads and lease statements. Pure: postgres-writer.ts runs them. docs/performance.md has the
 // measurements behind these shapes.
-import { STAT_COUNTERS } from '../../domain.js';
-import { CLOSE_KEY, CLOSE_UPSERT_TAIL, COLUMNS, INSERT_ONLY_COLUMNS, REVIEW_GROUP_UPSERT_TAIL, STAT_KEY, STAT_UPSERT_TAIL } from './turn-rows.js';
+import { KNOWLEDGE_COUNTERS, STAT_COUNTERS } from '../../domain.js';
+import {
+  CLOSE_KEY,
+  CLOSE_UPSERT_TAIL,
+  COLUMNS,
+  INSERT_ONLY_COLUMNS,
+  KNOWLEDGE_STAT_KEY,
+  KNOWLEDGE_STAT_UPSERT_TAIL,
+  REVIEW_GROUP_UPSERT_TAIL,
+  STAT_KEY,
+  STAT_UPSERT_TAIL,
+} from './turn-rows.js';
 
 type Table = keyof typeof COLUMNS;
 
@@ -22,6 +32,7 @@ export const FOLLOWING = [
   'idempotency_keys',
   'agent_stats',
   'agent_closes',
+  'knowledge_stats',
   'review_groups',
   'review_occurrences',
 ] as const satisfies readonly Table[];
@@ -30,6 +41,7 @@ export type Following = (typeof FOLLOWING)[number];
 const UPSERT_TAILS: Partial<Record<Following, string>> = {
   agent_stats: STAT_UPSERT_TAIL,
   agent_closes: CLOSE_UPSERT_TAIL,
+  knowledge_stats: KNOWLEDGE_STAT_UPSERT_TAIL,
   review_groups: REVIEW_GROUP_UPSERT_TAIL,
 };
 
@@ -138,12 +150,21 @@ const currentRows = (row: string) =>
   ] as const;
 
 /** The tables a batch of turn writes may fill: none of them is refused by another write of the batch. */
-export const BATCHED: readonly Following[] = ['turns', 'audit_entries', 'conversation_events', 'webhook_deliveries', 'agent_stats', 'agent_closes'];
+export const BATCHED: readonly Following[] = [
+  'turns',
+  'audit_entries',
+  'conversation_events',
+  'webhook_deliveries',
+  'agent_stats',
+  'agent_closes',
+  'knowledge_stats',
+];
 
 /** Counter tables: a batch adds up its writes' rows of one key first, since one insert may not update a row twice. */
 const SUMMED: Partial<Record<Following, { key: readonly string[]; counters: readonly string[] }>> = {
   agent_stats: { key: STAT_KEY, counters: STAT_COUNTERS },
   agent_closes: { key: CLOSE_KEY, counters: ['n'] },
+  knowledge_stats: { key: KNOWLEDGE_STAT_KEY, counters: KNOWLEDGE_COUNTERS },
 };
 
 /**

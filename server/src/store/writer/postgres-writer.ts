@@ -323,6 +323,7 @@ function tableRows(w: WriteRows): Record<Following, readonly unknown[]> {
     idempotency_keys: w.idempotency ? [w.idempotency] : [],
     agent_stats: w.stats,
     agent_closes: w.closes,
+    knowledge_stats: w.knowledgeStats,
     review_groups: w.reviewGroups,
     review_occurrences: w.reviewOccurrences,
   };

@@ -15,6 +15,7 @@ import { withPooledConnection } from '../knex-adapter.js';
 import type { AgentTableRow, ConversationTableRow } from '../rows.js';
 import {
   CLOSE_UPSERT_TAIL,
+  KNOWLEDGE_STAT_UPSERT_TAIL,
   COLUMNS,
   INSERT_ONLY_COLUMNS,
   REVIEW_GROUP_UPSERT_TAIL,
@@ -72,6 +73,7 @@ function prepareStatements(conn: Connection) {
     insertWebhook: conn.prepare(insertSql('webhook_deliveries', COLUMNS.webhook_deliveries)),
     addStats: conn.prepare(`${insertSql('agent_stats', COLUMNS.agent_stats)} ${STAT_UPSERT_TAIL}`),
     addCloses: conn.prepare(`${insertSql('agent_closes', COLUMNS.agent_closes)} ${CLOSE_UPSERT_TAIL}`),
+    addKnowledgeStats: conn.prepare(`${insertSql('knowledge_stats', COLUMNS.knowledge_stats)} ${KNOWLEDGE_STAT_UPSERT_TAIL}`),
     addReviewGroup: conn.prepare(`${insertSql('review_groups', COLUMNS.review_groups)} ${REVIEW_GROUP_UPSERT_TAIL}`),
     insertReviewOccurrence: conn.prepare(insertSql('review_occurrences', COLUMNS.review_occurrences)),
   };
@@ -208,6 +210,7 @@ function write(s: Statements, w: WriteRows): void {
   for (const h of w.webhooks) s.insertWebhook.run(h);
   for (const r of w.stats) s.addStats.run(r);
   for (const r of w.closes) s.addCloses.run(r);
+  for (const r of w.knowledgeStats) s.addKnowledgeStats.run(r);
   for (const r of w.reviewGroups) s.addReviewGroup.run(r);
   for (const r of w.reviewOccurrences) s.insertReviewOccurrence.run(r);
   if (w.idempotency) {

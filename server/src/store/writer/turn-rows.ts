@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Citation, ContextEnvelope, Option } from '@switchboard/contract';
 import {
+  KNOWLEDGE_COUNTERS,
   STAT_COUNTERS,
   type AuditDraft,
   type AuditRow,
@@ -11,6 +12,7 @@ import {
   type Conversation,
   type EventDraft,
   type FlowState,
+  type KnowledgeDelta,
   type ReviewFinding,
   type StatDelta,
   type TurnRow,
@@ -39,6 +41,8 @@ export interface TurnWrite {
   stats?: StatDelta[];
   /** The conversation's turns and duration when the write closes it (service/agent-stats.ts). */
   closes?: CloseDelta[];
+  /** What the write adds to its agent's hourly knowledge counters, per source (service/agent-stats.ts). */
+  knowledge?: KnowledgeDelta[];
   /** Messages the turn shows are worth a review (service/review-findings.ts). */
   review?: ReviewFinding[];
 }
@@ -285,6 +289,7 @@ export interface WriteRows {
   idempotency: ReturnType<typeof idempotencyRow> | null;
   stats: StatRow[];
   closes: CloseRow[];
+  knowledgeStats: KnowledgeStatRow[];
   reviewGroups: ReturnType<typeof reviewRows>['groups'];
   reviewOccurrences: ReturnType<typeof reviewRows>['occurrences'];
 }
@@ -345,6 +350,8 @@ function reviewRows(w: TurnWrite) {
   return { groups: [...groups.values()].sort((a, b) => (a.group_key < b.group_key ? -1 : 1)), occurrences };
 }
 
+/** A row of knowledge_stats: an agent's answers citing a source in an hour, or its searches that found nothing. */
+export type KnowledgeStatRow = { tenant_id: string; agent_id: string } & { [K in keyof KnowledgeDelta]: KnowledgeDelta[K] };
 /** A row of agent_closes: one closed conversation's turns or duration bucket. */
 export type CloseRow = { tenant_id: string; agent_id: string } & { [K in keyof CloseDelta]: CloseDelta[K] };
 
@@ -367,6 +374,7 @@ export function writeRows(w: TurnWrite, chainKey?: Buffer): WriteRows {
     idempotency: w.idempotency ? idempotencyRow(w, w.idempotency) : null,
     stats: (w.stats ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
     closes: (w.closes ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
+    knowledgeStats: (w.knowledge ?? []).map((d) => ({ tenant_id: w.conversation.tenantId, agent_id: w.conversation.agentId, ...d })),
     ...(() => {
       const r = reviewRows(w);
       return { reviewGroups: r.groups, reviewOccurrences: r.occurrences };
@@ -447,6 +455,9 @@ export const STAT_UPSERT_TAIL = `on conflict (${STAT_KEY.join(', ')}) do update 
 /** The key of agent_closes: a write adds its count to the row of its key. */
 export const CLOSE_KEY = ['tenant_id', 'agent_id', 'hour', 'version', 'measure', 'value'];
 export const CLOSE_UPSERT_TAIL = `on conflict (${CLOSE_KEY.join(', ')}) do update set n = agent_closes.n + excluded.n`;
+/** The key of knowledge_stats: a write adds its counters to the row of its key. */
+export const KNOWLEDGE_STAT_KEY = ['tenant_id', 'agent_id', 'hour', 'version', 'source'];
+export const KNOWLEDGE_STAT_UPSERT_TAIL = `on conflict (${KNOWLEDGE_STAT_KEY.join(', ')}) do update set ${KNOWLEDGE_COUNTERS.map((c) => `${c} = knowledge_stats.${c} + excluded.${c}`).join(', ')}`;
 /** Joins a finding to its open group (the same statement on both databases). */
 export const REVIEW_GROUP_UPSERT_TAIL = `on conflict (tenant_id, agent_id, open_key) do update set count = review_groups.count + excluded.count,
   last_seen_at = case when excluded.last_seen_at > review_groups.last_seen_at then excluded.last_seen_at else review_groups.last_seen_at end`;
@@ -462,6 +473,7 @@ export const COLUMNS = {
   idempotency_keys: IDEMPOTENCY_COLUMNS,
   agent_stats: STAT_COLUMNS,
   agent_closes: [...CLOSE_KEY, 'n'],
+  knowledge_stats: [...KNOWLEDGE_STAT_KEY, ...KNOWLEDGE_COUNTERS],
   review_groups: ['id', 'tenant_id', 'agent_id', 'reason', 'group_key', 'open_key', 'count', 'first_seen_at', 'last_seen_at', 'status'],
   review_occurrences: [
     'id',
