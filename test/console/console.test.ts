@@ -497,6 +497,11 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await cited.waitFor();
     expect(await cited.textContent()).toContain('Opening hours');
     expect(await cited.textContent()).toContain('opening-hours#1');
+    // The agent's overview counts the answers citing the source.
+    await page.goto(url('/agents/faq'));
+    const bySource = page.getByRole('region', { name: 'Answers by knowledge source' }).locator('tbody tr');
+    await bySource.first().waitFor();
+    expect(await bySource.allTextContents()).toEqual(['opening-hours1', 'Not answered (in the review inbox)0']);
 
     // A model answering from it, checked against the passage it cites: the timeline shows the check.
     const grounded = {
