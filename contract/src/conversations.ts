@@ -222,6 +222,10 @@ export const TurnTimingData = z.object({
   llm_ms: z.number().optional().describe('Time spent waiting on the language model (generative phases)'),
   storage_ms: z.number(),
   turns: TurnHashes.optional(),
+  masked: z
+    .record(z.string(), z.number().int())
+    .optional()
+    .describe("What the agent's privacy policy masked in the turn's two messages, by type (email, phone, card…): counts, never values (docs/privacy.md)"),
   state: z
     .string()
     .optional()

@@ -265,6 +265,38 @@ export const ReleasePolicy = z
   .describe("What a version must show before it is released (docs/releases.md); the current version's policy judges a candidate");
 export type ReleasePolicy = z.infer<typeof ReleasePolicy>;
 
+const MaskMode = z.union([
+  z.enum(['redact', 'keep']).describe('redact: a typed placeholder ([EMAIL]); keep: left as typed'),
+  z
+    .object({ keep_last: z.number().int().min(1).max(6).describe('Letters and digits kept at the end') })
+    .strict()
+    .describe('[CARD …1111]'),
+]);
+const MaskWhole = z.enum(['redact', 'keep']);
+
+export const PrivacyDef = z
+  .object({
+    mask: z
+      .object({
+        email: MaskWhole.optional(),
+        phone: MaskMode.optional().describe('International numbers, and national ones of `phone_regions`'),
+        card: MaskMode.optional().describe('Payment cards: an issuer prefix and the Luhn check, in any grouping'),
+        iban: MaskMode.optional().describe('IBANs, by their ISO 13616 checksum'),
+        ssn: MaskMode.optional().describe('US social security numbers written 123-45-6789 or 123 45 6789'),
+        national_id: MaskMode.optional().describe('Spanish DNI and NIE, by their control letter'),
+        ip: MaskWhole.optional().describe('IPv4 and IPv6 addresses'),
+      })
+      .strict()
+      .describe('What each detector does with what it finds; a type not named is not looked for'),
+    phone_regions: z
+      .array(z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166 region code: US, GB, ES'))
+      .max(20)
+      .optional()
+      .describe("Regions whose national phone numbers are recognised (default: those of the agent's languages)"),
+  })
+  .strict()
+  .describe('Personal data masked in everything kept and in every model call (docs/privacy.md)');
+
 const AgentDefinitionSchema = z
   .object({
     name: z.string().min(1).max(200),
@@ -342,6 +374,7 @@ const AgentDefinitionSchema = z
     webhooks: z.array(WebhookDef).max(20).optional(),
     widget: WidgetDef.optional().describe('How the web chat widget presents this agent (docs/widget.md)'),
     release: ReleasePolicy.optional(),
+    privacy: PrivacyDef.optional(),
   })
   .strict()
   .describe('Agent definition (see docs/agents.md)');

@@ -5,6 +5,7 @@ import type { ContextEnvelope, ConverseRequest, ConverseResponse } from '@switch
 import type { Channel, Conversation } from '../../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
+import { maskerFor } from '../privacy/policy.js';
 import { startVersion } from '../releases/traffic-splits.js';
 import type { ReviewHourlyCap } from '../review/review-caps.js';
 import type { HttpActionRunner } from '../../actions/http-action.js';
@@ -384,7 +385,7 @@ export class ConversationService {
         );
         actionsMs += ms(a);
       } else if (request.kind === 'llm_call') {
-        reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream));
+        reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream, agent));
         modelMs += ms(a);
       } else if (request.kind === 'embed') {
         reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
@@ -462,7 +463,7 @@ export class ConversationService {
    * tenant's daily tokens reserved and settled, a fair share of the model server). A streamed
    * turn first sends what it said before the call, then the model's words as they come.
    */
-  async callModel(req: LlmCallRequest, tenantId: string, streamed?: ReplyStream): Promise<LlmCallReply> {
+  async callModel(req: LlmCallRequest, tenantId: string, streamed?: ReplyStream, agent?: CompiledAgent): Promise<LlmCallReply> {
     const started = performance.now();
     // A held answer (a grounded phase's) is checked before it is said: it reaches a stream with the turn's reply, not as written.
     const stream = req.hold ? undefined : streamed;
@@ -476,7 +477,8 @@ export class ConversationService {
         model: req.model ?? undefined,
         temperature: req.temperature,
         maxTokens: req.maxTokens,
-        messages: req.messages,
+        // Every call of the phase, tool-loop steps and passages included, sees masked text only (docs/privacy.md).
+        messages: (agent && maskerFor(agent)?.json(req.messages)) ?? req.messages,
         tools: req.tools,
         onDelta: stream ? (text) => stream.delta(text) : undefined,
         maxTextBytes: this.opts.maxReplyBytes,

@@ -10,6 +10,7 @@ import type { TurnWrite } from '../../store/conversations/conversation-store.js'
 import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents/agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
+import { maskerFor } from '../privacy/policy.js';
 
 interface TurnTiming {
   total_ms: number;
@@ -42,14 +43,29 @@ export interface TurnWriteInput {
 }
 
 export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response: ConverseResponse } {
-  const { agent, prior, result, now, conversationId } = i;
+  const { agent, prior, now, conversationId } = i;
+  // With a privacy policy, what is kept is masked (docs/privacy.md): the turns, the audit, the
+  // state and context, the inbox and the idempotency record. The turn itself ran on the real
+  // values; the live response keeps them, for the one who typed them.
+  const said = maskerFor(agent);
+  const kept = maskerFor(agent);
+  const message = said ? said.text(i.message) : i.message;
+  const reply = said ? said.text(i.result.reply) : i.result.reply;
+  const result = kept
+    ? {
+        ...i.result,
+        audit: i.result.audit.map((a) => ({ ...a, data: kept.json(a.data) })),
+        flow: kept.json(i.result.flow),
+        options: kept.json(i.result.options),
+      }
+    : i.result;
   const turnIndex = prior ? prior.turnCount : 0;
   const review = reviewFindings({
     agent,
     priorFlow: prior?.flow ?? null,
     priorCapability: prior?.capability ?? null,
     priorAuditSeq: prior?.auditSeq ?? 0,
-    message: i.message,
+    message,
     turnIndex,
     audit: result.audit,
     now,
@@ -77,7 +93,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
     phase: result.phase,
     awaitingInput: result.awaitingInput,
     flow,
-    context: i.context,
+    context: kept && i.context ? kept.json(i.context) : i.context,
     turnCount: turnIndex + 2,
     auditSeq: (prior?.auditSeq ?? 0) + result.audit.length + 1,
     createdAt: prior?.createdAt ?? now,
@@ -93,20 +109,20 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   const response: ConverseResponse = {
     conversation_id: conversationId,
     response: {
-      message: result.reply,
+      message: i.result.reply,
       phase: result.phase,
       awaiting_input: result.awaitingInput,
-      options: result.options,
+      options: i.result.options,
       ...(result.citations.length ? { citations: result.citations } : {}),
     },
     state: { status: result.status, capability: result.capability.name },
   };
   const turns: TurnRow[] = [
-    { idx: turnIndex, role: 'user', message: i.message, timestamp: now },
+    { idx: turnIndex, role: 'user', message, timestamp: now },
     {
       idx: turnIndex + 1,
       role: 'agent',
-      message: result.reply,
+      message: reply,
       timestamp: now,
       phase: result.phase,
       options: result.options,
@@ -120,7 +136,13 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       turnIndex,
       timestamp: now,
       durationMs: i.timing.total_ms,
-      data: { ...i.timing, turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })), state: stateHash(conversation) },
+      data: {
+        ...i.timing,
+        turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })),
+        state: stateHash(conversation),
+        // Which detectors masked what the user and the agent said (types and counts, never values).
+        ...(said?.masked ? { masked: said.counts } : {}),
+      },
     },
   ];
   const events: EventDraft[] = turns.map(turnEvent);
@@ -149,7 +171,9 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
       knowledge: knowledgeDeltas({ conversation, audit, citations: result.citations, at: now }),
       review: findings,
       requestId: i.requestId,
-      idempotency: i.idempotency ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response } : undefined,
+      idempotency: i.idempotency
+        ? { agentId: agent.agentId, key: i.idempotency.key, requestHash: i.idempotency.hash, response: kept ? kept.json(response) : response }
+        : undefined,
     },
   };
 }

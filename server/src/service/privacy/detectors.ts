@@ -1,0 +1,115 @@
+// Detectors of personal data in a message (docs/privacy.md), in process, with no network. Each
+// finds candidates with a bounded, linear pattern and keeps only those a library validates:
+// validator.js for e-mail addresses, payment cards (issuer prefix and Luhn), IBANs (ISO 13616
+// checksum), IP addresses and Spanish DNI/NIE (control letter); libphonenumber-js (Google's
+// libphonenumber metadata, the full set) for phone numbers. What no library decides is written
+// here and says why: the context rules that keep order, ticket and invoice numbers from being
+// taken for phone numbers, and the US SSN's structure (it has no checksum).
+import { findPhoneNumbersInText, type CountryCode } from 'libphonenumber-js/max';
+import validator from 'validator';
+
+export const PII_TYPES = ['email', 'card', 'iban', 'ssn', 'national_id', 'ip', 'phone'] as const;
+export type PiiType = (typeof PII_TYPES)[number];
+
+/** A value found: its type and where it is in the text. */
+export interface Found {
+  type: PiiType;
+  start: number;
+  end: number;
+}
+
+// Candidates. Each is linear: bounded repetitions of disjoint classes, no nested quantifiers.
+const EMAIL = /[A-Za-z0-9._%+'-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}/g;
+// 13 to 19 digits, in groups of any size separated by one space or hyphen.
+const CARD = /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g;
+const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g;
+const SSN = /(?<![\d-])(?!000|666|9\d\d)\d{3}[- ](?!00)\d{2}[- ](?!0000)\d{4}(?![\d-])/g;
+const DNI = /(?<![A-Za-z0-9])[0-9XYZxyz]\d{7}[A-Za-z](?![A-Za-z0-9])/g;
+const IPV4 = /(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])/g;
+const IPV6 = /(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])/g;
+
+/**
+ * Words that say the number after them is a business identifier, not a phone number (English,
+ * Spanish, German): a number right after one of them is kept.
+ */
+const BUSINESS =
+  /(?:order|invoice|ticket|tracking|parcel|reference|ref|sku|item|account|case|booking|pedido|factura|referencia|envío|envio|seguimiento|número de pedido|bestellung|rechnung|sendung|auftrag|kundennummer|ticketnummer|nr|no)\.?\s*(?:number|no\.?|nº|n°|#|:|nummer)?\s*[#:]?\s*$/i;
+/** Words that say a number is a phone number, which a bare run of digits needs before it. */
+const PHONE_WORDS =
+  /(?:phone|call|tel|mobile|cell|whatsapp|sms|text me|teléfono|telefono|móvil|movil|llámame|llamar|telefon|handy|anrufen|rufnummer|nummer)\b[^0-9]{0,24}$/i;
+
+function matches(re: RegExp, text: string): { start: number; end: number; value: string }[] {
+  const out: { start: number; end: number; value: string }[] = [];
+  re.lastIndex = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) out.push({ start: m.index, end: m.index + m[0].length, value: m[0] });
+  return out;
+}
+
+const before = (text: string, start: number, n = 32) => text.slice(Math.max(0, start - n), start);
+
+const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
+  email: (text) => matches(EMAIL, text).flatMap((m) => (validator.isEmail(m.value) ? [{ type: 'email' as const, start: m.start, end: m.end }] : [])),
+  card: (text) => matches(CARD, text).flatMap((m) => (validator.isCreditCard(m.value) ? [{ type: 'card' as const, start: m.start, end: m.end }] : [])),
+  iban: (text) =>
+    matches(IBAN, text).flatMap((m) => {
+      // The pattern may take a word after the IBAN into its last group: the longest valid prefix wins.
+      for (let end = m.end; end - m.start >= 15; end--) {
+        const v = text.slice(m.start, end);
+        if (!v.endsWith(' ') && validator.isIBAN(v.replace(/ /g, ''))) return [{ type: 'iban' as const, start: m.start, end }];
+      }
+      return [];
+    }),
+  // No checksum exists: the structure alone (no 000, 666 or 9xx area, no 00 group, no 0000 serial), in its written forms.
+  ssn: (text) => matches(SSN, text).map((m) => ({ type: 'ssn' as const, start: m.start, end: m.end })),
+  national_id: (text) =>
+    matches(DNI, text).flatMap((m) =>
+      validator.isIdentityCard(m.value.toUpperCase(), 'ES') ? [{ type: 'national_id' as const, start: m.start, end: m.end }] : [],
+    ),
+  ip: (text) => [
+    // A dotted quad after "v" or "version" is a version number.
+    ...matches(IPV4, text).flatMap((m) =>
+      validator.isIP(m.value, 4) && !/(?:\bv|version\s*)$/i.test(before(text, m.start, 10)) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [],
+    ),
+    ...matches(IPV6, text).flatMap((m) => (validator.isIP(m.value, 6) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [])),
+  ],
+};
+
+/**
+ * Phone numbers valid for their region (international ones for theirs, national ones for one of
+ * `regions`), except a number right after a word that names a business identifier, one glued to
+ * letters or a hyphen (INV-2026-00042), and a bare run of digits with no phone word before it.
+ */
+function phones(text: string, regions: readonly CountryCode[]): Found[] {
+  const out = new Map<number, Found>();
+  for (const region of regions.length ? regions : (['US'] as CountryCode[])) {
+    for (const f of findPhoneNumbersInText(text, { defaultCountry: region })) {
+      if (!f.number.isValid() || out.has(f.startsAt)) continue;
+      const prior = text.slice(Math.max(0, f.startsAt - 1), f.startsAt);
+      if (/[A-Za-z0-9#/-]/.test(prior)) continue;
+      const head = before(text, f.startsAt);
+      if (BUSINESS.test(head)) continue;
+      const written = text.slice(f.startsAt, f.endsAt);
+      if (/^\d+$/.test(written) && !PHONE_WORDS.test(head)) continue;
+      // A date (2026-11-28, 28.11.2026, 28/11/26) is none, nor the shape of an SSN (123-45-6789), whatever the metadata allows.
+      if (/^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{3}[- ]\d{2}[- ]\d{4})$/.test(written)) continue;
+      out.set(f.startsAt, { type: 'phone', start: f.startsAt, end: f.endsAt });
+    }
+  }
+  return [...out.values()];
+}
+
+/**
+ * The values of `types` in `text`, in order, none overlapping: where two overlap, the first type
+ * of PII_TYPES wins (an IBAN holds digits a phone number could be read in).
+ */
+export function detect(text: string, types: ReadonlySet<PiiType>, regions: readonly CountryCode[]): Found[] {
+  if (!text) return [];
+  const kept: Found[] = [];
+  for (const type of PII_TYPES) {
+    if (!types.has(type)) continue;
+    for (const f of type === 'phone' ? phones(text, regions) : DETECT[type](text)) {
+      if (!kept.some((k) => f.start < k.end && k.start < f.end)) kept.push(f);
+    }
+  }
+  return kept.sort((a, b) => a.start - b.start);
+}

@@ -1,0 +1,173 @@
+// Personal data masked before it is kept or sent, on every database: an agent with a privacy
+// policy runs its turn on the real values (a slot, an action's request, the live reply), while
+// every table of the database holds only the masked form and the audit chain over it verifies;
+// a generative phase's every model call, the tool loop's included, sees masked text only.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import request from 'supertest';
+import type { AgentDefinitionInput } from '@switchboard/contract';
+import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
+import { appFixture } from '../helpers/fixture.js';
+import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
+import { json, startBackend, type Backend } from '../helpers/servers.js';
+
+warnIfPostgresSkipped();
+
+const T = { 'tenant-id': 'acme' };
+const EMAIL = 'jane.doe@example.com';
+const CARD = '4111 1111 1111 1111';
+const PHONE = '+44 20 7946 0958';
+const IBAN = 'DE89 3704 0044 0532 0130 00';
+/** Every form a value could be kept in. */
+const VALUES = [EMAIL, CARD, CARD.replace(/ /g, ''), PHONE, '2079460958', IBAN, IBAN.replace(/ /g, '')];
+
+const privacy = { mask: { email: 'redact', phone: { keep_last: 4 }, card: { keep_last: 4 }, iban: 'redact' } } as const;
+
+const contactDesk = (base: string): AgentDefinitionInput => ({
+  name: 'Contact desk',
+  privacy,
+  routing: { fallback: 'contact' },
+  capabilities: [
+    { name: 'greet', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: 'Hello!' }] },
+    {
+      name: 'contact',
+      phases: [
+        { id: 'ask', say: 'Which e-mail address should we write to?', collect: { slot: 'email', type: 'email' }, next: 'save' },
+        { id: 'save', call: 'save_contact', next: 'done' },
+        { id: 'done', say: 'Saved: we will write to {{ slots.email }}. Order 100001 is on its way.', end: 'completed' },
+      ],
+    },
+  ],
+  actions: {
+    save_contact: { type: 'http', method: 'POST', url: `${base}/contacts`, body: { email: '{{ slots.email }}' } },
+  },
+});
+
+const assistant = (base: string): AgentDefinitionInput => ({
+  name: 'Assistant',
+  privacy,
+  capabilities: [
+    { name: 'greet', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: 'Hello!' }] },
+    {
+      name: 'orders',
+      examples: ['where is my order', 'my order has not arrived', 'order status please', 'track my parcel', 'when will my order come'],
+      phases: [{ id: 'assist', generate: { instructions: 'Help with orders.', tools: ['get_order'], max_steps: 3 } }],
+    },
+  ],
+  actions: {
+    get_order: {
+      type: 'http',
+      description: 'Look up an order by its number',
+      parameters: { type: 'object', properties: { order_id: { type: 'string', pattern: '^[0-9]{6}$' } }, required: ['order_id'], additionalProperties: false },
+      method: 'GET',
+      url: `${base}/orders/{{ args.order_id }}`,
+    },
+  },
+});
+
+eachDatabase('privacy masking on $name', (database) => {
+  let backend: Backend;
+  let llm: FakeLlm;
+  beforeAll(async () => {
+    llm = await startFakeLlm();
+    backend = await startBackend((req, res) => {
+      if (req.url?.startsWith('/contacts')) return json(res, 201, { saved: true });
+      // The order's record holds the customer's contact details: a tool result full of them.
+      return json(res, 200, { order_id: '100001', status: 'shipped', email: EMAIL, phone: PHONE, card_used: CARD });
+    });
+  });
+  afterAll(async () => {
+    await llm?.close();
+    await backend?.close();
+  });
+  const f = appFixture(database, {
+    config: () => ({
+      llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
+      actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
+    }),
+    agents: () => ({ contact: contactDesk(backend.url), assistant: assistant(backend.url) }),
+  });
+  const api = () => request(f.app.app);
+
+  /** The tables (and columns) where any of VALUES is kept: none, when masking works. */
+  async function leaks(): Promise<string[]> {
+    const out: string[] = [];
+    for (const [table, rows] of await everything()) {
+      const text = JSON.stringify(rows, (_k, v: unknown) => (Buffer.isBuffer(v) ? v.toString('utf8') : v));
+      for (const v of VALUES) if (text.includes(v)) out.push(`${table}: ${v}`);
+    }
+    return out;
+  }
+
+  /** Every row of every table. */
+  async function everything(): Promise<[string, unknown[]][]> {
+    const knex = f.db.knex;
+    const tables: string[] =
+      database.name === 'sqlite'
+        ? ((await knex.raw("select name from sqlite_master where type = 'table'")) as { name: string }[]).map((r) => r.name)
+        : ((await knex.raw('select tablename from pg_tables where schemaname = current_schema()')) as { rows: { tablename: string }[] }).rows.map(
+            (r) => r.tablename,
+          );
+    expect(tables).toContain('turns');
+    const dump: [string, unknown[]][] = [];
+    for (const t of tables) dump.push([t, await knex(t).select('*')]);
+    return dump;
+  }
+
+  let conversation: string;
+
+  it('runs the turn on the real values and keeps only the masked ones, in every table', async () => {
+    const first = await api()
+      .post('/api/v1/agents/contact/converse')
+      .set(T)
+      .send({ message: `I need to update my details: card ${CARD} was charged twice, call me on ${PHONE}, refunds to ${IBAN}` });
+    expect(first.status).toBe(200);
+    conversation = first.body.conversation_id;
+    const second = await api().post('/api/v1/agents/contact/converse').set(T).send({ conversation_id: conversation, message: EMAIL });
+    expect(second.status).toBe(200);
+    // The turn used the real address: the action received it, and the live reply says it.
+    expect(JSON.parse(backend.requests.find((r) => r.url === '/contacts')!.body)).toEqual({ email: EMAIL });
+    expect(second.body.response.message).toBe(`Saved: we will write to ${EMAIL}. Order 100001 is on its way.`);
+
+    expect(await leaks()).toEqual([]);
+    const history = (await api().get(`/api/v1/agents/contact/conversations/${conversation}`).set(T).expect(200)).body;
+    const said = history.turns.map((t: { message: string }) => t.message);
+    expect(said).toEqual([
+      'I need to update my details: card [CARD …1111] was charged twice, call me on [PHONE …0958], refunds to [IBAN]',
+      'Which e-mail address should we write to?',
+      '[EMAIL]',
+      // A business identifier is no phone number: the order's number stays.
+      'Saved: we will write to [EMAIL]. Order 100001 is on its way.',
+    ]);
+  });
+
+  it('says in the turn what it masked, by type and count, and the chain over what is kept verifies', async () => {
+    const audit = (await api().get(`/api/v1/agents/contact/conversations/${conversation}/audit-logs?type=turn_timing`).set(T).expect(200)).body.data;
+    expect(audit.map((e: { data: { masked?: unknown } }) => e.data.masked)).toEqual([{ card: 1, phone: 1, iban: 1 }, { email: 2 }]);
+    const verified = (await api().get(`/api/v1/agents/contact/conversations/${conversation}/audit-logs/verify`).set(T).expect(200)).body;
+    expect(verified).toMatchObject({ valid: true });
+  });
+
+  it("masks every model call of a generative phase, the tool loop's result included", async () => {
+    llm.reset();
+    llm.script({ toolCalls: [{ name: 'get_order', arguments: { order_id: '100001' } }] }, { text: 'Your order 100001 has shipped.' });
+    const r = await api()
+      .post('/api/v1/agents/assistant/converse')
+      .set(T)
+      .send({ message: `where is my order? my email is ${EMAIL} and card ${CARD}` });
+    expect(r.status).toBe(200);
+    expect(r.body.response.message).toBe('Your order 100001 has shipped.');
+    expect(llm.calls).toHaveLength(2);
+    const sent = JSON.stringify(llm.calls.map((c) => c.body));
+    for (const v of VALUES) expect(sent, v).not.toContain(v);
+    // The model saw the placeholders, in the user's message and in the tool's result.
+    expect(JSON.stringify(llm.calls[0].body.messages)).toContain('my email is [EMAIL] and card [CARD …1111]');
+    expect(JSON.stringify(llm.calls[1].body.messages)).toContain('[PHONE …0958]');
+    expect(await leaks()).toEqual([]);
+  });
+
+  it('refuses a phone region it does not know', async () => {
+    const def = { ...contactDesk(backend.url), privacy: { ...privacy, phone_regions: ['XX'] } };
+    const r = await api().put('/api/v1/agents/bad').set(T).send(def).expect(400);
+    expect(r.body.errors).toContainEqual({ path: 'privacy.phone_regions[0]', message: '"XX" is not a region whose phone numbers are known' });
+  });
+});

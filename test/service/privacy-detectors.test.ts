@@ -1,0 +1,111 @@
+// The detectors of personal data and the masker, against published test values: the card
+// networks' test numbers (as payment providers publish them), the IBAN registry's examples,
+// phone numbers in the formats libphonenumber documents; and business identifiers, amounts and
+// dates that must be left as typed.
+import { describe, expect, it } from 'vitest';
+import { detect, PII_TYPES, type PiiType } from '../../server/src/service/privacy/detectors.js';
+import { Masker, regionsFor } from '../../server/src/service/privacy/mask.js';
+
+const ALL = new Set(PII_TYPES);
+const REGIONS = ['US', 'GB', 'ES', 'DE'] as const;
+const found = (text: string) => detect(text, ALL, [...REGIONS]).map((f) => [f.type, text.slice(f.start, f.end)] as [PiiType, string]);
+
+describe('detectors', () => {
+  it('finds the card networks’ test numbers in every common grouping, and no 16 digits that fail Luhn', () => {
+    for (const card of [
+      '4111111111111111',
+      '4111 1111 1111 1111',
+      '4111-1111-1111-1111',
+      '5555555555554444',
+      '5555 5555 5555 4444',
+      '378282246310005',
+      '3782 822463 10005',
+      '6011111111111117',
+    ]) {
+      expect(found(`paid with ${card} yesterday`), card).toEqual([['card', card]]);
+    }
+    expect(found('paid with 4111 1111 1111 1112 yesterday')).toEqual([]);
+    expect(found('the serial is 1234 5678 9012 3456')).toEqual([]);
+  });
+
+  it('finds the IBAN registry’s examples, spaced or not, and not one whose check digits are wrong', () => {
+    for (const iban of [
+      'DE89370400440532013000',
+      'DE89 3704 0044 0532 0130 00',
+      'GB82WEST12345698765432',
+      'ES91 2100 0418 4502 0005 1332',
+      'FR1420041010050500013M02606',
+    ]) {
+      expect(found(`refund to ${iban} please`), iban).toEqual([['iban', iban]]);
+    }
+    expect(found('refund to DE88370400440532013000 please')).toEqual([]);
+  });
+
+  it('finds e-mail addresses, IP addresses, SSNs and Spanish DNI/NIE by their checks', () => {
+    expect(found("write to jane.o'neil+shop@mail.example.co.uk or j@x.io")).toEqual([
+      ['email', "jane.o'neil+shop@mail.example.co.uk"],
+      ['email', 'j@x.io'],
+    ]);
+    expect(found('from 192.168.0.12 and 2001:db8::8a2e:370:7334, running v1.2.3.4, not 999.1.1.1')).toEqual([
+      ['ip', '192.168.0.12'],
+      ['ip', '2001:db8::8a2e:370:7334'],
+    ]);
+    expect(found('SSN 123-45-6789, not 000-12-3456 nor 666-12-3456')).toEqual([['ssn', '123-45-6789']]);
+    expect(found('DNI 12345678Z, NIE X1234567L, not 12345678A')).toEqual([
+      ['national_id', '12345678Z'],
+      ['national_id', 'X1234567L'],
+    ]);
+  });
+
+  it('finds phone numbers written internationally and nationally, and leaves business identifiers, amounts and dates', () => {
+    expect(found('call +44 20 7946 0958, (415) 555-2671 or my móvil 612 345 678; Handy 0151 23456789')).toEqual([
+      ['phone', '+44 20 7946 0958'],
+      ['phone', '(415) 555-2671'],
+      ['phone', '612 345 678'],
+      ['phone', '0151 23456789'],
+    ]);
+    const kept = [
+      'order 100001',
+      'order #4455667788',
+      'invoice INV-2026-00042',
+      'ticket 4455667788',
+      'tracking 1Z999AA10123456784',
+      'pedido 612345678',
+      'Bestellung 4455667788',
+      'Rechnung Nr. 2026-4711',
+      'SKU 4006381333931',
+      'it costs $12,345.67',
+      'delivered on 2026-11-28',
+      'on 28.11.2026',
+      'version 10.4.1',
+      'quantity 3',
+    ];
+    for (const text of kept) expect(found(text), text).toEqual([]);
+  });
+});
+
+describe('the masker', () => {
+  const masker = () =>
+    new Masker({
+      modes: { email: 'redact', card: { keep_last: 4 }, phone: { keep_last: 4 }, iban: 'redact', ip: 'keep' },
+      regions: regionsFor(undefined, ['en']),
+    });
+
+  it('puts typed placeholders in, keeps what its mode keeps, and counts what it masked', () => {
+    const m = masker();
+    expect(m.text('card 4111 1111 1111 1111, mail a@b.co, phone +1 415 555 2671, from 10.0.0.1')).toBe(
+      'card [CARD …1111], mail [EMAIL], phone [PHONE …2671], from 10.0.0.1',
+    );
+    expect(m.counts).toEqual({ card: 1, email: 1, phone: 1 });
+  });
+
+  it('masks every string of a JSON value and leaves its keys and other values', () => {
+    const m = masker();
+    expect(m.json({ 'a@b.co': ['x a@b.co', 3, null, { ok: true }] })).toEqual({ 'a@b.co': ['x [EMAIL]', 3, null, { ok: true }] });
+  });
+
+  it('reads national phone numbers for the regions of the agent’s languages', () => {
+    expect(regionsFor(undefined, ['es', 'en-IE'])).toEqual(['ES', 'MX', 'IE', 'US', 'GB']);
+    expect(regionsFor(['DE'], ['en'])).toEqual(['DE']);
+  });
+});
