@@ -118,7 +118,18 @@ describe('the example agent', () => {
       { label: 'No', value: 'no' },
     ]);
     const d = await say('yes', a.conversation_id);
-    expect(d.response.message).toBe('Done: a refund request is open and a confirmation is on its way to ana@example.com.');
+    expect(d.response.message).toBe('Done: a refund request is open and a confirmation is on its way to the address you gave.');
+    // The address was used in its turn, and is kept masked.
+    expect(c.response.message).toContain('ana@example.com');
+    const kept = (await request(app.app).get(`/api/v1/agents/acme-support/conversations/${a.conversation_id}`).set('tenant-id', 'demo').expect(200)).body;
+    expect(kept.turns.map((t: { message: string }) => t.message)).toContain('[EMAIL]');
+    expect(JSON.stringify(kept)).not.toContain('ana@example.com');
+  });
+
+  it("masks the card and phone number the README's example types, in what it keeps", async () => {
+    const a = await say('I was charged twice on my card 4111 1111 1111 1111, call me on +44 20 7946 0958');
+    const kept = (await request(app.app).get(`/api/v1/agents/acme-support/conversations/${a.conversation_id}`).set('tenant-id', 'demo').expect(200)).body;
+    expect(kept.turns[0].message).toBe('I was charged twice on my card [CARD …1111], call me on [PHONE …0958]');
   });
 
   it('greets in Spanish by name', async () => {
@@ -248,7 +259,7 @@ describe('npm run agents', () => {
       const draft = await cli('apply', '--url', url, '--tenant', 'acme', '--activate', 'false', changed);
       expect(draft.stdout).toContain('draft     acme-support version 2 (current stays 1)');
       const versions = await cli('versions', 'acme-support', '--url', url, '--tenant', 'acme');
-      expect(versions.stdout).toMatch(/^version +state +created +made by +capabilities$/m);
+      expect(versions.stdout).toMatch(/^version +state +created +made by +capabilities +knowledge$/m);
       expect(versions.stdout).toMatch(new RegExp(`^2 +draft +\\S+ +agents apply ${changed.replace(/[/.]/g, '\\$&')} +welcome`, 'm'));
       expect(versions.stdout).toMatch(new RegExp(`^1 +current +\\S+ +agents apply ${EXAMPLE.replace(/[/.]/g, '\\$&')} +greeting`, 'm'));
       const replayed = await cli('replay', 'acme-support', '--version', '2', '--url', url, '--tenant', 'acme');
