@@ -63,6 +63,12 @@ export const CollectDef = z
       .boolean()
       .optional()
       .describe('Fill the slot from the message that chose the capability when it holds exactly one value of its type (default true)'),
+    sensitive: z
+      .boolean()
+      .optional()
+      .describe(
+        'Whatever the user answers to this slot is kept masked (docs/privacy.md): the message that filled it is kept as [SLOT_NAME], and the value wherever else it appears; the turn itself uses the real value',
+      ),
   })
   .strict();
 

@@ -64,6 +64,22 @@ const assistant = (base: string): AgentDefinitionInput => ({
   },
 });
 
+// No detector policy: a slot marked sensitive is enough.
+const kyc: AgentDefinitionInput = {
+  name: 'Identity check',
+  routing: { fallback: 'verify' },
+  capabilities: [
+    { name: 'greet', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: 'Hello!' }] },
+    {
+      name: 'verify',
+      phases: [
+        { id: 'ask', say: 'What is your date of birth?', collect: { slot: 'date_of_birth', type: 'text', sensitive: true }, next: 'thanks' },
+        { id: 'thanks', say: 'Thank you, {{ slots.date_of_birth }} is noted.', end: 'completed' },
+      ],
+    },
+  ],
+};
+
 eachDatabase('privacy masking on $name', (database) => {
   let backend: Backend;
   let llm: FakeLlm;
@@ -84,7 +100,7 @@ eachDatabase('privacy masking on $name', (database) => {
       llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
       actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
     }),
-    agents: () => ({ contact: contactDesk(backend.url), assistant: assistant(backend.url) }),
+    agents: () => ({ contact: contactDesk(backend.url), assistant: assistant(backend.url), kyc }),
   });
   const api = () => request(f.app.app);
 
@@ -145,6 +161,9 @@ eachDatabase('privacy masking on $name', (database) => {
     expect(audit.map((e: { data: { masked?: unknown } }) => e.data.masked)).toEqual([{ card: 1, phone: 1, iban: 1 }, { email: 2 }]);
     const verified = (await api().get(`/api/v1/agents/contact/conversations/${conversation}/audit-logs/verify`).set(T).expect(200)).body;
     expect(verified).toMatchObject({ valid: true });
+    const metrics = (await api().get('/metrics').expect(200)).text;
+    expect(metrics).toMatch(/^switchboard_pii_masked_total\{[^}]*agent="contact",type="email"[^}]*\} 2$/m);
+    expect(metrics).toMatch(/^switchboard_pii_masked_total\{[^}]*agent="contact",type="card"[^}]*\} 1$/m);
   });
 
   it("masks every model call of a generative phase, the tool loop's result included", async () => {
@@ -163,6 +182,20 @@ eachDatabase('privacy masking on $name', (database) => {
     expect(JSON.stringify(llm.calls[0].body.messages)).toContain('my email is [EMAIL] and card [CARD …1111]');
     expect(JSON.stringify(llm.calls[1].body.messages)).toContain('[PHONE …0958]');
     expect(await leaks()).toEqual([]);
+  });
+
+  it("keeps a sensitive slot's answer masked, whatever its form, while the turn uses it", async () => {
+    const first = (await api().post('/api/v1/agents/kyc/converse').set(T).send({ message: 'I need to verify my account' }).expect(200)).body;
+    const second = (
+      await api().post('/api/v1/agents/kyc/converse').set(T).send({ conversation_id: first.conversation_id, message: '12 March 1985' }).expect(200)
+    ).body;
+    expect(second.response.message).toBe('Thank you, 12 March 1985 is noted.');
+    const kept = (await api().get(`/api/v1/agents/kyc/conversations/${first.conversation_id}`).set(T).expect(200)).body;
+    expect(kept.turns.slice(2).map((t: { message: string }) => t.message)).toEqual(['[DATE_OF_BIRTH]', 'Thank you, [DATE_OF_BIRTH] is noted.']);
+    const leaked = (await everything()).filter(([, rows]) => JSON.stringify(rows).includes('12 March 1985')).map(([t]) => t);
+    expect(leaked).toEqual([]);
+    const audit = (await api().get(`/api/v1/agents/kyc/conversations/${first.conversation_id}/audit-logs?type=turn_timing`).set(T).expect(200)).body.data;
+    expect(audit.at(-1).data.masked).toEqual({ sensitive: 2 });
   });
 
   it('refuses a phone region it does not know', async () => {

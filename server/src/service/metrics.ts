@@ -84,6 +84,7 @@ export class Metrics {
   private readonly withTenant: boolean;
   readonly httpDuration: Histogram;
   private readonly turns: Counter;
+  private readonly masked: Counter;
   private readonly routing: Counter;
   private readonly confidence: Histogram;
   private readonly actionCalls: Counter;
@@ -149,6 +150,12 @@ export class Metrics {
       name: 'switchboard_llm_tokens_total',
       help: 'Model tokens of generative phases, by kind (input, output)',
       labelNames: t(['agent', 'kind']),
+      registers,
+    });
+    this.masked = new Counter({
+      name: 'switchboard_pii_masked_total',
+      help: "Personal data an agent's privacy policy masked in what its turns kept, by type (email, phone, card, iban, ssn, national_id, ip)",
+      labelNames: t(['agent', 'type']),
       registers,
     });
     this.llmCalls = new Counter({
@@ -402,6 +409,10 @@ export class Metrics {
           break;
         case 'status_change':
           if (CLOSING.has(String(d.to))) this.closed.inc(this.labels(tenant, { agent, version, status: String(d.to) }));
+          break;
+        case 'turn_timing':
+          // What the privacy policy masked (types from the detectors' fixed list, counts).
+          for (const [type, n] of Object.entries((d.masked ?? {}) as Record<string, number>)) this.masked.inc(this.labels(tenant, { agent, type }), n);
           break;
         default:
           break;

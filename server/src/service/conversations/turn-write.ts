@@ -10,7 +10,7 @@ import type { TurnWrite } from '../../store/conversations/conversation-store.js'
 import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents/agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
-import { maskerFor } from '../privacy/policy.js';
+import { maskerFor, sensitiveFilled, slotPlaceholder } from '../privacy/policy.js';
 
 interface TurnTiming {
   total_ms: number;
@@ -49,7 +49,11 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   // values; the live response keeps them, for the one who typed them.
   const said = maskerFor(agent);
   const kept = maskerFor(agent);
-  const message = said ? said.text(i.message) : i.message;
+  // A sensitive slot's answer: the message that filled it is kept as its placeholder, and its value wherever it appears.
+  const filled = sensitiveFilled(agent, prior?.flow.slots ?? {}, i.result.flow.slots);
+  for (const f of filled) for (const m of [said, kept]) m?.literal(f.value, slotPlaceholder(f.slot));
+  if (said && filled.length) said.counts.sensitive = filled.length;
+  const message = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : said ? said.text(i.message) : i.message;
   const reply = said ? said.text(i.result.reply) : i.result.reply;
   const result = kept
     ? {

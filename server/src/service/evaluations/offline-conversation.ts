@@ -8,7 +8,7 @@ import { SECRET_MASK, type CompiledAgent } from '../../engine/compile.js';
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
 import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../../engine/run.js';
 import type { RenderBudget } from '../../engine/templates.js';
-import { maskerFor } from '../privacy/policy.js';
+import { maskerFor, sensitiveFilled, slotPlaceholder } from '../privacy/policy.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
 
@@ -75,7 +75,10 @@ export class OfflineConversation {
     const r = step.value;
     // What the next turn reads is what a live conversation keeps: masked under a privacy policy (docs/privacy.md).
     const kept = maskerFor(agent);
-    this.history.push({ role: 'user', message: kept ? kept.text(message) : message }, { role: 'agent', message: kept ? kept.text(r.reply) : r.reply });
+    const filled = sensitiveFilled(agent, this.prior?.flow.slots ?? {}, r.flow.slots);
+    for (const f of filled) kept?.literal(f.value, slotPlaceholder(f.slot));
+    const said = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : kept ? kept.text(message) : message;
+    this.history.push({ role: 'user', message: said }, { role: 'agent', message: kept ? kept.text(r.reply) : r.reply });
     const flow = kept ? kept.json(r.flow) : r.flow;
     this.prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow, turnCount: turnIndex + 2 };
     return r;

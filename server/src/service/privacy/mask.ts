@@ -53,17 +53,33 @@ function placeholder(type: PiiType, value: string, mode: Exclude<MaskMode, 'keep
 }
 
 export class Masker {
-  /** What this masker masked, by type. */
-  readonly counts: Partial<Record<PiiType, number>> = {};
+  /** What this masker masked, by type (`sensitive`: values of sensitive slots). */
+  readonly counts: Partial<Record<PiiType | 'sensitive', number>> = {};
   private readonly types: Set<PiiType>;
+  /** Values of sensitive slots and their placeholders, longest first. */
+  private readonly literals: [string, string][] = [];
 
   constructor(private readonly policy: MaskPolicy) {
     this.types = new Set(PII_TYPES.filter((t) => policy.modes[t] !== undefined && policy.modes[t] !== 'keep'));
   }
 
+  /** Masks `value` wherever it appears, as `placeholder` (a sensitive slot's answer). */
+  literal(value: string, placeholder: string): void {
+    if (!value) return;
+    this.literals.push([value, placeholder]);
+    this.literals.sort((a, b) => b[0].length - a[0].length);
+  }
+
   /** The text with every value found masked. */
   text(s: string): string {
-    if (!this.types.size || !s) return s;
+    if (!s) return s;
+    for (const [value, placeholder] of this.literals) {
+      if (!s.includes(value)) continue;
+      const parts = s.split(value);
+      this.counts.sensitive = (this.counts.sensitive ?? 0) + parts.length - 1;
+      s = parts.join(placeholder);
+    }
+    if (!this.types.size) return s;
     const found = detect(s, this.types, this.policy.regions);
     if (!found.length) return s;
     let out = '';
