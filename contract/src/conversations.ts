@@ -238,6 +238,7 @@ export const TurnTimingData = z.object({
 export const OperatorMessageData = z.object({
   author: z.string(),
   turns: TurnHashes,
+  masked: z.record(z.string(), z.number().int()).optional().describe("What the agent's privacy policy masked in the person's words, by type (docs/privacy.md)"),
   erased,
 });
 

@@ -198,6 +198,21 @@ eachDatabase('privacy masking on $name', (database) => {
     expect(audit.at(-1).data.masked).toEqual({ sensitive: 2 });
   });
 
+  it("keeps a person's reply masked, and answers with it as written", async () => {
+    const open = (await api().post('/api/v1/agents/contact/converse').set(T).send({ message: 'hello' }).expect(200)).body.conversation_id as string;
+    const r = await api()
+      .post(`/api/v1/agents/contact/conversations/${open}/messages`)
+      .set(T)
+      .send({ message: `We refunded ${IBAN}; reach us on ${PHONE}` })
+      .expect(201);
+    expect(r.body.turn.message).toBe(`We refunded ${IBAN}; reach us on ${PHONE}`);
+    const kept = (await api().get(`/api/v1/agents/contact/conversations/${open}`).set(T).expect(200)).body;
+    expect(kept.turns.at(-1).message).toBe('We refunded [IBAN]; reach us on [PHONE …0958]');
+    expect(await leaks()).toEqual([]);
+    const verified = (await api().get(`/api/v1/agents/contact/conversations/${open}/audit-logs/verify`).set(T).expect(200)).body;
+    expect(verified).toMatchObject({ valid: true });
+  });
+
   it('refuses a phone region it does not know', async () => {
     const def = { ...contactDesk(backend.url), privacy: { ...privacy, phone_regions: ['XX'] } };
     const r = await api().put('/api/v1/agents/bad').set(T).send(def).expect(400);

@@ -10,6 +10,7 @@ import { ConflictError, LimitError, NotFoundError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { turnHash } from '../../lib/audit-chain.js';
 import { ERASURE } from './erasure.js';
+import { maskerFor } from '../privacy/policy.js';
 import type { ConversationStore, ConversationUnit, TurnWrite } from '../../store/conversations/conversation-store.js';
 import type { AgentService } from '../agents/agent-service.js';
 
@@ -286,12 +287,15 @@ export class LifecycleService {
   ): Promise<{ conversation_id: string; turn_index: number; turn: Turn }> {
     const { message, author } = said;
     const { requestId } = target;
-    const { answer, stored, turn } = await this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, _agent, unit, now) => {
+    const { answer, stored, turn } = await this.onConversation({ ...target, closedCode: 'conversation_closed' }, async (c, agent, unit, now) => {
       if (c.status === 'completed' || c.status === 'abandoned') {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
       if (c.turnCount + 1 > this.maxTurns) throw new LimitError(`The conversation has reached its limit of ${this.maxTurns} turns`);
       const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
+      // Kept masked under the agent's privacy policy (docs/privacy.md); a channel is sent the words as written.
+      const masker = maskerFor(agent);
+      const kept: TurnRow = masker ? { ...turn, message: masker.text(message) } : turn;
       // The operator's words are chained into the audit log like the dialogue's own turns.
       const audit: AuditDraft[] = [
         {
@@ -299,7 +303,7 @@ export class LifecycleService {
           turnIndex: null,
           timestamp: now,
           durationMs: null,
-          data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, turn) }] },
+          data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, kept) }], ...(masker?.masked ? { masked: masker.counts } : {}) },
         },
       ];
       const next: Conversation = {
@@ -316,10 +320,10 @@ export class LifecycleService {
         expectedAuditSeq: c.auditSeq,
         previousAuditHash: c.auditHash,
         stored: c,
-        turns: [turn],
+        turns: [kept],
         audit,
         requestId,
-        events: [turnEvent(turn)],
+        events: [turnEvent(kept)],
       });
       return {
         stored: c,
