@@ -64,6 +64,8 @@ describe('detectors', () => {
       ['phone', '612 345 678'],
       ['phone', '0151 23456789'],
     ]);
+    // A bare run of digits is a phone number only after a phone word, compounds included.
+    expect(found('Handynummer 015123456789')).toEqual([['phone', '015123456789']]);
     const kept = [
       'order 100001',
       'order #4455667788',
@@ -74,11 +76,15 @@ describe('detectors', () => {
       'Bestellung 4455667788',
       'Rechnung Nr. 2026-4711',
       'SKU 4006381333931',
+      // 13 digits that start like a Mastercard and pass Luhn: a Mastercard has 16.
+      'SKU 5422529617004',
       'it costs $12,345.67',
       'delivered on 2026-11-28',
       'on 28.11.2026',
       'version 10.4.1',
       'quantity 3',
+      // "tel" inside a word is no phone word: a bare number after it stays.
+      'Kassenzettel 030901820',
     ];
     for (const text of kept) expect(found(text), text).toEqual([]);
   });

@@ -8,7 +8,7 @@
 import { findPhoneNumbersInText, type CountryCode } from 'libphonenumber-js/max';
 import validator from 'validator';
 
-export const PII_TYPES = ['email', 'card', 'iban', 'ssn', 'national_id', 'ip', 'phone'] as const;
+export const PII_TYPES = ['email', 'iban', 'card', 'ssn', 'national_id', 'ip', 'phone'] as const;
 export type PiiType = (typeof PII_TYPES)[number];
 
 /** A value found: its type and where it is in the text. */
@@ -20,8 +20,9 @@ export interface Found {
 
 // Candidates. Each is linear: bounded repetitions of disjoint classes, no nested quantifiers.
 const EMAIL = /[A-Za-z0-9._%+'-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}/g;
-// 13 to 19 digits, in groups of any size separated by one space or hyphen.
-const CARD = /(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])/g;
+// 13 to 19 digits, in groups of any size separated by one space or hyphen; not glued to letters
+// (inside an IBAN) nor after a + (a phone number's country code).
+const CARD = /(?<![\dA-Za-z+-])\d(?:[ -]?\d){12,18}(?![\d-])/g;
 const IBAN = /(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}(?![A-Za-z0-9])/g;
 const SSN = /(?<![\d-])(?!000|666|9\d\d)\d{3}[- ](?!00)\d{2}[- ](?!0000)\d{4}(?![\d-])/g;
 const DNI = /(?<![A-Za-z0-9])[0-9XYZxyz]\d{7}[A-Za-z](?![A-Za-z0-9])/g;
@@ -33,10 +34,21 @@ const IPV6 = /(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9
  * Spanish, German): a number right after one of them is kept.
  */
 const BUSINESS =
-  /(?:order|invoice|ticket|tracking|parcel|reference|ref|sku|item|account|case|booking|pedido|factura|referencia|envío|envio|seguimiento|número de pedido|bestellung|rechnung|sendung|auftrag|kundennummer|ticketnummer|nr|no)\.?\s*(?:number|no\.?|nº|n°|#|:|nummer)?\s*[#:]?\s*$/i;
+  /(?<![A-Za-zÀ-ÿ])(?:order|invoice|ticket|tracking|parcel|reference|ref|sku|item|account|case|booking|pedido|factura|referencia|envío|envio|seguimiento|número de pedido|bestellung|rechnung|sendung|auftrag|kundennummer|ticketnummer|nr|no)\.?\s*(?:number|no\.?|nº|n°|#|:|nummer)?\s*[#:]?\s*$/i;
 /** Words that say a number is a phone number, which a bare run of digits needs before it. */
 const PHONE_WORDS =
-  /(?:phone|call|tel|mobile|cell|whatsapp|sms|text me|teléfono|telefono|móvil|movil|llámame|llamar|telefon|handy|anrufen|rufnummer|nummer)\b[^0-9]{0,24}$/i;
+  /(?<![A-Za-zÀ-ÿ])(?:phone|call|tel|mobile|cell|whatsapp|sms|text me|teléfono|telefono|móvil|movil|llámame|llamar|telefon|telefonnummer|handy|handynummer|mobilnummer|anrufen|rufnummer|nummer)\b[^0-9]{0,24}$/i;
+
+/**
+ * A payment card: validator.js's issuer prefixes and Luhn check, and a Mastercard's length of 16
+ * (validator's Mastercard pattern lacks a group around its alternatives, so it takes a number of
+ * any length that starts 51 to 55: a 13-digit SKU among them).
+ */
+function isCard(written: string): boolean {
+  const n = written.replace(/[ -]/g, '');
+  if (/^(?:5[1-5]|2[2-7])/.test(n) && n.length !== 16) return false;
+  return validator.isCreditCard(written);
+}
 
 function matches(re: RegExp, text: string): { start: number; end: number; value: string }[] {
   const out: { start: number; end: number; value: string }[] = [];
@@ -49,7 +61,7 @@ const before = (text: string, start: number, n = 32) => text.slice(Math.max(0, s
 
 const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
   email: (text) => matches(EMAIL, text).flatMap((m) => (validator.isEmail(m.value) ? [{ type: 'email' as const, start: m.start, end: m.end }] : [])),
-  card: (text) => matches(CARD, text).flatMap((m) => (validator.isCreditCard(m.value) ? [{ type: 'card' as const, start: m.start, end: m.end }] : [])),
+  card: (text) => matches(CARD, text).flatMap((m) => (isCard(m.value) ? [{ type: 'card' as const, start: m.start, end: m.end }] : [])),
   iban: (text) =>
     matches(IBAN, text).flatMap((m) => {
       // The pattern may take a word after the IBAN into its last group: the longest valid prefix wins.
@@ -100,7 +112,7 @@ function phones(text: string, regions: readonly CountryCode[]): Found[] {
 
 /**
  * The values of `types` in `text`, in order, none overlapping: where two overlap, the first type
- * of PII_TYPES wins (an IBAN holds digits a phone number could be read in).
+ * of PII_TYPES wins (an IBAN holds digits a card or a phone number could be read in).
  */
 export function detect(text: string, types: ReadonlySet<PiiType>, regions: readonly CountryCode[]): Found[] {
   if (!text) return [];
