@@ -194,6 +194,17 @@ export class AgentStore {
       }
       const same = (v: AgentVersionTableRow) => v.digest === digest && (pinOf(v)?.digest ?? null) === (pin?.digest ?? null);
       const reread = async (id: string) => toAgent(present(await trx('agents').where({ id }).first(), 'agent'));
+      const insertVersion = (agentId: string, version: number) =>
+        trx('agent_versions').insert({
+          agent_id: agentId,
+          version,
+          tenant_id: tenantId,
+          digest,
+          definition: JSON.stringify(definition),
+          created_at: now,
+          ...noted(o.note),
+          ...pinned(pin),
+        });
       // A version made current is a step of the release record, written with it.
       const record = async (id: string, version: number, previousVersion: number | null, knowledge: Pin | null) => {
         if (!step) return null;
@@ -203,16 +214,7 @@ export class AgentStore {
       if (!existing) {
         const id = randomUUID();
         await trx('agents').insert({ id, tenant_id: tenantId, slug, current_version: 1, archived_at: null, created_at: now, updated_at: now });
-        await trx('agent_versions').insert({
-          agent_id: id,
-          version: 1,
-          tenant_id: tenantId,
-          digest,
-          definition: JSON.stringify(definition),
-          created_at: now,
-          ...noted(o.note),
-          ...pinned(pin),
-        });
+        await insertVersion(id, 1);
         const release = await record(id, 1, null, pin);
         return { agent: await reread(id), changed: true, version: 1, release, knowledge: pin };
       }
@@ -231,16 +233,7 @@ export class AgentStore {
       const knowledge = known ? pinOf(newest) : pin;
       if (!known) {
         version += 1;
-        await trx('agent_versions').insert({
-          agent_id: existing.id,
-          version,
-          tenant_id: tenantId,
-          digest,
-          definition: JSON.stringify(definition),
-          created_at: now,
-          ...noted(o.note),
-          ...pinned(pin),
-        });
+        await insertVersion(existing.id, version);
       }
       let release: ReleaseRow | null = null;
       if (activate) {
