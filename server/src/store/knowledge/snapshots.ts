@@ -64,7 +64,7 @@ export async function replacePassages(trx: Knex.Transaction, tenantId: string, s
   return Number(last.n ?? 0) + 1;
 }
 
-/** Replaced passages the tenant's versions in use no longer see: how many there are now (they count against its passages quota). */
+/** How many replaced passages the tenant keeps for the versions that pin them (they count against its passages quota). */
 export async function keptPassages(knex: Knex, tenantId: string): Promise<number> {
   const r = (await knex('knowledge_passages').where({ tenant_id: tenantId }).whereNotNull('removed').count({ n: '*' }).first()) as { n: number | string };
   return Number(r.n);
