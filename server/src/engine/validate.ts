@@ -5,7 +5,6 @@ import { schemaCostProblem } from './schema-cost.js';
 import { compilePattern, MAX_DEFINITION_PATTERN_COST, MAX_PATTERN_COST, patternCost, PatternTooLargeError } from './patterns.js';
 import { FILE_VARIABLE_HINT, type AgentDefinition, type LocalizedText, type PhaseDef } from '@switchboard/contract';
 import type { FieldProblem } from '../errors.js';
-import { isSupportedCountry } from 'libphonenumber-js/max';
 import { MAX_KNOWLEDGE_CHARS } from './knowledge.js';
 import { isTimeZone } from './dates.js';
 import { CompiledCondition, CompiledTemplate, explainLiquidError, templateReads } from './templates.js';
@@ -154,9 +153,6 @@ export function validateDefinition(def: AgentDefinition): FieldProblem[] {
     }
   }
   const docIds = new Set<string>();
-  def.privacy?.phone_regions?.forEach((r, i) => {
-    if (!isSupportedCountry(r)) add(`privacy.phone_regions[${i}]`, `"${r}" is not a region whose phone numbers are known`);
-  });
   if (def.knowledge_updates === 'release' && !def.knowledge_sources)
     add('knowledge_updates', 'the agent names no knowledge_sources whose snapshot a version could pin');
   const knowledgeChars = (def.knowledge ?? []).reduce((n, d) => n + d.text.length + (d.title?.length ?? 0), 0);

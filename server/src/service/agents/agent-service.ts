@@ -22,6 +22,7 @@ import type { RouterStore } from '../../store/agents/router-store.js';
 import type { Logger } from 'pino';
 import { ReleasedBytes } from '../../lib/collect.js';
 import { RouterService } from './routers.js';
+import { privacyProblems } from '../privacy/policy.js';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
@@ -122,7 +123,7 @@ export class AgentService {
     /** `note`: what made the version, kept beside it when the definition is a new one. */
     opts: { activate?: boolean; step?: StepInput; expectCurrent?: number | null; note?: string } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: ReleaseRow | null }> {
-    const problems = [...validateDefinition(definition), ...this.modelProblems(definition)];
+    const problems = [...validateDefinition(definition), ...this.modelProblems(definition), ...privacyProblems(definition)];
     if (problems.length) throw new DefinitionError(problems);
     const digest = sha256(canonicalJson(definition));
     const existing = await this.store.bySlug(tenantId, slug);
@@ -219,10 +220,8 @@ export class AgentService {
   }
 
   /**
-   * One stored version (404 when there is none): what releases, replays and evaluations read, in
-   * one query. Its `digest` is what the version answers with: the definition's, and the pinned
-   * knowledge's beside it when it pins a snapshot (an evaluation of the same definition over
-   * other passages is another evaluation).
+   * One stored version (404 when there is none), in one query, for releases, replays and evaluations. Its `digest`
+   * covers the pinned knowledge too, if any (an evaluation of the definition over other passages is another one).
    */
   async version(tenantId: string, slug: string, version: number): Promise<{ version: number; digest: string; definition: AgentDefinition }> {
     const row = await this.any(tenantId, slug);

@@ -5,8 +5,20 @@
 // libphonenumber metadata, the full set) for phone numbers. What no library decides is written
 // here and says why: the context rules that keep order, ticket and invoice numbers from being
 // taken for phone numbers, and the US SSN's structure (it has no checksum).
-import { findPhoneNumbersInText, type CountryCode } from 'libphonenumber-js/max';
-import validator from 'validator';
+import { createRequire } from 'node:module';
+import type { CountryCode } from 'libphonenumber-js/max';
+import type Validator from 'validator';
+
+// The two libraries, with libphonenumber's full metadata, take a quarter of a second to load: they
+// are loaded when a process first masks, so a command-line tool or a worker that never masks does
+// not pay for them.
+const require = createRequire(import.meta.url);
+let libraries: { validator: typeof Validator; phones: typeof import('libphonenumber-js/max') } | undefined;
+const libs = () =>
+  (libraries ??= { validator: require('validator') as typeof Validator, phones: require('libphonenumber-js/max') as typeof import('libphonenumber-js/max') });
+
+/** Whether libphonenumber knows a region's phone numbers (a policy's `phone_regions`). */
+export const isPhoneRegion = (region: string): boolean => libs().phones.isSupportedCountry(region);
 
 export const PII_TYPES = ['email', 'iban', 'card', 'ssn', 'national_id', 'ip', 'phone'] as const;
 export type PiiType = (typeof PII_TYPES)[number];
@@ -47,7 +59,7 @@ const PHONE_WORDS =
 function isCard(written: string): boolean {
   const n = written.replace(/[ -]/g, '');
   if (/^(?:5[1-5]|2[2-7])/.test(n) && n.length !== 16) return false;
-  return validator.isCreditCard(written);
+  return libs().validator.isCreditCard(written);
 }
 
 function matches(re: RegExp, text: string): { start: number; end: number; value: string }[] {
@@ -60,14 +72,14 @@ function matches(re: RegExp, text: string): { start: number; end: number; value:
 const before = (text: string, start: number, n = 32) => text.slice(Math.max(0, start - n), start);
 
 const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
-  email: (text) => matches(EMAIL, text).flatMap((m) => (validator.isEmail(m.value) ? [{ type: 'email' as const, start: m.start, end: m.end }] : [])),
+  email: (text) => matches(EMAIL, text).flatMap((m) => (libs().validator.isEmail(m.value) ? [{ type: 'email' as const, start: m.start, end: m.end }] : [])),
   card: (text) => matches(CARD, text).flatMap((m) => (isCard(m.value) ? [{ type: 'card' as const, start: m.start, end: m.end }] : [])),
   iban: (text) =>
     matches(IBAN, text).flatMap((m) => {
       // The pattern may take a word after the IBAN into its last group: the longest valid prefix wins.
       for (let end = m.end; end - m.start >= 15; end--) {
         const v = text.slice(m.start, end);
-        if (!v.endsWith(' ') && validator.isIBAN(v.replace(/ /g, ''))) return [{ type: 'iban' as const, start: m.start, end }];
+        if (!v.endsWith(' ') && libs().validator.isIBAN(v.replace(/ /g, ''))) return [{ type: 'iban' as const, start: m.start, end }];
       }
       return [];
     }),
@@ -75,14 +87,14 @@ const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
   ssn: (text) => matches(SSN, text).map((m) => ({ type: 'ssn' as const, start: m.start, end: m.end })),
   national_id: (text) =>
     matches(DNI, text).flatMap((m) =>
-      validator.isIdentityCard(m.value.toUpperCase(), 'ES') ? [{ type: 'national_id' as const, start: m.start, end: m.end }] : [],
+      libs().validator.isIdentityCard(m.value.toUpperCase(), 'ES') ? [{ type: 'national_id' as const, start: m.start, end: m.end }] : [],
     ),
   ip: (text) => [
     // A dotted quad after "v" or "version" is a version number.
     ...matches(IPV4, text).flatMap((m) =>
-      validator.isIP(m.value, 4) && !/(?:\bv|version\s*)$/i.test(before(text, m.start, 10)) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [],
+      libs().validator.isIP(m.value, 4) && !/(?:\bv|version\s*)$/i.test(before(text, m.start, 10)) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [],
     ),
-    ...matches(IPV6, text).flatMap((m) => (validator.isIP(m.value, 6) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [])),
+    ...matches(IPV6, text).flatMap((m) => (libs().validator.isIP(m.value, 6) ? [{ type: 'ip' as const, start: m.start, end: m.end }] : [])),
   ],
 };
 
@@ -94,7 +106,7 @@ const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
 function phones(text: string, regions: readonly CountryCode[]): Found[] {
   const out = new Map<number, Found>();
   for (const region of regions.length ? regions : (['US'] as CountryCode[])) {
-    for (const f of findPhoneNumbersInText(text, { defaultCountry: region })) {
+    for (const f of libs().phones.findPhoneNumbersInText(text, { defaultCountry: region })) {
       if (!f.number.isValid() || out.has(f.startsAt)) continue;
       const prior = text.slice(Math.max(0, f.startsAt - 1), f.startsAt);
       if (/[A-Za-z0-9#/-]/.test(prior)) continue;

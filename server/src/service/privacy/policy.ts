@@ -1,6 +1,9 @@
 // An agent's masking policy (its definition's `privacy`, and its sensitive slots), compiled once
 // per compiled version.
 import type { CompiledAgent } from '../../engine/compile.js';
+import type { AgentDefinition } from '@switchboard/contract';
+import type { FieldProblem } from '../../errors.js';
+import { isPhoneRegion } from './detectors.js';
 import { Masker, regionsFor, type MaskPolicy } from './mask.js';
 
 interface Compiled {
@@ -52,4 +55,11 @@ export function sensitiveFilled(agent: CompiledAgent, before: Record<string, unk
     if (v === undefined || v === null || JSON.stringify(v) === JSON.stringify(before[slot])) return [];
     return [{ slot, value: typeof v === 'string' ? v : JSON.stringify(v) }];
   });
+}
+
+/** Phone regions libphonenumber does not know (checked by the service, where the detectors' libraries load, not in the engine). */
+export function privacyProblems(definition: AgentDefinition): FieldProblem[] {
+  return (definition.privacy?.phone_regions ?? []).flatMap((r, i) =>
+    isPhoneRegion(r) ? [] : [{ path: `privacy.phone_regions[${i}]`, message: `"${r}" is not a region whose phone numbers are known` }],
+  );
 }
