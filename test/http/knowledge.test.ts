@@ -355,7 +355,8 @@ describe('npm run agents -- knowledge', () => {
     expect((await cli('rm', 'opening-hours')).stdout).toBe('deleted knowledge source opening-hours: its passages no longer answer\n');
     const gone = await cli('show', 'opening-hours').catch((e: { code: number; stderr: string }) => e);
     expect(gone.stderr).toContain('answered 404 not_found: No knowledge source opening-hours');
-  }, 60_000);
+    // Eight command-line runs, each starting tsx: about 5 s apiece on a loaded 2-core machine.
+  }, 180_000);
 });
 
 describe('a generative phase with knowledge sources', () => {
