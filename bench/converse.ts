@@ -5,7 +5,8 @@
 // workload reports the server's CPU time per call, which moves far less than req/s when the load
 // generator shares the machine's cores. Then new conversations, each request another user, without
 // a split, with a traffic split of 50% active (read with the agent: it should cost nothing), and
-// without again.
+// without again. Last, continuing conversations whose every message holds personal data, without
+// a privacy policy and with every type masked: what masking adds to a turn.
 //   BENCH_DATABASE_URL (or TEST_DATABASE_URL): a PostgreSQL server; a fresh database is created
 //   on it for the run and dropped after. BENCH_CONNECTIONS (32), BENCH_SECONDS (10).
 //   BENCH_DATABASES=sqlite or postgres: one of them alone; BENCH_REPLICAS=0: not the two processes.
@@ -135,8 +136,30 @@ async function startSplit(base: string, slug: string): Promise<void> {
   if (!split.ok) throw new Error(`PUT split: ${split.status} ${await split.text()}`);
 }
 
-/** Each connection continues its own conversation (none waits on another). */
-function continuing(url: string, ids: string[], connections = CONNECTIONS): autocannon.Options {
+/** A message a customer might type, with a card, an e-mail address, a phone number, a name and an address in it. */
+const PERSONAL = (n: number) =>
+  `I'm Jane Doe, card 4111 1111 1111 1111 was charged twice for order ${100000 + n}; mail jane.doe@example.com or call +44 20 7946 0958, 221B Baker Street`;
+
+/** Every built-in type on (docs/privacy.md), as a tenant's policy. */
+const FULL_POLICY = {
+  mask: {
+    email: 'redact',
+    phone: { keep_last: 4 },
+    card: { keep_last: 4 },
+    iban: 'redact',
+    ssn: 'redact',
+    national_id: 'redact',
+    ip: 'redact',
+    birth_date: 'redact',
+    name: 'redact',
+    address: 'redact',
+  },
+  custom: [{ name: 'member_id', pattern: 'MBR-[0-9]{8}' }],
+  phone_regions: ['GB', 'US'],
+};
+
+/** Each connection continues its own conversation (none waits on another); `say`: the message (default A-n). */
+function continuing(url: string, ids: string[], connections = CONNECTIONS, say: (n: number) => string = (n) => `A-${n}`): autocannon.Options {
   let n = 0;
   return {
     url,
@@ -147,7 +170,7 @@ function continuing(url: string, ids: string[], connections = CONNECTIONS): auto
       {
         setupRequest: (req: autocannon.Request, context: { id?: string }) => {
           context.id ??= ids[n++ % ids.length];
-          return { ...req, body: JSON.stringify({ message: `A-${n}`, conversation_id: context.id }) };
+          return { ...req, body: JSON.stringify({ message: say(n), conversation_id: context.id }) };
         },
       },
     ],
@@ -206,7 +229,20 @@ async function benchOne(label: string, databaseUrl: string, target: Target, chec
     results.push(await run(pid, 'converse, new conversation, many users, split 50%', newConversations(url), db));
     await fetch(`${server.base}/api/v1/agents/${slug}/split`, { method: 'DELETE', headers });
     results.push(await run(pid, 'converse, new conversation, many users, split ended', newConversations(url), db));
+    // The same personal data without a privacy policy and with every type masked: what masking adds to a turn.
+    results.push(await run(pid, 'converse, continuing, personal data, no policy', continuing(url, ids, CONNECTIONS, PERSONAL), db));
+    const policy = await fetch(`${server.base}/api/v1/privacy-policy`, { method: 'PUT', headers, body: JSON.stringify(FULL_POLICY) });
+    // A build without tenant privacy policies (a baseline's) runs without this one.
+    if (policy.ok) results.push(await run(pid, 'converse, continuing, personal data, every type masked', continuing(url, ids, CONNECTIONS, PERSONAL), db));
+    else console.log(`  (no privacy policy on this build: PUT answered ${policy.status})`);
     table(results);
+    const [plain, masked] = [results[6], results[7]];
+    if (masked && plain.cpuPerCall !== null && masked.cpuPerCall !== null) {
+      console.log(
+        `\nmasking every type: ${Math.round(masked.cpuPerCall - plain.cpuPerCall)} µs of server CPU a turn ` +
+          `(${Math.round(masked.cpuPerCall)} against ${Math.round(plain.cpuPerCall)}), p50 ${masked.p50} against ${plain.p50} ms, p99 ${masked.p99} against ${plain.p99} ms`,
+      );
+    }
     // The split's run between two without: the database grows and the process warms over the three.
     const [before, split, after] = [results[3], results[4], results[5]];
     if (before.cpuPerCall !== null && split.cpuPerCall !== null && after.cpuPerCall !== null) {

@@ -272,13 +272,28 @@ export const ReleasePolicy = z
 export type ReleasePolicy = z.infer<typeof ReleasePolicy>;
 
 const MaskMode = z.union([
-  z.enum(['redact', 'keep']).describe('redact: a typed placeholder ([EMAIL]); keep: left as typed'),
+  z
+    .enum(['redact', 'hash', 'keep'])
+    .describe(
+      'redact: a typed placeholder ([EMAIL]); hash: the placeholder and a keyed hash of the value, the same within the tenant ([EMAIL #3f9a1c2b7d]; needs SECRETS_KEY); keep: left as typed',
+    ),
   z
     .object({ keep_last: z.number().int().min(1).max(6).describe('Letters and digits kept at the end') })
     .strict()
     .describe('[CARD …1111]'),
 ]);
-const MaskWhole = z.enum(['redact', 'keep']);
+const MaskWhole = z.enum(['redact', 'hash', 'keep']);
+
+export const CustomDetector = z
+  .object({
+    name: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]{0,31}$/, 'lower-case letters, digits and _, starting with a letter (at most 32)')
+      .describe('The type it masks as: member_id is kept as [MEMBER_ID]'),
+    pattern: z.string().min(1).max(500).describe('An RE2 pattern (linear time, bounded like every pattern a definition holds); every match is masked'),
+    mode: MaskMode.optional().describe('What it does with a match (default: redact)'),
+  })
+  .strict();
 
 export const PrivacyDef = z
   .object({
@@ -291,17 +306,30 @@ export const PrivacyDef = z
         ssn: MaskMode.optional().describe('US social security numbers written 123-45-6789 or 123 45 6789'),
         national_id: MaskMode.optional().describe('Spanish DNI and NIE, by their control letter'),
         ip: MaskWhole.optional().describe('IPv4 and IPv6 addresses'),
+        birth_date: MaskWhole.optional().describe(
+          'A date stated as a birth date (born, date of birth, DOB; nacido, fecha de nacimiento; geboren, Geburtsdatum)',
+        ),
+        name: MaskWhole.optional().describe("A person's name where the message gives it as one (my name is…, me llamo…, ich heiße…, Name:)"),
+        address: MaskWhole.optional().describe('A street address: a house number beside a street word (Street, Ave, Calle, Avenida, Straße, …str., Weg)'),
       })
       .strict()
       .describe('What each detector does with what it finds; a type not named is not looked for'),
-    phone_regions: z
-      .array(z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166 region code: US, GB, ES'))
+    custom: z
+      .array(CustomDetector)
       .max(20)
       .optional()
-      .describe("Regions whose national phone numbers are recognised (default: those of the agent's languages)"),
+      .describe("Patterns of the team's own, each masked under its name (a tenant's and an agent's with one name: the agent's)"),
+    phone_regions: z
+      .array(z.string().regex(/^[A-Z]{2}$/, 'an ISO 3166 region code: US, GB, ES'))
+      .max(8)
+      .optional()
+      .describe(
+        "Regions whose national phone numbers are recognised (default: those of the agent's languages); each costs a pass over every text masked, so at most 8",
+      ),
   })
   .strict()
-  .describe('Personal data masked in everything kept and in every model call (docs/privacy.md)');
+  .describe("Personal data masked in everything kept and in every model call (docs/privacy.md); an agent's policy overrides the tenant's type by type");
+export type PrivacyDef = z.infer<typeof PrivacyDef>;
 
 const AgentDefinitionSchema = z
   .object({

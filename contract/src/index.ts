@@ -17,6 +17,7 @@ import { webhooks } from './resources/webhooks.js';
 import { channels } from './resources/channels.js';
 import { keys } from './resources/keys.js';
 import { secrets } from './resources/secrets.js';
+import { privacy } from './resources/privacy.js';
 import { knowledge } from './resources/knowledge.js';
 import { usage } from './resources/usage.js';
 import { operations } from './resources/operations.js';
@@ -29,6 +30,7 @@ export * from './converse.js';
 export * from './definition.js';
 export * from './keys.js';
 export * from './secrets.js';
+export * from './privacy.js';
 export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
@@ -61,6 +63,7 @@ export const RESOURCES: {
   channels: typeof channels;
   keys: typeof keys;
   secrets: typeof secrets;
+  privacy: typeof privacy;
   knowledge: typeof knowledge;
   usage: typeof usage;
   operations: typeof operations;
@@ -79,13 +82,31 @@ export const RESOURCES: {
   channels,
   keys,
   secrets,
+  privacy,
   knowledge,
   usage,
   operations,
   widget,
 };
 /** The resources under /api/v1, whose routes an API key's scopes govern. */
-const API = [conversations, audit, operators, agents, versions, analytics, review, evaluations, releases, webhooks, channels, keys, secrets, knowledge, usage];
+const API = [
+  conversations,
+  audit,
+  operators,
+  agents,
+  versions,
+  analytics,
+  review,
+  evaluations,
+  releases,
+  webhooks,
+  channels,
+  keys,
+  secrets,
+  privacy,
+  knowledge,
+  usage,
+];
 
 // Each part is typed by its resources' routes, each named: inferred, the whole contract's type is
 // spelled out again and passes what TypeScript serializes into declarations (TS7056).
@@ -102,6 +123,7 @@ type ApiRoutes = typeof conversations.routes &
   typeof channels.routes &
   typeof keys.routes &
   typeof secrets.routes &
+  typeof privacy.routes &
   typeof knowledge.routes &
   typeof usage.routes;
 /** Everything under /api/v1: one flat router, so a client calls `api.converse`, `api.listChannels`… */

@@ -28,6 +28,8 @@ import { KeyService } from './service/keys.js';
 import { LifecycleService } from './service/conversations/lifecycle.js';
 import { Metrics } from './service/metrics.js';
 import { SecretService } from './service/secrets.js';
+import { PrivacyService } from './service/privacy/privacy-service.js';
+import { PrivacyStore } from './store/privacy-store.js';
 import { WidgetService } from './service/widget.js';
 import { Limits } from './service/limits.js';
 import { Sweeper } from './service/conversations/sweeper.js';
@@ -87,6 +89,8 @@ export interface Services {
   keys: KeyService;
   metrics: Metrics;
   secrets: SecretService;
+  /** The tenants' privacy policies, and what each agent masks under its tenant's. */
+  privacy: PrivacyService;
   replays: ReplayService;
   review: ReviewService;
   evaluations: EvaluationService;
@@ -158,6 +162,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     renderBudgets,
     hosts: { checker: hosts, grants: (tenantId) => hostsFor(config.actionAllowedHosts, tenantId) },
     words: vectors,
+    hashKeyed: !!config.secretsKey,
     embeddings,
   });
   const secrets = new SecretService(new SecretStore(deps.db), config.secrets, config.secretsKey, clock, logger);
@@ -235,12 +240,14 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     logger,
     config.knowledge.sites,
   );
+  const privacy = new PrivacyService(new PrivacyStore(deps.db), config.secretsKey, clock, { log: logger });
   const conversations = new ConversationService(agents, store, actions, clock, {
     maxMessageChars: config.maxMessageChars,
     maxTurns: config.maxTurnsPerConversation,
     maxContextBytes: config.maxContextBytes,
     maxStateBytes: config.maxStateBytes,
     secrets,
+    privacy,
     renderBudgets,
     maxReplyBytes: config.maxReplyBytes,
     llm: provider ? new LlmRouter(provider, config.routerLlmTimeoutMs) : undefined,
@@ -258,6 +265,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     clock,
     retention: config.retention,
     detail: (t, s, i) => conversationReads.detail(t, s, i),
+    privacy,
     maxTurns: config.maxTurnsPerConversation,
   });
   const webhooks = new WebhookDispatcher(
@@ -269,7 +277,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
   );
   const sweeper = new Sweeper(lifecycle, logger);
   const widget = new WidgetService({ keys, agents, conversations, conversationReads, streams, secrets, limits, clock, logger }, config.widget);
-  const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, clock, log: logger, renderBudgets });
+  const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, privacy, clock, log: logger, renderBudgets });
   const inbox = new ReviewStore(deps.db);
   const suites = new TestSuiteStore(deps.db);
   const review = new ReviewService({ agents, store: inbox, suites, clock, log: logger });
@@ -313,6 +321,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     keys,
     metrics,
     secrets,
+    privacy,
     replays,
     review,
     evaluations,

@@ -5,6 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { detect, PII_TYPES, type PiiType } from '../../server/src/service/privacy/detectors.js';
 import { Masker, regionsFor } from '../../server/src/service/privacy/mask.js';
+import { privacyProblems } from '../../server/src/service/privacy/policy.js';
+import { compileBounded } from '../../server/src/engine/patterns.js';
 
 const ALL = new Set(PII_TYPES);
 const REGIONS = ['US', 'GB', 'ES', 'DE'] as const;
@@ -88,6 +90,53 @@ describe('detectors', () => {
     ];
     for (const text of kept) expect(found(text), text).toEqual([]);
   });
+
+  it('finds names after the words that give them, in three languages, and not the words after them', () => {
+    const cases: [string, string][] = [
+      ['Hi, my name is Jane Doe and I ordered twice', 'Jane Doe'],
+      ['my name is jane doe and i ordered twice', 'jane doe'],
+      ["I'm Sarah Connor, order 123456 is late", 'Sarah Connor'],
+      ['Me llamo María de la Cruz y vivo en Madrid', 'María de la Cruz'],
+      ['Soy Lucía Fernández, cliente desde 2019', 'Lucía Fernández'],
+      ['Ich heiße Jan Müller und warte noch', 'Jan Müller'],
+      ['Mein Name ist Ludwig van Beethoven', 'Ludwig van Beethoven'],
+      ['Thanks, Tom', 'Tom'],
+      ['Mit freundlichen Grüßen Anna Schmidt', 'Anna Schmidt'],
+    ];
+    for (const [text, name] of cases) expect(found(text), text).toEqual([['name', name]]);
+    for (const text of ['I am Looking for my parcel', 'I am not happy. This is ridiculous.', 'Thanks, I will wait', 'Soy cliente desde 2019']) {
+      expect(found(text), text).toEqual([]);
+    }
+  });
+
+  it('finds street addresses with a house number, and dates only where they are stated as a birth date', () => {
+    const addresses = [
+      '221B Baker Street',
+      '1600 Pennsylvania Avenue NW',
+      '12 High St, Apt 4',
+      'Calle Mayor 5, 3º B',
+      'C/ Alcalá, 45',
+      'Hauptstraße 12a',
+      'Musterstr. 5',
+      'Berliner Straße 10',
+    ];
+    for (const a of addresses) expect(found(`send it to ${a} please`), a).toEqual([['address', a]]);
+    expect(found('the delivery is on Main Street today')).toEqual([]);
+    // libphonenumber would read ", 10" as the number's extension.
+    expect(found('call 020 7946 0958, 10 Downing Street')).toEqual([
+      ['phone', '020 7946 0958'],
+      ['address', '10 Downing Street'],
+    ]);
+    for (const [text, date] of [
+      ['I was born on 12/03/1985', '12/03/1985'],
+      ['DOB: March 12, 1985', 'March 12, 1985'],
+      ['fecha de nacimiento el 5 de mayo de 1979', '5 de mayo de 1979'],
+      ['Geburtsdatum 3. März 1990', '3. März 1990'],
+    ]) {
+      expect(found(text), text).toEqual([['birth_date', date]]);
+    }
+    expect(found('delivered on 12/03/2026 to the door')).toEqual([]);
+  });
 });
 
 describe('the masker', () => {
@@ -108,6 +157,34 @@ describe('the masker', () => {
   it('masks every string of a JSON value and leaves its keys and other values', () => {
     const m = masker();
     expect(m.json({ 'a@b.co': ['x a@b.co', 3, null, { ok: true }] })).toEqual({ 'a@b.co': ['x [EMAIL]', 3, null, { ok: true }] });
+  });
+
+  it('hashes a value the same way whatever its case and spacing, and differently under another key', () => {
+    const m = (key: Buffer) => new Masker({ modes: { email: 'hash', card: 'hash' }, regions: ['US'], hashKey: key });
+    const k = Buffer.alloc(32, 7);
+    const a = m(k).text('a Jane.Doe@Example.com b 4111 1111 1111 1111');
+    expect(a).toMatch(/^a \[EMAIL #[0-9a-f]{10}\] b \[CARD #[0-9a-f]{10}\]$/);
+    expect(m(k).text('a jane.doe@example.com b 4111-1111-1111-1111')).toBe(a);
+    expect(m(Buffer.alloc(32, 8)).text('a jane.doe@example.com b 4111-1111-1111-1111')).not.toBe(a);
+  });
+
+  it('masks what a policy’s own pattern matches under its name, after the built-in types', () => {
+    const m = new Masker({
+      modes: { email: 'redact' },
+      regions: ['US'],
+      custom: [{ name: 'member_id', re: compileBounded('MBR-[0-9]{8}|[a-z]+@'), mode: 'redact' }],
+    });
+    expect(m.text('😀 MBR-12345678, a@b.co, MBR-1234')).toBe('😀 [MEMBER_ID], [EMAIL], MBR-1234');
+    expect(m.counts).toEqual({ email: 1, member_id: 1 });
+  });
+
+  it('refuses `hash` where no key exists, and patterns that are not RE2 or past their bounds', () => {
+    expect(privacyProblems({ mask: { email: 'hash' } }, 'privacy', false)).toEqual([
+      { path: 'privacy.mask', message: '`hash` needs a key, and the operator has not set SECRETS_KEY: use redact or keep_last' },
+    ]);
+    expect(privacyProblems({ mask: { email: 'hash' } }, 'privacy', true)).toEqual([]);
+    const many = Array.from({ length: 20 }, (_, i) => ({ name: `p${i}`, pattern: '[a-z]{200}' }));
+    expect(privacyProblems({ mask: {}, custom: many }, 'privacy', true).map((p) => p.path)).toEqual(['privacy.custom']);
   });
 
   it('reads national phone numbers for the regions of the agent’s languages', () => {

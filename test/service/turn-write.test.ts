@@ -31,6 +31,7 @@ describe('the write of a converse call', () => {
     const { write, response } = buildTurnWrite({
       tenantId: 'acme',
       agent,
+      masking: null,
       prior: null,
       conversationId: 'c1',
       userId: 'u1',
@@ -84,6 +85,7 @@ describe('the write of a converse call', () => {
     const first = buildTurnWrite({
       tenantId: 'acme',
       agent,
+      masking: null,
       prior: null,
       conversationId: 'c1',
       userId: 'u1',
@@ -101,6 +103,7 @@ describe('the write of a converse call', () => {
     const { write } = buildTurnWrite({
       tenantId: 'acme',
       agent,
+      masking: null,
       prior,
       conversationId: 'c1',
       userId: 'someone-else',

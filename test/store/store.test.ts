@@ -276,6 +276,7 @@ eachDatabase('migrations on $name', (database) => {
         '030_knowledge_web',
         '031_knowledge_snapshots',
         '032_knowledge_stats',
+        '033_tenant_privacy',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

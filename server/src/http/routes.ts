@@ -16,6 +16,7 @@ import { webhooksHandlers } from './handlers/webhooks.js';
 import { channelsHandlers } from './handlers/channels.js';
 import { keysHandlers } from './handlers/keys.js';
 import { secretsHandlers } from './handlers/secrets.js';
+import { privacyHandlers } from './handlers/privacy.js';
 import { knowledgeHandlers } from './handlers/knowledge.js';
 import { usageHandlers } from './handlers/usage.js';
 import { operationsHandlers } from './handlers/operations.js';
@@ -39,6 +40,7 @@ export function createRouter(services: Services, opts: { metricsToken: string | 
       ...channelsHandlers(services),
       ...keysHandlers(services),
       ...secretsHandlers(services),
+      ...privacyHandlers(services),
       ...knowledgeHandlers(services),
       ...usageHandlers(services),
     },

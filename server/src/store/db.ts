@@ -35,6 +35,7 @@ import * as m029 from './migrations/029_turn_citations.js';
 import * as m030 from './migrations/030_knowledge_web.js';
 import * as m031 from './migrations/031_knowledge_snapshots.js';
 import * as m032 from './migrations/032_knowledge_stats.js';
+import * as m033 from './migrations/033_tenant_privacy.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { PgClient, SqliteClient } from './knex-adapter.js';
 import { SqliteWriter } from './writer/sqlite-writer.js';
@@ -104,6 +105,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '030_knowledge_web': m030,
   '031_knowledge_snapshots': m031,
   '032_knowledge_stats': m032,
+  '033_tenant_privacy': m033,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -15,6 +15,7 @@ export const TENANT_TABLES = [
   'agent_test_suites',
   'api_keys',
   'tenant_secrets',
+  'tenant_privacy',
   'channels',
   'knowledge_sources',
   'knowledge_passages',

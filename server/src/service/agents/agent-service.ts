@@ -46,6 +46,8 @@ export interface AgentServiceOptions {
   words?: VectorsStatus;
   /** Told the bytes of each compiled version the cache lets go of, so that their memory is collected soon after; one watching this cache's bound by default. */
   released?: ReleasedBytes;
+  /** Whether a privacy policy's `hash` has a key (SECRETS_KEY). */
+  hashKeyed?: boolean;
 }
 
 /**
@@ -73,9 +75,8 @@ export function checkTestSteps(tests: TestCase[]): void {
 
 export class AgentService {
   /**
-   * Compiled versions are immutable, so an entry never goes stale; only memory bounds the cache
-   * (by bytes, not count: one large agent weighs as much as thousands of small ones). An
-   * evicted version is compiled again on its next message.
+   * Compiled versions are immutable, so an entry never goes stale; only bytes bound the cache (one
+   * large agent weighs as much as thousands of small ones). An evicted one compiles again when asked.
    */
   private readonly compiled: LRUCache<string, CompiledAgent>;
   /** Asks for a collection when evicted versions' buffers, not yet freed, pass the cache's slack (lib/collect.ts). */
@@ -123,7 +124,7 @@ export class AgentService {
     /** `note`: what made the version, kept beside it when the definition is a new one. */
     opts: { activate?: boolean; step?: StepInput; expectCurrent?: number | null; note?: string } = {},
   ): Promise<{ agent: Agent; changed: boolean; version: number; warnings: DefinitionWarning[]; release: ReleaseRow | null }> {
-    const problems = [...validateDefinition(definition), ...this.modelProblems(definition), ...privacyProblems(definition)];
+    const problems = [...validateDefinition(definition), ...this.modelProblems(definition), ...privacyProblems(definition.privacy, 'privacy', !!this.opts.hashKeyed)];
     if (problems.length) throw new DefinitionError(problems);
     const digest = sha256(canonicalJson(definition));
     const existing = await this.store.bySlug(tenantId, slug);

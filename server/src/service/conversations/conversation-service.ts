@@ -5,7 +5,8 @@ import type { ContextEnvelope, ConverseRequest, ConverseResponse } from '@switch
 import type { Channel, Conversation } from '../../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
-import { maskerFor } from '../privacy/policy.js';
+import { maskerOf } from '../privacy/policy.js';
+import type { PrivacyService } from '../privacy/privacy-service.js';
 import { startVersion } from '../releases/traffic-splits.js';
 import type { ReviewHourlyCap } from '../review/review-caps.js';
 import type { HttpActionRunner } from '../../actions/http-action.js';
@@ -63,6 +64,8 @@ export interface ConversationServiceOptions {
   maxStateBytes: number;
   /** Resolves the secrets a tenant's actions may read. */
   secrets: SecretService;
+  /** What each agent masks under its tenant's privacy policy. */
+  privacy: PrivacyService;
   /** What each turn's rendering may spend, and each tenant's share (shared with tests and replays). */
   renderBudgets: RenderBudgets;
   maxReplyBytes: number;
@@ -140,9 +143,8 @@ export class ConversationService {
       ? await this.agents.activeWithConversation(tenantId, call.slug, body.conversation_id)
       : { agent: await this.agents.active(tenantId, call.slug), conversation: undefined };
     if (body.version !== undefined) await this.checkChosenVersion(tenantId, agentRow.id, body);
-    const storageMs = ms(started);
-    if (!call.idempotencyKey)
-      return this.apply(call, { agentId: agentRow.id, currentVersion: agentRow.currentVersion, split: agentRow.split, started, storageMs, read });
+    const opened = { agentId: agentRow.id, currentVersion: agentRow.currentVersion, split: agentRow.split, started, storageMs: ms(started), read };
+    if (!call.idempotencyKey) return this.apply(call, opened);
 
     // A key is the caller's own: the same key from another user is another key.
     const userId = body.context?.context?.identity?.user_id ?? call.userIdHeader ?? null;
@@ -158,15 +160,7 @@ export class ConversationService {
       const stored = await replay();
       if (stored) return stored;
       try {
-        return await this.apply(call, {
-          agentId: agentRow.id,
-          currentVersion: agentRow.currentVersion,
-          split: agentRow.split,
-          started,
-          storageMs,
-          read,
-          idem: { key, hash },
-        });
+        return await this.apply(call, { ...opened, idem: { key, hash } });
       } catch (err) {
         // Another server process stored this key first: answer as it did.
         if (err instanceof DuplicateIdempotencyKeyError) return (await replay())!;
@@ -266,6 +260,7 @@ export class ConversationService {
         const { write, response } = buildTurnWrite({
           tenantId,
           agent,
+          masking: await this.opts.privacy.masking(tenantId, agent),
           prior,
           conversationId,
           userId: turnUser,
@@ -478,7 +473,7 @@ export class ConversationService {
         temperature: req.temperature,
         maxTokens: req.maxTokens,
         // Every call of the phase, tool-loop steps and passages included, sees masked text only (docs/privacy.md).
-        messages: (agent && maskerFor(agent)?.json(req.messages)) ?? req.messages,
+        messages: (agent && maskerOf(await this.opts.privacy.masking(tenantId, agent))?.json(req.messages)) ?? req.messages,
         tools: req.tools,
         onDelta: stream ? (text) => stream.delta(text) : undefined,
         maxTextBytes: this.opts.maxReplyBytes,

@@ -10,7 +10,8 @@ import { ConflictError, LimitError, NotFoundError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import { turnHash } from '../../lib/audit-chain.js';
 import { ERASURE } from './erasure.js';
-import { maskerFor } from '../privacy/policy.js';
+import { maskerOf } from '../privacy/policy.js';
+import type { PrivacyService } from '../privacy/privacy-service.js';
 import type { ConversationStore, ConversationUnit, TurnWrite } from '../../store/conversations/conversation-store.js';
 import type { AgentService } from '../agents/agent-service.js';
 
@@ -212,6 +213,8 @@ export interface LifecycleDeps {
   retention: RetentionPolicy;
   /** The conversation as the API shows it, after an operator's change. */
   detail: (tenantId: string, slug: string, id: string) => Promise<ConversationDetail>;
+  /** What each agent masks under its tenant's privacy policy. */
+  privacy: PrivacyService;
   maxTurns?: number;
 }
 
@@ -222,9 +225,10 @@ export class LifecycleService {
   private readonly retention: RetentionPolicy;
   private readonly detail: LifecycleDeps['detail'];
   private readonly maxTurns: number;
+  private readonly privacy: PrivacyService;
 
   constructor(deps: LifecycleDeps) {
-    ({ agents: this.agents, store: this.store, clock: this.clock, retention: this.retention, detail: this.detail } = deps);
+    ({ agents: this.agents, store: this.store, clock: this.clock, retention: this.retention, detail: this.detail, privacy: this.privacy } = deps);
     this.maxTurns = deps.maxTurns ?? Number.MAX_SAFE_INTEGER;
   }
 
@@ -294,7 +298,7 @@ export class LifecycleService {
       if (c.turnCount + 1 > this.maxTurns) throw new LimitError(`The conversation has reached its limit of ${this.maxTurns} turns`);
       const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
       // Kept masked under the agent's privacy policy (docs/privacy.md); a channel is sent the words as written.
-      const masker = maskerFor(agent);
+      const masker = maskerOf(await this.privacy.masking(target.tenantId, agent));
       const kept: TurnRow = masker ? { ...turn, message: masker.text(message) } : turn;
       // The operator's words are chained into the audit log like the dialogue's own turns.
       const audit: AuditDraft[] = [

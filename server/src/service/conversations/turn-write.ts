@@ -10,7 +10,7 @@ import type { TurnWrite } from '../../store/conversations/conversation-store.js'
 import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents/agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
-import { maskerFor, sensitiveFilled, slotPlaceholder } from '../privacy/policy.js';
+import { maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
 
 interface TurnTiming {
   total_ms: number;
@@ -23,6 +23,8 @@ interface TurnTiming {
 export interface TurnWriteInput {
   tenantId: string;
   agent: CompiledAgent;
+  /** What the agent masks under its tenant's privacy policy (PrivacyService.masking); null: nothing. */
+  masking: Masking | null;
   /** The conversation before the call; null for a new one. */
   prior: Conversation | null;
   conversationId: string;
@@ -47,10 +49,10 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   // With a privacy policy, what is kept is masked (docs/privacy.md): the turns, the audit, the
   // state and context, the inbox and the idempotency record. The turn itself ran on the real
   // values; the live response keeps them, for the one who typed them.
-  const said = maskerFor(agent);
-  const kept = maskerFor(agent);
+  const said = maskerOf(i.masking);
+  const kept = maskerOf(i.masking);
   // A sensitive slot's answer: the message that filled it is kept as its placeholder, and its value wherever it appears.
-  const filled = sensitiveFilled(agent, prior?.flow.slots ?? {}, i.result.flow.slots);
+  const filled = sensitiveFilled(i.masking, prior?.flow.slots ?? {}, i.result.flow.slots);
   for (const f of filled) for (const m of [said, kept]) m?.literal(f.value, slotPlaceholder(f.slot));
   if (said && filled.length) said.counts.sensitive = filled.length;
   const message = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : said ? said.text(i.message) : i.message;

@@ -8,7 +8,7 @@ import { SECRET_MASK, type CompiledAgent } from '../../engine/compile.js';
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
 import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../../engine/run.js';
 import type { RenderBudget } from '../../engine/templates.js';
-import { maskerFor, sensitiveFilled, slotPlaceholder } from '../privacy/policy.js';
+import { compileMasking, maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
 
@@ -22,6 +22,7 @@ export class OfflineConversation {
   private prior: TurnInput['prior'] = null;
   private readonly history: NonNullable<TurnInput['history']> = [];
   private readonly secrets: Record<string, string>;
+  private readonly masking: Masking | null;
 
   constructor(
     private readonly agent: CompiledAgent,
@@ -32,9 +33,12 @@ export class OfflineConversation {
       /** Route with server embeddings (replays, as the live conversation did); test conversations route with the agent's own router. */
       embeddings?: TurnInput['embeddings'];
       budgets?: TurnBudgets;
+      /** What is masked (a replay's: the tenant's policy under the agent's); the agent's own policy when absent. */
+      masking?: Masking | null;
     },
   ) {
     this.secrets = Object.fromEntries(agent.secretNames.map((n) => [n, SECRET_MASK]));
+    this.masking = base.masking !== undefined ? base.masking : compileMasking(agent, null, undefined);
   }
 
   /** Index of the next user turn when turns are only this conversation's own. */
@@ -74,8 +78,8 @@ export class OfflineConversation {
     }
     const r = step.value;
     // What the next turn reads is what a live conversation keeps: masked under a privacy policy (docs/privacy.md).
-    const kept = maskerFor(agent);
-    const filled = sensitiveFilled(agent, this.prior?.flow.slots ?? {}, r.flow.slots);
+    const kept = maskerOf(this.masking);
+    const filled = sensitiveFilled(this.masking, this.prior?.flow.slots ?? {}, r.flow.slots);
     for (const f of filled) kept?.literal(f.value, slotPlaceholder(f.slot));
     const said = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : kept ? kept.text(message) : message;
     this.history.push({ role: 'user', message: said }, { role: 'agent', message: kept ? kept.text(r.reply) : r.reply });

@@ -17,6 +17,7 @@ import type { ConversationService } from '../conversations/conversation-service.
 import { ERASURE } from '../conversations/erasure.js';
 import { JobRunner, type JobContext } from '../jobs/job-runner.js';
 import { OfflineConversation } from './offline-conversation.js';
+import type { PrivacyService } from '../privacy/privacy-service.js';
 import type { RenderBudgets } from '../render-budgets.js';
 
 /** The longest a replay runs; what is left is not replayed, and the replay fails saying so. */
@@ -115,6 +116,8 @@ export class ReplayService {
       store: ConversationStore;
       replays: ReplayStore;
       conversations: ConversationService;
+      /** What is masked: replays mask as live turns do. */
+      privacy: PrivacyService;
       clock: Clock;
       log: { warn(o: object, m: string): void };
       /** Render budgets of replayed turns: the tenant's share, as live turns (absent: a fresh turn budget each). */
@@ -262,6 +265,7 @@ export class ReplayService {
       llm: conversations.modelRouting,
       embeddings: conversations.embeddingsFor(agent),
       budgets,
+      masking: await this.deps.privacy.masking(tenantId, agent),
     });
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       check();

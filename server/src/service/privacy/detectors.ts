@@ -4,10 +4,13 @@
 // checksum), IP addresses and Spanish DNI/NIE (control letter); libphonenumber-js (Google's
 // libphonenumber metadata, the full set) for phone numbers. What no library decides is written
 // here and says why: the context rules that keep order, ticket and invoice numbers from being
-// taken for phone numbers, and the US SSN's structure (it has no checksum).
+// taken for phone numbers, the US SSN's structure (it has no checksum), and the words around a
+// birth date, a name and a street address (no library reads those in three languages offline:
+// names.ts says how they are found and what they miss).
 import { createRequire } from 'node:module';
 import type { CountryCode } from 'libphonenumber-js/max';
 import type Validator from 'validator';
+import { addresses, birthDates, names } from './names.js';
 
 // The two libraries, with libphonenumber's full metadata, take a quarter of a second to load: they
 // are loaded when a process first masks, so a command-line tool or a worker that never masks does
@@ -20,7 +23,7 @@ const libs = () =>
 /** Whether libphonenumber knows a region's phone numbers (a policy's `phone_regions`). */
 export const isPhoneRegion = (region: string): boolean => libs().phones.isSupportedCountry(region);
 
-export const PII_TYPES = ['email', 'iban', 'card', 'ssn', 'national_id', 'ip', 'phone'] as const;
+export const PII_TYPES = ['email', 'iban', 'card', 'ssn', 'national_id', 'ip', 'birth_date', 'phone', 'address', 'name'] as const;
 export type PiiType = (typeof PII_TYPES)[number];
 
 /** A value found: its type and where it is in the text. */
@@ -72,8 +75,17 @@ function matches(re: RegExp, text: string): { start: number; end: number; value:
 const before = (text: string, start: number, n = 32) => text.slice(Math.max(0, start - n), start);
 
 const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
+  birth_date: (text) => birthDates(text).map((m) => ({ type: 'birth_date' as const, ...m })),
+  address: (text) => addresses(text).map((m) => ({ type: 'address' as const, ...m })),
+  name: (text) => names(text).map((m) => ({ type: 'name' as const, ...m })),
   email: (text) => matches(EMAIL, text).flatMap((m) => (libs().validator.isEmail(m.value) ? [{ type: 'email' as const, start: m.start, end: m.end }] : [])),
-  card: (text) => matches(CARD, text).flatMap((m) => (isCard(m.value) ? [{ type: 'card' as const, start: m.start, end: m.end }] : [])),
+  // A 13-digit number after an identifier's word is a barcode (SKU 4307266969851, an EAN-13), not one of the old 13-digit Visa cards.
+  card: (text) =>
+    matches(CARD, text).flatMap((m) =>
+      isCard(m.value) && !(m.value.replace(/[ -]/g, '').length === 13 && BUSINESS.test(before(text, m.start)))
+        ? [{ type: 'card' as const, start: m.start, end: m.end }]
+        : [],
+    ),
   iban: (text) =>
     matches(IBAN, text).flatMap((m) => {
       // The pattern may take a word after the IBAN into its last group: the longest valid prefix wins.
@@ -112,11 +124,14 @@ function phones(text: string, regions: readonly CountryCode[]): Found[] {
       if (/[A-Za-z0-9#/-]/.test(prior)) continue;
       const head = before(text, f.startsAt);
       if (BUSINESS.test(head)) continue;
-      const written = text.slice(f.startsAt, f.endsAt);
+      // libphonenumber reads ", 10" after a number as an extension (the dialler's pause): a comma ends the number here (call 020 7946 0958, 10 Downing Street).
+      const pause = text.slice(f.startsAt, f.endsAt).search(/\s*[,;]/);
+      const end = pause > 0 ? f.startsAt + pause : f.endsAt;
+      const written = text.slice(f.startsAt, end);
       if (/^\d+$/.test(written) && !PHONE_WORDS.test(head)) continue;
       // A date (2026-11-28, 28.11.2026, 28/11/26) is none, nor the shape of an SSN (123-45-6789), whatever the metadata allows.
       if (/^(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[./-]\d{1,2}[./-]\d{2,4}|\d{3}[- ]\d{2}[- ]\d{4})$/.test(written)) continue;
-      out.set(f.startsAt, { type: 'phone', start: f.startsAt, end: f.endsAt });
+      out.set(f.startsAt, { type: 'phone', start: f.startsAt, end });
     }
   }
   return [...out.values()];

@@ -1,16 +1,29 @@
-// Masking (docs/privacy.md): what an agent's `privacy` policy does with each value the detectors
-// find. `redact` puts a typed placeholder in its place ([EMAIL]); `keep_last: n` keeps the last n
-// letters and digits after the type ([CARD …1111]); `keep` leaves it. A Masker counts what it
-// masked, by type, for the turn's audit and the metrics.
+// Masking (docs/privacy.md): what a privacy policy does with each value the detectors and the
+// policy's own patterns find. `redact` puts a typed placeholder in its place ([EMAIL]); `hash`
+// adds a keyed hash of the value, the same for the same value within a tenant ([EMAIL
+// #3f9a1c2b7d]); `keep_last: n` keeps the last n letters and digits ([CARD …1111]); `keep` leaves
+// it. A Masker counts what it masked, by type, for the turn's audit and the metrics.
+import { createHmac } from 'node:crypto';
 import type { CountryCode } from 'libphonenumber-js/max';
-import { detect, PII_TYPES, type PiiType } from './detectors.js';
+import type { RE2JS } from 're2js';
+import { detect, PII_TYPES, type Found, type PiiType } from './detectors.js';
 
-export type MaskMode = 'redact' | 'keep' | { keep_last: number };
+export type MaskMode = 'redact' | 'keep' | 'hash' | { keep_last: number };
 
-/** A compiled policy: a mode for each type it masks, and the regions national phone numbers are read for. */
+/** A pattern of the policy's own, masked under its name. */
+export interface CustomDetector {
+  name: string;
+  re: RE2JS;
+  mode: MaskMode;
+}
+
+/** A compiled policy: a mode for each type it masks, its own patterns, and the regions national phone numbers are read for. */
 export interface MaskPolicy {
   modes: Partial<Record<PiiType, MaskMode>>;
   regions: CountryCode[];
+  custom?: CustomDetector[];
+  /** The tenant's key for `hash` (derived from SECRETS_KEY); a policy with `hash` has one. */
+  hashKey?: Buffer;
 }
 
 /** The regions a language's national phone numbers are read for, when the policy names none. */
@@ -36,25 +49,44 @@ export function regionsFor(own: readonly string[] | undefined, languages: readon
   return out.size ? [...out] : ['US'];
 }
 
-const LABEL: Record<PiiType, string> = {
-  email: 'EMAIL',
-  card: 'CARD',
-  iban: 'IBAN',
-  ssn: 'SSN',
-  national_id: 'NATIONAL_ID',
-  ip: 'IP',
-  phone: 'PHONE',
-};
+/** What `hash` hashes: the value without case, spaces or punctuation, so 4111 1111… and 4111-1111… mask alike. */
+const normalised = (value: string) =>
+  value
+    .normalize('NFKC')
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}@.]/gu, '');
 
-function placeholder(type: PiiType, value: string, mode: Exclude<MaskMode, 'keep'>): string {
-  if (mode === 'redact') return `[${LABEL[type]}]`;
+function placeholder(type: string, value: string, mode: Exclude<MaskMode, 'keep'>, key: Buffer | undefined): string {
+  const label = type.toUpperCase();
+  // A policy with `hash` is refused where no key exists; one kept from before SECRETS_KEY was
+  // removed redacts (masked still, only no longer the same way across messages).
+  if (mode === 'redact' || (mode === 'hash' && !key)) return `[${label}]`;
+  if (mode === 'hash') {
+    const h = createHmac('sha256', key!)
+      .update(`${type}\0${normalised(value)}`)
+      .digest('hex')
+      .slice(0, 10);
+    return `[${label} #${h}]`;
+  }
   const kept = value.replace(/[^A-Za-z0-9]/g, '').slice(-mode.keep_last);
-  return `[${LABEL[type]} …${kept}]`;
+  return `[${label} …${kept}]`;
+}
+
+/** Where a policy's own pattern matches, as findings under its name. */
+function customFound(text: string, custom: readonly CustomDetector[], kept: { start: number; end: number; type: string }[]): void {
+  for (const c of custom) {
+    const m = c.re.matcher(text);
+    while (m.find()) {
+      const start = m.start();
+      const end = m.end();
+      if (end > start && !kept.some((k) => start < k.end && k.start < end)) kept.push({ type: c.name, start, end });
+    }
+  }
 }
 
 export class Masker {
   /** What this masker masked, by type (`sensitive`: values of sensitive slots). */
-  readonly counts: Partial<Record<PiiType | 'sensitive', number>> = {};
+  readonly counts: Partial<Record<string, number>> = {};
   private readonly types: Set<PiiType>;
   /** Values of sensitive slots and their placeholders, longest first. */
   private readonly literals: [string, string][] = [];
@@ -79,14 +111,19 @@ export class Masker {
       this.counts.sensitive = (this.counts.sensitive ?? 0) + parts.length - 1;
       s = parts.join(placeholder);
     }
-    if (!this.types.size) return s;
-    const found = detect(s, this.types, this.policy.regions);
+    const custom = this.policy.custom ?? [];
+    if (!this.types.size && !custom.length) return s;
+    const found: (Found | { type: string; start: number; end: number })[] = detect(s, this.types, this.policy.regions);
+    if (custom.length) {
+      customFound(s, custom, found);
+      found.sort((a, b) => a.start - b.start);
+    }
     if (!found.length) return s;
     let out = '';
     let at = 0;
     for (const f of found) {
-      const mode = this.policy.modes[f.type] as Exclude<MaskMode, 'keep'>;
-      out += s.slice(at, f.start) + placeholder(f.type, s.slice(f.start, f.end), mode);
+      const mode = (this.policy.modes[f.type as PiiType] ?? custom.find((c) => c.name === f.type)!.mode) as Exclude<MaskMode, 'keep'>;
+      out += s.slice(at, f.start) + placeholder(f.type, s.slice(f.start, f.end), mode, this.policy.hashKey);
       at = f.end;
       this.counts[f.type] = (this.counts[f.type] ?? 0) + 1;
     }

@@ -1,44 +1,42 @@
-// An agent's masking policy (its definition's `privacy`, and its sensitive slots), compiled once
-// per compiled version.
+// A privacy policy compiled for one agent (docs/privacy.md): the tenant's policy with the agent's
+// own over it, type by type, its patterns compiled within their bounds, and the agent's sensitive
+// slots. The PrivacyService builds one per compiled version and tenant policy revision.
 import type { CompiledAgent } from '../../engine/compile.js';
-import type { AgentDefinition } from '@switchboard/contract';
+import { compileBounded, PatternTooLargeError } from '../../engine/patterns.js';
+import type { PrivacyDef } from '@switchboard/contract';
 import type { FieldProblem } from '../../errors.js';
-import { isPhoneRegion } from './detectors.js';
-import { Masker, regionsFor, type MaskPolicy } from './mask.js';
+import { isPhoneRegion, PII_TYPES } from './detectors.js';
+import { Masker, regionsFor, type CustomDetector, type MaskPolicy } from './mask.js';
 
-interface Compiled {
+/** What an agent masks: the policy, and the slots whose answers are kept masked (`sensitive: true`). */
+export interface Masking {
   policy: MaskPolicy;
-  /** The slots whose answers are kept masked (`sensitive: true`). */
   sensitive: string[];
 }
 
-const compiled = new WeakMap<CompiledAgent, Compiled | null>();
+/** The compiled programs of one policy's patterns together, at most (each is bounded on its own too). */
+const MAX_CUSTOM_PROGRAM = 4000;
 
-function compiledOf(agent: CompiledAgent): Compiled | null {
-  let c = compiled.get(agent);
-  if (c === undefined) {
-    const def = agent.definition;
-    const sensitive = [...new Set(def.capabilities.flatMap((cap) => cap.phases.flatMap((p) => (p.collect?.sensitive ? [p.collect.slot] : []))))];
-    c =
-      def.privacy || sensitive.length
-        ? {
-            policy: {
-              modes: def.privacy?.mask ?? {},
-              regions: regionsFor(def.privacy?.phone_regions, [def.default_language, ...(def.widget?.languages ?? [])]),
-            },
-            sensitive,
-          }
-        : null;
-    compiled.set(agent, c);
+const usesHash = (def: PrivacyDef) => Object.values(def.mask).includes('hash') || (def.custom ?? []).some((c) => c.mode === 'hash');
+
+/** The agent's masking under the tenant's policy, or null when neither masks anything. */
+export function compileMasking(agent: CompiledAgent, tenant: PrivacyDef | null, hashKey: Buffer | undefined): Masking | null {
+  const def = agent.definition;
+  const own = def.privacy;
+  const sensitive = [...new Set(def.capabilities.flatMap((cap) => cap.phases.flatMap((p) => (p.collect?.sensitive ? [p.collect.slot] : []))))];
+  if (!own && !tenant && !sensitive.length) return null;
+  const modes = { ...tenant?.mask, ...own?.mask } as MaskPolicy['modes'];
+  const byName = new Map<string, CustomDetector>();
+  for (const c of [...(tenant?.custom ?? []), ...(own?.custom ?? [])]) {
+    byName.set(c.name, { name: c.name, re: compileBounded(c.pattern), mode: c.mode ?? 'redact' });
   }
-  return c;
+  const custom = [...byName.values()].filter((c) => c.mode !== 'keep');
+  const regions = regionsFor(own?.phone_regions ?? tenant?.phone_regions, [def.default_language, ...(def.widget?.languages ?? [])]);
+  return { policy: { modes, regions, custom, hashKey }, sensitive };
 }
 
-/** A fresh masker of the agent's policy (it counts what it masks), or null when the agent masks nothing. */
-export function maskerFor(agent: CompiledAgent): Masker | null {
-  const c = compiledOf(agent);
-  return c ? new Masker(c.policy) : null;
-}
+/** A fresh masker of the policy (it counts what it masks), or null when there is none. */
+export const maskerOf = (m: Masking | null): Masker | null => (m ? new Masker(m.policy) : null);
 
 /** The placeholder of a sensitive slot's answer: [DATE_OF_BIRTH]. */
 export const slotPlaceholder = (slot: string) => `[${slot.toUpperCase()}]`;
@@ -47,19 +45,48 @@ export const slotPlaceholder = (slot: string) => `[${slot.toUpperCase()}]`;
  * The agent's sensitive slots this turn filled (their value is new since the turn before, which
  * kept the others masked), with their values.
  */
-export function sensitiveFilled(agent: CompiledAgent, before: Record<string, unknown>, after: Record<string, unknown>): { slot: string; value: string }[] {
-  const c = compiledOf(agent);
-  if (!c?.sensitive.length) return [];
-  return c.sensitive.flatMap((slot) => {
+export function sensitiveFilled(m: Masking | null, before: Record<string, unknown>, after: Record<string, unknown>): { slot: string; value: string }[] {
+  if (!m?.sensitive.length) return [];
+  return m.sensitive.flatMap((slot) => {
     const v = after[slot];
     if (v === undefined || v === null || JSON.stringify(v) === JSON.stringify(before[slot])) return [];
     return [{ slot, value: typeof v === 'string' ? v : JSON.stringify(v) }];
   });
 }
 
-/** Phone regions libphonenumber does not know (checked by the service, where the detectors' libraries load, not in the engine). */
-export function privacyProblems(definition: AgentDefinition): FieldProblem[] {
-  return (definition.privacy?.phone_regions ?? []).flatMap((r, i) =>
-    isPhoneRegion(r) ? [] : [{ path: `privacy.phone_regions[${i}]`, message: `"${r}" is not a region whose phone numbers are known` }],
+/**
+ * What is wrong with a policy that its schema cannot say: phone regions libphonenumber does not
+ * know, patterns past their bounds or not RE2, a pattern named as a built-in type or twice, and
+ * `hash` where the operator has set no SECRETS_KEY to key it.
+ */
+export function privacyProblems(def: PrivacyDef | undefined, path: string, hashKeyed: boolean): FieldProblem[] {
+  if (!def) return [];
+  const problems: FieldProblem[] = (def.phone_regions ?? []).flatMap((r, i) =>
+    isPhoneRegion(r) ? [] : [{ path: `${path}.phone_regions[${i}]`, message: `"${r}" is not a region whose phone numbers are known` }],
   );
+  const seen = new Set<string>();
+  let program = 0;
+  (def.custom ?? []).forEach((c, i) => {
+    const at = `${path}.custom[${i}]`;
+    if ((PII_TYPES as readonly string[]).includes(c.name) || c.name === 'sensitive')
+      problems.push({ path: `${at}.name`, message: `"${c.name}" is a built-in type: name the pattern otherwise` });
+    else if (seen.has(c.name)) problems.push({ path: `${at}.name`, message: `"${c.name}" names two patterns` });
+    seen.add(c.name);
+    try {
+      program += compileBounded(c.pattern).programSize();
+    } catch (err) {
+      const why = err instanceof PatternTooLargeError ? err.message : `not an RE2 pattern: ${(err as Error).message}`;
+      problems.push({ path: `${at}.pattern`, message: why });
+    }
+  });
+  if (program > MAX_CUSTOM_PROGRAM) {
+    problems.push({
+      path: `${path}.custom`,
+      message: `the patterns compile to ${program} instructions together, more than ${MAX_CUSTOM_PROGRAM}: use fewer or smaller ones`,
+    });
+  }
+  if (!hashKeyed && usesHash(def)) {
+    problems.push({ path: `${path}.mask`, message: '`hash` needs a key, and the operator has not set SECRETS_KEY: use redact or keep_last' });
+  }
+  return problems;
 }
