@@ -389,7 +389,7 @@ describe('npm run agents', () => {
       // Released through the example agent's gates, rolled back, split, promoted: each printed, each recorded.
       const released = await cli('activate', 'acme-support', '3', ...on);
       expect(released.stdout).toContain('activated acme-support version 3 (was 1)');
-      expect(released.stdout).toMatch(/^ {2}pass {2}tests: 8 of 8 pass \(all must\)$/m);
+      expect(released.stdout).toMatch(/^ {2}pass {2}tests: 9 of 9 pass \(all must\)$/m);
       expect(released.stdout).toMatch(/^ {2}pass {2}labelled accuracy on reviewed messages: 100% of 3 \(at least 90%, not below the current \d+(\.\d+)?%\)$/m);
       const rolled = (await cli('activate', 'acme-support', '1', ...on)).stdout;
       expect(rolled).toContain('rolled back acme-support version 1 (was 3)');
@@ -402,7 +402,7 @@ describe('npm run agents', () => {
       writeFileSync(broken, readFileSync(EXAMPLE, 'utf8').replace('shipped on {{', 'left us on {{'));
       const refused = await cli('apply', ...on, broken).catch((e) => e);
       expect(refused.code).toBe(1);
-      expect(refused.stderr).toMatch(/^ {2}FAIL {2}tests: 7 of 8 pass \(all must\); failing: shipped order$/m);
+      expect(refused.stderr).toMatch(/^ {2}FAIL {2}tests: 8 of 9 pass \(all must\); failing: shipped order$/m);
       // The file lacks the reviewed examples version 3 has: the reviewed messages regress too.
       expect(refused.stderr).toMatch(/^ {2}FAIL {2}labelled accuracy on reviewed messages: 33\.33% of 3 \(at least 90%, not below the current 100%\)$/m);
       expect(refused.stderr).toContain(
@@ -422,8 +422,8 @@ describe('npm run agents', () => {
   it("runs the example agents' test files in memory, and reports a failing step readably, with a JUnit file", async () => {
     const ok = await cli('test', 'agents/', '--junit', join(dir, 'ok.xml'));
     expect(ok.stdout).toContain('✓ shipped order');
-    expect(ok.stdout).toMatch(/^11 passed, 0 failed \(2 file\(s\)\)$/m);
-    expect(readFileSync(join(dir, 'ok.xml'), 'utf8')).toContain('<testsuites tests="11" failures="0" errors="0"');
+    expect(ok.stdout).toMatch(/^12 passed, 0 failed \(2 file\(s\)\)$/m);
+    expect(readFileSync(join(dir, 'ok.xml'), 'utf8')).toContain('<testsuites tests="12" failures="0" errors="0"');
     const tests = join(dir, 'acme-support.test.yaml');
     writeFileSync(join(dir, 'acme-support.yaml'), readFileSync(EXAMPLE, 'utf8'));
     writeFileSync(

@@ -176,6 +176,12 @@ export const HttpActionDef = z
       .record(z.unknown())
       .optional()
       .describe("JSON Schema (an object) of the tool's arguments, readable by the templates as `args`; needed to offer the action as a tool"),
+    real_values: z
+      .boolean()
+      .optional()
+      .describe(
+        "A model's call of this tool gets the real values behind the placeholders the model was shown ([EMAIL_1]) in its arguments, in the turn they were typed (docs/privacy.md); otherwise the placeholders as written",
+      ),
   })
   .strict();
 

@@ -11,6 +11,15 @@ const Expectation = z
     outcome: z.string().nullable().optional(),
     reply: z.string().max(2000).optional().describe('A substring of the reply, or /regex/flags (RE2 syntax; flag i)'),
     slots: z.record(z.unknown()).optional().describe('Slots that must hold these values'),
+    kept: z
+      .string()
+      .max(4000)
+      .optional()
+      .describe("A substring of the user's message as the agent's privacy policy keeps it (docs/privacy.md), or /regex/flags: [CARD …1111]"),
+    masked: z
+      .record(z.string(), z.number().int().min(0))
+      .optional()
+      .describe("What the agent's privacy policy masked in the turn's two messages, by type: { card: 1 } (a type left out is not checked; 0: none)"),
   })
   .strict();
 
@@ -77,6 +86,8 @@ const Observed = z.object({
   status: z.string(),
   outcome: z.string().nullable(),
   slots: z.record(z.unknown()),
+  kept: z.string().optional().describe("The user's message as the agent's privacy policy keeps it (only for an agent with one)"),
+  masked: z.record(z.string(), z.number().int()).optional().describe('What the policy masked in the two messages, by type (only for an agent with one)'),
 });
 
 export const TestResults = z

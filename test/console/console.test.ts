@@ -119,6 +119,9 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
     await say('100001', order.conversation_id);
     ids.completed = order.conversation_id;
     ids.escalated = (await say('talk to a human')).conversation_id;
+    // The tenant masks e-mail addresses: the escalated conversation keeps one masked, and says so.
+    expect((await server.sb.api.putPrivacyPolicy({ body: { mask: { email: 'redact' } } })).status).toBe(200);
+    await say('my address is jane.doe@example.com', ids.escalated);
   }, 60_000);
   afterAll(async () => close?.());
   afterEach(async (ctx) => {
@@ -201,6 +204,8 @@ describe.skipIf(!hasBrowser)('the console in Chromium', () => {
   it('answers an escalated conversation as a person and closes it', async () => {
     await page.goto(url(`/agents/support/conversations/${ids.escalated}`));
     await page.getByRole('heading', { name: 'Answer as a person' }).waitFor();
+    expect(await page.locator('.transcript').textContent()).toContain('my address is [EMAIL]');
+    expect(await page.locator('.entry-turn_timing .masked').allTextContents()).toEqual(['Masked: email 1']);
     await page.getByLabel('Reply').fill('Hello, this is Dana from support. How can I help?');
     await page.getByLabel('Written by').fill('dana');
     await accessible();

@@ -6,6 +6,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { App } from '../../server/src/app.js';
 import type { Config } from '../../server/src/config.js';
 import type { Clock } from '../../server/src/lib/clock.js';
+import type { Logger } from 'pino';
 import type { Database } from '../../server/src/store/db.js';
 import type { TestDatabase } from './databases.js';
 import { createSwitchboardClient, type SwitchboardClient } from '../../client/src/index.js';
@@ -24,6 +25,8 @@ export interface FixtureOptions {
   tenant?: string;
   config?: Lazy<Partial<Config>>;
   clock?: Clock;
+  /** The app's logger (silent when absent). */
+  logger?: Logger;
 }
 
 const read = <T>(v: Lazy<T>): T => (typeof v === 'function' ? (v as () => T)() : v);
@@ -36,7 +39,7 @@ export function appFixture(database: TestDatabase, opts: FixtureOptions = {}): F
     const created = await database.create();
     drop = created.drop;
     f.db = created.db;
-    f.app = testApp(created.db, read(opts.config ?? {}), opts.clock);
+    f.app = testApp(created.db, read(opts.config ?? {}), opts.clock, opts.logger);
     for (const [slug, def] of Object.entries(read(opts.agents ?? {}))) {
       await request(f.app.app)
         .put(`/api/v1/agents/${slug}`)

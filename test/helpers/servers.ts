@@ -1,7 +1,7 @@
 // Test HTTP servers: an app on a fresh database, and a recording backend for actions.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo } from 'node:net';
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import { createApp, type App } from '../../server/src/app.js';
 import { loadConfig, type Config } from '../../server/src/config.js';
 import type { Clock } from '../../server/src/lib/clock.js';
@@ -15,8 +15,8 @@ export function testConfig(overrides: Partial<Config> = {}): Config {
   );
 }
 
-export function testApp(db: Database, overrides: Partial<Config> = {}, clock?: Clock): App {
-  return createApp(testConfig(overrides), { db, logger: pino({ level: 'silent' }), clock, actionRetryBaseMs: 5 });
+export function testApp(db: Database, overrides: Partial<Config> = {}, clock?: Clock, logger: Logger = pino({ level: 'silent' })): App {
+  return createApp(testConfig(overrides), { db, logger, clock, actionRetryBaseMs: 5 });
 }
 
 export interface Backend {

@@ -2,13 +2,15 @@
 // policy runs its turn on the real values (a slot, an action's request, the live reply), while
 // every table of the database holds only the masked form and the audit chain over it verifies;
 // a generative phase's every model call, the tool loop's included, sees masked text only.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import * as tracer from '../../server/src/lib/tracer.js';
 import request from 'supertest';
 import type { AgentDefinitionInput } from '@switchboard/contract';
 import { eachDatabase, warnIfPostgresSkipped } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { json, startBackend, type Backend } from '../helpers/servers.js';
+import { pino } from 'pino';
 
 warnIfPostgresSkipped();
 
@@ -18,7 +20,7 @@ const CARD = '4111 1111 1111 1111';
 const PHONE = '+44 20 7946 0958';
 const IBAN = 'DE89 3704 0044 0532 0130 00';
 /** Every form a value could be kept in. */
-const VALUES = [EMAIL, CARD, CARD.replace(/ /g, ''), PHONE, '2079460958', IBAN, IBAN.replace(/ /g, '')];
+const VALUES = [EMAIL, encodeURIComponent(EMAIL), CARD, CARD.replace(/ /g, ''), PHONE, '2079460958', IBAN, IBAN.replace(/ /g, '')];
 
 const privacy = { mask: { email: 'redact', phone: { keep_last: 4 }, card: { keep_last: 4 }, iban: 'redact' } } as const;
 
@@ -38,8 +40,10 @@ const contactDesk = (base: string): AgentDefinitionInput => ({
     },
   ],
   actions: {
-    save_contact: { type: 'http', method: 'POST', url: `${base}/contacts`, body: { email: '{{ slots.email }}' } },
+    // The address in the URL as well: a trace shows the URL an action called.
+    save_contact: { type: 'http', method: 'POST', url: `${base}/contacts?email={{ slots.email | url_encode }}`, body: { email: '{{ slots.email }}' } },
   },
+  webhooks: [{ url: `${base}/hooks`, events: ['conversation.completed'] }],
 });
 
 const assistant = (base: string): AgentDefinitionInput => ({
@@ -50,7 +54,7 @@ const assistant = (base: string): AgentDefinitionInput => ({
     {
       name: 'orders',
       examples: ['where is my order', 'my order has not arrived', 'order status please', 'track my parcel', 'when will my order come'],
-      phases: [{ id: 'assist', generate: { instructions: 'Help with orders.', tools: ['get_order'], max_steps: 3 } }],
+      phases: [{ id: 'assist', generate: { instructions: 'Help with orders.', tools: ['get_order', 'send_receipt', 'log_note'], max_steps: 3 } }],
     },
   ],
   actions: {
@@ -60,6 +64,24 @@ const assistant = (base: string): AgentDefinitionInput => ({
       parameters: { type: 'object', properties: { order_id: { type: 'string', pattern: '^[0-9]{6}$' } }, required: ['order_id'], additionalProperties: false },
       method: 'GET',
       url: `${base}/orders/{{ args.order_id }}`,
+    },
+    // Takes the real values behind the placeholders the model was shown; log_note does not.
+    send_receipt: {
+      type: 'http',
+      description: 'E-mail the receipt',
+      parameters: { type: 'object', properties: { email: { type: 'string' } }, required: ['email'], additionalProperties: false },
+      method: 'POST',
+      url: `${base}/receipts`,
+      body: { email: '{{ args.email }}' },
+      real_values: true,
+    },
+    log_note: {
+      type: 'http',
+      description: 'Note something about the customer',
+      parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false },
+      method: 'POST',
+      url: `${base}/notes`,
+      body: { text: '{{ args.text }}' },
     },
   },
 });
@@ -95,7 +117,10 @@ eachDatabase('privacy masking on $name', (database) => {
     await llm?.close();
     await backend?.close();
   });
+  // Every log line, at debug level.
+  const logLines: string[] = [];
   const f = appFixture(database, {
+    logger: pino({ level: 'debug' }, { write: (line: string) => void logLines.push(line) }),
     config: () => ({
       llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
       actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
@@ -141,7 +166,7 @@ eachDatabase('privacy masking on $name', (database) => {
     const second = await api().post('/api/v1/agents/contact/converse').set(T).send({ conversation_id: conversation, message: EMAIL });
     expect(second.status).toBe(200);
     // The turn used the real address: the action received it, and the live reply says it.
-    expect(JSON.parse(backend.requests.find((r) => r.url === '/contacts')!.body)).toEqual({ email: EMAIL });
+    expect(JSON.parse(backend.requests.find((r) => r.url!.startsWith('/contacts'))!.body)).toEqual({ email: EMAIL });
     expect(second.body.response.message).toBe(`Saved: we will write to ${EMAIL}. Order 100001 is on its way.`);
 
     expect(await leaks()).toEqual([]);
@@ -179,8 +204,35 @@ eachDatabase('privacy masking on $name', (database) => {
     const sent = JSON.stringify(llm.calls.map((c) => c.body));
     for (const v of VALUES) expect(sent, v).not.toContain(v);
     // The model saw the placeholders, in the user's message and in the tool's result.
-    expect(JSON.stringify(llm.calls[0].body.messages)).toContain('my email is [EMAIL] and card [CARD …1111]');
-    expect(JSON.stringify(llm.calls[1].body.messages)).toContain('[PHONE …0958]');
+    // Numbered: one value has one placeholder in all the turn's calls.
+    expect(JSON.stringify(llm.calls[0].body.messages)).toContain('my email is [EMAIL_1] and card [CARD_1 …1111]');
+    expect(JSON.stringify(llm.calls[1].body.messages)).toContain('[PHONE_1 …0958]');
+    expect(JSON.stringify(llm.calls[1].body.messages)).toContain('"email\\":\\"[EMAIL_1]');
+    expect(await leaks()).toEqual([]);
+  });
+
+  it('gives a tool that takes real values the value behind its placeholder, and any other tool the placeholder', async () => {
+    llm.reset();
+    llm.script(
+      {
+        toolCalls: [
+          { name: 'send_receipt', arguments: { email: '[EMAIL_1]' } },
+          { name: 'log_note', arguments: { text: 'receipt asked for at [EMAIL_1]' } },
+        ],
+      },
+      { text: 'The receipt is on its way.' },
+    );
+    backend.requests.length = 0;
+    const r = await api()
+      .post('/api/v1/agents/assistant/converse')
+      .set(T)
+      .send({ message: `where is my order? send the receipt to ${EMAIL}` });
+    expect(r.status).toBe(200);
+    expect(JSON.stringify(llm.calls[0].body.messages)).toContain(`send the receipt to [EMAIL_1]`);
+    expect(JSON.parse(backend.requests.find((q) => q.url === '/receipts')!.body)).toEqual({ email: EMAIL });
+    expect(JSON.parse(backend.requests.find((q) => q.url === '/notes')!.body)).toEqual({ text: 'receipt asked for at [EMAIL_1]' });
+    // What the model was sent after the tools ran holds no value either, and nothing kept does.
+    expect(JSON.stringify(llm.calls[1].body)).not.toContain(EMAIL);
     expect(await leaks()).toEqual([]);
   });
 
@@ -211,6 +263,49 @@ eachDatabase('privacy masking on $name', (database) => {
     expect(await leaks()).toEqual([]);
     const verified = (await api().get(`/api/v1/agents/contact/conversations/${open}/audit-logs/verify`).set(T).expect(200)).body;
     expect(verified).toMatchObject({ valid: true });
+  });
+
+  it('lets a test conversation assert what is kept, and says what differs', async () => {
+    const r = await api()
+      .post('/api/v1/agents/contact/tests')
+      .set(T)
+      .send({
+        tests: [
+          {
+            name: 'masked',
+            actions: { save_contact: { status: 201, body: {} } },
+            steps: [
+              { user: `card ${CARD}, phone ${PHONE}`, expect: { kept: 'card [CARD …1111], phone [PHONE …0958]', masked: { card: 1, phone: 1, email: 0 } } },
+              { user: EMAIL, expect: { kept: EMAIL, masked: { email: 1 } } },
+            ],
+          },
+        ],
+      })
+      .expect(200);
+    const [first, second] = r.body.results[0].steps;
+    expect(first).toMatchObject({ passed: true, actual: { kept: 'card [CARD …1111], phone [PHONE …0958]', masked: { card: 1, phone: 1 } } });
+    // The address is masked in the message and in the reply that repeats it: the test's expectations were wrong.
+    expect(second.failures).toEqual([`kept: expected ${EMAIL}, got "[EMAIL]"`, 'masked.email: expected 1, got 2']);
+  });
+
+  it('sends none of the values in a webhook, a log line at debug level, or a traced URL', async () => {
+    const sent = await f.app.webhooks.runOnce();
+    expect(sent.delivered).toBeGreaterThan(0);
+    const hooks = backend.requests.filter((r) => r.url === '/hooks');
+    expect(hooks.length).toBeGreaterThan(0);
+    for (const v of VALUES) expect(hooks.map((h) => h.body).join('\n'), v).not.toContain(v);
+    expect(logLines.length).toBeGreaterThan(10);
+    for (const v of VALUES) expect(logLines.join(''), v).not.toContain(v);
+    // The URL a trace shows for the action's call, as http-action.ts gives it to the tracer.
+    const traced: string[] = [];
+    const runs = vi.spyOn(tracer, 'withRedactedUrl').mockImplementation((url, fn) => (traced.push(url), fn()));
+    try {
+      const open = (await api().post('/api/v1/agents/contact/converse').set(T).send({ message: 'update my details' }).expect(200)).body.conversation_id;
+      await api().post('/api/v1/agents/contact/converse').set(T).send({ conversation_id: open, message: EMAIL }).expect(200);
+    } finally {
+      runs.mockRestore();
+    }
+    expect(traced).toEqual([`${backend.url}/contacts?email=[EMAIL]`]);
   });
 
   it('refuses a phone region it does not know', async () => {

@@ -154,6 +154,12 @@ describe('the masker', () => {
     expect(m.counts).toEqual({ card: 1, email: 1, phone: 1 });
   });
 
+  it('reads a percent-encoded value decoded, as an action URL holds it', () => {
+    const m = masker();
+    expect(m.text('https://crm.example.com/customers?email=jane.doe%40example.com&n=1')).toBe('https://crm.example.com/customers?email=[EMAIL]&n=1');
+    expect(m.text('50% off, 100%')).toBe('50% off, 100%');
+  });
+
   it('masks every string of a JSON value and leaves its keys and other values', () => {
     const m = masker();
     expect(m.json({ 'a@b.co': ['x a@b.co', 3, null, { ok: true }] })).toEqual({ 'a@b.co': ['x [EMAIL]', 3, null, { ok: true }] });

@@ -73,6 +73,13 @@ const PARTS = [
 ] as const;
 
 /** A turn's time split into its parts, as one bar. */
+/** What a privacy policy masked in the entry's messages, by type: counts, never values (docs/privacy.md). */
+function Masked({ counts }: { counts?: Record<string, number> }) {
+  const entries = Object.entries(counts ?? {});
+  if (!entries.length) return null;
+  return <p class="masked">Masked: {entries.map(([type, n]) => `${type.replace(/_/g, ' ')} ${n}`).join(', ')}</p>;
+}
+
 function TimingBar({ data }: { data: Timing }) {
   const total = Math.max(data.total_ms, 0.001);
   const parts = PARTS.map(([k, label]) => ({ label, ms: data[k] ?? 0 })).filter((p) => p.ms > 0);
@@ -182,7 +189,12 @@ function EntryBody({ e }: { e: AuditEntry }) {
         </p>
       );
     case 'turn_timing':
-      return <TimingBar data={e.data} />;
+      return (
+        <>
+          <TimingBar data={e.data} />
+          <Masked counts={e.data.masked} />
+        </>
+      );
     case 'slot_filled':
       return (
         <p>
@@ -190,7 +202,12 @@ function EntryBody({ e }: { e: AuditEntry }) {
         </p>
       );
     case 'operator_message':
-      return <p>Written by {e.data.author}</p>;
+      return (
+        <>
+          <p>Written by {e.data.author}</p>
+          <Masked counts={e.data.masked} />
+        </>
+      );
     case 'error':
       return (
         <p class="bad">

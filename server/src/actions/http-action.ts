@@ -86,7 +86,11 @@ export class HttpActionRunner {
    * the entry shows the request as rendered with masks, and what comes back has every secret
    * value, in the forms an echoing server would return it, replaced by the mask.
    */
-  async run(req: ActionRequest, meta: { tenantId: string; turnIndex: number; now: () => string }): Promise<{ result: ActionResult; audit: AuditDraft }> {
+  async run(
+    req: ActionRequest,
+    /** `traced`: the URL as a trace may show it (secrets already masked; personal data masked by the tenant's privacy policy). */
+    meta: { tenantId: string; turnIndex: number; now: () => string; traced?: (url: string) => string },
+  ): Promise<{ result: ActionResult; audit: AuditDraft }> {
     const masker = new Masker(req.secretValues);
     const started = performance.now();
     const startedAt = meta.now();
@@ -118,7 +122,9 @@ export class HttpActionRunner {
           async () => {
             attempts++;
             // Traced as the audit log shows it: secrets masked.
-            return await withRedactedUrl(req.masked.url, () => this.once(url, req.method, headers, body, req.action.timeoutMs, meta.tenantId));
+            return await withRedactedUrl(meta.traced ? meta.traced(req.masked.url) : req.masked.url, () =>
+              this.once(url, req.method, headers, body, req.action.timeoutMs, meta.tenantId),
+            );
           },
           {
             retries: req.action.retries,

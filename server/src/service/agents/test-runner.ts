@@ -37,6 +37,20 @@ function compare(expect: NonNullable<TestCase['steps'][number]['expect']>, actua
       out.push(`reply: ${expect.reply} is not a valid pattern (${(e as Error).message})`);
     }
   }
+  if (expect.kept !== undefined) {
+    if (actual.kept === undefined) out.push('kept: the agent has no privacy policy, so the message is kept as typed');
+    else {
+      try {
+        if (!replyMatches(expect.kept, actual.kept)) out.push(`kept: expected ${expect.kept}, got ${JSON.stringify(actual.kept)}`);
+      } catch (e) {
+        out.push(`kept: ${expect.kept} is not a valid pattern (${(e as Error).message})`);
+      }
+    }
+  }
+  for (const [type, n] of Object.entries(expect.masked ?? {})) {
+    const got = actual.masked?.[type] ?? 0;
+    if (got !== n) out.push(`masked.${type}: expected ${n}, got ${got}`);
+  }
   for (const [slot, value] of Object.entries(expect.slots ?? {})) {
     if (!same(actual.slots[slot], value)) out.push(`slots.${slot}: expected ${JSON.stringify(value)}, got ${JSON.stringify(actual.slots[slot] ?? null)}`);
   }
@@ -124,6 +138,7 @@ async function runOne(agent: CompiledAgent, test: TestCase, clock: () => Date, b
       status: r.status,
       outcome: r.outcome,
       slots: r.flow.slots,
+      ...(conversation.kept ? { kept: conversation.kept.message, masked: conversation.kept.masked } : {}),
     };
     const failures = step.expect ? compare(step.expect, actual) : [];
     const routing = routingOf(r.audit);

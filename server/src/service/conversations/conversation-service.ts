@@ -5,7 +5,8 @@ import type { ContextEnvelope, ConverseRequest, ConverseResponse } from '@switch
 import type { Channel, Conversation } from '../../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
-import { maskerOf } from '../privacy/policy.js';
+import { maskerOf, type Masking } from '../privacy/policy.js';
+import { ModelCalls } from './model-calls.js';
 import type { PrivacyService } from '../privacy/privacy-service.js';
 import { startVersion } from '../releases/traffic-splits.js';
 import type { ReviewHourlyCap } from '../review/review-caps.js';
@@ -15,8 +16,6 @@ import {
   runTurn,
   scoreWith,
   type EngineReply,
-  type LlmCallReply,
-  type LlmCallRequest,
   type LlmRouteReply,
   type EmbedReply,
   type EmbedRequest,
@@ -27,7 +26,7 @@ import {
   type TurnResult,
 } from '../../engine/run.js';
 import type { LlmRouter } from '../../actions/llm-router.js';
-import { ModelRefusal, type ModelGate } from '../model-gate.js';
+import type { ModelGate } from '../model-gate.js';
 import type { Scored } from '../../engine/router/index.js';
 import { ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError, PayloadTooLargeError, UnavailableError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical.js';
@@ -97,13 +96,18 @@ function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope 
 }
 
 export class ConversationService {
+  /** The model calls of generative phases (replays make theirs here too). */
+  readonly models: ModelCalls;
+
   constructor(
     private readonly agents: AgentService,
     private readonly store: ConversationStore,
     private readonly actions: HttpActionRunner,
     private readonly clock: Clock,
     private readonly opts: ConversationServiceOptions,
-  ) {}
+  ) {
+    this.models = new ModelCalls(opts);
+  }
 
   converse(call: ConverseCall): Promise<ConverseResponse> {
     return inSpan('switchboard.converse', { 'switchboard.tenant': call.tenantId, 'switchboard.agent': call.slug }, async (span) => {
@@ -227,8 +231,10 @@ export class ConversationService {
                 message: r.message,
               }))
             : undefined;
+        const masking = await this.opts.privacy.masking(tenantId, agent);
         const { result, routingMs, engineMs, actionsMs, llmMs } = await this.runEngine(agent, prior, {
           tenantId,
+          masking,
           secrets,
           conversationId,
           message: body.message,
@@ -260,7 +266,7 @@ export class ConversationService {
         const { write, response } = buildTurnWrite({
           tenantId,
           agent,
-          masking: await this.opts.privacy.masking(tenantId, agent),
+          masking,
           prior,
           conversationId,
           userId: turnUser,
@@ -321,6 +327,7 @@ export class ConversationService {
     prior: Conversation | null,
     t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now' | 'history'> & {
       tenantId: string;
+      masking: Masking | null;
       onDelta?: (text: string) => void;
       /** Called before each effect outside the process, and before a streamed reply is sent (ConversationUnit.beforeEffect). */
       beforeEffect: () => Promise<void>;
@@ -340,6 +347,11 @@ export class ConversationService {
       return out;
     };
     const budget = this.opts.renderBudgets.forTurn(t.tenantId);
+    // One masker for the turn's model calls, so a value has one numbered placeholder in all of them.
+    const forModel = maskerOf(t.masking, { numbered: true });
+    // An action's URL in a trace is masked too (its audit entry is, when the turn is written).
+    const forTrace = maskerOf(t.masking);
+    const traced = forTrace ? (url: string) => forTrace.text(url) : undefined;
     const gen = runTurn({
       agent,
       prior: prior && {
@@ -376,11 +388,13 @@ export class ConversationService {
       let reply: EngineReply;
       if (request.kind === 'action') {
         reply = await inSpan('switchboard.action', { 'switchboard.action': request.action.name }, () =>
-          this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()) }),
+          this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()), traced }),
         );
         actionsMs += ms(a);
       } else if (request.kind === 'llm_call') {
-        reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () => this.callModel(request, t.tenantId, stream, agent));
+        reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () =>
+          this.models.call(request, t.tenantId, stream, agent, forModel),
+        );
         modelMs += ms(a);
       } else if (request.kind === 'embed') {
         reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
@@ -451,43 +465,5 @@ export class ConversationService {
     const { llm, gate } = this.opts;
     if (!llm || !gate) return Promise.resolve({ capability: null, model: 'none', durationMs: 0, error: 'no provider' });
     return llm.route(req, (r) => gate.complete(tenantId, r));
-  }
-
-  /**
-   * One model call of a generative phase, through the model gate (allowed models, input cap, the
-   * tenant's daily tokens reserved and settled, a fair share of the model server). A streamed
-   * turn first sends what it said before the call, then the model's words as they come.
-   */
-  async callModel(req: LlmCallRequest, tenantId: string, streamed?: ReplyStream, agent?: CompiledAgent): Promise<LlmCallReply> {
-    const started = performance.now();
-    // A held answer (a grounded phase's) is checked before it is said: it reaches a stream with the turn's reply, not as written.
-    const stream = req.hold ? undefined : streamed;
-    const gate = this.opts.gate;
-    const model = req.model ?? gate?.model ?? 'none';
-    if (!gate) return { ok: false, code: 'llm_error', error: 'no language model is configured on this server (LLM_URL)', model, durationMs: 0 };
-    stream?.sync(req.said);
-    stream?.begin();
-    try {
-      const c = await gate.complete(tenantId, {
-        model: req.model ?? undefined,
-        temperature: req.temperature,
-        maxTokens: req.maxTokens,
-        // Every call of the phase, tool-loop steps and passages included, sees masked text only (docs/privacy.md).
-        messages: (agent && maskerOf(await this.opts.privacy.masking(tenantId, agent))?.json(req.messages)) ?? req.messages,
-        tools: req.tools,
-        onDelta: stream ? (text) => stream.delta(text) : undefined,
-        maxTextBytes: this.opts.maxReplyBytes,
-      });
-      return {
-        ok: true,
-        ...c,
-        model: c.model || model,
-        durationMs: ms(started),
-        streamed: stream !== undefined,
-      };
-    } catch (e) {
-      const code = e instanceof ModelRefusal ? e.code : 'llm_error';
-      return { ok: false, code, error: (e as Error).message, model, durationMs: ms(started) };
-    }
   }
 }

@@ -23,6 +23,8 @@ export class OfflineConversation {
   private readonly history: NonNullable<TurnInput['history']> = [];
   private readonly secrets: Record<string, string>;
   private readonly masking: Masking | null;
+  /** The last turn's user message as kept, and what was masked in its two messages; null without a policy. */
+  kept: { message: string; masked: Record<string, number> } | null = null;
 
   constructor(
     private readonly agent: CompiledAgent,
@@ -78,11 +80,15 @@ export class OfflineConversation {
     }
     const r = step.value;
     // What the next turn reads is what a live conversation keeps: masked under a privacy policy (docs/privacy.md).
+    // The two messages as buildTurnWrite keeps them, counted apart from the state's.
+    const said = maskerOf(this.masking);
     const kept = maskerOf(this.masking);
     const filled = sensitiveFilled(this.masking, this.prior?.flow.slots ?? {}, r.flow.slots);
-    for (const f of filled) kept?.literal(f.value, slotPlaceholder(f.slot));
-    const said = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : kept ? kept.text(message) : message;
-    this.history.push({ role: 'user', message: said }, { role: 'agent', message: kept ? kept.text(r.reply) : r.reply });
+    for (const f of filled) for (const m of [said, kept]) m?.literal(f.value, slotPlaceholder(f.slot));
+    if (said && filled.length) said.counts.sensitive = filled.length;
+    const user = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : said ? said.text(message) : message;
+    this.history.push({ role: 'user', message: user }, { role: 'agent', message: said ? said.text(r.reply) : r.reply });
+    this.kept = said ? { message: user, masked: { ...said.counts } as Record<string, number> } : null;
     const flow = kept ? kept.json(r.flow) : r.flow;
     this.prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow, turnCount: turnIndex + 2 };
     return r;

@@ -295,7 +295,7 @@ export class ReplayService {
             },
           };
         }
-        if (request.kind === 'llm_call') return conversations.callModel(request, tenantId, undefined, agent);
+        if (request.kind === 'llm_call') return conversations.models.call(request, tenantId, undefined, agent);
         if (request.kind === 'embed') return conversations.embedMessage(request, tenantId);
         if (request.kind === 'retrieve') return conversations.retrieve(request, tenantId, agent);
         return conversations.routeWithModel(request, tenantId);

@@ -56,8 +56,9 @@ const normalised = (value: string) =>
     .toLowerCase()
     .replace(/[^\p{L}\p{N}@.]/gu, '');
 
-function placeholder(type: string, value: string, mode: Exclude<MaskMode, 'keep'>, key: Buffer | undefined): string {
-  const label = type.toUpperCase();
+/** The placeholder of a value: [EMAIL], [CARD …1111], [EMAIL #3f9a1c2b7d]; numbered (`n`) for a model: [EMAIL_1]. */
+function placeholder(type: string, value: string, mode: Exclude<MaskMode, 'keep'>, key: Buffer | undefined, n?: number): string {
+  const label = n ? `${type.toUpperCase()}_${n}` : type.toUpperCase();
   // A policy with `hash` is refused where no key exists; one kept from before SECRETS_KEY was
   // removed redacts (masked still, only no longer the same way across messages).
   if (mode === 'redact' || (mode === 'hash' && !key)) return `[${label}]`;
@@ -72,6 +73,15 @@ function placeholder(type: string, value: string, mode: Exclude<MaskMode, 'keep'
   return `[${label} …${kept}]`;
 }
 
+/** The text with its %XX escapes decoded, or as it is when they are not UTF-8. */
+function percentDecoded(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
 /** Where a policy's own pattern matches, as findings under its name. */
 function customFound(text: string, custom: readonly CustomDetector[], kept: { start: number; end: number; type: string }[]): void {
   for (const c of custom) {
@@ -84,6 +94,16 @@ function customFound(text: string, custom: readonly CustomDetector[], kept: { st
   }
 }
 
+/** What a numbered masker (one per turn's model calls) gave each value: [EMAIL_1] and the value it stands for. */
+interface Numbered {
+  /** By type and value as hashed: its placeholder. */
+  byValue: Map<string, string>;
+  /** By placeholder: the value as written. */
+  byPlaceholder: Map<string, string>;
+  /** Values numbered so far, by type. */
+  count: Map<string, number>;
+}
+
 export class Masker {
   /** What this masker masked, by type (`sensitive`: values of sensitive slots). */
   readonly counts: Partial<Record<string, number>> = {};
@@ -91,7 +111,18 @@ export class Masker {
   /** Values of sensitive slots and their placeholders, longest first. */
   private readonly literals: [string, string][] = [];
 
-  constructor(private readonly policy: MaskPolicy) {
+  private readonly numbered: Numbered | null;
+
+  /**
+   * `numbered`: each value gets a placeholder numbered by type ([EMAIL_1], [CARD_2 …1111]), the
+   * same for the same value as long as this masker lives (a turn's model calls), and `restore`
+   * puts the values back.
+   */
+  constructor(
+    private readonly policy: MaskPolicy,
+    opts: { numbered?: boolean } = {},
+  ) {
+    this.numbered = opts.numbered ? { byValue: new Map(), byPlaceholder: new Map(), count: new Map() } : null;
     this.types = new Set(PII_TYPES.filter((t) => policy.modes[t] !== undefined && policy.modes[t] !== 'keep'));
   }
 
@@ -111,8 +142,21 @@ export class Masker {
       this.counts.sensitive = (this.counts.sensitive ?? 0) + parts.length - 1;
       s = parts.join(placeholder);
     }
+    if (!this.types.size && !this.policy.custom?.length) return s;
+    // A value percent-encoded (a URL's query: jane.doe%40example.com) is read decoded, and kept so.
+    if (s.includes('%')) {
+      const decoded = percentDecoded(s);
+      if (decoded !== s) {
+        const masked = this.found(decoded);
+        if (masked !== decoded) return masked;
+      }
+    }
+    return this.found(s);
+  }
+
+  /** The text with every value the detectors and the policy's patterns find masked. */
+  private found(s: string): string {
     const custom = this.policy.custom ?? [];
-    if (!this.types.size && !custom.length) return s;
     const found: (Found | { type: string; start: number; end: number })[] = detect(s, this.types, this.policy.regions);
     if (custom.length) {
       customFound(s, custom, found);
@@ -123,11 +167,41 @@ export class Masker {
     let at = 0;
     for (const f of found) {
       const mode = (this.policy.modes[f.type as PiiType] ?? custom.find((c) => c.name === f.type)!.mode) as Exclude<MaskMode, 'keep'>;
-      out += s.slice(at, f.start) + placeholder(f.type, s.slice(f.start, f.end), mode, this.policy.hashKey);
+      const value = s.slice(f.start, f.end);
+      out += s.slice(at, f.start) + (this.numbered ? this.number(f.type, value, mode) : placeholder(f.type, value, mode, this.policy.hashKey));
       at = f.end;
       this.counts[f.type] = (this.counts[f.type] ?? 0) + 1;
     }
     return out + s.slice(at);
+  }
+
+  /** The numbered placeholder of a value: the one it had, or the type's next number. */
+  private number(type: string, value: string, mode: Exclude<MaskMode, 'keep'>): string {
+    const n = this.numbered!;
+    const key = `${type}\0${normalised(value)}`;
+    let p = n.byValue.get(key);
+    if (!p) {
+      const i = (n.count.get(type) ?? 0) + 1;
+      n.count.set(type, i);
+      p = placeholder(type, value, mode, this.policy.hashKey, i);
+      n.byValue.set(key, p);
+      n.byPlaceholder.set(p, value);
+    }
+    return p;
+  }
+
+  /** A copy of a JSON value with each numbered placeholder in its strings replaced by its value (a numbered masker's). */
+  restore<T>(value: T): T {
+    const n = this.numbered;
+    if (!n?.byPlaceholder.size) return value;
+    if (typeof value === 'string') {
+      let s: string = value;
+      for (const [p, v] of n.byPlaceholder) if (s.includes(p)) s = s.split(p).join(v);
+      return s as T;
+    }
+    if (Array.isArray(value)) return value.map((v: unknown) => this.restore(v)) as T;
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.restore(v)])) as T;
+    return value;
   }
 
   /** A copy of a JSON value with every string in it masked (keys are left as they are). */

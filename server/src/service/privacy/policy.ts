@@ -35,8 +35,24 @@ export function compileMasking(agent: CompiledAgent, tenant: PrivacyDef | null, 
   return { policy: { modes, regions, custom, hashKey }, sensitive };
 }
 
-/** A fresh masker of the policy (it counts what it masks), or null when there is none. */
-export const maskerOf = (m: Masking | null): Masker | null => (m ? new Masker(m.policy) : null);
+/** A fresh masker of the policy (it counts what it masks), or null when there is none; `numbered` for a turn's model calls. */
+export const maskerOf = (m: Masking | null, opts: { numbered?: boolean } = {}): Masker | null => (m ? new Masker(m.policy, opts) : null);
+
+/**
+ * A model's tool calls, each to an action that takes real values (`real_values: true`) with the
+ * values behind its numbered placeholders put back; the others as the model wrote them.
+ */
+export function realArguments<T extends { name: string; arguments: string }>(masker: Masker | null, agent: CompiledAgent, calls: T[]): T[] {
+  if (!masker) return calls;
+  return calls.map((c) => {
+    if (!agent.definition.actions?.[c.name]?.real_values) return c;
+    try {
+      return { ...c, arguments: JSON.stringify(masker.restore(JSON.parse(c.arguments))) };
+    } catch {
+      return c; // not JSON: the engine refuses the call as it would any
+    }
+  });
+}
 
 /** The placeholder of a sensitive slot's answer: [DATE_OF_BIRTH]. */
 export const slotPlaceholder = (slot: string) => `[${slot.toUpperCase()}]`;
