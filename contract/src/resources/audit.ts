@@ -79,13 +79,40 @@ export const audit = apiResource({
         next_cursor: null,
       },
     },
+    AuditPageMasked: {
+      summary: "A turn's timing under a privacy policy: what it masked, by type and count, never the values (docs/privacy.md)",
+      value: {
+        conversation_id: CONVERSATION,
+        data: [
+          entry(
+            12,
+            4,
+            'turn_timing',
+            {
+              total_ms: 14.2,
+              routing_ms: 1.1,
+              engine_ms: 0.4,
+              actions_ms: 0,
+              storage_ms: 2.3,
+              turns: [
+                { index: 4, hash: '1f3a5c7e9b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a4c6e8b0d2f4a' },
+                { index: 5, hash: '9e7c5a3f1d8b6e4c2a0f9d7b5e3c1a8f6d4b2e0c9a7f5d3b1e8c6a4f2d0b9e7c' },
+              ],
+              masked: { card: 1, phone: 1 },
+            },
+            14.2,
+          ),
+        ],
+        next_cursor: null,
+      },
+    },
     AuditVerified: {
       summary: 'Every entry chains to the one before it',
       value: { conversation_id: CONVERSATION, entries: 10, keyed_entries: 10, keyed_from: 1, valid: true, first_broken: null },
     },
   },
   operations: {
-    getAuditLogs: { response: ['AuditPage'] },
+    getAuditLogs: { response: ['AuditPage', 'AuditPageMasked'] },
     verifyAuditLogs: { response: ['AuditVerified'] },
   },
 });

@@ -5,7 +5,7 @@ import { Conversation, ConversationDetail, ConversationPage, ListConversationsQu
 import { ConverseRequest, ConverseResponse } from '../converse.js';
 import { initContract } from '@ts-rest/core';
 import { ConversationParams, LastEventId, SlugParams, apiOptions, apiResource } from '../resource.js';
-import { CONVERSATION, ASK, SHIPPED, context, record, summary } from '../examples/fixtures.js';
+import { CONVERSATION, ASK, SHIPPED, T0, context, record, summary } from '../examples/fixtures.js';
 
 const c = initContract();
 
@@ -123,6 +123,19 @@ export const conversations = apiResource({
       },
     },
     History: { summary: 'A conversation with its turns, oldest first', value: record },
+    HistoryMasked: {
+      summary: 'A conversation kept under a privacy policy: personal data as typed placeholders (docs/privacy.md)',
+      value: {
+        ...record,
+        status: 'escalated',
+        outcome: null,
+        completed_at: null,
+        turns: [
+          { role: 'user', message: 'I was charged twice on my card [CARD …1111], call me on [PHONE …0958]', timestamp: T0 },
+          { role: 'agent', message: 'Let me hand you to a person who can look into the charge.', timestamp: T0, phase: 'handoff', options: [] },
+        ],
+      },
+    },
     ConversationEvents: {
       summary: 'Two turns and a phase change, then a keep-alive comment',
       value:
@@ -145,7 +158,7 @@ export const conversations = apiResource({
     },
     listConversations: { response: ['ConversationPage'], problems: { 404: ['AgentNotFound'] } },
     getConversation: { response: ['Conversation'] },
-    getHistory: { response: ['History'] },
+    getHistory: { response: ['History', 'HistoryMasked'] },
     streamEvents: { response: ['ConversationEvents'] },
   },
 });
