@@ -4,7 +4,8 @@
 // business identifiers that must be left as typed (order, tracking, invoice and ticket numbers,
 // SKUs, prices, quantities, dates, version numbers, 16-digit numbers that fail Luhn). It prints
 // the recall of each type, the share of identifiers kept intact, the findings that were neither,
-// and what masking a message costs.
+// what masking a message costs, and how the example agent routes messages with personal data as
+// typed and as kept (what replays and evaluations route).
 //
 // The values are made valid the way the detectors check them: cards from the networks' test
 // prefixes with a Luhn check digit, IBANs with their ISO 13616 check digits, DNI/NIE with their
@@ -16,6 +17,10 @@ import { PII_TYPES, type PiiType } from '../server/src/service/privacy/detectors
 import { detect } from '../server/src/service/privacy/detectors.js';
 import { Masker, regionsFor } from '../server/src/service/privacy/mask.js';
 import { compileBounded } from '../server/src/engine/patterns.js';
+import { readFileSync } from 'node:fs';
+import { parse as parseCsv } from 'csv-parse/sync';
+import { readAgentFile } from '../server/src/agents-loader.js';
+import { evaluateLabelled, type Prediction } from '../server/src/engine/report.js';
 
 const SEED = Number(process.env.PII_SEED ?? 20261129);
 let seed = SEED;
@@ -454,3 +459,23 @@ for (const e of examplesBroken) console.log(`  identifier masked: ${e}`);
 for (const e of examplesStray) console.log(`  outside every span: ${e}`);
 for (const w of worst()) console.log(`worst case, 4,000 characters of ${w.what}: ${w.ms.toFixed(1)} ms`);
 console.log(`masking a message, every type on: p50 ${at(0.5).toFixed(3)} ms, p95 ${at(0.95).toFixed(3)} ms, p99 ${at(0.99).toFixed(3)} ms`);
+
+/**
+ * What masking does to routing: replays and evaluations route the messages as kept. The example
+ * agent (agents/acme-support.yaml) routes 24 labelled messages that carry personal data
+ * (bench/pii-routing.csv) as typed and as its own policy keeps them.
+ */
+const { definition } = await readAgentFile('agents/acme-support.yaml');
+const labelled = (parseCsv(readFileSync('bench/pii-routing.csv', 'utf8'), { from_line: 2 }) as string[][]).map(([message, expected]) => ({
+  message,
+  expected,
+}));
+const kept = new Masker({ modes: definition.privacy!.mask, regions: regionsFor(definition.privacy!.phone_regions, [definition.default_language]) });
+const keptSet = labelled.map((l) => ({ message: kept.text(l.message), expected: l.expected }));
+const accuracy = (p: Prediction[]) => p.filter((x) => x.got === x.expected).length / p.length;
+const [asTyped, asKept] = [await evaluateLabelled(definition, labelled), await evaluateLabelled(definition, keptSet)];
+console.log(
+  `routing ${labelled.length} messages with personal data (agents/acme-support.yaml): ${(accuracy(asTyped) * 100).toFixed(1)}% as typed, ` +
+    `${(accuracy(asKept) * 100).toFixed(1)}% as kept; routed otherwise when kept: ${asTyped.filter((p, i) => p.got !== asKept[i].got).length}`,
+);
+for (const [i, p] of asTyped.entries()) if (p.got !== asKept[i].got) console.log(`  "${asKept[i].message}": ${p.got} as typed, ${asKept[i].got} as kept`);

@@ -181,6 +181,24 @@ eachDatabase('privacy masking on $name', (database) => {
     ]);
   });
 
+  it('replays a masked conversation as it went: a placeholder answers the slot it masked', async () => {
+    const started = await api()
+      .post('/api/v1/agents/contact/replays')
+      .set(T)
+      .send({ version: 1, conversations: [conversation] })
+      .expect(202);
+    let r = started.body;
+    while (r.status === 'running') {
+      await new Promise((res) => setTimeout(res, 20));
+      r = (await api().get(`/api/v1/agents/contact/replays/${started.body.id}`).set(T).expect(200)).body;
+    }
+    expect(r.summary, JSON.stringify(r)).toMatchObject({ conversations: 1, identical: 1, changed: 0, errors: 0 });
+    // A live turn takes no placeholder for a value: it asks again.
+    const open = (await api().post('/api/v1/agents/contact/converse').set(T).send({ message: 'update my details' }).expect(200)).body.conversation_id;
+    const live = (await api().post('/api/v1/agents/contact/converse').set(T).send({ conversation_id: open, message: '[EMAIL]' }).expect(200)).body;
+    expect(live.response.message).toBe("Sorry, I didn't get that.\nWhich e-mail address should we write to?");
+  });
+
   it('says in the turn what it masked, by type and count, and the chain over what is kept verifies', async () => {
     const audit = (await api().get(`/api/v1/agents/contact/conversations/${conversation}/audit-logs?type=turn_timing`).set(T).expect(200)).body.data;
     expect(audit.map((e: { data: { masked?: unknown } }) => e.data.masked)).toEqual([{ card: 1, phone: 1, iban: 1 }, { email: 2 }]);

@@ -62,6 +62,12 @@ export interface TurnInput {
   llmTokenBudget?: number;
   /** Whether the server has a model for generative phases (templates read it as `llm.configured`). */
   llmConfigured?: boolean;
+  /**
+   * The message is one kept masked (a replay's): a message that is only a privacy placeholder
+   * ([EMAIL], [CARD …1111], [DATE_OF_BIRTH]) fills the slot waiting for it, whatever its type, as
+   * the real value did in the live turn.
+   */
+  placeholders?: boolean;
 }
 
 /** A rendered HTTP request the engine asks the caller to make. */

@@ -5,6 +5,9 @@ import { parseSlot } from '../slots.js';
 import { route } from '../routing.js';
 import { CONTINUE, type Step, type StepOutcome, type TurnState } from '../turn.js';
 
+/** A privacy placeholder alone, as a masked message keeps a value (docs/privacy.md). */
+const PLACEHOLDER = /^\[[A-Z][A-Z0-9_]{0,63}(?: …[A-Za-z0-9]{1,6}| #[0-9a-f]{10})?\]$/;
+
 export const resumeCollect: Step = function* (t) {
   const { agent, input, flow, capability } = t;
   if (flow.wait !== 'collecting') return CONTINUE;
@@ -13,7 +16,10 @@ export const resumeCollect: Step = function* (t) {
   if (!phase?.collect) return CONTINUE;
   const spec = phase.collect.spec;
   // Matching the slot's pattern is work the tenant's definition causes: it draws on the turn's budget.
-  const parsed = t.budget.timed(() => parseSlot(spec, input.message, new Date(input.now), t.dates));
+  const placeholder = input.placeholders ? PLACEHOLDER.exec(input.message.trim()) : null;
+  const parsed = placeholder
+    ? { ok: true as const, value: placeholder[0] }
+    : t.budget.timed(() => parseSlot(spec, input.message, new Date(input.now), t.dates));
   if (parsed.ok) {
     flow.slots[phase.collect.slot] = parsed.value;
     flow.attempts = 0;

@@ -37,6 +37,8 @@ export class OfflineConversation {
       budgets?: TurnBudgets;
       /** What is masked (a replay's: the tenant's policy under the agent's); the agent's own policy when absent. */
       masking?: Masking | null;
+      /** The messages are kept ones (a replay's): a placeholder alone fills the slot waiting for it (TurnInput.placeholders). */
+      placeholders?: boolean;
     },
   ) {
     this.secrets = Object.fromEntries(agent.secretNames.map((n) => [n, SECRET_MASK]));
@@ -69,6 +71,7 @@ export class OfflineConversation {
       llm: this.base.llm ?? false,
       history: this.history.slice(-agent.historyTurns),
       llmConfigured: true,
+      placeholders: this.base.placeholders,
       budget,
     });
     let step;

@@ -72,6 +72,18 @@ function recordedTurns(c: Conversation, turns: TurnRow[], audit: AuditRow[]): { 
   return out;
 }
 
+/**
+ * A URL with its %XX escapes decoded: a recorded URL a privacy policy masked is kept decoded
+ * (`?email=[EMAIL]`), and the replay's, made from the placeholder, is encoded (`%5BEMAIL%5D`).
+ */
+function decoded(url: string): string {
+  try {
+    return decodeURI(url).replace(/%5B/gi, '[').replace(/%5D/gi, ']');
+  } catch {
+    return url;
+  }
+}
+
 /** Recorded action calls, answered again for a request with the same action, method and URL. */
 class Recordings {
   private readonly calls: { action: string; method: string; url: string; result: ActionResult; used: boolean }[];
@@ -98,7 +110,7 @@ class Recordings {
    */
   answer(action: string, method: string, url: string): { result: ActionResult; was: string | null } | null {
     const ofAction = this.calls.filter((c) => c.action === action);
-    const same = ofAction.filter((c) => c.method === method && c.url === url);
+    const same = ofAction.filter((c) => c.method === method && decoded(c.url) === decoded(url));
     const pick = same.find((c) => !c.used) ?? same.at(-1) ?? ofAction.find((c) => !c.used) ?? ofAction.at(-1);
     if (!pick) return null;
     pick.used = true;
@@ -266,6 +278,7 @@ export class ReplayService {
       embeddings: conversations.embeddingsFor(agent),
       budgets,
       masking: await this.deps.privacy.masking(tenantId, agent),
+      placeholders: true,
     });
     for (const { user, recorded } of recordedTurns(c, turns, audit)) {
       check();
