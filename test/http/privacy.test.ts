@@ -86,6 +86,25 @@ const assistant = (base: string): AgentDefinitionInput => ({
   },
 });
 
+// An action whose result, saved in the state, is too long for the detectors to read in a turn.
+const reports = (base: string): AgentDefinitionInput => ({
+  name: 'Reports',
+  privacy: { mask: { phone: 'redact' }, phone_regions: ['GB'] },
+  routing: { fallback: 'report' },
+  capabilities: [
+    { name: 'greet', examples: ['hello', 'hi there', 'good morning', 'hey'], phases: [{ id: 'hi', say: 'Hello!' }] },
+    {
+      name: 'report',
+      phases: [
+        { id: 'fetch', call: 'get_report', next: 'done' },
+        { id: 'done', say: 'Your report has {{ slots.report | size }} characters.', end: 'completed' },
+      ],
+    },
+  ],
+  actions: { get_report: { type: 'http', method: 'GET', url: `${base}/report`, save: { report: 'body.report' } } },
+});
+const REPORT = 'Call 020 7946 0958. '.repeat(4000);
+
 // No detector policy: a slot marked sensitive is enough.
 const kyc: AgentDefinitionInput = {
   name: 'Identity check',
@@ -109,6 +128,7 @@ eachDatabase('privacy masking on $name', (database) => {
     llm = await startFakeLlm();
     backend = await startBackend((req, res) => {
       if (req.url?.startsWith('/contacts')) return json(res, 201, { saved: true });
+      if (req.url?.startsWith('/report')) return json(res, 200, { report: REPORT });
       // The order's record holds the customer's contact details: a tool result full of them.
       return json(res, 200, { order_id: '100001', status: 'shipped', email: EMAIL, phone: PHONE, card_used: CARD });
     });
@@ -125,7 +145,7 @@ eachDatabase('privacy masking on $name', (database) => {
       llm: { url: llm.url, model: 'fake-model', timeoutMs: 2000, maxRetries: 0, maxTokensPerConversation: 0, tenantDailyTokens: 0 },
       actionAllowedHosts: { acme: [`127.0.0.1:${backend.port}`] },
     }),
-    agents: () => ({ contact: contactDesk(backend.url), assistant: assistant(backend.url), kyc }),
+    agents: () => ({ contact: contactDesk(backend.url), assistant: assistant(backend.url), kyc, reports: reports(backend.url) }),
   });
   const api = () => request(f.app.app);
 
@@ -324,6 +344,18 @@ eachDatabase('privacy masking on $name', (database) => {
       runs.mockRestore();
     }
     expect(traced).toEqual([`${backend.url}/contacts?email=[EMAIL]`]);
+  });
+
+  it('keeps a text too long to read unread, and says so, rather than keep it unmasked', async () => {
+    const r = (await api().post('/api/v1/agents/reports/converse').set(T).send({ message: 'my report please' }).expect(200)).body;
+    expect(r.response.message).toBe(`Your report has ${REPORT.length} characters.`);
+    const kept = (await api().get(`/api/v1/agents/reports/conversations/${r.conversation_id}`).set(T).expect(200)).body;
+    expect(kept.slots.report).toBe(`[UNREAD: ${REPORT.length} characters]`);
+    const audit = (await api().get(`/api/v1/agents/reports/conversations/${r.conversation_id}/audit-logs`).set(T).expect(200)).body.data;
+    expect(audit.filter((e: { type: string }) => e.type === 'error').map((e: { data: { code: string } }) => e.data.code)).toContain('masking_budget_exceeded');
+    expect(audit.find((e: { type: string }) => e.type === 'turn_timing').data.masked.unread).toBeGreaterThanOrEqual(1);
+    const rows = (await everything()).filter(([, rowsOf]) => JSON.stringify(rowsOf).includes('020 7946 0958')).map(([t]) => t);
+    expect(rows).toEqual([]);
   });
 
   it('refuses a phone region it does not know', async () => {

@@ -4,7 +4,7 @@
 // dates that must be left as typed.
 import { describe, expect, it } from 'vitest';
 import { detect, PII_TYPES, type PiiType } from '../../server/src/service/privacy/detectors.js';
-import { Masker, regionsFor } from '../../server/src/service/privacy/mask.js';
+import { MAX_READ_CHARS, Masker, regionsFor } from '../../server/src/service/privacy/mask.js';
 import { privacyProblems } from '../../server/src/service/privacy/policy.js';
 import { compileBounded } from '../../server/src/engine/patterns.js';
 
@@ -152,6 +152,15 @@ describe('the masker', () => {
       'card [CARD …1111], mail [EMAIL], phone [PHONE …2671], from 10.0.0.1',
     );
     expect(m.counts).toEqual({ card: 1, email: 1, phone: 1 });
+  });
+
+  it('keeps unread what is past its budget or too long to read, and counts it', () => {
+    const spent = new Masker({ modes: { email: 'redact' }, regions: ['US'] }, { budget: { ms: 5, spentMs: 5, unread: 0 } });
+    expect(spent.text('mail a@b.co')).toBe('[UNREAD: 11 characters]');
+    const long = new Masker({ modes: { email: 'redact' }, regions: ['US'] }, { budget: { ms: 1000, spentMs: 0, unread: 0 } });
+    expect(long.text('x'.repeat(MAX_READ_CHARS + 1))).toBe(`[UNREAD: ${MAX_READ_CHARS + 1} characters]`);
+    expect(long.text('mail a@b.co')).toBe('mail [EMAIL]');
+    expect(long.counts).toEqual({ unread: 1, email: 1 });
   });
 
   it('reads a percent-encoded value decoded, as an action URL holds it', () => {

@@ -5,7 +5,8 @@ import type { ContextEnvelope, ConverseRequest, ConverseResponse } from '@switch
 import type { Channel, Conversation } from '../../domain.js';
 import { openConversation } from './lifecycle.js';
 import { buildTurnWrite } from './turn-write.js';
-import { maskerOf, type Masking } from '../privacy/policy.js';
+import { maskerOf, turnMaskBudget, type Masking } from '../privacy/policy.js';
+import type { MaskBudget } from '../privacy/mask.js';
 import { ModelCalls } from './model-calls.js';
 import type { PrivacyService } from '../privacy/privacy-service.js';
 import { startVersion } from '../releases/traffic-splits.js';
@@ -232,9 +233,11 @@ export class ConversationService {
               }))
             : undefined;
         const masking = await this.opts.privacy.masking(tenantId, agent);
+        const maskBudget = turnMaskBudget();
         const { result, routingMs, engineMs, actionsMs, llmMs } = await this.runEngine(agent, prior, {
           tenantId,
           masking,
+          maskBudget,
           secrets,
           conversationId,
           message: body.message,
@@ -267,6 +270,7 @@ export class ConversationService {
           tenantId,
           agent,
           masking,
+          maskBudget,
           prior,
           conversationId,
           userId: turnUser,
@@ -328,6 +332,7 @@ export class ConversationService {
     t: Pick<TurnInput, 'secrets' | 'conversationId' | 'message' | 'context' | 'userId' | 'turnIndex' | 'now' | 'history'> & {
       tenantId: string;
       masking: Masking | null;
+      maskBudget: MaskBudget;
       onDelta?: (text: string) => void;
       /** Called before each effect outside the process, and before a streamed reply is sent (ConversationUnit.beforeEffect). */
       beforeEffect: () => Promise<void>;
@@ -348,9 +353,9 @@ export class ConversationService {
     };
     const budget = this.opts.renderBudgets.forTurn(t.tenantId);
     // One masker for the turn's model calls, so a value has one numbered placeholder in all of them.
-    const forModel = maskerOf(t.masking, { numbered: true });
+    const forModel = maskerOf(t.masking, { numbered: true, budget: t.maskBudget });
     // An action's URL in a trace is masked too (its audit entry is, when the turn is written).
-    const forTrace = maskerOf(t.masking);
+    const forTrace = maskerOf(t.masking, { budget: t.maskBudget });
     const traced = forTrace ? (url: string) => forTrace.text(url) : undefined;
     const gen = runTurn({
       agent,

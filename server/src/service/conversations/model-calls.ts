@@ -5,7 +5,7 @@
 import type { CompiledAgent } from '../../engine/compile.js';
 import type { LlmCallReply, LlmCallRequest } from '../../engine/run.js';
 import { ModelRefusal, type ModelGate } from '../model-gate.js';
-import { maskerOf, realArguments } from '../privacy/policy.js';
+import { maskerOf, realArguments, turnMaskBudget } from '../privacy/policy.js';
 import type { PrivacyService } from '../privacy/privacy-service.js';
 import type { ReplyStream } from './reply-stream.js';
 
@@ -36,7 +36,7 @@ export class ModelCalls {
     stream?.begin();
     try {
       // Every call of the phase, tool-loop steps and passages included.
-      const masker = forModel ?? (agent ? maskerOf(await this.opts.privacy.masking(tenantId, agent)) : null);
+      const masker = forModel ?? (agent ? maskerOf(await this.opts.privacy.masking(tenantId, agent), { budget: turnMaskBudget() }) : null);
       const c = await gate.complete(tenantId, {
         model: req.model ?? undefined,
         temperature: req.temperature,

@@ -11,6 +11,7 @@ import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
 import { maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
+import type { MaskBudget } from '../privacy/mask.js';
 
 interface TurnTiming {
   total_ms: number;
@@ -25,6 +26,8 @@ export interface TurnWriteInput {
   agent: CompiledAgent;
   /** What the agent masks under its tenant's privacy policy (PrivacyService.masking); null: nothing. */
   masking: Masking | null;
+  /** What the turn's detectors may spend, shared with its model calls (MaskBudget); unbounded when absent. */
+  maskBudget?: MaskBudget;
   /** The conversation before the call; null for a new one. */
   prior: Conversation | null;
   conversationId: string;
@@ -49,8 +52,8 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
   // With a privacy policy, what is kept is masked (docs/privacy.md): the turns, the audit, the
   // state and context, the inbox and the idempotency record. The turn itself ran on the real
   // values; the live response keeps them, for the one who typed them.
-  const said = maskerOf(i.masking);
-  const kept = maskerOf(i.masking);
+  const said = maskerOf(i.masking, { budget: i.maskBudget });
+  const kept = maskerOf(i.masking, { budget: i.maskBudget });
   // A sensitive slot's answer: the message that filled it is kept as its placeholder, and its value wherever it appears.
   const filled = sensitiveFilled(i.masking, prior?.flow.slots ?? {}, i.result.flow.slots);
   for (const f of filled) for (const m of [said, kept]) m?.literal(f.value, slotPlaceholder(f.slot));
@@ -65,6 +68,20 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
         options: kept.json(i.result.options),
       }
     : i.result;
+  // Past the detectors' budget a text is kept (or sent to the model) unread, and the turn says so: nothing goes unmasked.
+  const unread = i.maskBudget?.unread ?? 0;
+  if (unread) {
+    result.audit.push({
+      type: 'error',
+      turnIndex: prior ? prior.turnCount : 0,
+      timestamp: now,
+      durationMs: null,
+      data: {
+        code: 'masking_budget_exceeded',
+        message: `${unread} text(s) kept or sent to a model as [UNREAD]: too long for the privacy detectors, or past their ${i.maskBudget?.ms ?? 0} ms a turn`,
+      },
+    });
+  }
   const turnIndex = prior ? prior.turnCount : 0;
   const review = reviewFindings({
     agent,
@@ -147,7 +164,8 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
         turns: turns.map((t) => ({ index: t.idx, hash: turnHash(conversationId, t) })),
         state: stateHash(conversation),
         // Which detectors masked what the user and the agent said (types and counts, never values).
-        ...(said?.masked ? { masked: said.counts } : {}),
+        // and how many texts of the turn were kept unread.
+        ...(said?.masked || unread ? { masked: { ...said?.counts, ...(unread ? { unread } : {}) } } : {}),
       },
     },
   ];

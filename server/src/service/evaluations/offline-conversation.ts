@@ -8,7 +8,7 @@ import { SECRET_MASK, type CompiledAgent } from '../../engine/compile.js';
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
 import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../../engine/run.js';
 import type { RenderBudget } from '../../engine/templates.js';
-import { compileMasking, maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
+import { compileMasking, maskerOf, sensitiveFilled, slotPlaceholder, turnMaskBudget, type Masking } from '../privacy/policy.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
 
@@ -84,8 +84,9 @@ export class OfflineConversation {
     const r = step.value;
     // What the next turn reads is what a live conversation keeps: masked under a privacy policy (docs/privacy.md).
     // The two messages as buildTurnWrite keeps them, counted apart from the state's.
-    const said = maskerOf(this.masking);
-    const kept = maskerOf(this.masking);
+    const reading = turnMaskBudget();
+    const said = maskerOf(this.masking, { budget: reading });
+    const kept = maskerOf(this.masking, { budget: reading });
     const filled = sensitiveFilled(this.masking, this.prior?.flow.slots ?? {}, r.flow.slots);
     for (const f of filled) for (const m of [said, kept]) m?.literal(f.value, slotPlaceholder(f.slot));
     if (said && filled.length) said.counts.sensitive = filled.length;

@@ -94,6 +94,25 @@ function customFound(text: string, custom: readonly CustomDetector[], kept: { st
   }
 }
 
+/**
+ * What reading a turn's text may cost (the maskers of one turn share one): milliseconds of the
+ * detectors' work. A phone region costs about 6 ms per 4,000 characters of digits, so an action
+ * whose saved results are large and full of numbers could otherwise hold the process for seconds.
+ */
+export interface MaskBudget {
+  ms: number;
+  spentMs: number;
+  /** Texts kept or sent as [UNREAD] by the maskers sharing it. */
+  unread: number;
+}
+
+/**
+ * The longest string the detectors read (MAX_REPLY_BYTES' default: a reply is read whole); a
+ * longer one (a saved action result) is kept as [UNREAD]. One string is read whole once begun, so
+ * this bounds what the last string a turn reads may cost past its budget.
+ */
+export const MAX_READ_CHARS = 16_384;
+
 /** What a numbered masker (one per turn's model calls) gave each value: [EMAIL_1] and the value it stands for. */
 interface Numbered {
   /** By type and value as hashed: its placeholder. */
@@ -112,6 +131,7 @@ export class Masker {
   private readonly literals: [string, string][] = [];
 
   private readonly numbered: Numbered | null;
+  private readonly budget: MaskBudget | undefined;
 
   /**
    * `numbered`: each value gets a placeholder numbered by type ([EMAIL_1], [CARD_2 …1111]), the
@@ -120,8 +140,9 @@ export class Masker {
    */
   constructor(
     private readonly policy: MaskPolicy,
-    opts: { numbered?: boolean } = {},
+    opts: { numbered?: boolean; budget?: MaskBudget } = {},
   ) {
+    this.budget = opts.budget;
     this.numbered = opts.numbered ? { byValue: new Map(), byPlaceholder: new Map(), count: new Map() } : null;
     this.types = new Set(PII_TYPES.filter((t) => policy.modes[t] !== undefined && policy.modes[t] !== 'keep'));
   }
@@ -143,6 +164,23 @@ export class Masker {
       s = parts.join(placeholder);
     }
     if (!this.types.size && !this.policy.custom?.length) return s;
+    // What the detectors may spend is bounded (MaskBudget): past it, or in one string too long to
+    // read within it, nothing is read and nothing kept: the string is kept as [UNREAD].
+    const budget = this.budget;
+    if (budget && (s.length > MAX_READ_CHARS || budget.spentMs >= budget.ms)) {
+      this.counts.unread = (this.counts.unread ?? 0) + 1;
+      budget.unread++;
+      return `[UNREAD: ${s.length} characters]`;
+    }
+    const started = budget ? performance.now() : 0;
+    try {
+      return this.read(s);
+    } finally {
+      if (budget) budget.spentMs += performance.now() - started;
+    }
+  }
+
+  private read(s: string): string {
     // A value percent-encoded (a URL's query: jane.doe%40example.com) is read decoded, and kept so.
     if (s.includes('%')) {
       const decoded = percentDecoded(s);

@@ -6,7 +6,13 @@ import { compileBounded, PatternTooLargeError } from '../../engine/patterns.js';
 import type { PrivacyDef } from '@switchboard/contract';
 import type { FieldProblem } from '../../errors.js';
 import { isPhoneRegion, PII_TYPES } from './detectors.js';
-import { Masker, regionsFor, type CustomDetector, type MaskPolicy } from './mask.js';
+import { Masker, regionsFor, type CustomDetector, type MaskBudget, type MaskPolicy } from './mask.js';
+
+/** What the detectors may spend in one turn, its model calls and what it keeps together (docs/privacy.md). */
+const MASK_TURN_MS = 50;
+
+/** A fresh budget for one turn's maskers. */
+export const turnMaskBudget = (): MaskBudget => ({ ms: MASK_TURN_MS, spentMs: 0, unread: 0 });
 
 /** What an agent masks: the policy, and the slots whose answers are kept masked (`sensitive: true`). */
 export interface Masking {
@@ -36,7 +42,7 @@ export function compileMasking(agent: CompiledAgent, tenant: PrivacyDef | null, 
 }
 
 /** A fresh masker of the policy (it counts what it masks), or null when there is none; `numbered` for a turn's model calls. */
-export const maskerOf = (m: Masking | null, opts: { numbered?: boolean } = {}): Masker | null => (m ? new Masker(m.policy, opts) : null);
+export const maskerOf = (m: Masking | null, opts: ConstructorParameters<typeof Masker>[1] = {}): Masker | null => (m ? new Masker(m.policy, opts) : null);
 
 /**
  * A model's tool calls, each to an action that takes real values (`real_values: true`) with the
