@@ -4,6 +4,7 @@ import { compileAgent } from '../../server/src/engine/compile.js';
 import type { TurnResult } from '../../server/src/engine/run.js';
 import { stateHash, turnHash } from '../../server/src/lib/audit-chain.js';
 import { buildTurnWrite } from '../../server/src/service/conversations/turn-write.js';
+import { compileMasking } from '../../server/src/service/privacy/policy.js';
 import { parseDefinition } from '../helpers/agents.js';
 import { driveTurn, NOW } from '../helpers/engine.js';
 
@@ -121,5 +122,36 @@ describe('the write of a converse call', () => {
     expect(write.previousAuditHash).toBe('h0');
     expect(write.turns.map((t) => t.idx)).toEqual([2, 3]);
     expect(write.conversation).toMatchObject({ userId: 'u1', createdAt: NOW, updatedAt: later, turnCount: 4, eventSeq: 4 });
+  });
+
+  it("masks what people said in the state and context, and keeps the engine's own fields as they are, even past the detectors' budget", async () => {
+    const agent = await agentOf();
+    const result = turn(agent);
+    result.flow.slots = { email: 'jane.doe@example.com', note: 'call +44 20 7946 0958' };
+    const masking = compileMasking(agent, { mask: { email: 'redact', phone: 'redact', name: 'redact' } }, undefined);
+    const base = {
+      tenantId: 'acme',
+      agent,
+      masking,
+      prior: null,
+      conversationId: 'c1',
+      userId: 'u1',
+      context: { version: 'v1' as const, context: { identity: { user_name: 'Jane Doe' }, preferences: { language: 'es' } } },
+      message: 'goodbye',
+      result,
+      now: NOW,
+      requestId: 'r1',
+      reviewLowMargin: 0.1,
+      reviewMaxPerConversation: 5,
+      timing,
+    };
+    const { write } = buildTurnWrite(base);
+    expect(write.conversation.flow).toMatchObject({ wait: result.flow.wait, slots: { email: '[EMAIL]', note: 'call [PHONE]' } });
+    expect(write.conversation.context).toEqual({ version: 'v1', context: { identity: { user_name: '[NAME]' }, preferences: { language: 'es' } } });
+    // Spent before the write: the texts are kept unread, the flow still waits where it did, and the audit says so.
+    const spent = buildTurnWrite({ ...base, maskBudget: { ms: 50, spentMs: 50, unread: 0 } });
+    expect(spent.write.conversation.flow).toMatchObject({ wait: result.flow.wait, slots: { email: '[UNREAD: 20 characters]' } });
+    expect(spent.write.conversation.context?.context?.preferences).toEqual({ language: 'es' });
+    expect(spent.write.audit.find((a) => a.type === 'error')?.data).toMatchObject({ code: 'masking_budget_exceeded' });
   });
 });

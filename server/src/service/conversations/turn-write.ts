@@ -10,7 +10,7 @@ import type { TurnWrite } from '../../store/conversations/conversation-store.js'
 import { cappedDelta, closeDeltas, knowledgeDeltas, statDeltas } from '../agents/agent-stats.js';
 import { inactiveAfter, turnEvent, webhooksFor } from './lifecycle.js';
 import { reviewFindings } from '../review/review-findings.js';
-import { maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
+import { maskedContext, maskedFlow, maskerOf, sensitiveFilled, slotPlaceholder, type Masking } from '../privacy/policy.js';
 import type { MaskBudget } from '../privacy/mask.js';
 
 interface TurnTiming {
@@ -64,7 +64,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
     ? {
         ...i.result,
         audit: i.result.audit.map((a) => ({ ...a, data: kept.json(a.data) })),
-        flow: kept.json(i.result.flow),
+        flow: maskedFlow(kept, i.result.flow),
         options: kept.json(i.result.options),
       }
     : i.result;
@@ -116,7 +116,7 @@ export function buildTurnWrite(i: TurnWriteInput): { write: TurnWrite; response:
     phase: result.phase,
     awaitingInput: result.awaitingInput,
     flow,
-    context: kept && i.context ? kept.json(i.context) : i.context,
+    context: kept && i.context ? maskedContext(kept, i.context) : i.context,
     turnCount: turnIndex + 2,
     auditSeq: (prior?.auditSeq ?? 0) + result.audit.length + 1,
     createdAt: prior?.createdAt ?? now,

@@ -8,7 +8,7 @@ import { SECRET_MASK, type CompiledAgent } from '../../engine/compile.js';
 import { setImmediate as turnOfTheLoop } from 'node:timers/promises';
 import { runTurn, scoreWith, type EngineReply, type EngineRequest, type TurnInput, type TurnResult } from '../../engine/run.js';
 import type { RenderBudget } from '../../engine/templates.js';
-import { compileMasking, maskerOf, sensitiveFilled, slotPlaceholder, turnMaskBudget, type Masking } from '../privacy/policy.js';
+import { compileMasking, maskedFlow, maskerOf, sensitiveFilled, slotPlaceholder, turnMaskBudget, type Masking } from '../privacy/policy.js';
 
 export type Answer = (request: EngineRequest) => EngineReply | Promise<EngineReply>;
 
@@ -93,7 +93,7 @@ export class OfflineConversation {
     const user = filled.length ? filled.map((f) => slotPlaceholder(f.slot)).join(' ') : said ? said.text(message) : message;
     this.history.push({ role: 'user', message: user }, { role: 'agent', message: said ? said.text(r.reply) : r.reply });
     this.kept = said ? { message: user, masked: { ...said.counts } as Record<string, number> } : null;
-    const flow = kept ? kept.json(r.flow) : r.flow;
+    const flow = kept ? maskedFlow(kept, r.flow) : r.flow;
     this.prior = { status: r.status, outcome: r.outcome, capability: r.capability.name, phase: r.phase, flow, turnCount: turnIndex + 2 };
     return r;
   }

@@ -10,7 +10,7 @@
 import { createRequire } from 'node:module';
 import type { CountryCode } from 'libphonenumber-js/max';
 import type Validator from 'validator';
-import { addresses, birthDates, names } from './names.js';
+import { addresses, birthDates, loadNames, names } from './names.js';
 
 // The two libraries, with libphonenumber's full metadata, take a quarter of a second to load: they
 // are loaded when a process first masks, so a command-line tool or a worker that never masks does
@@ -19,6 +19,12 @@ const require = createRequire(import.meta.url);
 let libraries: { validator: typeof Validator; phones: typeof import('libphonenumber-js/max') } | undefined;
 const libs = () =>
   (libraries ??= { validator: require('validator') as typeof Validator, phones: require('libphonenumber-js/max') as typeof import('libphonenumber-js/max') });
+
+/** Loads the libraries and lists now, so that a turn's budget does not pay for their loading. */
+export function loadDetectors(): void {
+  libs();
+  loadNames();
+}
 
 /** Whether libphonenumber knows a region's phone numbers (a policy's `phone_regions`). */
 export const isPhoneRegion = (region: string): boolean => libs().phones.isSupportedCountry(region);
@@ -117,16 +123,28 @@ const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
  */
 function phones(text: string, regions: readonly CountryCode[]): Found[] {
   const out = new Map<number, Found>();
+  // A comma or semicolon ends a number: libphonenumber would read ", 10" after one as its
+  // extension, and refuse one that a letter follows there (", 221B Baker Street").
+  SEGMENT.lastIndex = 0;
+  for (let seg = SEGMENT.exec(text); seg; seg = SEGMENT.exec(text)) {
+    if (countDigits(seg[0]) >= 7) for (const f of segmentPhones(text, seg.index, seg[0], regions)) if (!out.has(f.start)) out.set(f.start, f);
+  }
+  return [...out.values()];
+}
+
+const SEGMENT = /[^,;\n]+/g;
+
+function segmentPhones(text: string, offset: number, segment: string, regions: readonly CountryCode[]): Found[] {
+  const out = new Map<number, Found>();
   for (const region of regions.length ? regions : (['US'] as CountryCode[])) {
-    for (const f of libs().phones.findPhoneNumbersInText(text, { defaultCountry: region })) {
+    for (const found of libs().phones.findPhoneNumbersInText(segment, { defaultCountry: region })) {
+      const f = { ...found, startsAt: found.startsAt + offset, endsAt: found.endsAt + offset };
       if (!f.number.isValid() || out.has(f.startsAt)) continue;
       const prior = text.slice(Math.max(0, f.startsAt - 1), f.startsAt);
       if (/[A-Za-z0-9#/-]/.test(prior)) continue;
       const head = before(text, f.startsAt);
       if (BUSINESS.test(head)) continue;
-      // libphonenumber reads ", 10" after a number as an extension (the dialler's pause): a comma ends the number here (call 020 7946 0958, 10 Downing Street).
-      const pause = text.slice(f.startsAt, f.endsAt).search(/\s*[,;]/);
-      const end = pause > 0 ? f.startsAt + pause : f.endsAt;
+      const end = f.endsAt;
       const written = text.slice(f.startsAt, end);
       if (/^\d+$/.test(written) && !PHONE_WORDS.test(head)) continue;
       // A date (2026-11-28, 28.11.2026, 28/11/26) is none, nor the shape of an SSN (123-45-6789), whatever the metadata allows.
@@ -137,15 +155,41 @@ function phones(text: string, regions: readonly CountryCode[]): Found[] {
   return [...out.values()];
 }
 
+/** Digits a value of each type holds at the least (an IPv6 address may be all letters and colons). */
+const MIN_DIGITS: Record<PiiType, number> = {
+  email: 0,
+  iban: 10,
+  card: 13,
+  ssn: 9,
+  national_id: 7,
+  ip: 0,
+  birth_date: 2,
+  phone: 7,
+  address: 0,
+  name: 0,
+};
+
+function countDigits(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 48 && c <= 57) n++;
+  }
+  return n;
+}
+
 /**
  * The values of `types` in `text`, in order, none overlapping: where two overlap, the first type
  * of PII_TYPES wins (an IBAN holds digits a card or a phone number could be read in).
  */
 export function detect(text: string, types: ReadonlySet<PiiType>, regions: readonly CountryCode[]): Found[] {
   if (!text) return [];
+  // What a type needs at the least, looked at once: most strings of a turn's state and audit
+  // (names, ids, short words) hold none, and pass every detector's pattern and library by.
+  const digits = countDigits(text);
   const kept: Found[] = [];
   for (const type of PII_TYPES) {
-    if (!types.has(type)) continue;
+    if (!types.has(type) || digits < MIN_DIGITS[type] || (type === 'email' && !text.includes('@'))) continue;
     for (const f of type === 'phone' ? phones(text, regions) : DETECT[type](text)) {
       if (!kept.some((k) => f.start < k.end && k.start < f.end)) kept.push(f);
     }

@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import type { CountryCode } from 'libphonenumber-js/max';
 import type { RE2JS } from 're2js';
-import { detect, PII_TYPES, type Found, type PiiType } from './detectors.js';
+import { detect, loadDetectors, PII_TYPES, type Found, type PiiType } from './detectors.js';
 
 export type MaskMode = 'redact' | 'keep' | 'hash' | { keep_last: number };
 
@@ -145,6 +145,8 @@ export class Masker {
     this.budget = opts.budget;
     this.numbered = opts.numbered ? { byValue: new Map(), byPlaceholder: new Map(), count: new Map() } : null;
     this.types = new Set(PII_TYPES.filter((t) => policy.modes[t] !== undefined && policy.modes[t] !== 'keep'));
+    // The first masker of a process loads the detectors' libraries here, not in a turn's budget.
+    if (this.types.size) loadDetectors();
   }
 
   /** Masks `value` wherever it appears, as `placeholder` (a sensitive slot's answer). */

