@@ -131,6 +131,8 @@ export class Masker {
   private readonly literals: [string, string][] = [];
 
   private readonly numbered: Numbered | null;
+  /** Texts this masker read, with what it made of them and counted (a masker lives for one turn). */
+  private readonly seen = new Map<string, { masked: string; counts: [string, number][] }>();
   private readonly budget: MaskBudget | undefined;
 
   /**
@@ -166,6 +168,12 @@ export class Masker {
       s = parts.join(placeholder);
     }
     if (!this.types.size && !this.policy.custom?.length) return s;
+    // A turn keeps one text in several places (the message, the slot it filled, the audit): read once.
+    const seen = this.seen.get(s);
+    if (seen) {
+      for (const [type, n] of seen.counts) this.counts[type] = (this.counts[type] ?? 0) + n;
+      return seen.masked;
+    }
     // What the detectors may spend is bounded (MaskBudget): past it, or in one string too long to
     // read within it, nothing is read and nothing kept: the string is kept as [UNREAD].
     const budget = this.budget;
@@ -175,8 +183,14 @@ export class Masker {
       return `[UNREAD: ${s.length} characters]`;
     }
     const started = budget ? performance.now() : 0;
+    const before = { ...this.counts };
     try {
-      return this.read(s);
+      const masked = this.read(s);
+      const counts = Object.entries(this.counts).flatMap(([type, n]) =>
+        n! > (before[type] ?? 0) ? [[type, n! - (before[type] ?? 0)] as [string, number]] : [],
+      );
+      this.seen.set(s, { masked, counts });
+      return masked;
     } finally {
       if (budget) budget.spentMs += performance.now() - started;
     }
