@@ -123,20 +123,31 @@ const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
  */
 function phones(text: string, regions: readonly CountryCode[]): Found[] {
   const out = new Map<number, Found>();
-  // A comma or semicolon ends a number: libphonenumber would read ", 10" after one as its
-  // extension, and refuse one that a letter follows there (", 221B Baker Street").
-  SEGMENT.lastIndex = 0;
-  for (let seg = SEGMENT.exec(text); seg; seg = SEGMENT.exec(text)) {
-    if (countDigits(seg[0]) >= 7) for (const f of segmentPhones(text, seg.index, seg[0], regions)) if (!out.has(f.start)) out.set(f.start, f);
+  // A comma or semicolon ends a number (a candidate holds neither): libphonenumber would read ", 10"
+  // after one as its extension, and refuse one that a letter follows there (", 221B Baker Street").
+  // libphonenumber is read only on what could be a number (a run of at least seven digits with
+  // the signs numbers are written with): it costs a quarter of a millisecond a string otherwise.
+  CANDIDATE.lastIndex = 0;
+  for (let c = CANDIDATE.exec(text); c; c = CANDIDATE.exec(text)) {
+    const digits = countDigits(c[0]);
+    // Seven to seventeen digits: a number with its country code and trunk prefix, no more.
+    if (digits >= 7 && digits <= 17) for (const f of segmentPhones(text, c.index, c[0], regions)) if (!out.has(f.start)) out.set(f.start, f);
   }
   return [...out.values()];
 }
 
-const SEGMENT = /[^,;\n]+/g;
+/**
+ * What could be a phone number: digits and the signs between them (no comma or semicolon), from
+ * a + or ( or digit not glued to a letter, digit, #, / or hyphen before it (a number glued so is
+ * an identifier's, below).
+ */
+const CANDIDATE = /(?<![A-Za-z0-9#/-])[+(]?\d[\d \t()./-]{5,30}\d/g;
 
 function segmentPhones(text: string, offset: number, segment: string, regions: readonly CountryCode[]): Found[] {
   const out = new Map<number, Found>();
-  for (const region of regions.length ? regions : (['US'] as CountryCode[])) {
+  // An international number reads the same for every region: once is enough.
+  const all = regions.length ? regions : (['US'] as CountryCode[]);
+  for (const region of segment.startsWith('+') ? all.slice(0, 1) : all) {
     for (const found of libs().phones.findPhoneNumbersInText(segment, { defaultCountry: region })) {
       const f = { ...found, startsAt: found.startsAt + offset, endsAt: found.endsAt + offset };
       if (!f.number.isValid() || out.has(f.startsAt)) continue;

@@ -104,6 +104,8 @@ export interface MaskBudget {
   spentMs: number;
   /** Texts kept or sent as [UNREAD] by the maskers sharing it. */
   unread: number;
+  /** Texts the turn's maskers read (not a model's, whose placeholders are numbered), with what they made of them. */
+  seen?: Map<string, { masked: string; counts: [string, number][] }>;
 }
 
 /**
@@ -131,8 +133,8 @@ export class Masker {
   private readonly literals: [string, string][] = [];
 
   private readonly numbered: Numbered | null;
-  /** Texts this masker read, with what it made of them and counted (a masker lives for one turn). */
-  private readonly seen = new Map<string, { masked: string; counts: [string, number][] }>();
+  /** Texts read, with what was made of them and counted: the turn's, shared through its budget, else this masker's own. */
+  private readonly seen: Map<string, { masked: string; counts: [string, number][] }>;
   private readonly budget: MaskBudget | undefined;
 
   /**
@@ -145,6 +147,7 @@ export class Masker {
     opts: { numbered?: boolean; budget?: MaskBudget } = {},
   ) {
     this.budget = opts.budget;
+    this.seen = (!opts.numbered && opts.budget?.seen) || new Map<string, { masked: string; counts: [string, number][] }>();
     this.numbered = opts.numbered ? { byValue: new Map(), byPlaceholder: new Map(), count: new Map() } : null;
     this.types = new Set(PII_TYPES.filter((t) => policy.modes[t] !== undefined && policy.modes[t] !== 'keep'));
     // The first masker of a process loads the detectors' libraries here, not in a turn's budget.

@@ -13,7 +13,7 @@ import { Masker, regionsFor, type CustomDetector, type MaskBudget, type MaskPoli
 const MASK_TURN_MS = 50;
 
 /** A fresh budget for one turn's maskers. */
-export const turnMaskBudget = (): MaskBudget => ({ ms: MASK_TURN_MS, spentMs: 0, unread: 0 });
+export const turnMaskBudget = (): MaskBudget => ({ ms: MASK_TURN_MS, spentMs: 0, unread: 0, seen: new Map() });
 
 /** What an agent masks: the policy, and the slots whose answers are kept masked (`sensitive: true`). */
 export interface Masking {
