@@ -429,6 +429,8 @@ function worst(): { what: string; ms: number }[] {
   const program = custom.reduce((n, c) => n + c.re.programSize(), 0);
   const texts: Record<string, string> = {
     digits: '0123456789 '.repeat(400),
+    'phone numbers': '020 7946 0958, '.repeat(300),
+    'numbers of seven digits': '1234567; '.repeat(450),
     'capitalised words': 'Aaaaaaa Bbbbbbb Street '.repeat(200),
     'name cues': 'my name is '.repeat(400),
     'dates after birth words': 'born 12/12/2012 '.repeat(280),

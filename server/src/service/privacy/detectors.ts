@@ -121,7 +121,7 @@ const DETECT: Record<Exclude<PiiType, 'phone'>, (text: string) => Found[]> = {
  * `regions`), except a number right after a word that names a business identifier, one glued to
  * letters or a hyphen (INV-2026-00042), and a bare run of digits with no phone word before it.
  */
-function phones(text: string, regions: readonly CountryCode[]): Found[] {
+function phones(text: string, regions: readonly CountryCode[], taken: readonly Found[] = []): Found[] {
   const out = new Map<number, Found>();
   // A comma or semicolon ends a number (a candidate holds neither): libphonenumber would read ", 10"
   // after one as its extension, and refuse one that a letter follows there (", 221B Baker Street").
@@ -129,6 +129,9 @@ function phones(text: string, regions: readonly CountryCode[]): Found[] {
   // the signs numbers are written with): it costs a quarter of a millisecond a string otherwise.
   CANDIDATE.lastIndex = 0;
   for (let c = CANDIDATE.exec(text); c; c = CANDIDATE.exec(text)) {
+    // A run another type already holds whole (a card, an IBAN) is none: libphonenumber is not asked.
+    const [from, to] = [c.index, c.index + c[0].length];
+    if (taken.some((k) => k.start <= from && to <= k.end)) continue;
     const digits = countDigits(c[0]);
     // Seven to seventeen digits: a number with its country code and trunk prefix, no more.
     if (digits >= 7 && digits <= 17) for (const f of segmentPhones(text, c.index, c[0], regions)) if (!out.has(f.start)) out.set(f.start, f);
@@ -201,7 +204,7 @@ export function detect(text: string, types: ReadonlySet<PiiType>, regions: reado
   const kept: Found[] = [];
   for (const type of PII_TYPES) {
     if (!types.has(type) || digits < MIN_DIGITS[type] || (type === 'email' && !text.includes('@'))) continue;
-    for (const f of type === 'phone' ? phones(text, regions) : DETECT[type](text)) {
+    for (const f of type === 'phone' ? phones(text, regions, kept) : DETECT[type](text)) {
       if (!kept.some((k) => f.start < k.end && k.start < f.end)) kept.push(f);
     }
   }
