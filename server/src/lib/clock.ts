@@ -6,3 +6,6 @@ export interface Clock {
 export const systemClock: Clock = { now: () => new Date() };
 
 export const iso = (d: Date) => d.toISOString();
+
+/** Milliseconds since `from` (a performance.now() reading), to two decimals: a duration as the audit records it. */
+export const msSince = (from: number) => Math.round((performance.now() - from) * 100) / 100;

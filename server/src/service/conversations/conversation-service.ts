@@ -31,7 +31,7 @@ import type { ModelGate } from '../model-gate.js';
 import type { Scored } from '../../engine/router/index.js';
 import { ConflictError, IdempotencyMismatchError, InputError, LimitError, NotFoundError, PayloadTooLargeError, UnavailableError } from '../../errors.js';
 import { canonicalJson, sha256 } from '../../lib/canonical.js';
-import { iso, type Clock } from '../../lib/clock.js';
+import { iso, msSince, type Clock } from '../../lib/clock.js';
 import { DuplicateIdempotencyKeyError, StaleRead, type ConversationStore, type PrefetchedConversation } from '../../store/conversations/conversation-store.js';
 import type { AgentService } from '../agents/agent-service.js';
 import type { SplitRow } from '../../store/agents/agent-store.js';
@@ -86,8 +86,6 @@ export interface ConversationServiceOptions {
   /** The per-agent hourly cap of findings, counted across replicas through the shared limits. */
   reviewHourly?: ReviewHourlyCap;
 }
-
-const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
 
 /** Blocks a continuing request carries replace those the conversation has. */
 function mergeContext(stored: ContextEnvelope | null, incoming: ContextEnvelope | undefined): ContextEnvelope | null {
@@ -148,7 +146,7 @@ export class ConversationService {
       ? await this.agents.activeWithConversation(tenantId, call.slug, body.conversation_id)
       : { agent: await this.agents.active(tenantId, call.slug), conversation: undefined };
     if (body.version !== undefined) await this.checkChosenVersion(tenantId, agentRow.id, body);
-    const opened = { agentId: agentRow.id, currentVersion: agentRow.currentVersion, split: agentRow.split, started, storageMs: ms(started), read };
+    const opened = { agentId: agentRow.id, currentVersion: agentRow.currentVersion, split: agentRow.split, started, storageMs: msSince(started), read };
     if (!call.idempotencyKey) return this.apply(call, opened);
 
     // A key is the caller's own: the same key from another user is another key.
@@ -282,7 +280,7 @@ export class ConversationService {
           reviewLowMargin: this.opts.reviewLowMargin,
           reviewMaxPerConversation: this.opts.reviewCaps?.perConversation ?? 5,
           timing: {
-            total_ms: ms(ctx.started),
+            total_ms: msSince(ctx.started),
             routing_ms: routingMs,
             engine_ms: engineMs,
             actions_ms: actionsMs,
@@ -348,7 +346,7 @@ export class ConversationService {
     const score = (message: string, embedding?: Float32Array): Scored => {
       const s = performance.now();
       const out = inSpanSync('switchboard.routing', {}, () => scoreWith(agent, message, embedding));
-      scoringMs += ms(s);
+      scoringMs += msSince(s);
       return out;
     };
     const budget = this.opts.renderBudgets.forTurn(t.tenantId);
@@ -385,7 +383,7 @@ export class ConversationService {
     });
     let s = performance.now();
     let step = gen.next();
-    stepsMs += ms(s);
+    stepsMs += msSince(s);
     while (!step.done) {
       const request = step.value;
       await t.beforeEffect();
@@ -395,25 +393,25 @@ export class ConversationService {
         reply = await inSpan('switchboard.action', { 'switchboard.action': request.action.name }, () =>
           this.actions.run(request, { tenantId: t.tenantId, turnIndex: t.turnIndex, now: () => iso(this.clock.now()), traced }),
         );
-        actionsMs += ms(a);
+        actionsMs += msSince(a);
       } else if (request.kind === 'llm_call') {
         reply = await inSpan('switchboard.llm', { 'switchboard.model': request.model ?? '' }, () =>
           this.models.call(request, t.tenantId, stream, agent, forModel),
         );
-        modelMs += ms(a);
+        modelMs += msSince(a);
       } else if (request.kind === 'embed') {
         reply = await inSpan('switchboard.routing.embeddings', {}, () => this.embedMessage(request, t.tenantId));
         if (reply.vector && reply.vector.length !== request.dims) this.agents.semanticMismatch(agent, reply.vector.length);
-        llmMs += ms(a);
+        llmMs += msSince(a);
       } else if (request.kind === 'retrieve') {
         reply = await inSpan('switchboard.knowledge', {}, () => this.retrieve(request, t.tenantId, agent));
       } else {
         reply = await inSpan('switchboard.routing.llm', {}, () => this.routeWithModel(request, t.tenantId));
-        llmMs += ms(a);
+        llmMs += msSince(a);
       }
       s = performance.now();
       step = gen.next(reply);
-      stepsMs += ms(s);
+      stepsMs += msSince(s);
     }
     this.opts.renderBudgets.charge(t.tenantId, budget);
     if (stream) {

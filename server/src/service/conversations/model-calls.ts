@@ -8,8 +8,7 @@ import { ModelRefusal, type ModelGate } from '../model-gate.js';
 import { maskerOf, realArguments, turnMaskBudget } from '../privacy/policy.js';
 import type { PrivacyService } from '../privacy/privacy-service.js';
 import type { ReplyStream } from './reply-stream.js';
-
-const ms = (from: number) => Math.round((performance.now() - from) * 100) / 100;
+import { msSince } from '../../lib/clock.js';
 
 export class ModelCalls {
   constructor(private readonly opts: { gate?: ModelGate; privacy: PrivacyService; maxReplyBytes: number }) {}
@@ -51,12 +50,12 @@ export class ModelCalls {
         ...c,
         toolCalls: agent ? realArguments(masker, agent, c.toolCalls) : c.toolCalls,
         model: c.model || model,
-        durationMs: ms(started),
+        durationMs: msSince(started),
         streamed: stream !== undefined,
       };
     } catch (e) {
       const code = e instanceof ModelRefusal ? e.code : 'llm_error';
-      return { ok: false, code, error: (e as Error).message, model, durationMs: ms(started) };
+      return { ok: false, code, error: (e as Error).message, model, durationMs: msSince(started) };
     }
   }
 }
