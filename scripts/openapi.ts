@@ -1,9 +1,11 @@
-// `npm run openapi`: writes openapi.json from the contract, and the REST clients' collections from it
-// (scripts/collections.ts); CI fails when a committed file differs.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// `npm run openapi`: writes openapi.json from the contract, the REST clients' collections from it
+// (scripts/collections.ts), and docs/people.md's roles table (scripts/people-table.ts); CI fails
+// when a committed file differs.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import stringify from 'json-stringify-pretty-compact';
 import { getOpenApi } from '../server/src/http/openapi.js';
 import { COLLECTIONS_DIR, renderCollections } from './collections.js';
+import { PEOPLE_FILE, withRoleTable } from './people-table.js';
 
 export const OPENAPI_FILE = new URL('../openapi.json', import.meta.url);
 
@@ -21,4 +23,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     writeFileSync(new URL(name, COLLECTIONS_DIR), body);
     console.log(`wrote collections/${name} (${body.length} bytes)`);
   }
+  writeFileSync(PEOPLE_FILE, withRoleTable(readFileSync(PEOPLE_FILE, 'utf8')));
+  console.log('wrote the roles table of docs/people.md');
 }

@@ -9,10 +9,18 @@ import { contract, RESOURCES } from '@switchboard/contract';
 import { lintOpenApi } from '../scripts/lint-openapi.js';
 import { OPENAPI_FILE, renderOpenApi } from '../scripts/openapi.js';
 import { COLLECTION_FILES, COLLECTIONS_DIR, renderCollections } from '../scripts/collections.js';
+import { PEOPLE_FILE, renderRoleTable, withRoleTable } from '../scripts/people-table.js';
 
 describe('openapi.json', () => {
   it('is what the contract generates now (run `npm run openapi` after changing the contract)', () => {
     expect(readFileSync(OPENAPI_FILE, 'utf8')).toBe(renderOpenApi());
+  });
+
+  it("has docs/people.md's roles table generated from the contract now (run `npm run openapi`)", () => {
+    const text = readFileSync(PEOPLE_FILE, 'utf8');
+    expect(text).toBe(withRoleTable(text));
+    expect(renderRoleTable()).toContain('| `releases.write` | ✓ |  | ✓ |');
+    expect(renderRoleTable()).toContain('`activateVersion` (POST /api/v1/agents/{slug}/versions/{version}/activate)');
   });
 
   it("has its REST clients' collections converted from it now (run `npm run openapi`), every request with no made-up value", async () => {

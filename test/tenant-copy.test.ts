@@ -130,7 +130,7 @@ eachDatabase('a tenant copied from SQLite to $name', (database) => {
   });
 
   it('takes the same API key, the widget key on the shop page, and a user signed with the identity secret', async () => {
-    expect(await app.keys.authenticate(made.key)).toMatchObject({ tenantId: 'acme', scopes: ['read'] });
+    expect(await app.keys.authenticate(made.key)).toMatchObject({ tenantId: 'acme', grants: [{ role: 'viewer' }] });
     const widget = (path: string) => request(app.app).post(`/widget/v1/agents/acme-support/${path}?key=${made.publishable}`).set('origin', SHOP);
     await request(app.app).get(`/widget/v1/agents/acme-support?key=${made.publishable}`).set('origin', SHOP).expect(200);
     const sign = (user: string) => createHmac('sha256', IDENTITY).update(user).digest('hex');

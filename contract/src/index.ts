@@ -1,6 +1,6 @@
 // The Switchboard HTTP contract: every endpoint, header, query, body and response, one resource
 // per file in resources/. The server, the typed client and openapi.json are all derived from it.
-import type { Scope } from './keys.js';
+import type { Permission } from './access.js';
 import { initContract } from '@ts-rest/core';
 import type { OperationExamples } from './resource.js';
 import { problemExamples } from './examples/problems.js';
@@ -23,6 +23,7 @@ import { usage } from './resources/usage.js';
 import { operations } from './resources/operations.js';
 import { widget } from './resources/widget.js';
 
+export * from './access.js';
 export * from './agents.js';
 export * from './common.js';
 export * from './conversations.js';
@@ -46,7 +47,7 @@ export { WIDGET_KEY, WIDGET_KEY_ID } from './examples/fixtures.js';
 export type { OpenApiExample } from './resource.js';
 
 /**
- * Every resource by name, in the order the OpenAPI document lists their tags. A route's tag, scope
+ * Every resource by name, in the order the OpenAPI document lists their tags. A route's tag, permission
  * and examples are its resource's; the server's handlers are one module per resource too.
  */
 export const RESOURCES: {
@@ -88,7 +89,7 @@ export const RESOURCES: {
   operations,
   widget,
 };
-/** The resources under /api/v1, whose routes an API key's scopes govern. */
+/** The resources under /api/v1, whose routes need a permission (access.ts). */
 const API = [
   conversations,
   audit,
@@ -129,8 +130,11 @@ type ApiRoutes = typeof conversations.routes &
 /** Everything under /api/v1: one flat router, so a client calls `api.converse`, `api.listChannels`… */
 export const apiContract: ApiRoutes = Object.assign({}, ...API.map((r) => r.routes)) as ApiRoutes;
 
-/** The scope an API key needs for each route (AUTH_MODE=api_key). */
-export const routeScopes: Record<keyof ApiRoutes, Scope> = Object.assign({}, ...API.map((r) => r.scopes)) as Record<keyof ApiRoutes, Scope>;
+/** The permission each route under /api/v1 needs (access.ts). */
+export const routePermissions: Record<keyof ApiRoutes, Permission> = Object.assign({}, ...API.map((r) => r.permissions)) as Record<keyof ApiRoutes, Permission>;
+
+/** The routes a grant for named agents reaches without a slug: lists filtered to its agents. */
+export const agentListRoutes: ReadonlySet<string> = new Set(API.flatMap((r) => ('agentLists' in r ? (r.agentLists as readonly string[]) : [])));
 
 const c = initContract();
 

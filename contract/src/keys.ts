@@ -1,9 +1,8 @@
-// API keys (AUTH_MODE=api_key): each bound to one tenant, with scopes.
+// API keys (AUTH_MODE=api_key): each bound to one tenant, with roles (access.ts) or the scopes
+// that stand for them.
 import { z } from 'zod';
+import { Grant, Grants, Scope } from './access.js';
 import { List, Timestamp } from './common.js';
-
-export const Scope = z.enum(['converse', 'read', 'admin']);
-export type Scope = z.infer<typeof Scope>;
 
 /** An origin a web page is served from: scheme, host and port, nothing more. */
 export const WebOrigin = z
@@ -20,11 +19,8 @@ export const WebOrigin = z
 export const CreateKey = z
   .object({
     name: z.string().trim().min(1).max(100).optional().describe('A label for people'),
-    scopes: z
-      .array(Scope)
-      .min(1)
-      .optional()
-      .describe('converse: send messages; read: conversations, audit, events; admin: all that, and agents, keys, operators, erasure'),
+    scopes: z.array(Scope).min(1).optional().describe('converse: the client role; read: the viewer role; admin: the owner role (access.ts, docs/people.md)'),
+    roles: Grants.optional().describe('The roles the key holds, each for the whole tenant or for named agents (docs/people.md)'),
     widget: z
       .object({
         agents: z
@@ -37,16 +33,17 @@ export const CreateKey = z
       .optional()
       .describe('A publishable key for the web chat widget (docs/widget.md)'),
   })
-  .refine((k) => (k.scopes === undefined) !== (k.widget === undefined), {
-    message: 'give either scopes (a secret key) or widget (a publishable key)',
-    path: ['scopes'],
+  .refine((k) => [k.scopes, k.roles, k.widget].filter((x) => x !== undefined).length === 1, {
+    message: 'give one of roles or scopes (a secret key) or widget (a publishable key)',
+    path: ['roles'],
   });
 
 export const ApiKey = z.object({
   id: z.string().uuid(),
   name: z.string().nullable(),
   prefix: z.string().describe('The start of the key, to recognise it'),
-  scopes: z.array(Scope).describe('Empty for a publishable key'),
+  scopes: z.array(Scope).describe('The scopes the key was created with; empty for a key created with roles and for a publishable key'),
+  roles: z.array(Grant).describe('The roles the key holds (its scopes as roles for a key created with scopes); empty for a publishable key'),
   widget: z
     .object({
       agents: z.array(z.string()),

@@ -1,12 +1,12 @@
 // What a resource of the contract is: its routes, the tag and description the OpenAPI document
-// files them under, the scope an API key needs for each, and the examples of each operation.
+// files them under, the permission each needs (access.ts), and the examples of each operation.
 // One file per resource in resources/; index.ts composes them. Every mapped type below is keyed
-// by the resource's own routes, so a route without a scope or examples does not compile.
+// by the resource's own routes, so a route without a permission or examples does not compile.
 import type { AppRouter } from '@ts-rest/core';
 import { z } from 'zod';
 import { commonErrors, Problem, Slug, Uuid } from './common.js';
 import { ChannelKind } from './channels.js';
-import type { Scope } from './keys.js';
+import type { Permission } from './access.js';
 
 export interface OpenApiExample {
   summary: string;
@@ -30,9 +30,13 @@ export interface ResourceParts<R extends AppRouter, E extends Record<string, Ope
   operations: O;
 }
 
-/** A resource under /api/v1: every route names the scope an API key needs (AUTH_MODE=api_key). */
+/**
+ * A resource under /api/v1: every route names the permission it needs (access.ts). A grant for
+ * named agents reaches the routes under /agents/{slug}, and those in `agentLists`: lists the
+ * handler filters to the agents the caller may read.
+ */
 export const apiResource = <R extends AppRouter, E extends Record<string, OpenApiExample>, const O extends { [K in keyof R]: OperationExamples }>(
-  parts: ResourceParts<R, E, O> & { scopes: { [K in keyof R]: Scope } },
+  parts: ResourceParts<R, E, O> & { permissions: { [K in keyof R]: Permission }; agentLists?: readonly (keyof R)[] },
 ) => parts;
 
 /** A resource outside the API's keys: operations (probes, metrics) and the widget's routes. */

@@ -1,4 +1,4 @@
-// API keys (AUTH_MODE=api_key): tenants, scopes, revocation, storage, and the command line.
+// API keys (AUTH_MODE=api_key): tenants, scopes as roles, revocation, storage, and the command line.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -63,7 +63,7 @@ eachDatabase('API keys on $name', (database) => {
     expect(c.status).toBe(200);
     const h = await as(keys.converseA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`));
     expect(h.status).toBe(403);
-    expect(h.body.detail).toMatch(/"read" scope/);
+    expect(h.body.detail).toMatch(/"read" permission on agent "echo"/);
     expect((await as(keys.converseA)(request(app.app).put('/api/v1/agents/other').send(echoAgent))).status).toBe(403);
     expect((await as(keys.adminA)(request(app.app).get(`/api/v1/agents/echo/conversations/${c.body.conversation_id}/history`))).status).toBe(200);
   });
@@ -73,7 +73,7 @@ eachDatabase('API keys on $name', (database) => {
     const tests = [{ name: 't', steps: [{ user: 'echo this', expect: { capability: 'echo' } }] }];
     const refused = await as(readOnly)(request(app.app).post('/api/v1/agents/echo/tests').send({ tests }));
     expect(refused.status).toBe(403);
-    expect(refused.body.detail).toMatch(/"converse" scope/);
+    expect(refused.body.detail).toMatch(/"tests.run" permission/);
     expect((await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/tests').send({ tests }))).status).toBe(200);
   });
 
@@ -90,7 +90,7 @@ eachDatabase('API keys on $name', (database) => {
   it('lets only an admin key choose the version a conversation starts on', async () => {
     const pinned = await as(keys.converseA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this', version: 1 }));
     expect(pinned.status).toBe(403);
-    expect(pinned.body.detail).toMatch(/"admin" scope/);
+    expect(pinned.body.detail).toMatch(/"agents.write" permission/);
     const admin = await as(keys.adminA)(request(app.app).post('/api/v1/agents/echo/converse').send({ message: 'echo this', version: 1 }));
     expect(admin.status).toBe(200);
   });
@@ -139,5 +139,20 @@ describe('npm run keys', () => {
     expect(revoked.stdout).toContain(`revoked key ${id}`);
     const bad = await cli('create', '--tenant', 'acme', '--scopes', 'everything').catch((e) => e);
     expect(bad.code).toBe(2);
+  });
+
+  it('creates a key with roles, for the tenant and for named agents, and refuses a role it does not know', async () => {
+    const created = await cli('create', '--tenant', 'acme', '--role', 'viewer', '--role', 'operator:acme-support,billing');
+    expect(created.stdout).toMatch(/with roles viewer operator:acme-support,billing\n/);
+    const id = /created key ([0-9a-f-]{36})/.exec(created.stdout)![1];
+    expect((await cli('list', '--tenant', 'acme')).stdout).toMatch(new RegExp(`${id}.*viewer operator:acme-support,billing`));
+    for (const args of [
+      ['--role', 'superuser'],
+      ['--role', 'operator:Not A Slug'],
+      ['--role', 'viewer', '--scopes', 'read'],
+    ]) {
+      const bad = await cli('create', '--tenant', 'acme', ...args).catch((e) => e);
+      expect(bad.code, args.join(' ')).toBe(2);
+    }
   });
 });

@@ -277,6 +277,7 @@ eachDatabase('migrations on $name', (database) => {
         '031_knowledge_snapshots',
         '032_knowledge_stats',
         '033_tenant_privacy',
+        '034_key_roles',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

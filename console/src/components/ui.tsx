@@ -9,7 +9,7 @@ import type { ApiError } from '../api';
 function advice(e: ApiError): string {
   if (e.status === 0) return 'The server did not answer: check that it is running, then try again.';
   if (e.status === 401) return 'The server did not accept these credentials: sign out and sign in with a valid API key.';
-  if (e.status === 403) return 'These credentials may not do this: sign in with a key that has the needed scope.';
+  if (e.status === 403) return 'These credentials may not do this: sign in with a key whose roles hold the permission named above.';
   if (e.status === 404) return 'It may have been archived or erased, or belong to another tenant.';
   if (e.status === 429) return 'Too many requests for this tenant right now: wait a moment and try again.';
   if (e.status >= 500) return 'The server failed: try again; its log has the details under the request id.';

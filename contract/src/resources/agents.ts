@@ -56,12 +56,13 @@ export const agents = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
-    putAgent: 'admin',
+  permissions: {
+    putAgent: 'agents.write',
     listAgents: 'read',
     getAgent: 'read',
-    deleteAgent: 'admin',
+    deleteAgent: 'agents.write',
   },
+  agentLists: ['listAgents'],
   examples: {
     Definition: { summary: 'An agent that tracks orders and hands over to a person', value: definition },
     Agent: { summary: 'An agent and its current version', value: agent },

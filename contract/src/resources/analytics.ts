@@ -25,7 +25,7 @@ export const analytics = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     getAnalytics: 'read',
   },
   examples: {

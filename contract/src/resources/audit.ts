@@ -32,7 +32,7 @@ export const audit = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     getAuditLogs: 'read',
     verifyAuditLogs: 'read',
   },

@@ -66,11 +66,11 @@ export const channels = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     listChannels: 'read',
-    putChannel: 'admin',
-    patchChannel: 'admin',
-    deleteChannel: 'admin',
+    putChannel: 'channels.manage',
+    patchChannel: 'channels.manage',
+    deleteChannel: 'channels.manage',
     listChannelDeliveries: 'read',
   },
   examples: {

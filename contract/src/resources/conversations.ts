@@ -78,7 +78,7 @@ export const conversations = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     converse: 'converse',
     listConversations: 'read',
     getConversation: 'read',

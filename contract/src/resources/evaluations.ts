@@ -62,10 +62,10 @@ export const evaluations = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     getTestSuite: 'read',
-    putTestSuite: 'admin',
-    startEvaluation: 'admin',
+    putTestSuite: 'agents.write',
+    startEvaluation: 'agents.write',
     listEvaluations: 'read',
     getEvaluation: 'read',
   },

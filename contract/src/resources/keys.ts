@@ -1,4 +1,4 @@
-// Keys: API keys (AUTH_MODE=api_key)
+// Keys: API keys (AUTH_MODE=api_key), each with roles or the scopes that stand for them
 import { z } from 'zod';
 import { TenantHeaders, Uuid } from '../common.js';
 import { CreateKey, CreatedKey, KeyList } from '../keys.js';
@@ -40,13 +40,17 @@ export const keys = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
-    createKey: 'admin',
-    listKeys: 'admin',
-    revokeKey: 'admin',
+  permissions: {
+    createKey: 'keys.manage',
+    listKeys: 'keys.manage',
+    revokeKey: 'keys.manage',
   },
   examples: {
     KeyRequest: { summary: 'A read-only key for dashboards', value: { name: 'dashboards', scopes: ['read'] } },
+    RoleKeyRequest: {
+      summary: "A key for a help desk's integration: operator of one agent",
+      value: { name: 'help desk', roles: [{ role: 'operator', agents: ['acme-support'] }] },
+    },
     WidgetKeyRequest: {
       summary: 'A publishable key for the web chat widget on one site',
       value: { name: 'shop widget', widget: { agents: ['acme-support'], origins: ['https://shop.example.com'] } },
@@ -58,6 +62,7 @@ export const keys = apiResource({
         name: 'dashboards',
         prefix: 'sbk_af5f3a1d',
         scopes: ['read'],
+        roles: [{ role: 'viewer' }],
         widget: null,
         created_at: T0,
         revoked_at: null,
@@ -68,12 +73,22 @@ export const keys = apiResource({
       summary: "The tenant's keys (never the key itself)",
       value: {
         data: [
-          { id: KEY, name: 'dashboards', prefix: 'sbk_af5f3a1d', scopes: ['read'], widget: null, created_at: T0, revoked_at: null },
+          {
+            id: KEY,
+            name: 'dashboards',
+            prefix: 'sbk_af5f3a1d',
+            scopes: ['read'],
+            roles: [{ role: 'viewer' }],
+            widget: null,
+            created_at: T0,
+            revoked_at: null,
+          },
           {
             id: WIDGET_KEY_ID,
             name: 'shop widget',
             prefix: 'pk_3c0a9e12f',
             scopes: [],
+            roles: [],
             widget: { agents: ['acme-support'], origins: ['https://shop.example.com'], key: WIDGET_KEY },
             created_at: T0,
             revoked_at: null,
@@ -83,7 +98,7 @@ export const keys = apiResource({
     },
   },
   operations: {
-    createKey: { request: ['KeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
+    createKey: { request: ['KeyRequest', 'RoleKeyRequest', 'WidgetKeyRequest'], response: ['CreatedKey'] },
     listKeys: { response: ['KeyList'] },
     revokeKey: { response: [] },
   },

@@ -59,11 +59,11 @@ export const operators = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
-    postOperatorMessage: 'admin',
-    setStatus: 'admin',
-    eraseConversation: 'admin',
-    eraseUserConversations: 'admin',
+  permissions: {
+    postOperatorMessage: 'conversations.reply',
+    setStatus: 'conversations.reply',
+    eraseConversation: 'conversations.erase',
+    eraseUserConversations: 'conversations.erase',
   },
   examples: {
     OperatorMessageRequest: { summary: 'A person answers', value: { message: 'Hi, this is Dana from support. Let me look into it.', author: 'dana' } },

@@ -47,10 +47,10 @@ export const privacy = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     getPrivacyPolicy: 'read',
-    putPrivacyPolicy: 'admin',
-    deletePrivacyPolicy: 'admin',
+    putPrivacyPolicy: 'privacy.manage',
+    deletePrivacyPolicy: 'privacy.manage',
   },
   examples: {
     PrivacyPolicyRequest: { summary: 'Mask contact and payment data, hash e-mail addresses for analytics', value: policy },

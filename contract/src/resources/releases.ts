@@ -80,12 +80,12 @@ export const releases = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     listReleases: 'read',
     verifyReleases: 'read',
-    putSplit: 'admin',
-    endSplit: 'admin',
-    promoteSplit: 'admin',
+    putSplit: 'releases.write',
+    endSplit: 'releases.write',
+    promoteSplit: 'releases.write',
   },
   examples: {
     Activated: { summary: 'Version 2 released through its gates', value: { ...agent, release: release(3, 'activate', 2) } },

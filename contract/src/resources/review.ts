@@ -40,9 +40,9 @@ export const review = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     listReview: 'read',
-    actOnReview: 'admin',
+    actOnReview: 'review.act',
   },
   examples: {
     ReviewPage: {

@@ -44,10 +44,10 @@ export const secrets = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
-    putSecret: 'admin',
-    listSecrets: 'admin',
-    deleteSecret: 'admin',
+  permissions: {
+    putSecret: 'secrets.manage',
+    listSecrets: 'secrets.manage',
+    deleteSecret: 'secrets.manage',
   },
   examples: {
     SecretRequest: { summary: 'A token for the orders API', value: { value: 'orders-api-token-5f2a9c' } },

@@ -21,7 +21,7 @@ export const usage = apiResource({
     },
     apiOptions,
   ),
-  scopes: { getUsage: 'read' },
+  permissions: { getUsage: 'read' },
   examples: {
     Usage: {
       summary: 'The demo tenant with its help centre',

@@ -103,13 +103,13 @@ export const versions = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     listVersions: 'read',
     getVersion: 'read',
-    activateVersion: 'admin',
-    // Running test conversations spends the tenant's render budget: no read.
-    runTests: 'converse',
-    startReplay: 'admin',
+    activateVersion: 'releases.write',
+    // Running test conversations spends the tenant's render budget: not a viewer's.
+    runTests: 'tests.run',
+    startReplay: 'agents.write',
     listReplays: 'read',
     getReplay: 'read',
   },

@@ -24,7 +24,7 @@ export const webhooks = apiResource({
     },
     apiOptions,
   ),
-  scopes: {
+  permissions: {
     listWebhookDeliveries: 'read',
   },
   examples: {

@@ -1,9 +1,10 @@
 // `npm run keys -- create --tenant acme --scopes converse,read [--name web]`, `create --tenant acme
+// --role operator:acme-support --role viewer` (roles, each for the whole tenant or named agents), `create --tenant acme
 // --widget --agent acme-support --origin https://shop.example.com` (a publishable key for the web
 // chat widget, printed with its snippet), `list --tenant acme`, `revoke --tenant acme --id ID`:
 // manages keys in the database named by DATABASE_URL.
 import { InvalidArgumentError } from 'commander';
-import { Scope, WebOrigin } from '@switchboard/contract';
+import { Grant, Role, Scope, WebOrigin } from '@switchboard/contract';
 import { loadConfig, serviceUrl, shownDatabaseUrl } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { KeyService } from '../service/keys.js';
@@ -34,6 +35,25 @@ const scopes = (v: string): Scope[] => {
   return parsed.data;
 };
 
+/** `--role builder` (the whole tenant) or `--role operator:acme-support,billing` (those agents only). */
+const role = (v: string, previous: Grant[] = []): Grant[] => {
+  const at = v.indexOf(':');
+  const agents =
+    at < 0
+      ? {}
+      : {
+          agents: v
+            .slice(at + 1)
+            .split(',')
+            .map((a) => a.trim()),
+        };
+  const parsed = Grant.safeParse({ role: at < 0 ? v : v.slice(0, at), ...agents });
+  if (!parsed.success) throw new InvalidArgumentError(`a role (${Role.options.join(', ')}), optionally with agents: operator:acme-support,billing`);
+  return [...previous, parsed.data];
+};
+
+const shownGrant = (g: Grant) => (g.agents ? `${g.role}:${g.agents.join(',')}` : g.role);
+
 const origin = (v: string, previous: string[] = []): string[] => {
   const parsed = WebOrigin.safeParse(v);
   if (!parsed.success) throw new InvalidArgumentError('an origin such as https://shop.example.com (scheme, host and port; no path)');
@@ -54,15 +74,16 @@ cli
   .command('create')
   .description('create an API key for a tenant (printed once), or with --widget a publishable key for the web chat widget')
   .requiredOption('--tenant <tenant>', 'the tenant the key belongs to')
-  .option('--scopes <scopes>', 'converse, read and/or admin, comma-separated', scopes)
+  .option('--scopes <scopes>', 'converse, read and/or admin, comma-separated (the roles client, viewer, owner)', scopes)
+  .option('--role <role[:agents]>', 'a role for the whole tenant, or with :slug,slug for those agents (repeat for more; docs/people.md)', role)
   .option('--widget', 'a publishable key for the web chat widget (with --agent and --origin)')
   .option('--agent <slug>', 'an agent the widget may talk to (repeat for more)', collect)
   .option('--origin <origin>', 'an origin whose pages may run the widget (repeat for more)', origin)
   .option('--name <label>', 'a label for people')
-  .action(async (o: { tenant: string; scopes?: Scope[]; widget?: boolean; agent?: string[]; origin?: string[]; name?: string }) => {
+  .action(async (o: { tenant: string; scopes?: Scope[]; role?: Grant[]; widget?: boolean; agent?: string[]; origin?: string[]; name?: string }) => {
     if (o.widget) {
-      if (o.scopes || !o.agent?.length || !o.origin?.length) {
-        cli.error('error: --widget takes --agent and --origin (each at least once), and no --scopes', { exitCode: 2 });
+      if (o.scopes || o.role || !o.agent?.length || !o.origin?.length) {
+        cli.error('error: --widget takes --agent and --origin (each at least once), and no --scopes or --role', { exitCode: 2 });
       }
       const k = await withKeys((keys) => keys.createPublishable(o.tenant, { agents: o.agent!, origins: o.origin! }, o.name));
       console.log(
@@ -72,9 +93,11 @@ cli
       for (const agent of k.widget!.agents) console.log(`snippet for ${agent}: ${snippet(agent, k.key)}`);
       return;
     }
-    if (!o.scopes) cli.error("error: required option '--scopes <scopes>' not specified (or --widget)", { exitCode: 2 });
-    const k = await withKeys((keys) => keys.create(o.tenant, o.scopes!, o.name));
-    console.log(`created key ${k.id} for tenant ${o.tenant} ${where()} with scopes ${k.scopes.join(',')}`);
+    if (!o.scopes === !o.role) cli.error('error: give --scopes or --role (or --widget), not both', { exitCode: 2 });
+    if (o.role && o.role.length > 20) cli.error('error: at most 20 roles', { exitCode: 2 });
+    const k = await withKeys((keys) => keys.create(o.tenant, o.role ? { roles: o.role } : o.scopes!, o.name));
+    const held = `roles ${k.roles.map(shownGrant).join(' ')}`;
+    console.log(`created key ${k.id} for tenant ${o.tenant} ${where()} with ${o.scopes ? `scopes ${k.scopes.join(',')} (${held})` : held}`);
     console.log(`key (shown once, store it now): ${k.key}`);
   });
 
@@ -87,7 +110,7 @@ cli
     for (const k of list) {
       const what = k.widget
         ? `widget ${k.widget.key} agents ${k.widget.agents.join(',')} origins ${k.widget.origins.join(',')}`
-        : k.scopes.join(',').padEnd(20);
+        : k.roles.map(shownGrant).join(' ').padEnd(20);
       console.log(`${k.id}  ${k.prefix}…  ${what} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`);
     }
     console.log(`${list.length} key(s) for tenant ${o.tenant}`);

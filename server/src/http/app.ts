@@ -9,7 +9,7 @@ import { contract } from '@switchboard/contract';
 import type { Config } from '../config.js';
 import { DefinitionError, MethodNotAllowedError, NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
-import { apiKeyAuth } from './auth.js';
+import { authorize } from './auth.js';
 import { consoleRouter } from './console.js';
 import { depthLimit, refuseContentEncoding, refuseHostileInput, yamlBody } from './input-guards.js';
 import { isAgentPut, JSON_TYPES, mediaType, YAML_TYPES } from './media-type.js';
@@ -59,7 +59,7 @@ export function createHttpApp(services: Services, config: Config): Express {
     // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
     globalMiddleware: [
       recordRoute as never,
-      ...(config.authMode === 'api_key' ? [apiKeyAuth(services.keys) as never] : []),
+      authorize({ authMode: config.authMode, keys: services.keys }) as never,
       ...(rateLimit
         ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit(req, res, next) : next())) as never]
         : []),

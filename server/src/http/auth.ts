@@ -1,22 +1,47 @@
-// API-key authentication and scopes (AUTH_MODE=api_key), run for every /api/v1 route before its
-// input is validated. 401 never says whether a key exists; 403 for another tenant or a missing scope.
+// Who the caller is and whether they may: the one check of every /api/v1 route's permission
+// (contract/src/access.ts), run before its input is validated. AUTH_MODE=api_key: the key names
+// its tenant and holds grants; 401 never says whether a key exists; 403 for another tenant or a
+// missing permission, naming the roles that have it. AUTH_MODE=header trusts the gateway in front,
+// which speaks for the tenant's owner. A route without a permission is reachable by nobody.
 import type { NextFunction, Request, Response } from 'express';
 import type { AppRoute } from '@ts-rest/core';
-import { contract, routeScopes, type Scope } from '@switchboard/contract';
+import {
+  agentListRoutes,
+  agentsAllowed,
+  allows,
+  contract,
+  ROLE_PERMISSIONS,
+  routePermissions,
+  type Grant,
+  type Permission,
+  type Role,
+} from '@switchboard/contract';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { KeyService } from '../service/keys.js';
 import { bearerOf } from './tenant.js';
 
 // By method and path: ts-rest hands middleware a copy of the route object, not the contract's own.
 const key = (r: AppRoute) => `${r.method} ${r.path}`;
-const scopeOf = new Map<string, Scope>(
-  Object.entries(contract.api).map(([name, route]) => [key(route as AppRoute), routeScopes[name as keyof typeof routeScopes]]),
+const routes = new Map<string, { name: string; permission: Permission | undefined }>(
+  Object.entries(contract.api).map(([name, route]) => [key(route as AppRoute), { name, permission: routePermissions[name as keyof typeof routePermissions] }]),
 );
 
 // Operations routes are open; the widget's routes take publishable keys only (widget.ts checks them).
 const publicRoutes = new Set([...Object.values(contract.ops), ...Object.values(contract.widget)].map((r) => key(r as AppRoute)));
 
-export function apiKeyAuth(keys: KeyService) {
+/** The gateway of AUTH_MODE=header speaks for the tenant's owner. */
+const GATEWAY: readonly Grant[] = [{ role: 'owner' }];
+
+/** The roles that hold a permission, for the 403's words. */
+const holders = (p: Permission) => (Object.keys(ROLE_PERMISSIONS) as Role[]).filter((r) => ROLE_PERMISSIONS[r].includes(p)).join(', ');
+
+/** Whether the request's caller holds `permission` on `slug` (AUTH_MODE=header: always). */
+export const may = (res: Response, permission: Permission, slug?: string): boolean => allows(res.locals.grants ?? [], permission, slug);
+
+/** The agents a list route may show this caller: 'all', or those its per-agent grants name. */
+export const agentsShown = (res: Response, permission: Permission = 'read'): 'all' | string[] => agentsAllowed(res.locals.grants ?? [], permission);
+
+export function authorize(opts: { authMode: 'header' | 'api_key'; keys: KeyService }) {
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
@@ -24,18 +49,27 @@ export function apiKeyAuth(keys: KeyService) {
         next();
         return;
       }
-      // Fail closed: a route without a scope is reachable by nobody.
-      const scope = scopeOf.get(key(route));
-      if (!scope) throw new ForbiddenError('This route has no scope');
-      const bearer = bearerOf(req);
-      const principal = res.locals.principal ?? (bearer ? await keys.authenticate(bearer) : null);
-      if (!principal) throw new UnauthorizedError();
-      if (principal.tenantId !== req.headers['tenant-id']) throw new ForbiddenError('This key belongs to another tenant');
-      // admin is the widest scope: it may also read and converse, as people expect of it.
-      if (!principal.scopes.includes(scope) && !principal.scopes.includes('admin')) throw new ForbiddenError(`This key lacks the "${scope}" scope`);
-      // Long-lived responses (event streams) end when this key is revoked.
-      res.locals.keyId = principal.keyId;
-      res.locals.scopes = principal.scopes;
+      const found = routes.get(key(route));
+      if (!found?.permission) throw new ForbiddenError('This route has no permission');
+      const { name, permission } = found;
+      let grants = GATEWAY;
+      if (opts.authMode === 'api_key') {
+        const bearer = bearerOf(req);
+        const principal = res.locals.principal ?? (bearer ? await opts.keys.authenticate(bearer) : null);
+        if (!principal) throw new UnauthorizedError();
+        if (principal.tenantId !== req.headers['tenant-id']) throw new ForbiddenError('This key belongs to another tenant');
+        grants = principal.grants;
+        // Long-lived responses (event streams) end when this key is revoked.
+        res.locals.keyId = principal.keyId;
+      }
+      res.locals.grants = grants;
+      const slug = route.path.includes(':slug') ? String(req.params.slug) : undefined;
+      // A list of agents is filtered by its handler (agentsShown): any grant of the permission reaches it.
+      const shown = agentListRoutes.has(name) ? agentsAllowed(grants, permission) : null;
+      if (shown ? shown !== 'all' && !shown.length : !allows(grants, permission, slug)) {
+        const where = slug ? `on agent "${slug}"` : 'for the whole tenant';
+        throw new ForbiddenError(`This needs the "${permission}" permission ${where} (roles: ${holders(permission)})`);
+      }
       next();
     } catch (err) {
       next(err);

@@ -2,6 +2,7 @@
 // Express's own `Locals` (as Hono declares its context variables), so every reader is typed and
 // no reader casts.
 import type { SourceDocument } from '../lib/yaml-source.js';
+import type { Grant } from '@switchboard/contract';
 import type { KeyPrincipal, PublishableKey } from '../service/keys.js';
 
 declare global {
@@ -10,9 +11,10 @@ declare global {
     interface Locals {
       /** The API key the request authenticated with (tenant.ts), when it carried one. */
       principal?: KeyPrincipal;
-      /** That key's id and scopes (auth.ts). */
+      /** That key's id (auth.ts). */
       keyId?: string;
-      scopes?: readonly string[];
+      /** What the caller was granted (auth.ts): the key's roles, or the owner's behind AUTH_MODE=header. */
+      grants?: readonly Grant[];
       /** The contract's path of the route that answered (request-log.ts), for metrics and logs. */
       route?: string;
       /** A YAML body as sent, for the positions of its problems (input-guards.ts). */

@@ -63,7 +63,9 @@ const resourceOf = new Map<string, { tag: string }>(Object.values(c.RESOURCES).f
 const routeName = new Map<AppRoute, string>(
   (['api', 'ops', 'widget'] as const).flatMap((part) => Object.entries(c.contract[part]).map(([k, r]) => [r as AppRoute, k] as const)),
 );
-const scopes = c.routeScopes as Record<string, string>;
+const permissions = c.routePermissions as Partial<Record<string, c.Permission>>;
+/** The roles that hold each permission, as the OpenAPI document lists them. */
+const holders = (p: c.Permission) => (Object.keys(c.ROLE_PERMISSIONS) as c.Role[]).filter((r) => c.ROLE_PERMISSIONS[r].includes(p));
 
 /** OpenAPI 3.0 `nullable` → 3.1 (a `null` type), everywhere in a schema tree. */
 function to31(node: unknown): unknown {
@@ -165,15 +167,26 @@ function nameSchemas(doc: Json): Json {
 /** Per operation: tags, security, descriptions lifted where readers look, and other content types. */
 function mapOperation(op: Json, route: AppRoute): Json {
   const name = routeName.get(route) ?? '';
-  const scope = scopes[name];
+  const permission = permissions[name];
   // Every operation belongs to a resource; one that does not is a mistake, not "Operations".
   const resource = resourceOf.get(name);
   if (!resource) throw new Error(`openapi: operation ${name} belongs to no resource of contract/src/resources/`);
   op.tags = [resource.tag];
-  // Tenant header, or an API key that names its tenant (with a scope): as the server runs.
-  op.security = scope ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
-  if (scope) op['x-scope'] = scope;
-  if (!op.description) op.description = scope ? `${route.summary ?? name}. With an API key, it needs the ${scope} scope.` : route.summary;
+  // Tenant header, or an API key that names its tenant (with a role that holds the permission): as the server runs.
+  op.security = permission ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
+  if (permission) {
+    op['x-permission'] = permission;
+    op['x-roles'] = holders(permission);
+  }
+  if (!op.description) op.description = permission ? `${route.summary ?? name}.` : route.summary;
+  if (permission) {
+    const reach = route.path.includes(':slug')
+      ? ', for the whole tenant or this agent'
+      : c.agentListRoutes.has(name)
+        ? '; a grant for named agents lists those agents'
+        : ', for the whole tenant';
+    op.description = `${String(op.description)}\n\nPermission: \`${permission}\` (roles: ${holders(permission).join(', ')})${reach}.`;
+  }
   const responses = obj(op.responses);
   op.responses = responses;
   // Responses of another content type (server-sent events) are left out by the generator.
@@ -206,7 +219,7 @@ function mapOperation(op: Json, route: AppRoute): Json {
       .find((d) => d);
     if (described) r.description = described;
   }
-  if (!scope)
+  if (!permission)
     responses['4XX'] ??= {
       description: 'Any other client error, as problem details',
       content: { 'application/problem+json': { schema: generateSchema(c.Problem, true) } },

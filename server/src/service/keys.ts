@@ -1,10 +1,10 @@
-// API keys: `sbk_<id>_<secret>`, each bound to one tenant with scopes. Only a SHA-256 of the
+// API keys: `sbk_<id>_<secret>`, each bound to one tenant with roles (or scopes, which stand for roles). Only a SHA-256 of the
 // secret is stored; a presented key is found by its id and its secret compared in constant time.
 // Publishable keys (`pk_<32 hex>`) are the web chat widget's: public by design (they sit in a
 // page's source), bound to a tenant, some agents and some origins, and accepted by the widget's
 // routes alone; they carry no scope of the API.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { ApiKey, Scope } from '@switchboard/contract';
+import { Grants, SCOPE_ROLES, type ApiKey, type Grant, type Scope } from '@switchboard/contract';
 import { NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { Database } from '../store/db.js';
@@ -19,7 +19,7 @@ const DECOY = hashOf('decoy');
 export interface KeyPrincipal {
   keyId: string;
   tenantId: string;
-  scopes: Scope[];
+  grants: Grant[];
 }
 
 const PUBLISHABLE = /^pk_[0-9a-f]{32}$/;
@@ -37,11 +37,29 @@ const jsonList = (text: string | null | undefined): string[] => {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 };
 
+const scopesOf = (r: ApiKeyTableRow): Scope[] => (r.public_key || !r.scopes ? [] : (r.scopes.split(',') as Scope[]));
+
+/**
+ * A secret key's grants: those stored, else its scopes' roles. Stored grants that fail their
+ * schema (a row a bug or a hand corrupted) grant nothing: the key is refused, not widened.
+ */
+function grantsOf(r: ApiKeyTableRow): Grant[] {
+  if (r.public_key) return [];
+  if (r.roles == null) return scopesOf(r).map((scope) => ({ role: SCOPE_ROLES[scope] }));
+  try {
+    const parsed = Grants.safeParse(JSON.parse(r.roles));
+    return parsed.success ? parsed.data : [];
+  } catch {
+    return [];
+  }
+}
+
 const toApi = (r: ApiKeyTableRow): ApiKey => ({
   id: r.id,
   name: r.name,
   prefix: r.prefix,
-  scopes: r.public_key ? [] : (r.scopes.split(',') as Scope[]),
+  scopes: scopesOf(r),
+  roles: grantsOf(r),
   widget: r.public_key ? { agents: jsonList(r.agents), origins: jsonList(r.origins), key: r.public_key } : null,
   created_at: r.created_at,
   revoked_at: r.revoked_at,
@@ -58,7 +76,8 @@ export class KeyService {
     this.store = new KeyStore(db);
   }
 
-  async create(tenantId: string, scopes: Scope[], name?: string): Promise<ApiKey & { key: string }> {
+  /** A secret key holding `access`: scopes (which stand for roles) or grants. */
+  async create(tenantId: string, access: Scope[] | { roles: Grant[] }, name?: string): Promise<ApiKey & { key: string }> {
     const id = randomUUID();
     const secret = randomBytes(32).toString('base64url');
     const key = `sbk_${id.replace(/-/g, '')}_${secret}`;
@@ -68,7 +87,8 @@ export class KeyService {
       name: name ?? null,
       prefix: key.slice(0, 12),
       secret_hash: hashOf(secret).toString('hex'),
-      scopes: [...new Set(scopes)].sort().join(','),
+      scopes: Array.isArray(access) ? [...new Set(access)].sort().join(',') : '',
+      roles: Array.isArray(access) ? null : JSON.stringify(access.roles),
       created_at: iso(this.clock.now()),
       revoked_at: null,
     };
@@ -140,7 +160,7 @@ export class KeyService {
     return ids.filter((id) => !alive.has(id));
   }
 
-  /** The key's tenant and scopes, or null for a malformed, unknown or revoked key. */
+  /** The key's tenant and grants, or null for a malformed, unknown or revoked key. */
   async authenticate(presented: string): Promise<KeyPrincipal | null> {
     const m = KEY.exec(presented);
     if (!m) return null;
@@ -150,6 +170,6 @@ export class KeyService {
     const expected = row && !row.public_key ? Buffer.from(row.secret_hash, 'hex') : DECOY;
     const matches = timingSafeEqual(expected, hashOf(m[2]));
     if (!row || !matches || row.revoked_at || row.public_key) return null;
-    return { keyId: row.id, tenantId: row.tenant_id, scopes: row.scopes.split(',') as Scope[] };
+    return { keyId: row.id, tenantId: row.tenant_id, grants: grantsOf(row) };
   }
 }

@@ -107,6 +107,8 @@ export interface ApiKeyTableRow {
   agents?: string | null;
   origins?: string | null;
   public_key?: string | null;
+  /** The key's grants as JSON (contract/src/access.ts); null: its scopes stand for roles. */
+  roles?: string | null;
 }
 
 export interface AgentVersionTableRow {

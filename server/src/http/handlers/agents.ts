@@ -2,6 +2,7 @@
 import { initServer } from '@ts-rest/express';
 import { RESOURCES } from '@switchboard/contract';
 import { actor } from './request.js';
+import { agentsShown } from '../auth.js';
 import type { Services } from '../../services.js';
 
 const s = initServer();
@@ -18,7 +19,11 @@ export const agentsHandlers = ({ agents, releases }: Services) =>
       );
       return { status: 200, body: { ...agent, stored_version: version, release, warnings } };
     },
-    listAgents: async ({ headers }) => ({ status: 200, body: { data: await agents.list(headers['tenant-id']) } }),
+    listAgents: async ({ headers, res }) => {
+      const shown = agentsShown(res);
+      const all = await agents.list(headers['tenant-id']);
+      return { status: 200, body: { data: shown === 'all' ? all : all.filter((a) => shown.includes(a.slug)) } };
+    },
     getAgent: async ({ params, headers }) => ({ status: 200, body: await agents.get(headers['tenant-id'], params.slug) }),
     deleteAgent: async ({ params, headers }) => {
       await agents.archive(headers['tenant-id'], params.slug);

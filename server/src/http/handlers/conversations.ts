@@ -4,6 +4,7 @@ import { RESOURCES, type ConverseResponse } from '@switchboard/contract';
 import { ForbiddenError } from '../../errors.js';
 import { beginEventStream, streamConverse, wantsStream } from '../converse-stream.js';
 import { requestId } from './request.js';
+import { may } from '../auth.js';
 import type { Services } from '../../services.js';
 
 const s = initServer();
@@ -12,8 +13,8 @@ export const conversationsHandlers = ({ conversations, conversationReads, stream
   s.router(RESOURCES.conversations.routes, {
     converse: async ({ params, headers, body, req, res }) => {
       // Choosing a version (a draft, an old one) is for the team, not for a public widget's key.
-      const scopes = res.locals.scopes;
-      if (body.version !== undefined && scopes && !scopes.includes('admin')) throw new ForbiddenError('Choosing a version needs the "admin" scope');
+      if (body.version !== undefined && !may(res, 'agents.write', params.slug))
+        throw new ForbiddenError('Choosing a version needs the "agents.write" permission on this agent (roles: owner, builder)');
       const call = {
         tenantId: headers['tenant-id'],
         slug: params.slug,

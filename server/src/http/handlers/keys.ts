@@ -11,7 +11,7 @@ export const keysHandlers = ({ keys, streams }: Services) =>
       status: 201,
       body: body.widget
         ? await keys.createPublishable(headers['tenant-id'], body.widget, body.name)
-        : await keys.create(headers['tenant-id'], body.scopes!, body.name),
+        : await keys.create(headers['tenant-id'], body.roles ? { roles: body.roles } : body.scopes!, body.name),
     }),
     listKeys: async ({ headers }) => ({ status: 200, body: { data: await keys.list(headers['tenant-id']) } }),
     revokeKey: async ({ headers, params }) => {
