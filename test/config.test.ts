@@ -44,4 +44,24 @@ describe('configuration grants', () => {
     }).toThrow(TypeError);
     expect(c.training.workers).toBe(2);
   });
+
+  it('reads an OpenID provider with its tenant and group roles, and refuses settings that cannot sign anyone in', () => {
+    const base = { AUTH_MODE: 'api_key', METRICS_PUBLIC: 'true', OIDC_ISSUER: 'https://login.example.com/realms/acme', OIDC_CLIENT_ID: 'switchboard' };
+    expect(
+      loadConfig({ ...base, OIDC_TENANT: 'acme', OIDC_GROUP_ROLES: 'sb-admins=owner; support=operator:acme-support,billing; support=viewer' }).oidc,
+    ).toMatchObject({
+      issuer: base.OIDC_ISSUER,
+      tenant: 'acme',
+      tenantClaim: null,
+      scopes: 'openid email profile',
+      groupRoles: { 'sb-admins': [{ role: 'owner' }], support: [{ role: 'operator', agents: ['acme-support', 'billing'] }, { role: 'viewer' }] },
+    });
+    expect(loadConfig({}).oidc).toBeNull();
+    expect(() => loadConfig({ ...base })).toThrow(/OIDC_TENANT or OIDC_TENANT_CLAIM: give one/);
+    expect(() => loadConfig({ ...base, OIDC_TENANT: 'acme', OIDC_TENANT_CLAIM: 'tenant' })).toThrow(/give one/);
+    expect(() => loadConfig({ ...base, OIDC_TENANT: 'acme', AUTH_MODE: 'header' })).toThrow(/AUTH_MODE: must be api_key with OIDC_ISSUER/);
+    expect(() => loadConfig({ ...base, OIDC_CLIENT_ID: undefined, OIDC_TENANT: 'acme' })).toThrow(/OIDC_CLIENT_ID: required/);
+    expect(() => loadConfig({ ...base, OIDC_TENANT: 'acme', OIDC_GROUP_ROLES: 'sb-admins=superuser' })).toThrow(/OIDC_GROUP_ROLES: "sb-admins=superuser"/);
+    expect(() => loadConfig({ ...base, OIDC_TENANT: 'acme', OIDC_SCOPES: 'email profile' })).toThrow(/OIDC_SCOPES: must include openid/);
+  });
 });

@@ -13,7 +13,7 @@ import { checkRequestBody, checkResponse, OPERATIONS } from './helpers/openapi-r
 
 type Json = Record<string, any>;
 const doc = JSON.parse(readFileSync(new URL('../openapi.json', import.meta.url), 'utf8')) as Json;
-const routes = { ...contract.api, ...contract.ops, ...contract.widget } as Record<string, AppRoute>;
+const routes = { ...contract.api, ...contract.ops, ...contract.widget, ...contract.auth } as Record<string, AppRoute>;
 const named = (ref: string) => ref.split('/').pop() as ExampleName;
 const resolve = (r: Json): Json => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()] : r);
 const refs = (media: Json | undefined) => Object.values((media?.examples ?? {}) as Record<string, { $ref: string }>).map((e) => named(e.$ref));
@@ -35,7 +35,13 @@ describe('the examples of openapi.json', () => {
           checked++;
         }
       }
-      const [status, response] = Object.entries(operation.responses as Json).find(([k]) => k.startsWith('2'))!;
+      const success = Object.entries(operation.responses as Json).find(([k]) => k.startsWith('2'));
+      // A sign-in step answers with a redirect alone.
+      if (!success) {
+        expect(Object.keys(operation.responses as Json), op.key).toContain('302');
+        continue;
+      }
+      const [status, response] = success;
       const content = Object.entries((resolve(response).content ?? {}) as Json);
       if (!content.length) continue;
       const [media, first] = content[0];

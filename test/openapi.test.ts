@@ -48,7 +48,7 @@ describe('openapi.json', () => {
   it('files every route of the contract under exactly one resource, whose tag it carries', () => {
     const owners = new Map<string, string[]>();
     for (const [name, r] of Object.entries(RESOURCES)) for (const route of Object.keys(r.routes)) owners.set(route, [...(owners.get(route) ?? []), name]);
-    const routes = [...Object.keys(contract.api), ...Object.keys(contract.ops), ...Object.keys(contract.widget)];
+    const routes = [...Object.keys(contract.api), ...Object.keys(contract.ops), ...Object.keys(contract.widget), ...Object.keys(contract.auth)];
     expect(routes.length).toBe(new Set(routes).size);
     for (const route of routes) expect(owners.get(route), route).toHaveLength(1);
     expect([...owners.keys()].sort()).toEqual([...routes].sort());
@@ -79,7 +79,7 @@ describe('openapi.json', () => {
   it('documents every route of the contract with a summary, a description and every error response', () => {
     const doc = JSON.parse(renderOpenApi());
     const resolve = (r: { $ref?: string; description?: string }) => (r.$ref ? doc.components.responses[r.$ref.split('/').pop()!] : r);
-    const routes = [...Object.values(contract.api), ...Object.values(contract.ops), ...Object.values(contract.widget)];
+    const routes = [...Object.values(contract.api), ...Object.values(contract.ops), ...Object.values(contract.widget), ...Object.values(contract.auth)];
     for (const route of routes) {
       const path = route.path.replace(/:([a-z_]+)/g, '{$1}');
       const op = doc.paths[path]?.[route.method.toLowerCase()];
@@ -117,7 +117,7 @@ describe('openapi.json', () => {
           if (status === '429' || status === '503') expect(Object.keys(response(r).headers), `${method} ${path} ${status}`).toContain('retry-after');
         }
     // The tenant comes through a security scheme: the header, or an API key that names it.
-    expect(converse.security).toEqual([{ tenantHeader: [] }, { apiKey: [] }]);
+    expect(converse.security).toEqual([{ tenantHeader: [] }, { apiKey: [] }, { session: [] }]);
     expect(doc.components.securitySchemes.tenantHeader).toMatchObject({ type: 'apiKey', in: 'header', name: 'tenant-id' });
     expect(doc.paths['/healthz'].get.security).toEqual([]);
     // The example starts a conversation: trying it does not answer 404.

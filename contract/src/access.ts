@@ -8,7 +8,7 @@ import { Slug } from './common.js';
 export const Role = z
   .enum(['owner', 'builder', 'releaser', 'reviewer', 'operator', 'viewer', 'client'])
   .describe(
-    'owner: everything, keys, secrets, channels, privacy and erasure included; builder: agents and drafts, knowledge, tests, evaluations and replays, the review inbox; releaser: activate (roll back, force with a reason), splits and promotion; reviewer: the review inbox and its actions into drafts; operator: conversations (reply, hand back, close); viewer: read only; client: a machine that talks to agents as their users do (converse, run tests), reading nothing',
+    'owner: everything, people, keys, secrets, channels, privacy and erasure included; builder: agents and drafts, knowledge, tests, evaluations and replays, the review inbox; releaser: activate (roll back, force with a reason), splits and promotion; reviewer: the review inbox and its actions into drafts; operator: conversations (reply, hand back, close); viewer: read only; client: a machine that talks to agents as their users do (converse, run tests), reading nothing',
   );
 export type Role = z.infer<typeof Role>;
 
@@ -27,6 +27,8 @@ export const Permission = z.enum([
   'privacy.manage',
   'keys.manage',
   'secrets.manage',
+  'people.manage',
+  'self',
 ]);
 export type Permission = z.infer<typeof Permission>;
 
@@ -45,6 +47,8 @@ export const PERMISSION_MEANING: Record<Permission, string> = {
   'privacy.manage': "set and clear the tenant's privacy policy",
   'keys.manage': 'create, list and revoke API keys',
   'secrets.manage': 'store, list and delete secrets',
+  'people.manage': 'list people, grant and remove their roles, end their sessions',
+  self: 'see who the caller is and what they may do (GET /api/v1/me)',
 };
 
 const ALL = Permission.options;
@@ -52,12 +56,12 @@ const ALL = Permission.options;
 /** Each role's permissions. A role never implies another: a grant names each role it gives. */
 export const ROLE_PERMISSIONS: Record<Role, readonly Permission[]> = {
   owner: ALL,
-  builder: ['read', 'converse', 'tests.run', 'agents.write', 'knowledge.write', 'review.act'],
-  releaser: ['read', 'tests.run', 'releases.write'],
-  reviewer: ['read', 'review.act'],
-  operator: ['read', 'conversations.reply'],
-  viewer: ['read'],
-  client: ['converse', 'tests.run'],
+  builder: ['read', 'converse', 'tests.run', 'agents.write', 'knowledge.write', 'review.act', 'self'],
+  releaser: ['read', 'tests.run', 'releases.write', 'self'],
+  reviewer: ['read', 'review.act', 'self'],
+  operator: ['read', 'conversations.reply', 'self'],
+  viewer: ['read', 'self'],
+  client: ['converse', 'tests.run', 'self'],
 };
 
 /** A role, for the whole tenant or (with `agents`) for those agents' operations only. */

@@ -34,6 +34,11 @@ export const TenantHeaders = z.object({
   'tenant-id': TenantId,
   'x-request-id': z.string().max(200).optional().describe('Trace id; echoed back, generated when absent'),
   authorization: z.string().optional().describe('`Bearer <key>` when the server runs with AUTH_MODE=api_key'),
+  'x-csrf-token': z
+    .string()
+    .max(128)
+    .optional()
+    .describe("A person signed in with a session cookie: the session's CSRF token (GET /api/v1/me), on every request that changes something"),
 });
 
 export const UserHeaders = TenantHeaders.extend({

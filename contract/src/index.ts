@@ -18,6 +18,8 @@ import { channels } from './resources/channels.js';
 import { keys } from './resources/keys.js';
 import { secrets } from './resources/secrets.js';
 import { privacy } from './resources/privacy.js';
+import { people } from './resources/people.js';
+import { auth } from './resources/auth.js';
 import { knowledge } from './resources/knowledge.js';
 import { usage } from './resources/usage.js';
 import { operations } from './resources/operations.js';
@@ -32,6 +34,7 @@ export * from './definition.js';
 export * from './keys.js';
 export * from './secrets.js';
 export * from './privacy.js';
+export * from './people.js';
 export * from './tests.js';
 export * from './replays.js';
 export * from './analytics.js';
@@ -65,10 +68,12 @@ export const RESOURCES: {
   keys: typeof keys;
   secrets: typeof secrets;
   privacy: typeof privacy;
+  people: typeof people;
   knowledge: typeof knowledge;
   usage: typeof usage;
   operations: typeof operations;
   widget: typeof widget;
+  auth: typeof auth;
 } = {
   conversations,
   audit,
@@ -84,10 +89,12 @@ export const RESOURCES: {
   keys,
   secrets,
   privacy,
+  people,
   knowledge,
   usage,
   operations,
   widget,
+  auth,
 };
 /** The resources under /api/v1, whose routes need a permission (access.ts). */
 const API = [
@@ -105,6 +112,7 @@ const API = [
   keys,
   secrets,
   privacy,
+  people,
   knowledge,
   usage,
 ];
@@ -125,6 +133,7 @@ type ApiRoutes = typeof conversations.routes &
   typeof keys.routes &
   typeof secrets.routes &
   typeof privacy.routes &
+  typeof people.routes &
   typeof knowledge.routes &
   typeof usage.routes;
 /** Everything under /api/v1: one flat router, so a client calls `api.converse`, `api.listChannels`… */
@@ -133,15 +142,16 @@ export const apiContract: ApiRoutes = Object.assign({}, ...API.map((r) => r.rout
 /** The permission each route under /api/v1 needs (access.ts). */
 export const routePermissions: Record<keyof ApiRoutes, Permission> = Object.assign({}, ...API.map((r) => r.permissions)) as Record<keyof ApiRoutes, Permission>;
 
-/** The routes a grant for named agents reaches without a slug: lists filtered to its agents. */
-export const agentListRoutes: ReadonlySet<string> = new Set(API.flatMap((r) => ('agentLists' in r ? (r.agentLists as readonly string[]) : [])));
+/** The routes a grant for named agents reaches without a slug: the caller's identity, lists filtered to its agents. */
+export const agentGrantRoutes: ReadonlySet<string> = new Set(API.flatMap((r) => ('agentGrantsReach' in r ? (r.agentGrantsReach as readonly string[]) : [])));
 
 const c = initContract();
 
-export const contract: { api: ApiRoutes; ops: typeof operations.routes; widget: typeof widget.routes } = c.router({
+export const contract: { api: ApiRoutes; ops: typeof operations.routes; widget: typeof widget.routes; auth: typeof auth.routes } = c.router({
   api: apiContract,
   ops: operations.routes,
   widget: widget.routes,
+  auth: auth.routes,
 });
 export type Contract = typeof contract;
 

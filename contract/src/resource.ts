@@ -32,11 +32,11 @@ export interface ResourceParts<R extends AppRouter, E extends Record<string, Ope
 
 /**
  * A resource under /api/v1: every route names the permission it needs (access.ts). A grant for
- * named agents reaches the routes under /agents/{slug}, and those in `agentLists`: lists the
- * handler filters to the agents the caller may read.
+ * named agents reaches the routes under /agents/{slug}, and those in `agentGrantsReach`: the
+ * caller's own identity, and lists the handler filters to the agents the caller may read.
  */
 export const apiResource = <R extends AppRouter, E extends Record<string, OpenApiExample>, const O extends { [K in keyof R]: OperationExamples }>(
-  parts: ResourceParts<R, E, O> & { permissions: { [K in keyof R]: Permission }; agentLists?: readonly (keyof R)[] },
+  parts: ResourceParts<R, E, O> & { permissions: { [K in keyof R]: Permission }; agentGrantsReach?: readonly (keyof R)[] },
 ) => parts;
 
 /** A resource outside the API's keys: operations (probes, metrics) and the widget's routes. */

@@ -20,6 +20,27 @@ export const EnvSchema = z.object({
   DB_PREPARED_STATEMENTS: Bool.default('true'),
   CONVERSATION_CACHE_MB: z.coerce.number().int().min(0).max(4096).default(16),
   AUTH_MODE: z.enum(['header', 'api_key']).default('header'),
+  OIDC_ISSUER: z
+    .string()
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'an http or https URL')
+    .optional(),
+  OIDC_CLIENT_ID: z.string().min(1).max(255).optional(),
+  OIDC_CLIENT_SECRET: z.string().min(1).max(1024).optional(),
+  OIDC_SCOPES: z
+    .string()
+    .regex(/^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/, 'space-separated scopes')
+    .default('openid email profile'),
+  OIDC_TENANT: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'a tenant id')
+    .optional(),
+  OIDC_TENANT_CLAIM: z.string().min(1).max(100).optional(),
+  OIDC_GROUPS_CLAIM: z.string().min(1).max(100).default('groups'),
+  OIDC_GROUP_ROLES: z.string().max(10_000).default(''),
+  OIDC_CLOCK_TOLERANCE_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
+  SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(10_080).default(120),
+  SESSION_MAX_HOURS: z.coerce.number().int().min(1).max(720).default(12),
   TRUST_TENANT_HEADER: Bool.default('false'),
   TRUST_PROXY: z
     .string()

@@ -2,6 +2,7 @@
 import type { VectorsSetting } from './engine/word-vectors.js';
 import { isIP } from 'node:net';
 import { EnvSchema, type Env } from './config-env.js';
+import { Grant, type Grant as GrantT } from '@switchboard/contract';
 
 export interface OperatorSecret {
   value: string;
@@ -112,6 +113,65 @@ function llmConfig(e: Env): LlmConfig | undefined {
   };
 }
 
+/**
+ * OIDC_GROUP_ROLES: `group=role` or `group=role:agent,agent` entries, separated by `;` (a group may
+ * come more than once). Group names are the provider's, compared exactly.
+ */
+function groupRoles(text: string): Readonly<Record<string, GrantT[]>> {
+  const out: Record<string, GrantT[]> = {};
+  for (const entry of text
+    .split(';')
+    .map((x) => x.trim())
+    .filter(Boolean)) {
+    const eq = entry.lastIndexOf('=');
+    const group = entry.slice(0, eq).trim();
+    const spec = entry.slice(eq + 1).trim();
+    const at = spec.indexOf(':');
+    const grant = Grant.safeParse(
+      at < 0
+        ? { role: spec }
+        : {
+            role: spec.slice(0, at),
+            agents: spec
+              .slice(at + 1)
+              .split(',')
+              .map((a) => a.trim()),
+          },
+    );
+    if (eq <= 0 || !group || !grant.success)
+      throw new ConfigError(
+        `invalid configuration:\n  OIDC_GROUP_ROLES: "${entry}" is not group=role or group=role:agent,agent (roles: owner, builder, releaser, reviewer, operator, viewer, client)`,
+      );
+    (out[group] ??= []).push(grant.data);
+  }
+  return out;
+}
+
+/** Sign-in with an OpenID provider (docs/people.md), or null when OIDC_ISSUER is not set. */
+function oidcSetting(e: Env) {
+  if (!e.OIDC_ISSUER) return null;
+  const problems = [
+    !e.OIDC_CLIENT_ID && 'OIDC_CLIENT_ID: required with OIDC_ISSUER',
+    !e.OIDC_TENANT === !e.OIDC_TENANT_CLAIM &&
+      'OIDC_TENANT or OIDC_TENANT_CLAIM: give one (the tenant every person of this provider belongs to, or the ID token claim naming it)',
+    e.AUTH_MODE !== 'api_key' &&
+      'AUTH_MODE: must be api_key with OIDC_ISSUER (with AUTH_MODE=header the gateway in front authenticates, and a session would add nothing)',
+    !e.OIDC_SCOPES.split(' ').includes('openid') && 'OIDC_SCOPES: must include openid',
+  ].filter((x): x is string => typeof x === 'string');
+  if (problems.length) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  return {
+    issuer: e.OIDC_ISSUER,
+    clientId: e.OIDC_CLIENT_ID!,
+    clientSecret: e.OIDC_CLIENT_SECRET,
+    scopes: e.OIDC_SCOPES,
+    tenant: e.OIDC_TENANT ?? null,
+    tenantClaim: e.OIDC_TENANT_CLAIM ?? null,
+    groupsClaim: e.OIDC_GROUPS_CLAIM,
+    groupRoles: groupRoles(e.OIDC_GROUP_ROLES),
+    clockToleranceSeconds: e.OIDC_CLOCK_TOLERANCE_SECONDS,
+  };
+}
+
 function vectorsSetting(e: Env): VectorsSetting {
   return e.ROUTER_VECTORS === 'off' ? { mode: 'off' } : { mode: 'auto', ...(e.ROUTER_VECTORS_FILE ? { file: e.ROUTER_VECTORS_FILE } : {}) };
 }
@@ -141,6 +201,10 @@ function fromEnv(e: Env, env: NodeJS.ProcessEnv) {
     /** PostgreSQL: memory for the conversation rows this process wrote last, which spare the next call on each its read (0: none). */
     conversationCacheMb: e.CONVERSATION_CACHE_MB,
     authMode: e.AUTH_MODE,
+    /** People sign in to the console with this OpenID provider (docs/people.md); null: they do not. */
+    oidc: oidcSetting(e),
+    /** A person's session ends after this long unused, and this long after sign-in at the latest. */
+    sessions: { idleMs: e.SESSION_IDLE_MINUTES * 60_000, maxMs: e.SESSION_MAX_HOURS * 3_600_000 },
     trustTenantHeader: e.TRUST_TENANT_HEADER,
     /** The proxies whose X-Forwarded-For names the client (Express's `trust proxy`): hops, or addresses and subnets; false: none. */
     trustProxy: e.TRUST_PROXY,

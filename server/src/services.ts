@@ -16,7 +16,7 @@ import { KnowledgeSiteStore } from './store/knowledge/site-store.js';
 import { KnowledgeSites } from './service/knowledge/sites.js';
 import { RenderBudgets } from './service/render-budgets.js';
 import { LlmUsageStore } from './store/llm-usage-store.js';
-import type { Config } from './config.js';
+import { serviceUrl, type Config } from './config.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createLogger } from './lib/logger.js';
 import { AgentService } from './service/agents/agent-service.js';
@@ -29,6 +29,7 @@ import { LifecycleService } from './service/conversations/lifecycle.js';
 import { Metrics } from './service/metrics.js';
 import { SecretService } from './service/secrets.js';
 import { PrivacyService } from './service/privacy/privacy-service.js';
+import { PeopleService } from './service/people/people-service.js';
 import { PrivacyStore } from './store/privacy-store.js';
 import { WidgetService } from './service/widget.js';
 import { Limits } from './service/limits.js';
@@ -87,6 +88,8 @@ export interface Services {
   webhooks: WebhookDispatcher;
   webhookLog: WebhookLog;
   keys: KeyService;
+  /** People who sign in with the tenant's OpenID provider, and their sessions (docs/people.md). */
+  people: PeopleService;
   metrics: Metrics;
   secrets: SecretService;
   /** The tenants' privacy policies, and what each agent masks under its tenant's. */
@@ -275,7 +278,8 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     logger,
     (q, o) => metrics.outboxAttempt(q, o),
   );
-  const sweeper = new Sweeper(lifecycle, logger);
+  const people = new PeopleService(deps.db, clock, { oidc: config.oidc, sessions: config.sessions, serviceUrl: serviceUrl(config) });
+  const sweeper = new Sweeper(lifecycle, logger, people);
   const widget = new WidgetService({ keys, agents, conversations, conversationReads, streams, secrets, limits, clock, logger }, config.widget);
   const replays = new ReplayService({ agents, store, replays: new ReplayStore(deps.db), conversations, privacy, clock, log: logger, renderBudgets });
   const inbox = new ReviewStore(deps.db);
@@ -319,6 +323,7 @@ export function createServices(config: Config, deps: ServiceDeps): Services {
     webhooks,
     webhookLog: new WebhookLog(deps.db, agents),
     keys,
+    people,
     metrics,
     secrets,
     privacy,

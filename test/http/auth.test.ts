@@ -156,3 +156,35 @@ describe('npm run keys', () => {
     }
   });
 });
+
+describe('npm run people', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-people-'));
+  const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: `sqlite://${join(dir, 'p.db')}`, LOG_LEVEL: 'silent' };
+  delete env.OIDC_ISSUER;
+  const cli = (...args: string[]) => promisify(execFile)(process.execPath, ['--import', 'tsx', 'server/src/cli/people.ts', ...args], { env });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('makes the first owner known before they sign in, lists, disables and revokes them, and says what it did', async () => {
+    const on = ['--tenant', 'acme', '--issuer', 'https://login.example.com/realms/acme', '--subject', 'f3a9c2d1'];
+    const granted = await cli('grant', ...on, '--role', 'owner', '--role', 'operator:acme-support');
+    expect(granted.stdout).toMatch(
+      /granted owner operator:acme-support to f3a9c2d1 of https:\/\/login.example.com\/realms\/acme in tenant acme in sqlite:.*: roles now owner operator:acme-support\n/,
+    );
+    expect((await cli('list', '--tenant', 'acme')).stdout).toMatch(/f3a9c2d1 +- +owner operator:acme-support +last sign-in never/);
+    expect((await cli('disable', ...on)).stdout).toContain('disabled f3a9c2d1 in tenant acme');
+    expect((await cli('list', '--tenant', 'acme')).stdout).toMatch(/disabled 20\d\d-/);
+    expect((await cli('revoke', ...on)).stdout).toContain('removed the roles granted to f3a9c2d1');
+    expect((await cli('list', '--tenant', 'acme')).stdout).toMatch(/\(no role granted here\)/);
+    for (const args of [
+      ['grant', '--tenant', 'acme', '--subject', 'x', '--role', 'owner'],
+      ['grant', ...on, '--role', 'superuser'],
+    ]) {
+      const bad = await cli(...args).catch((e: { code: number }) => e);
+      expect((bad as { code: number }).code, args.join(' ')).toBe(2);
+    }
+    const missing = await cli('revoke', '--tenant', 'acme', '--issuer', 'https://login.example.com/realms/acme', '--subject', 'nobody').catch(
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(missing).toMatchObject({ code: 1, stderr: expect.stringContaining('no person nobody') });
+  });
+});

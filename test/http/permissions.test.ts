@@ -4,7 +4,7 @@
 import request from 'supertest';
 import type { AppRoute } from '@ts-rest/core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { agentListRoutes, contract, Role, ROLE_PERMISSIONS, routePermissions, type Grant } from '@switchboard/contract';
+import { agentGrantRoutes, contract, Role, ROLE_PERMISSIONS, routePermissions, type Grant } from '@switchboard/contract';
 import { createSwitchboardClient } from '../../client/src/index.js';
 import type { App } from '../../server/src/app.js';
 import { echoAgent } from '../helpers/agents.js';
@@ -83,8 +83,8 @@ eachDatabase('permissions on $name', (database) => {
         const path = pathOf(route, 'alpha');
         for (const [as, allowed] of [
           [who, held],
-          [`${who}@alpha`, held && (underAgent || agentListRoutes.has(name))],
-          [`${who}@beta`, held && agentListRoutes.has(name)],
+          [`${who}@alpha`, held && (underAgent || agentGrantRoutes.has(name))],
+          [`${who}@beta`, held && agentGrantRoutes.has(name)],
         ] as const) {
           const res = await call(route, path, key[as]);
           const refused = res.status === 403 && res.body.code === 'forbidden';

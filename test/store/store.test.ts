@@ -278,6 +278,7 @@ eachDatabase('migrations on $name', (database) => {
         '032_knowledge_stats',
         '033_tenant_privacy',
         '034_key_roles',
+        '035_people',
       ]);
       expect(await db.knex.schema.hasTable('conversations')).toBe(true);
       expect(await migrate(db)).toEqual([]);

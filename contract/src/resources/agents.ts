@@ -62,7 +62,7 @@ export const agents = apiResource({
     getAgent: 'read',
     deleteAgent: 'agents.write',
   },
-  agentLists: ['listAgents'],
+  agentGrantsReach: ['listAgents'],
   examples: {
     Definition: { summary: 'An agent that tracks orders and hands over to a person', value: definition },
     Agent: { summary: 'An agent and its current version', value: agent },

@@ -6,7 +6,7 @@ import { isAppRoute, type AppRoute, type AppRouter } from '@ts-rest/core';
 import { createExpressEndpoints } from '@ts-rest/express';
 import swaggerUi from 'swagger-ui-express';
 import { contract } from '@switchboard/contract';
-import type { Config } from '../config.js';
+import { serviceUrl, type Config } from '../config.js';
 import { DefinitionError, MethodNotAllowedError, NotFoundError } from '../errors.js';
 import type { Services } from '../services.js';
 import { authorize } from './auth.js';
@@ -23,9 +23,13 @@ import { widgetCors, widgetScriptRouter } from './widget.js';
 import { hooksRouter } from './hooks.js';
 import { requestOrigin, untrustedForwarding } from './origin.js';
 import { requireTenant } from './tenant.js';
+import { SessionCookies } from './session-cookie.js';
 
 export function createHttpApp(services: Services, config: Config): Express {
   const rateLimit = tenantRateLimit(config.rateLimit, services.limits);
+  // People's sessions (docs/people.md): cookies under PUBLIC_URL's path; a session's writes come from its origin.
+  const cookies = new SessionCookies(serviceUrl(config));
+  const serviceOrigin = config.publicUrl ? new URL(config.publicUrl).origin : null;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -53,13 +57,13 @@ export function createHttpApp(services: Services, config: Config): Express {
   app.put('/api/v1/agents/:slug', json(config.agentBodyLimitBytes), express.text({ limit: config.agentBodyLimitBytes, type: YAML_TYPES }), yamlBody);
   app.use(json(config.bodyLimitBytes));
   app.use(refuseHostileInput);
-  app.use('/api/v1', requireTenant({ authMode: config.authMode, keys: services.keys }));
+  app.use('/api/v1', requireTenant({ authMode: config.authMode, keys: services.keys, people: services.people }));
 
-  createExpressEndpoints(contract, createRouter(services, { metricsToken: config.metricsToken }), app, {
+  createExpressEndpoints(contract, createRouter(services, { metricsToken: config.metricsToken, cookies, serviceOrigin }), app, {
     // Authentication first, so that callers without a valid key cannot spend a tenant's budget.
     globalMiddleware: [
       recordRoute as never,
-      authorize({ authMode: config.authMode, keys: services.keys }) as never,
+      authorize({ authMode: config.authMode, keys: services.keys, people: services.people, serviceOrigin }) as never,
       ...(rateLimit
         ? [((req: Request, res: Response, next: NextFunction) => (req.path.startsWith('/api/') ? rateLimit(req, res, next) : next())) as never]
         : []),

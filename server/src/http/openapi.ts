@@ -61,7 +61,7 @@ function describesObjects(s: Json): boolean {
 /** Each operation's resource (contract/src/resources/): its tag is the resource's. */
 const resourceOf = new Map<string, { tag: string }>(Object.values(c.RESOURCES).flatMap((r) => Object.keys(r.routes).map((name) => [name, r] as const)));
 const routeName = new Map<AppRoute, string>(
-  (['api', 'ops', 'widget'] as const).flatMap((part) => Object.entries(c.contract[part]).map(([k, r]) => [r as AppRoute, k] as const)),
+  (['api', 'ops', 'widget', 'auth'] as const).flatMap((part) => Object.entries(c.contract[part]).map(([k, r]) => [r as AppRoute, k] as const)),
 );
 const permissions = c.routePermissions as Partial<Record<string, c.Permission>>;
 /** The roles that hold each permission, as the OpenAPI document lists them. */
@@ -173,7 +173,7 @@ function mapOperation(op: Json, route: AppRoute): Json {
   if (!resource) throw new Error(`openapi: operation ${name} belongs to no resource of contract/src/resources/`);
   op.tags = [resource.tag];
   // Tenant header, or an API key that names its tenant (with a role that holds the permission): as the server runs.
-  op.security = permission ? [{ tenantHeader: [] }, { apiKey: [] }] : [];
+  op.security = permission ? [{ tenantHeader: [] }, { apiKey: [] }, { session: [] }] : [];
   if (permission) {
     op['x-permission'] = permission;
     op['x-roles'] = holders(permission);
@@ -182,8 +182,8 @@ function mapOperation(op: Json, route: AppRoute): Json {
   if (permission) {
     const reach = route.path.includes(':slug')
       ? ', for the whole tenant or this agent'
-      : c.agentListRoutes.has(name)
-        ? '; a grant for named agents lists those agents'
+      : c.agentGrantRoutes.has(name)
+        ? '; a grant for named agents reaches it too'
         : ', for the whole tenant';
     op.description = `${String(op.description)}\n\nPermission: \`${permission}\` (roles: ${holders(permission).join(', ')})${reach}.`;
   }
@@ -214,6 +214,10 @@ function mapOperation(op: Json, route: AppRoute): Json {
     const r = obj(response);
     if (r.description !== status) continue;
     if (status === '204') r.description = 'Done; no body';
+    if (status === '302') {
+      r.description = 'A redirect: the browser goes on to `location`';
+      r.headers = { location: { description: 'Where the browser goes next', schema: { type: 'string' } } };
+    }
     const described = Object.values(obj(r.content))
       .map((x) => obj(obj(x).schema).description)
       .find((d) => d);
@@ -478,7 +482,14 @@ export function getOpenApi(): Record<string, unknown> {
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'AUTH_MODE=api_key: `authorization: Bearer sbk_…`; the key names its tenant and carries scopes (converse, read, admin)',
+          description: 'AUTH_MODE=api_key: `authorization: Bearer sbk_…`; the key names its tenant and holds roles (docs/people.md)',
+        },
+        session: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'sb_session',
+          description:
+            "A person signed in with the tenant's OpenID provider (GET /auth/login; docs/people.md): the session names its tenant and its person's roles; requests that change something carry `x-csrf-token`",
         },
       },
     },

@@ -17,6 +17,9 @@ import { channelsHandlers } from './handlers/channels.js';
 import { keysHandlers } from './handlers/keys.js';
 import { secretsHandlers } from './handlers/secrets.js';
 import { privacyHandlers } from './handlers/privacy.js';
+import { peopleHandlers } from './handlers/people.js';
+import { authHandlers } from './handlers/auth.js';
+import type { SessionCookies } from './session-cookie.js';
 import { knowledgeHandlers } from './handlers/knowledge.js';
 import { usageHandlers } from './handlers/usage.js';
 import { operationsHandlers } from './handlers/operations.js';
@@ -24,7 +27,7 @@ import { widgetHandlers } from './handlers/widget.js';
 
 const s = initServer();
 
-export function createRouter(services: Services, opts: { metricsToken: string | null }) {
+export function createRouter(services: Services, opts: { metricsToken: string | null; cookies: SessionCookies; serviceOrigin: string | null }) {
   return s.router(contract, {
     api: {
       ...conversationsHandlers(services),
@@ -41,10 +44,12 @@ export function createRouter(services: Services, opts: { metricsToken: string | 
       ...keysHandlers(services),
       ...secretsHandlers(services),
       ...privacyHandlers(services),
+      ...peopleHandlers(services),
       ...knowledgeHandlers(services),
       ...usageHandlers(services),
     },
     ops: operationsHandlers(services, opts),
     widget: widgetHandlers(services),
+    auth: authHandlers(services, opts.cookies, opts.serviceOrigin),
   });
 }

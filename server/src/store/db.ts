@@ -37,6 +37,7 @@ import * as m031 from './migrations/031_knowledge_snapshots.js';
 import * as m032 from './migrations/032_knowledge_stats.js';
 import * as m033 from './migrations/033_tenant_privacy.js';
 import * as m034 from './migrations/034_key_roles.js';
+import * as m035 from './migrations/035_people.js';
 import { BACKSTOP_AUTOCHECKPOINT_PAGES, type Checkpointer, startCheckpointer } from './sqlite-checkpointer.js';
 import { PgClient, SqliteClient } from './knex-adapter.js';
 import { SqliteWriter } from './writer/sqlite-writer.js';
@@ -108,6 +109,7 @@ const migrations: Record<string, { up(k: Knex): Promise<void>; down(k: Knex): Pr
   '032_knowledge_stats': m032,
   '033_tenant_privacy': m033,
   '034_key_roles': m034,
+  '035_people': m035,
 };
 
 /** Migrations are compiled in rather than read from a folder, so they run the same under tsx, tests and builds. */

@@ -14,6 +14,7 @@ export const TENANT_TABLES = [
   'evaluations',
   'agent_test_suites',
   'api_keys',
+  'people',
   'tenant_secrets',
   'tenant_privacy',
   'channels',

@@ -1,5 +1,6 @@
 // Runs the lifecycle sweep (abandonment after inactivity, retention) every interval, one pass
 // at a time; with several processes each conversation is still swept once (LifecycleService.sweep).
+// Ended sessions and abandoned sign-ins of people are deleted in the same pass.
 import type { Logger } from 'pino';
 import type { LifecycleService } from './lifecycle.js';
 
@@ -10,6 +11,7 @@ export class Sweeper {
   constructor(
     private readonly lifecycle: LifecycleService,
     private readonly log: Pick<Logger, 'info' | 'warn'>,
+    private readonly people?: { sweep(): Promise<void> },
   ) {}
 
   start(intervalMs: number): void {
@@ -23,6 +25,7 @@ export class Sweeper {
             (r.abandoned || r.erased || r.expiredKeys || r.partitionsMade.length || r.historyDropped.partitions.length || r.historyDropped.rows) &&
             this.log.info(r, 'sweep'),
         )
+        .then(() => this.people?.sweep())
         .catch((err: unknown) => this.log.warn({ err }, 'sweep failed'))
         .finally(() => (this.running = null));
     }, intervalMs);
