@@ -91,7 +91,9 @@ export class SwitchboardError extends Error {
 
 // The event stream is not JSON: it is served by `events()` below, not by the typed JSON calls.
 const { streamEvents: _stream, ...jsonApi } = contract.api;
-const clientContract = { api: jsonApi, ops: contract.ops };
+// Of sign-in, what a page calls (the others are a browser's own navigations).
+const { getSignInOptions, signOut } = contract.auth;
+const clientContract = { api: jsonApi, ops: contract.ops, auth: { getSignInOptions, signOut } };
 
 /**
  * What the calls are made with, written out: the declarations then name no optional property as
@@ -123,6 +125,7 @@ export function createSwitchboardClient(opts: SwitchboardClientOptions) {
   const client = initClient(clientContract as typeof contract, args) as unknown as {
     api: Omit<ReturnType<typeof initClient<typeof contract, ClientArgs>>['api'], 'streamEvents'>;
     ops: ReturnType<typeof initClient<typeof contract, ClientArgs>>['ops'];
+    auth: Pick<ReturnType<typeof initClient<typeof contract, ClientArgs>>['auth'], 'getSignInOptions' | 'signOut'>;
   };
 
   /**

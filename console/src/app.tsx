@@ -1,8 +1,8 @@
 // The console's shell: sign-in, the header with the signed-in tenant, and the pages by path
 // (/console/agents/:slug/…), each a bookmarkable address.
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Link, Route, Router, Switch, useLocation } from 'wouter-preact';
-import { clientFor, loadCredentials, saveCredentials, SessionContext, type Credentials, type Session } from './session';
+import { clientFor, loadCredentials, personSignedIn, saveCredentials, SessionContext, type Credentials, type Session } from './session';
 import { SignIn } from './pages/sign-in';
 import { AgentsPage } from './pages/agents';
 import { AgentPage } from './pages/agent';
@@ -11,18 +11,41 @@ import { Empty } from './components/ui';
 
 export function App() {
   const [credentials, setCredentials] = useState<Credentials | null>(loadCredentials);
-  const session = useMemo<Session | null>(
-    () =>
-      credentials && {
-        credentials,
-        client: clientFor(credentials),
-        signOut: () => {
-          saveCredentials(null);
-          setCredentials(null);
-        },
+  // Back from the company's sign-in page, the session cookie is there before anything is kept.
+  const [probing, setProbing] = useState(credentials === null);
+  useEffect(() => {
+    if (!probing) return;
+    void personSignedIn().then((c) => {
+      if (c) {
+        saveCredentials(c);
+        setCredentials(c);
+      }
+      setProbing(false);
+    });
+  }, []);
+  const session = useMemo<Session | null>(() => {
+    if (!credentials) return null;
+    const client = clientFor(credentials);
+    const forget = () => {
+      saveCredentials(null);
+      setCredentials(null);
+    };
+    return {
+      credentials,
+      client,
+      signOut: () => {
+        if (credentials.mode !== 'person') {
+          forget();
+          return;
+        }
+        // The session ends on the server; then, when the provider has one, its own sign-out page.
+        void client.auth.signOut({ headers: { 'x-csrf-token': credentials.csrf } }).then((res) => {
+          forget();
+          if (res.status === 200 && res.body.end_session_url) location.assign(res.body.end_session_url);
+        }, forget);
       },
-    [credentials],
-  );
+    };
+  }, [credentials]);
   return (
     <Router base="/console">
       <a class="skip" href="#main">
@@ -40,7 +63,7 @@ export function App() {
         </nav>
         {session && (
           <div class="who">
-            <span>{session.credentials.mode === 'tenant' ? `Tenant ${session.credentials.tenantId}` : 'Signed in with an API key'}</span>
+            <span>{who(session.credentials)}</span>
             <button type="button" onClick={session.signOut}>
               Sign out
             </button>
@@ -52,6 +75,8 @@ export function App() {
           <SessionContext.Provider value={session}>
             <Routes />
           </SessionContext.Provider>
+        ) : probing ? (
+          <p class="hint">Signing in…</p>
         ) : (
           <SignIn
             onSignedIn={(c) => {
@@ -63,6 +88,12 @@ export function App() {
       </main>
     </Router>
   );
+}
+
+function who(c: Credentials): string {
+  if (c.mode === 'tenant') return `Tenant ${c.tenantId}`;
+  if (c.mode === 'person') return `${c.name} · ${c.tenantId}`;
+  return 'Signed in with an API key';
 }
 
 function Routes() {

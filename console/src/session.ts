@@ -1,10 +1,13 @@
-// Who the console signs in as: a tenant id (AUTH_MODE=header) or an API key (AUTH_MODE=api_key),
-// kept in this tab's sessionStorage only: closing the tab forgets it, and no other tab sees it.
+// Who the console signs in as: a tenant id (AUTH_MODE=header), an API key (AUTH_MODE=api_key),
+// kept in this tab's sessionStorage only (closing the tab forgets it, and no other tab sees it), or
+// a person signed in with the company's OpenID provider, whose session is an HttpOnly cookie the
+// page never reads: the tab keeps only the session's CSRF token, sent on every call.
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import { createSwitchboardClient, type SwitchboardClient } from '@switchboard/client';
 
-export type Credentials = { mode: 'tenant'; tenantId: string } | { mode: 'key'; apiKey: string };
+export type Credentials =
+  { mode: 'tenant'; tenantId: string } | { mode: 'key'; apiKey: string } | { mode: 'person'; csrf: string; tenantId: string; name: string };
 
 const KEY = 'switchboard.console.session';
 
@@ -15,6 +18,7 @@ export function loadCredentials(): Credentials | null {
     const c = JSON.parse(raw) as Credentials;
     if (c.mode === 'tenant' && typeof c.tenantId === 'string' && c.tenantId) return c;
     if (c.mode === 'key' && typeof c.apiKey === 'string' && c.apiKey) return c;
+    if (c.mode === 'person' && typeof c.csrf === 'string' && c.csrf) return c;
   } catch {
     // A damaged entry: sign in again.
   }
@@ -26,11 +30,30 @@ export function saveCredentials(c: Credentials | null): void {
   else sessionStorage.removeItem(KEY);
 }
 
+/**
+ * The person this browser's session cookie stands for, if any (after the provider sent the browser
+ * back): null when there is none, or when the server signs nobody in that way.
+ */
+export async function personSignedIn(): Promise<Credentials | null> {
+  try {
+    const client = createSwitchboardClient({ baseUrl: location.origin });
+    // Asked first so that a browser without a session never meets a refusal.
+    const options = await client.auth.getSignInOptions();
+    if (options.status !== 200 || !options.body.signed_in) return null;
+    const res = await client.api.getIdentity({});
+    if (res.status !== 200 || res.body.actor.kind !== 'person' || !res.body.csrf_token) return null;
+    const a = res.body.actor;
+    return { mode: 'person', csrf: res.body.csrf_token, tenantId: res.body.tenant_id, name: a.email ?? a.subject };
+  } catch {
+    return null;
+  }
+}
+
 /** The typed client for the signed-in tenant (`fetch`: another way of sending, as an upload's progress needs). */
 export function clientFor(c: Credentials, fetch?: typeof globalThis.fetch): SwitchboardClient {
   return createSwitchboardClient({
     baseUrl: location.origin,
-    ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : { apiKey: c.apiKey }),
+    ...(c.mode === 'tenant' ? { tenantId: c.tenantId } : c.mode === 'key' ? { apiKey: c.apiKey } : { headers: { 'x-csrf-token': c.csrf } }),
     ...(fetch ? { fetch } : {}),
   });
 }

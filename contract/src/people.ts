@@ -61,3 +61,16 @@ export const SignedOut = z
     end_session_url: z.string().nullable().describe("The provider's sign-out page (RP-initiated logout), or null when it has none"),
   })
   .describe('The session has ended');
+
+export const SignInOptions = z
+  .object({
+    provider: z
+      .object({
+        issuer: z.string().describe("The provider's issuer URL"),
+        sign_in_url: z.string().describe('Where a browser goes to sign in (GET; `return_to` names where it comes back)'),
+      })
+      .nullable()
+      .describe('null: this server has no OpenID provider (OIDC_ISSUER); sign in with an API key or, behind a gateway, a tenant id'),
+    signed_in: z.boolean().describe("Whether the request carries a live session (the browser's cookie): GET /api/v1/me then says whose"),
+  })
+  .describe('How people sign in');

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { CHAIN_BREAKS, Page, ReleaseGate, Timestamp } from './common.js';
 import { KnowledgeSnapshot } from './knowledge.js';
+import { Actor } from './people.js';
 
 const Reason = z.string().trim().min(1).max(2000);
 
@@ -67,6 +68,9 @@ const ReleaseSchema = z
     forced: z.boolean().describe('Released although gates failed'),
     reason: z.string().nullable(),
     key_id: z.string().nullable().describe('The API key that did it (AUTH_MODE=api_key); null otherwise'),
+    actor: Actor.nullable().describe(
+      'Who did it: a person (issuer, subject, email), a key, or the gateway of AUTH_MODE=header; chained with the step. Null for steps recorded before actors were',
+    ),
     request_id: z.string(),
     created_at: Timestamp,
     hash: z.string().describe("The step's chained hash (docs/security.md)"),

@@ -1,5 +1,5 @@
 // The console (/console) in a real Chromium against a real server on SQLite: sign-in in both auth
-// modes, the agents, conversations with live updates, a conversation's routing bars, action call
+// modes and with an OpenID provider, the agents, conversations with live updates, a conversation's routing bars, action call
 // and verified audit chain, an operator answering an escalated conversation, the playground on a
 // draft with a streamed model reply and "save as test", versions with their diff and activation,
 // a replay, the tests page, analytics charts, keyboard use, phone width; axe-core on every page,
@@ -14,7 +14,8 @@ import { parse } from 'yaml';
 import { databases } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
-import { ordersHandler, startBackend, listen, type Backend } from '../helpers/servers.js';
+import { freePort, ordersHandler, startBackend, listen, type Backend } from '../helpers/servers.js';
+import { startProvider, type TestProvider } from '../helpers/oidc.js';
 import { supportAgent } from '../helpers/agents.js';
 import { hasBrowser, launch, seriousViolations, warnIfBrowserSkipped } from '../helpers/browser.js';
 import { slackHeaders } from '../helpers/fake-providers.js';
@@ -821,6 +822,89 @@ describe.skipIf(!hasBrowser)('the console in api_key mode', () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('button', { name: 'Sign in' }).waitFor();
     expect(await page.evaluate('sessionStorage.length')).toBe(0);
+    expect(problems).toEqual([]);
+  });
+});
+
+describe.skipIf(!hasBrowser)('the console signed in with an OpenID provider', () => {
+  let provider: TestProvider;
+  let port: number;
+  let server: import('node:http').Server;
+  let browser: Awaited<ReturnType<typeof launch>>;
+  beforeAll(async () => {
+    port = await freePort();
+    provider = await startProvider(`http://127.0.0.1:${port}/auth/callback`, {
+      rae: { email: 'rae@acme.example', name: 'Rae Reviewer', groups: ['reviewers'] },
+    });
+  });
+  const f = appFixture(sqlite, {
+    tenant: 'acme',
+    config: () => ({
+      authMode: 'api_key',
+      publicUrl: `http://127.0.0.1:${port}`,
+      oidc: {
+        issuer: provider.issuer,
+        clientId: provider.clientId,
+        clientSecret: provider.clientSecret,
+        scopes: 'openid email profile',
+        tenant: 'acme',
+        tenantClaim: null,
+        groupsClaim: 'groups',
+        groupRoles: { reviewers: [{ role: 'reviewer' }] },
+        clockToleranceSeconds: 30,
+      },
+    }),
+  });
+  beforeAll(async () => {
+    server = f.app.app.listen(port, '127.0.0.1');
+    await new Promise<void>((r) => server.once('listening', () => r()));
+    const { key } = await f.app.keys.create('acme', { roles: [{ role: 'owner' }] });
+    const put = await fetch(`http://127.0.0.1:${port}/api/v1/agents/acme-support`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'Support',
+        capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say: 'Your order number?' }] }],
+      }),
+    });
+    expect(put.status).toBe(200);
+    browser = await launch();
+    browser.context.setDefaultTimeout(10_000);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    await provider?.close();
+  });
+
+  it('signs a person in through the provider, keeps no secret in the page, works within their role, and signs out at the provider', async () => {
+    const page = await browser.context.newPage();
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`http://127.0.0.1:${port}/console/`);
+    await page.getByRole('link', { name: 'Sign in with your company account' }).click();
+    // The provider signs Rae in and sends the browser back to the console, signed in.
+    await page.getByText('rae@acme.example · acme').waitFor();
+    await page.getByRole('link', { name: 'Support' }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    const cookies = await browser.context.cookies(`http://127.0.0.1:${port}`);
+    const session = cookies.find((c) => c.name === 'sb_session')!;
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+    // The page holds the CSRF token, never the session itself.
+    expect(await page.evaluate<string>("sessionStorage.getItem('switchboard.console.session')")).not.toContain(session.value);
+    expect(await page.evaluate('document.cookie')).not.toContain(session.value);
+    // A reviewer may not activate a version: the server says so, and why.
+    const activate = await page.evaluate<{ status: number; body: { detail: string } }>(`(async () => {
+      const c = JSON.parse(sessionStorage.getItem('switchboard.console.session'));
+      const res = await fetch('/api/v1/agents/acme-support/versions/1/activate', { method: 'POST', headers: { 'x-csrf-token': c.csrf } });
+      return { status: res.status, body: await res.json() };
+    })()`);
+    expect(activate).toMatchObject({ status: 403, body: { detail: expect.stringContaining('"releases.write" permission') } });
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // The provider's own sign-out page, and the session is gone here.
+    await page.waitForURL((u) => u.href.startsWith(`${provider.issuer}/session/end`));
+    const after = await fetch(`http://127.0.0.1:${port}/api/v1/me`, { headers: { cookie: `sb_session=${session.value}` } });
+    expect(after.status).toBe(401);
     expect(problems).toEqual([]);
   });
 });

@@ -326,7 +326,7 @@ describe('releases with API keys', () => {
         capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say }] }],
       });
       const first = await api().put('/api/v1/agents/shop').set(as(admin.key)).send(shop('Number?')).expect(200);
-      expect(first.body.release).toMatchObject({ action: 'activate', key_id: admin.id });
+      expect(first.body.release).toMatchObject({ action: 'activate', key_id: admin.id, actor: { kind: 'key', id: admin.id } });
       await api().put('/api/v1/agents/shop?activate=false').set(as(admin.key)).send(shop('Your number?')).expect(200);
       await api().put('/api/v1/agents/shop/split').set(as(reader.key)).send({ version: 2, percent: 20 }).expect(403);
       await api().post('/api/v1/agents/shop/versions/2/activate').set(as(reader.key)).expect(403);

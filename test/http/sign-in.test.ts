@@ -103,6 +103,10 @@ eachDatabase('sign-in with an OpenID provider on $name', (database) => {
       roles: [{ role: 'owner' }],
       csrf_token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
+    // The console asks whether the browser is signed in without meeting a refusal.
+    const options = async (b: Browser) => (await b.fetch(`${app}/auth/options`)).json();
+    expect(await options(browser)).toEqual({ provider: { issuer: provider.issuer, sign_in_url: '/auth/login' }, signed_in: true });
+    expect(await options(new Browser())).toMatchObject({ signed_in: false });
     // The cookie itself is stored nowhere: only its hash.
     const cookie = browser.cookies.get('sb_session')!.value;
     const rows = await f.db.knex('person_sessions').select('*');
@@ -130,6 +134,38 @@ eachDatabase('sign-in with an OpenID provider on $name', (database) => {
     });
     expect(foreign.status).toBe(403);
     expect((await json(foreign)).detail).toMatch(/another origin/);
+  });
+
+  it('records the person who released in the release record, chained, as the CLI and the API show it', async () => {
+    const { browser } = await signIn('ana');
+    const csrf = (await json(await me(browser))).csrf_token;
+    const headers = { 'x-csrf-token': csrf, 'content-type': 'application/json' };
+    const draft = await browser.fetch(`${app}/api/v1/agents/alpha?activate=false`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ ...echoAgent, name: 'Echo 2' }),
+    });
+    expect(draft.status).toBe(200);
+    const { stored_version: version } = (await draft.json()) as { stored_version: number };
+    expect(version).toBe(2);
+    const released = await browser.fetch(`${app}/api/v1/agents/alpha/versions/${version}/activate`, { method: 'POST', headers });
+    expect(released.status).toBe(200);
+    const steps = (await (await browser.fetch(`${app}/api/v1/agents/alpha/releases`)).json()) as {
+      data: { version: number; actor: unknown; key_id: unknown }[];
+    };
+    expect(steps.data.find((s) => s.version === version)).toMatchObject({
+      key_id: null,
+      actor: { kind: 'person', issuer: provider.issuer, subject: 'ana', email: 'ana@acme.example' },
+    });
+    expect(await (await browser.fetch(`${app}/api/v1/agents/alpha/releases/verify`)).json()).toMatchObject({ valid: true });
+    // The chain covers the actor: a changed name breaks it.
+    const row = await f.db.knex('release_records').where({ tenant_id: 'acme', version }).whereLike('data', '%ana@acme.example%').first();
+    await f.db
+      .knex('release_records')
+      .where({ id: row.id })
+      .update({ data: row.data.replace('ana@acme.example', 'eve@acme.example') });
+    expect(await (await browser.fetch(`${app}/api/v1/agents/alpha/releases/verify`)).json()).toMatchObject({ valid: false });
+    await f.db.knex('release_records').where({ id: row.id }).update({ data: row.data });
   });
 
   it("refuses a session on another tenant's data, and an operator of agent A on agent B", async () => {
@@ -266,6 +302,7 @@ describe('sign-in not configured', () => {
       const { default: request } = await import('supertest');
       const res = await request(f.app.app).get('/auth/login');
       expect(res.status).toBe(404);
+      expect((await request(f.app.app).get('/auth/options')).body).toEqual({ provider: null, signed_in: false });
       const api = await request(f.app.app)
         .get('/api/v1/agents')
         .set('cookie', `sb_session=${'A'.repeat(43)}`);

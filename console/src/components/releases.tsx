@@ -263,7 +263,9 @@ export function ReleaseRecord({ slug, tick }: { slug: string; tick: number }) {
                       {s.forced && <span class="badge gate-fail">forced</span>}
                       {s.reason && <div class="small muted">“{s.reason}”</div>}
                     </td>
-                    <td>{s.key_id ? <code>{s.key_id.slice(0, 8)}</code> : <span class="muted">no key</span>}</td>
+                    <td>
+                      <Who actor={s.actor} keyId={s.key_id} />
+                    </td>
                     <td>{s.gates.length === 0 ? '—' : failed ? `${failed} of ${s.gates.length} failed` : `${s.gates.length} passed`}</td>
                     <td>
                       {s.gates.length > 0 && (
@@ -289,4 +291,12 @@ export function ReleaseRecord({ slug, tick }: { slug: string; tick: number }) {
       )}
     </section>
   );
+}
+
+/** Who made a release step: a person by their email, a key by its id's start, the gateway. */
+function Who({ actor, keyId }: { actor: Release['actor']; keyId: string | null }) {
+  if (actor?.kind === 'person') return <span title={`${actor.subject} (${actor.issuer})`}>{actor.email ?? actor.subject}</span>;
+  const key = actor?.kind === 'key' ? actor.id : keyId;
+  if (key) return <code title={key}>key {key.slice(0, 8)}</code>;
+  return <span class="muted">{actor?.kind === 'gateway' ? 'gateway' : 'no key'}</span>;
 }

@@ -1,7 +1,9 @@
-// Sign-in: a tenant id when the server trusts the tenant-id header (AUTH_MODE=header), an API key
-// when it runs with AUTH_MODE=api_key. The credentials are tried with a call before they are kept.
+// Sign-in: with the company's OpenID provider when the server has one (docs/people.md); else a
+// tenant id when the server trusts the tenant-id header (AUTH_MODE=header), or an API key when it
+// runs with AUTH_MODE=api_key. Credentials are tried with a call before they are kept.
 import { useState } from 'preact/hooks';
-import { ok, useAction } from '../api';
+import { createSwitchboardClient } from '@switchboard/client';
+import { ok, useAction, useLoad } from '../api';
 import { clientFor, type Credentials } from '../session';
 import { ErrorBox } from '../components/ui';
 
@@ -10,6 +12,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: (c: Credentials) => void })
   const [tenantId, setTenantId] = useState('demo');
   const [apiKey, setApiKey] = useState('');
   const { busy, error, run } = useAction();
+  const options = useLoad(async () => ok(await createSwitchboardClient({ baseUrl: location.origin }).auth.getSignInOptions()), []);
+  const provider = options.data?.provider;
 
   function submit(e: Event) {
     e.preventDefault();
@@ -23,6 +27,14 @@ export function SignIn({ onSignedIn }: { onSignedIn: (c: Credentials) => void })
   return (
     <section class="sign-in">
       <h1>Sign in to the console</h1>
+      {provider && (
+        <p>
+          <a class="button primary" href={`${provider.sign_in_url}?return_to=${encodeURIComponent(location.pathname)}`}>
+            Sign in with your company account
+          </a>{' '}
+          <span class="hint">({new URL(provider.issuer).host})</span>
+        </p>
+      )}
       <form onSubmit={submit}>
         <fieldset>
           <legend>How the server authenticates</legend>

@@ -135,6 +135,7 @@ export const release = (sequence: number, action: string, version: number, extra
   forced: false,
   reason: null,
   key_id: KEY,
+  actor: { kind: 'key', id: KEY },
   request_id: REQUEST,
   created_at: T1,
   hash: `${String(sequence).padStart(2, '0')}a1f3c5e7d9b2a4c6e8f0a2b4c6d8e0f2a4b6c8d0e2f4a6b8c0d2e4f6a8b0c2d4`,

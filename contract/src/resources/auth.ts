@@ -1,7 +1,7 @@
 // Sign-in: people sign in to the console with the tenant's OpenID provider (docs/people.md)
 import { z } from 'zod';
 import { Problem } from '../common.js';
-import { SignedOut } from '../people.js';
+import { SignedOut, SignInOptions } from '../people.js';
 import { initContract } from '@ts-rest/core';
 import { publicResource } from '../resource.js';
 
@@ -34,6 +34,12 @@ export const auth = publicResource({
   description: "People sign in to the console with the tenant's OpenID provider (docs/people.md)",
   routes: c.router(
     {
+      getSignInOptions: {
+        method: 'GET',
+        path: '/options',
+        responses: { 200: SignInOptions },
+        summary: 'How people sign in to this server: with an OpenID provider, or with a key or tenant id alone',
+      },
       signIn: {
         method: 'GET',
         path: '/login',
@@ -76,12 +82,17 @@ export const auth = publicResource({
     authOptions,
   ),
   examples: {
+    SignInWithProvider: {
+      summary: 'People sign in with the company provider',
+      value: { provider: { issuer: 'https://login.example.com/realms/acme', sign_in_url: '/auth/login' }, signed_in: false },
+    },
     SignedOut: {
       summary: 'The provider supports RP-initiated logout',
       value: { end_session_url: 'https://login.example.com/realms/acme/protocol/openid-connect/logout?client_id=switchboard' },
     },
   },
   operations: {
+    getSignInOptions: { response: ['SignInWithProvider'] },
     signIn: { response: [] },
     signInCallback: { response: [] },
     signOut: { response: ['SignedOut'] },

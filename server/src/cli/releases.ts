@@ -30,7 +30,9 @@ export function printRefusal(body: unknown, out: (line: string) => void = consol
 
 function describeStep(r: Release): string {
   const split = r.split ? ` (split: ${r.split.percent}% to version ${r.split.version})` : '';
-  const who = r.key_id ? ` by key ${r.key_id}` : '';
+  const by = r.actor;
+  const who =
+    by?.kind === 'person' ? ` by ${by.email ?? by.subject}` : by?.kind === 'key' || r.key_id ? ` by key ${by?.kind === 'key' ? by.id : r.key_id}` : '';
   const forced = r.forced ? ` FORCED: ${r.reason ?? ''}` : r.reason ? ` (${r.reason})` : '';
   const knowledge = r.knowledge ? ` [knowledge snapshot ${r.knowledge.snapshot}]` : '';
   return `${String(r.sequence).padStart(4)}  ${r.created_at}  ${r.action.padEnd(12)} version ${r.version}${knowledge}${r.previous_version !== null ? ` (was ${r.previous_version})` : ''}${split}${who}${forced}`;

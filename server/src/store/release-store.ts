@@ -8,6 +8,7 @@
 // step, and the evaluation a step cites against the evidence chained with it (its digests and
 // figures; the evaluation is kept as long as the step). A head exported from the log stream
 // (service/releases.ts publishes each) proves that no step up to it was cut off.
+import type { Actor } from '@switchboard/contract';
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ReleaseGate } from '@switchboard/contract';
@@ -39,6 +40,8 @@ export interface ReleaseStep {
   forced: boolean;
   reason: string | null;
   keyId: string | null;
+  /** Who did it (a person, a key, the gateway); absent from steps recorded before actors were. */
+  actor?: Actor | null;
   requestId: string;
   createdAt: string;
 }
@@ -96,6 +99,8 @@ function dataOf(s: ReleaseStep): string {
     forced: s.forced,
     reason: s.reason,
     key_id: s.keyId,
+    // Only when known: a step without one is hashed as before actors were recorded.
+    ...(s.actor ? { actor: s.actor } : {}),
   });
 }
 
@@ -124,6 +129,7 @@ function toRow(r: StoredRelease): ReleaseRow {
     forced: boolean;
     reason: string | null;
     key_id: string | null;
+    actor?: Actor;
   };
   return {
     id: r.id,
@@ -143,6 +149,7 @@ function toRow(r: StoredRelease): ReleaseRow {
     forced: d.forced,
     reason: d.reason,
     keyId: d.key_id,
+    actor: d.actor ?? null,
   };
 }
 

@@ -18,6 +18,16 @@ const SIGN_INS_PER_ADDRESS = 60;
 export const authHandlers = ({ people, limits }: Services, cookies: SessionCookies, serviceOrigin: string | null) => {
   const perAddress = limits.limiter({ name: 'sign-in', points: SIGN_INS_PER_ADDRESS, seconds: 600 });
   return s.router(RESOURCES.auth.routes, {
+    getSignInOptions: async ({ req }) => {
+      const cookie = people.signInEnabled ? cookieOf(req, SESSION_COOKIE) : undefined;
+      return {
+        status: 200,
+        body: {
+          provider: people.issuer ? { issuer: people.issuer, sign_in_url: cookies.path('/auth/login') } : null,
+          signed_in: cookie !== undefined && (await people.authenticate(cookie)) !== null,
+        },
+      };
+    },
     signIn: async ({ query, req, res }) => {
       if (people.signInEnabled) await spend(perAddress, clientAddress(req), 'Too many sign-ins from this address: try again in a few minutes');
       const { url, state } = await people.beginSignIn(query.return_to ?? cookies.path('/console/'));

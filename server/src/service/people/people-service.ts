@@ -90,6 +90,11 @@ export class PeopleService {
     return this.client !== null;
   }
 
+  /** The provider people sign in with, or null. */
+  get issuer(): string | null {
+    return this.settings.oidc?.issuer ?? null;
+  }
+
   private provider(): OidcClient {
     if (!this.client) throw new NotFoundError('not_found', 'Sign-in with an OpenID provider is not configured on this server (OIDC_ISSUER)');
     return this.client;

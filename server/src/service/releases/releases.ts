@@ -8,6 +8,7 @@
 // Each step's new head is published to the log stream (`release.head`, signed with the audit
 // chain key when one is set): a copy outside the database that `verify` can be given back, so a
 // record cut short and its head moved back is found (docs/security.md).
+import type { Actor as ContractActor } from '@switchboard/contract';
 import type { Agent, AgentDefinition, DefinitionWarning, EvaluationResult, Release, ReleaseGate, ReleasePolicy, Split } from '@switchboard/contract';
 import { ConflictError, CurrentChangedError, GatesFailedError, InputError, NotFoundError } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../lib/cursor.js';
@@ -20,9 +21,10 @@ import type { AgentService } from '../agents/agent-service.js';
 import type { EvaluationService } from '../evaluations/evaluations.js';
 import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './gates/index.js';
 
-/** Who releases: the API key (null without api_key auth) and the request. */
+/** Who releases: the API key (null without api_key auth), who made the request, and the request. */
 export interface Actor {
   keyId: string | null;
+  by: ContractActor | null;
   requestId: string;
 }
 
@@ -44,6 +46,7 @@ function releaseToApi(r: ReleaseRow): Release {
     forced: r.forced,
     reason: r.reason,
     key_id: r.keyId,
+    actor: r.actor ?? null,
     request_id: r.requestId,
     created_at: r.createdAt,
     hash: r.hash,
@@ -315,6 +318,7 @@ export class ReleaseService {
       reason: null,
       ...s,
       keyId: actor.keyId,
+      actor: actor.by,
       requestId: actor.requestId,
       createdAt: iso(this.deps.clock.now()),
     };
