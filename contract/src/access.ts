@@ -94,6 +94,36 @@ export function agentsAllowed(grants: readonly Grant[], permission: Permission):
   return [...out].sort();
 }
 
+/** `role` or `role:slug,slug`, as the command line and OIDC_GROUP_ROLES write a grant; null when it is not one. */
+export function grantFrom(text: string): Grant | null {
+  const at = text.indexOf(':');
+  const parsed = Grant.safeParse(
+    at < 0
+      ? { role: text.trim() }
+      : {
+          role: text.slice(0, at).trim(),
+          agents: text
+            .slice(at + 1)
+            .split(',')
+            .map((a) => a.trim()),
+        },
+  );
+  return parsed.success ? parsed.data : null;
+}
+
+/** A grant as `grantFrom` reads it. */
+export const grantText = (g: Grant): string => (g.agents ? `${g.role}:${g.agents.join(',')}` : g.role);
+
+/** Grants stored as JSON text (at most 20); text that fails their schema (a corrupted row) grants nothing. */
+export function storedGrants(json: string): Grant[] {
+  try {
+    const parsed = Grant.array().max(20).safeParse(JSON.parse(json));
+    return parsed.success ? parsed.data : [];
+  } catch {
+    return [];
+  }
+}
+
 /** What API keys held before roles; each stands for a role (SCOPE_ROLES). */
 export const Scope = z.enum(['converse', 'read', 'admin']);
 export type Scope = z.infer<typeof Scope>;

@@ -2,7 +2,7 @@
 import type { VectorsSetting } from './engine/word-vectors.js';
 import { isIP } from 'node:net';
 import { EnvSchema, type Env } from './config-env.js';
-import { Grant, type Grant as GrantT } from '@switchboard/contract';
+import { grantFrom, type Grant } from '@switchboard/contract';
 
 export interface OperatorSecret {
   value: string;
@@ -117,32 +117,20 @@ function llmConfig(e: Env): LlmConfig | undefined {
  * OIDC_GROUP_ROLES: `group=role` or `group=role:agent,agent` entries, separated by `;` (a group may
  * come more than once). Group names are the provider's, compared exactly.
  */
-function groupRoles(text: string): Readonly<Record<string, GrantT[]>> {
-  const out: Record<string, GrantT[]> = {};
+function groupRoles(text: string): Readonly<Record<string, Grant[]>> {
+  const out: Record<string, Grant[]> = {};
   for (const entry of text
     .split(';')
     .map((x) => x.trim())
     .filter(Boolean)) {
     const eq = entry.lastIndexOf('=');
     const group = entry.slice(0, eq).trim();
-    const spec = entry.slice(eq + 1).trim();
-    const at = spec.indexOf(':');
-    const grant = Grant.safeParse(
-      at < 0
-        ? { role: spec }
-        : {
-            role: spec.slice(0, at),
-            agents: spec
-              .slice(at + 1)
-              .split(',')
-              .map((a) => a.trim()),
-          },
-    );
-    if (eq <= 0 || !group || !grant.success)
+    const grant = grantFrom(entry.slice(eq + 1));
+    if (eq <= 0 || !group || !grant)
       throw new ConfigError(
         `invalid configuration:\n  OIDC_GROUP_ROLES: "${entry}" is not group=role or group=role:agent,agent (roles: owner, builder, releaser, reviewer, operator, viewer, client)`,
       );
-    (out[group] ??= []).push(grant.data);
+    (out[group] ??= []).push(grant);
   }
   return out;
 }

@@ -15,7 +15,7 @@ import { databases } from '../helpers/databases.js';
 import { appFixture, clientFixture } from '../helpers/fixture.js';
 import { startFakeLlm, type FakeLlm } from '../helpers/fake-llm.js';
 import { freePort, ordersHandler, startBackend, listen, type Backend } from '../helpers/servers.js';
-import { startProvider, type TestProvider } from '../helpers/oidc.js';
+import { oidcSettings, startProvider, type TestProvider } from '../helpers/oidc.js';
 import { supportAgent } from '../helpers/agents.js';
 import { hasBrowser, launch, seriousViolations, warnIfBrowserSkipped } from '../helpers/browser.js';
 import { slackHeaders } from '../helpers/fake-providers.js';
@@ -842,17 +842,7 @@ describe.skipIf(!hasBrowser)('the console signed in with an OpenID provider', ()
     config: () => ({
       authMode: 'api_key',
       publicUrl: `http://127.0.0.1:${port}`,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        scopes: 'openid email profile',
-        tenant: 'acme',
-        tenantClaim: null,
-        groupsClaim: 'groups',
-        groupRoles: { reviewers: [{ role: 'reviewer' }] },
-        clockToleranceSeconds: 30,
-      },
+      oidc: oidcSettings(provider, { reviewers: [{ role: 'reviewer' }] }),
     }),
   });
   beforeAll(async () => {

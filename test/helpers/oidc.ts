@@ -7,6 +7,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import Provider from 'oidc-provider';
 import { decodeJwt, decodeProtectedHeader, importJWK, SignJWT, type JWK } from 'jose';
+import type { Grant } from '@switchboard/contract';
 
 export interface Account {
   email: string;
@@ -128,6 +129,19 @@ export async function startProvider(redirectUri: string, accounts: Record<string
   await listen(0);
   return state;
 }
+
+/** The server's sign-in settings (config.oidc) for this provider: every person in tenant `tenant`. */
+export const oidcSettings = (provider: TestProvider, groupRoles: Record<string, Grant[]>, tenant = 'acme') => ({
+  issuer: provider.issuer,
+  clientId: provider.clientId,
+  clientSecret: provider.clientSecret,
+  scopes: 'openid email profile',
+  tenant,
+  tenantClaim: null,
+  groupsClaim: 'groups',
+  groupRoles,
+  clockToleranceSeconds: 30,
+});
 
 /** A browser's cookies, by name, with their paths (every server here is 127.0.0.1, as a browser shares them across ports). */
 export class Browser {

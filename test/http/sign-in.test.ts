@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { echoAgent } from '../helpers/agents.js';
 import { eachDatabase } from '../helpers/databases.js';
 import { appFixture } from '../helpers/fixture.js';
-import { Browser, startProvider, type TestProvider } from '../helpers/oidc.js';
+import { Browser, oidcSettings, startProvider, type TestProvider } from '../helpers/oidc.js';
 import { freePort } from '../helpers/servers.js';
 
 /** What these tests read of the answers: problems, identities, lists, sign-outs. */
@@ -40,21 +40,11 @@ eachDatabase('sign-in with an OpenID provider on $name', (database) => {
     config: () => ({
       authMode: 'api_key',
       publicUrl: `http://127.0.0.1:${port}`,
-      oidc: {
-        issuer: provider.issuer,
-        clientId: provider.clientId,
-        clientSecret: provider.clientSecret,
-        scopes: 'openid email profile',
-        tenant: 'acme',
-        tenantClaim: null,
-        groupsClaim: 'groups',
-        groupRoles: {
-          'sb-owners': [{ role: 'owner' }],
-          'sb-reviewers': [{ role: 'reviewer' }],
-          'sb-alpha-operators': [{ role: 'operator', agents: ['alpha'] }],
-        },
-        clockToleranceSeconds: 30,
-      },
+      oidc: oidcSettings(provider, {
+        'sb-owners': [{ role: 'owner' }],
+        'sb-reviewers': [{ role: 'reviewer' }],
+        'sb-alpha-operators': [{ role: 'operator', agents: ['alpha'] }],
+      }),
     }),
   });
   beforeAll(async () => {

@@ -8,6 +8,18 @@ import { KEY, T0, WIDGET_KEY_ID, WIDGET_KEY } from '../examples/fixtures.js';
 
 const c = initContract();
 
+/** The read-only key of the examples, as listed. */
+const dashboards = {
+  id: KEY,
+  name: 'dashboards',
+  prefix: 'sbk_af5f3a1d',
+  scopes: ['read'],
+  roles: [{ role: 'viewer' }],
+  widget: null,
+  created_at: T0,
+  revoked_at: null,
+};
+
 export const keys = apiResource({
   tag: 'Keys',
   description: 'API keys (AUTH_MODE=api_key)',
@@ -57,32 +69,13 @@ export const keys = apiResource({
     },
     CreatedKey: {
       summary: 'The key, shown this once',
-      value: {
-        id: KEY,
-        name: 'dashboards',
-        prefix: 'sbk_af5f3a1d',
-        scopes: ['read'],
-        roles: [{ role: 'viewer' }],
-        widget: null,
-        created_at: T0,
-        revoked_at: null,
-        key: 'sbk_af5f3a1de68a4bcd8f312357c91b5513_HfSPe4im0a48ikW_37D0K9QCLZCkbF54MwbZ6teaesA',
-      },
+      value: { ...dashboards, key: 'sbk_af5f3a1de68a4bcd8f312357c91b5513_HfSPe4im0a48ikW_37D0K9QCLZCkbF54MwbZ6teaesA' },
     },
     KeyList: {
       summary: "The tenant's keys (never the key itself)",
       value: {
         data: [
-          {
-            id: KEY,
-            name: 'dashboards',
-            prefix: 'sbk_af5f3a1d',
-            scopes: ['read'],
-            roles: [{ role: 'viewer' }],
-            widget: null,
-            created_at: T0,
-            revoked_at: null,
-          },
+          dashboards,
           {
             id: WIDGET_KEY_ID,
             name: 'shop widget',

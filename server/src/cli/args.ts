@@ -1,6 +1,6 @@
 // What the commands' arguments are, parsed and checked once for every command module.
 import { InvalidArgumentError, type Command } from 'commander';
-import { CHANNEL_KINDS, isChannelKind, type ChannelKind } from '@switchboard/contract';
+import { CHANNEL_KINDS, grantFrom, isChannelKind, Role, type ChannelKind, type Grant } from '@switchboard/contract';
 
 export const bool = (v: string): boolean => {
   if (v === 'true') return true;
@@ -26,4 +26,11 @@ export const percentOf = (v: string): number => {
 export const channelOf = (v: string): ChannelKind => {
   if (!isChannelKind(v)) throw new InvalidArgumentError(`must be one of ${CHANNEL_KINDS.join(', ')}`);
   return v;
+};
+
+/** `--role builder` (the whole tenant) or `--role operator:acme-support,billing` (those agents only), repeatable. */
+export const roleOf = (v: string, previous: Grant[] = []): Grant[] => {
+  const grant = grantFrom(v);
+  if (!grant) throw new InvalidArgumentError(`a role (${Role.options.join(', ')}), optionally with agents: operator:acme-support,billing`);
+  return [...previous, grant];
 };

@@ -4,7 +4,8 @@
 // chat widget, printed with its snippet), `list --tenant acme`, `revoke --tenant acme --id ID`:
 // manages keys in the database named by DATABASE_URL.
 import { InvalidArgumentError } from 'commander';
-import { Grant, Role, Scope, WebOrigin } from '@switchboard/contract';
+import { grantText, Scope, WebOrigin, type Grant } from '@switchboard/contract';
+import { roleOf } from './args.js';
 import { loadConfig, serviceUrl, shownDatabaseUrl } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { KeyService } from '../service/keys.js';
@@ -36,23 +37,6 @@ const scopes = (v: string): Scope[] => {
 };
 
 /** `--role builder` (the whole tenant) or `--role operator:acme-support,billing` (those agents only). */
-const role = (v: string, previous: Grant[] = []): Grant[] => {
-  const at = v.indexOf(':');
-  const agents =
-    at < 0
-      ? {}
-      : {
-          agents: v
-            .slice(at + 1)
-            .split(',')
-            .map((a) => a.trim()),
-        };
-  const parsed = Grant.safeParse({ role: at < 0 ? v : v.slice(0, at), ...agents });
-  if (!parsed.success) throw new InvalidArgumentError(`a role (${Role.options.join(', ')}), optionally with agents: operator:acme-support,billing`);
-  return [...previous, parsed.data];
-};
-
-const shownGrant = (g: Grant) => (g.agents ? `${g.role}:${g.agents.join(',')}` : g.role);
 
 const origin = (v: string, previous: string[] = []): string[] => {
   const parsed = WebOrigin.safeParse(v);
@@ -75,7 +59,7 @@ cli
   .description('create an API key for a tenant (printed once), or with --widget a publishable key for the web chat widget')
   .requiredOption('--tenant <tenant>', 'the tenant the key belongs to')
   .option('--scopes <scopes>', 'converse, read and/or admin, comma-separated (the roles client, viewer, owner)', scopes)
-  .option('--role <role[:agents]>', 'a role for the whole tenant, or with :slug,slug for those agents (repeat for more; docs/people.md)', role)
+  .option('--role <role[:agents]>', 'a role for the whole tenant, or with :slug,slug for those agents (repeat for more; docs/people.md)', roleOf)
   .option('--widget', 'a publishable key for the web chat widget (with --agent and --origin)')
   .option('--agent <slug>', 'an agent the widget may talk to (repeat for more)', collect)
   .option('--origin <origin>', 'an origin whose pages may run the widget (repeat for more)', origin)
@@ -96,7 +80,7 @@ cli
     if (!o.scopes === !o.role) cli.error('error: give --scopes or --role (or --widget), not both', { exitCode: 2 });
     if (o.role && o.role.length > 20) cli.error('error: at most 20 roles', { exitCode: 2 });
     const k = await withKeys((keys) => keys.create(o.tenant, o.role ? { roles: o.role } : o.scopes!, o.name));
-    const held = `roles ${k.roles.map(shownGrant).join(' ')}`;
+    const held = `roles ${k.roles.map(grantText).join(' ')}`;
     console.log(`created key ${k.id} for tenant ${o.tenant} ${where()} with ${o.scopes ? `scopes ${k.scopes.join(',')} (${held})` : held}`);
     console.log(`key (shown once, store it now): ${k.key}`);
   });
@@ -110,7 +94,7 @@ cli
     for (const k of list) {
       const what = k.widget
         ? `widget ${k.widget.key} agents ${k.widget.agents.join(',')} origins ${k.widget.origins.join(',')}`
-        : k.roles.map(shownGrant).join(' ').padEnd(20);
+        : k.roles.map(grantText).join(' ').padEnd(20);
       console.log(`${k.id}  ${k.prefix}…  ${what} ${k.revoked_at ? `revoked ${k.revoked_at}` : `created ${k.created_at}`}${k.name ? `  ${k.name}` : ''}`);
     }
     console.log(`${list.length} key(s) for tenant ${o.tenant}`);

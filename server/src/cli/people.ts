@@ -2,8 +2,8 @@
 // owner, before or after their first sign-in), `revoke --tenant acme --subject SUB`, `disable` /
 // `enable`, and `list --tenant acme`: people of the database named by DATABASE_URL
 // (docs/people.md). The issuer defaults to OIDC_ISSUER.
-import { InvalidArgumentError } from 'commander';
-import { Grant, Role, type Person } from '@switchboard/contract';
+import { grantText, type Grant, type Person } from '@switchboard/contract';
+import { roleOf } from './args.js';
 import { loadConfig, serviceUrl, shownDatabaseUrl } from '../config.js';
 import { systemClock } from '../lib/clock.js';
 import { PeopleService } from '../service/people/people-service.js';
@@ -21,24 +21,6 @@ async function withPeople<T>(fn: (people: PeopleService) => Promise<T>): Promise
   }
 }
 
-const role = (v: string, previous: Grant[] = []): Grant[] => {
-  const at = v.indexOf(':');
-  const parsed = Grant.safeParse(
-    at < 0
-      ? { role: v }
-      : {
-          role: v.slice(0, at),
-          agents: v
-            .slice(at + 1)
-            .split(',')
-            .map((a) => a.trim()),
-        },
-  );
-  if (!parsed.success) throw new InvalidArgumentError(`a role (${Role.options.join(', ')}), optionally with agents: operator:acme-support,billing`);
-  return [...previous, parsed.data];
-};
-
-const shown = (g: Grant) => (g.agents ? `${g.role}:${g.agents.join(',')}` : g.role);
 const where = () => `in ${shownDatabaseUrl(loadConfig(process.env, {}, 'tool').databaseUrl)}`;
 
 function issuerOf(given: string | undefined): string {
@@ -60,13 +42,13 @@ cli
   .description("add roles to a person, known by their provider's subject (made known before their first sign-in if need be)")
   .requiredOption('--tenant <tenant>', 'the tenant')
   .requiredOption('--subject <subject>', "the person's subject at the provider (the sign-in page of a person without a role shows it)")
-  .requiredOption('--role <role[:agents]>', 'a role for the whole tenant, or with :slug,slug for those agents (repeat for more)', role)
+  .requiredOption('--role <role[:agents]>', 'a role for the whole tenant, or with :slug,slug for those agents (repeat for more)', roleOf)
   .option('--issuer <url>', 'the provider (default OIDC_ISSUER)')
   .action(async (o: { tenant: string; subject: string; role: Grant[]; issuer?: string }) => {
     const issuer = issuerOf(o.issuer);
     const p = await withPeople((people) => people.grant(o.tenant, { issuer, subject: o.subject }, o.role));
     console.log(
-      `granted ${o.role.map(shown).join(' ')} to ${o.subject} of ${issuer} in tenant ${o.tenant} ${where()}: roles now ${p.roles.map(shown).join(' ')}`,
+      `granted ${o.role.map(grantText).join(' ')} to ${o.subject} of ${issuer} in tenant ${o.tenant} ${where()}: roles now ${p.roles.map(grantText).join(' ')}`,
     );
   });
 
@@ -106,7 +88,7 @@ cli
     const list = await withPeople((people) => people.list(o.tenant));
     for (const p of list)
       console.log(
-        `${p.subject}  ${(p.email ?? '-').padEnd(28)} ${(p.roles.map(shown).join(' ') || '(no role granted here)').padEnd(30)} ${p.disabled_at ? `disabled ${p.disabled_at}` : `last sign-in ${p.last_sign_in_at ?? 'never'}`}  ${p.issuer}`,
+        `${p.subject}  ${(p.email ?? '-').padEnd(28)} ${(p.roles.map(grantText).join(' ') || '(no role granted here)').padEnd(30)} ${p.disabled_at ? `disabled ${p.disabled_at}` : `last sign-in ${p.last_sign_in_at ?? 'never'}`}  ${p.issuer}`,
       );
     console.log(`${list.length} person(s) in tenant ${o.tenant}`);
   });

@@ -4,7 +4,7 @@
 // page's source), bound to a tenant, some agents and some origins, and accepted by the widget's
 // routes alone; they carry no scope of the API.
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { Grants, SCOPE_ROLES, type ApiKey, type Grant, type Scope } from '@switchboard/contract';
+import { SCOPE_ROLES, storedGrants, type ApiKey, type Grant, type Scope } from '@switchboard/contract';
 import { NotFoundError } from '../errors.js';
 import { iso, type Clock } from '../lib/clock.js';
 import type { Database } from '../store/db.js';
@@ -46,12 +46,8 @@ const scopesOf = (r: ApiKeyTableRow): Scope[] => (r.public_key || !r.scopes ? []
 function grantsOf(r: ApiKeyTableRow): Grant[] {
   if (r.public_key) return [];
   if (r.roles == null) return scopesOf(r).map((scope) => ({ role: SCOPE_ROLES[scope] }));
-  try {
-    const parsed = Grants.safeParse(JSON.parse(r.roles));
-    return parsed.success ? parsed.data : [];
-  } catch {
-    return [];
-  }
+  // A key holds at least one grant: an empty list is as corrupted as text that is not JSON.
+  return storedGrants(r.roles);
 }
 
 const toApi = (r: ApiKeyTableRow): ApiKey => ({

@@ -6,7 +6,7 @@
 // role. Every request reads the session and its person from the database, so a change made on one
 // replica holds on the next request on every other.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { Grant, ROLE_PERMISSIONS, TenantId, type Person, type Permission } from '@switchboard/contract';
+import { ROLE_PERMISSIONS, storedGrants, TenantId, type Grant, type Person, type Permission } from '@switchboard/contract';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import { iso, type Clock } from '../../lib/clock.js';
 import type { Database } from '../../store/db.js';
@@ -46,23 +46,13 @@ export interface PersonPrincipal {
 const hashOf = (cookie: string) => createHash('sha256').update(cookie).digest('hex');
 const token = () => randomBytes(32).toString('base64url');
 
-/** Grants stored as JSON; a value that fails the schema (a corrupted row) grants nothing. */
-function grantsIn(json: string): Grant[] {
-  try {
-    const parsed = Grant.array().max(20).safeParse(JSON.parse(json));
-    return parsed.success ? parsed.data : [];
-  } catch {
-    return [];
-  }
-}
-
 const toPerson = (r: PersonRow): Person => ({
   id: r.id,
   issuer: r.issuer,
   subject: r.subject,
   email: r.email,
   name: r.name,
-  roles: grantsIn(r.roles),
+  roles: storedGrants(r.roles),
   created_at: r.created_at,
   last_sign_in_at: r.last_sign_in_at,
   disabled_at: r.disabled_at,
@@ -147,7 +137,7 @@ export class PeopleService {
     if (person.disabled_at) throw new ForbiddenError('This person is disabled in this tenant');
     const groups = claims[oidc.groupsClaim];
     const fromGroups = (Array.isArray(groups) ? groups : []).flatMap((g) => (typeof g === 'string' ? (oidc.groupRoles[g] ?? []) : []));
-    if (!grantsIn(person.roles).length && !fromGroups.length)
+    if (!storedGrants(person.roles).length && !fromGroups.length)
       throw new ForbiddenError(
         `You hold no role in tenant "${tenantId}". An owner can grant one in the console, or: npm run people -- grant --tenant ${tenantId} --subject ${person.subject} --role viewer`,
       );
@@ -176,7 +166,7 @@ export class PeopleService {
     const s = await this.store.session(idHash);
     const now = this.clock.now().getTime();
     if (!s || Date.parse(s.expires_at) <= now || Date.parse(s.seen_at) + this.settings.sessions.idleMs <= now || s.person.disabled_at) return null;
-    const grants = [...grantsIn(s.person.roles), ...grantsIn(s.group_roles)];
+    const grants = [...storedGrants(s.person.roles), ...storedGrants(s.group_roles)];
     if (!grants.length) {
       await this.store.revokeSession(s.tenant_id, { id_hash: idHash }, iso(new Date(now)));
       return null;
@@ -252,7 +242,7 @@ export class PeopleService {
       last_sign_in_at: null,
       disabled_at: null,
     });
-    const roles = [...grantsIn(p.roles)];
+    const roles = [...storedGrants(p.roles)];
     for (const g of add) if (!roles.some((r) => JSON.stringify(r) === JSON.stringify(g))) roles.push(g);
     return this.setRoles(tenantId, p.id, roles);
   }
