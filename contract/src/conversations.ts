@@ -4,6 +4,7 @@ import { CHANNEL_KINDS, ChannelKind } from './channels.js';
 import { CHAIN_BREAKS, Page, TimeFilter, Timestamp } from './common.js';
 import { ContextEnvelope, ConversationStatus, Option } from './converse.js';
 import { Citation } from './knowledge.js';
+import { Actor } from './people.js';
 
 export const Turn = z.object({
   role: z.enum(['user', 'agent']),
@@ -202,11 +203,16 @@ export const PhaseTransitionData = z.object({
   to: z.string(),
 });
 
+const ActedBy = Actor.optional().describe(
+  'Who did it through the API: a person signed in (issuer, subject, email), a key, or the gateway of AUTH_MODE=header; absent when the service did it, and on entries older than actors',
+);
+
 export const StatusChangeData = z.object({
   from: ConversationStatus.nullable(),
   to: ConversationStatus,
   reason: z.string(),
   outcome: z.string().nullable(),
+  actor: ActedBy,
 });
 
 /** The turns a write added, each with the SHA-256 that chains its text into the audit log. */
@@ -236,7 +242,8 @@ export const TurnTimingData = z.object({
 });
 
 export const OperatorMessageData = z.object({
-  author: z.string(),
+  author: z.string().describe('The name shown: as given, else the signed-in person\'s email, else "operator"'),
+  actor: ActedBy,
   turns: TurnHashes,
   masked: z.record(z.string(), z.number().int()).optional().describe("What the agent's privacy policy masked in the person's words, by type (docs/privacy.md)"),
   erased,

@@ -159,7 +159,13 @@ eachDatabase('lifecycle on $name', (database) => {
       expect((await setStatus(id, { status: 'escalated' })).body.code).toBe('invalid_transition');
       expect((await setStatus(id, { status: 'paused' })).status).toBe(409);
       expect((await setStatus(id, { status: 'active' })).body.status).toBe('active');
-      expect((await audit(id, 'status_change')).at(-1).data).toEqual({ from: 'paused', to: 'active', reason: 'operator', outcome: null });
+      expect((await audit(id, 'status_change')).at(-1).data).toEqual({
+        from: 'paused',
+        to: 'active',
+        reason: 'operator',
+        outcome: null,
+        actor: { kind: 'gateway' },
+      });
       expect((await setStatus(id, { status: 'sleeping' })).status).toBe(400);
     });
 

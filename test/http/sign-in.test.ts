@@ -158,6 +158,33 @@ eachDatabase('sign-in with an OpenID provider on $name', (database) => {
     await f.db.knex('release_records').where({ id: row.id }).update({ data: row.data });
   });
 
+  it('names the person who replied and who closed a conversation, in its turns and its chained audit', async () => {
+    const ana = await signIn('ana');
+    const anaCsrf = (await json(await me(ana.browser))).csrf_token;
+    const started = await ana.browser.fetch(`${app}/api/v1/agents/alpha/converse`, {
+      method: 'POST',
+      headers: { 'x-csrf-token': anaCsrf, 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'echo this' }),
+    });
+    expect(started.status).toBe(200);
+    const { conversation_id: id } = (await started.json()) as { conversation_id: string };
+    const dee = await signIn('dee');
+    const deeCsrf = (await json(await me(dee.browser))).csrf_token;
+    const headers = { 'x-csrf-token': deeCsrf, 'content-type': 'application/json' };
+    const base = `${app}/api/v1/agents/alpha/conversations/${id}`;
+    expect(
+      (await dee.browser.fetch(`${base}/messages`, { method: 'POST', headers, body: JSON.stringify({ message: 'Dee here, looking into it.' }) })).status,
+    ).toBe(201);
+    expect((await dee.browser.fetch(`${base}/status`, { method: 'POST', headers, body: JSON.stringify({ status: 'completed' }) })).status).toBe(200);
+    const history = (await (await dee.browser.fetch(`${base}/history`)).json()) as { turns: { message: string; author?: string }[] };
+    expect(history.turns.at(-1)).toMatchObject({ message: 'Dee here, looking into it.', author: 'dee@acme.example' });
+    const audit = (await (await dee.browser.fetch(`${base}/audit-logs`)).json()) as { data: { type: string; data: Record<string, unknown> }[] };
+    const person = { kind: 'person', issuer: provider.issuer, subject: 'dee', email: 'dee@acme.example' };
+    expect(audit.data.find((e) => e.type === 'operator_message')?.data).toMatchObject({ author: 'dee@acme.example', actor: person });
+    expect(audit.data.find((e) => e.type === 'status_change' && e.data.to === 'completed')?.data).toMatchObject({ reason: 'operator', actor: person });
+    expect(await (await dee.browser.fetch(`${base}/audit-logs/verify`)).json()).toMatchObject({ valid: true });
+  });
+
   it("refuses a session on another tenant's data, and an operator of agent A on agent B", async () => {
     const { browser } = await signIn('dee');
     expect((await browser.fetch(`${app}/api/v1/agents/alpha/conversations`)).status).toBe(200);

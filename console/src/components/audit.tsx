@@ -1,7 +1,7 @@
 // The audit log as a timeline: per user turn, the routing decision with its candidates' scores as
 // bars against the threshold, the actions and model calls with what went out and came back, phase
 // and status changes, and where the turn's time went.
-import type { AuditEntry } from '@switchboard/client';
+import type { Actor, AuditEntry } from '@switchboard/client';
 import { Json, Time, formatMs } from './ui';
 
 type DataOf<T extends AuditEntry['type']> = Extract<AuditEntry, { type: T }>['data'];
@@ -186,6 +186,7 @@ function EntryBody({ e }: { e: AuditEntry }) {
       return (
         <p>
           {e.data.from ?? 'new'} → <strong>{e.data.to}</strong> ({e.data.reason.replace(/_/g, ' ')}){e.data.outcome && `, outcome ${e.data.outcome}`}
+          {e.data.actor && `, by ${actorName(e.data.actor)}`}
         </p>
       );
     case 'turn_timing':
@@ -204,7 +205,10 @@ function EntryBody({ e }: { e: AuditEntry }) {
     case 'operator_message':
       return (
         <>
-          <p>Written by {e.data.author}</p>
+          <p>
+            Written by {e.data.author}
+            {e.data.actor && actorName(e.data.actor) !== e.data.author && ` (signed in as ${actorName(e.data.actor)})`}
+          </p>
           <Masked counts={e.data.masked} />
         </>
       );
@@ -301,4 +305,10 @@ export function Timeline({ entries, userTurns }: { entries: AuditEntry[]; userTu
       ))}
     </ol>
   );
+}
+
+/** Who acted, as a person reads it: a person's email, a key by its id's start, the gateway. */
+function actorName(a: Actor): string {
+  if (a.kind === 'person') return a.email ?? a.subject;
+  return a.kind === 'key' ? `key ${a.id.slice(0, 8)}` : 'the gateway';
 }

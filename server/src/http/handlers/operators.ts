@@ -10,11 +10,14 @@ export const operatorsHandlers = ({ lifecycle }: Services) =>
   s.router(RESOURCES.operators.routes, {
     postOperatorMessage: async ({ params, headers, body, res }) => ({
       status: 201,
-      body: await lifecycle.operatorMessage({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) }, body),
+      body: await lifecycle.operatorMessage({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res), actor: res.locals.actor ?? null }, body),
     }),
     setStatus: async ({ params, headers, body, res }) => ({
       status: 200,
-      body: await lifecycle.setStatus({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) }, { to: body.status, outcome: body.outcome }),
+      body: await lifecycle.setStatus(
+        { tenantId: headers['tenant-id'], ...params, requestId: requestId(res), actor: res.locals.actor ?? null },
+        { to: body.status, outcome: body.outcome },
+      ),
     }),
     eraseConversation: async ({ params, headers, res }) => {
       await lifecycle.erase({ tenantId: headers['tenant-id'], ...params, requestId: requestId(res) });

@@ -2,7 +2,7 @@
 // messages, abandonment after inactivity, erasure, and what every status change brings with it
 // (audit entry, events, webhook deliveries), written in the same transaction as the change.
 import { randomUUID } from 'node:crypto';
-import type { ConversationDetail, ConversationStatus, Turn } from '@switchboard/contract';
+import type { Actor, ConversationDetail, ConversationStatus, Turn } from '@switchboard/contract';
 import type { AuditDraft, Conversation, EventDraft, TurnRow, WebhookDraft, WebhookEvent } from '../../domain.js';
 import { closeDeltas, statDeltas } from '../agents/agent-stats.js';
 import type { CompiledAgent } from '../../engine/compile.js';
@@ -92,16 +92,18 @@ interface StatusChange {
   outcome: string | null;
   now: string;
   requestId: string;
+  /** Who moved it through the API; absent when the service did. */
+  actor?: Actor | null;
   turns?: TurnRow[];
   audit?: AuditDraft[];
 }
 
 /** The write that moves a conversation to `change.to`: state, audit entry, event and webhooks. */
 function statusWrite(agent: CompiledAgent, c: Conversation, change: StatusChange): TurnWrite {
-  const { to, reason, outcome, now, requestId, ...extra } = change;
+  const { to, reason, outcome, now, requestId, actor, ...extra } = change;
   const audit: AuditDraft[] = [
     ...(extra.audit ?? []),
-    { type: 'status_change', turnIndex: null, timestamp: now, durationMs: null, data: { from: c.status, to, reason, outcome } },
+    { type: 'status_change', turnIndex: null, timestamp: now, durationMs: null, data: { from: c.status, to, reason, outcome, ...(actor ? { actor } : {}) } },
   ];
   const next: Conversation = {
     ...c,
@@ -204,6 +206,8 @@ export interface OperatorTarget {
   slug: string;
   id: string;
   requestId: string;
+  /** Who acts (auth.ts): a person, a key, the gateway; chained into the audit entry. */
+  actor?: Actor | null;
 }
 
 export interface LifecycleDeps {
@@ -253,7 +257,7 @@ export class LifecycleService {
         throw new ConflictError('invalid_transition', `A conversation cannot move from ${c.status} to ${to}`);
       }
       const out = to === 'completed' ? (outcome ?? 'resolved') : to === 'escalated' ? 'escalated' : to === 'abandoned' ? 'abandoned' : null;
-      await unit.commit(statusWrite(agent, c, { to, reason: 'operator', outcome: out, now, requestId }));
+      await unit.commit(statusWrite(agent, c, { to, reason: 'operator', outcome: out, now, requestId, actor: target.actor ?? null }));
     });
     return this.detail(target.tenantId, target.slug, target.id);
   }
@@ -296,7 +300,9 @@ export class LifecycleService {
         throw new ConflictError('conversation_closed', `The conversation is ${c.status}`);
       }
       if (c.turnCount + 1 > this.maxTurns) throw new LimitError(`The conversation has reached its limit of ${this.maxTurns} turns`);
-      const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: author ?? 'operator' };
+      const by = target.actor;
+      const shown = author ?? (by?.kind === 'person' ? (by.email ?? by.subject) : 'operator');
+      const turn: TurnRow = { idx: c.turnCount, role: 'agent', message, timestamp: now, phase: c.phase, options: [], author: shown };
       // Kept masked under the agent's privacy policy (docs/privacy.md); a channel is sent the words as written.
       const masker = maskerOf(await this.privacy.masking(target.tenantId, agent));
       const kept: TurnRow = masker ? { ...turn, message: masker.text(message) } : turn;
@@ -307,7 +313,12 @@ export class LifecycleService {
           turnIndex: null,
           timestamp: now,
           durationMs: null,
-          data: { author: turn.author!, turns: [{ index: turn.idx, hash: turnHash(c.id, kept) }], ...(masker?.masked ? { masked: masker.counts } : {}) },
+          data: {
+            author: shown,
+            ...(by ? { actor: by } : {}),
+            turns: [{ index: turn.idx, hash: turnHash(c.id, kept) }],
+            ...(masker?.masked ? { masked: masker.counts } : {}),
+          },
         },
       ];
       const next: Conversation = {
