@@ -2,6 +2,7 @@
 // (/console/agents/:slug/…), each a bookmarkable address.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { Link, Route, Router, Switch, useLocation } from 'wouter-preact';
+import type { CallerIdentity } from '@switchboard/client';
 import { clientFor, loadCredentials, personSignedIn, saveCredentials, SessionContext, type Credentials, type Session } from './session';
 import { SignIn } from './pages/sign-in';
 import { AgentsPage } from './pages/agents';
@@ -23,9 +24,19 @@ export function App() {
       setProbing(false);
     });
   }, []);
+  const [identity, setIdentity] = useState<CallerIdentity | null>(null);
+  const client = useMemo(() => (credentials ? clientFor(credentials) : null), [credentials]);
+  // Who the server says the caller is, so that pages disable what their roles cannot do.
+  useEffect(() => {
+    setIdentity(null);
+    if (!client) return;
+    void client.api.getIdentity({}).then(
+      (res) => res.status === 200 && setIdentity(res.body),
+      () => undefined,
+    );
+  }, [client]);
   const session = useMemo<Session | null>(() => {
-    if (!credentials) return null;
-    const client = clientFor(credentials);
+    if (!credentials || !client) return null;
     const forget = () => {
       saveCredentials(null);
       setCredentials(null);
@@ -33,6 +44,7 @@ export function App() {
     return {
       credentials,
       client,
+      identity,
       signOut: () => {
         if (credentials.mode !== 'person') {
           forget();
@@ -45,7 +57,7 @@ export function App() {
         }, forget);
       },
     };
-  }, [credentials]);
+  }, [credentials, client, identity]);
   return (
     <Router base="/console">
       <a class="skip" href="#main">

@@ -4,7 +4,15 @@
 // page never reads: the tab keeps only the session's CSRF token, sent on every call.
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
-import { createSwitchboardClient, type SwitchboardClient } from '@switchboard/client';
+import {
+  allows,
+  createSwitchboardClient,
+  ROLE_PERMISSIONS,
+  type CallerIdentity,
+  type Permission,
+  type Role,
+  type SwitchboardClient,
+} from '@switchboard/client';
 
 export type Credentials =
   { mode: 'tenant'; tenantId: string } | { mode: 'key'; apiKey: string } | { mode: 'person'; csrf: string; tenantId: string; name: string };
@@ -62,6 +70,8 @@ export interface Session {
   credentials: Credentials;
   client: SwitchboardClient;
   signOut: () => void;
+  /** Who the server says the caller is (GET /api/v1/me); null until it has answered. */
+  identity: CallerIdentity | null;
 }
 
 /** Provided by the shell (app.tsx) around the signed-in pages. */
@@ -72,4 +82,16 @@ export function useSession(): Session {
   const s = useContext(SessionContext);
   if (!s) throw new Error('useSession outside a signed-in page');
   return s;
+}
+
+/** What the caller's roles allow, to disable what they cannot do; everything until the server has said who they are. */
+export function useCan(): (permission: Permission, slug?: string) => boolean {
+  const { identity } = useSession();
+  return (permission, slug) => !identity || allows(identity.roles, permission, slug);
+}
+
+/** Why a control is off: the permission it needs and the roles that hold it. */
+export function needs(permission: Permission): string {
+  const roles = (Object.keys(ROLE_PERMISSIONS) as Role[]).filter((r) => ROLE_PERMISSIONS[r].includes(permission));
+  return `Your roles do not allow this: it needs the “${permission}” permission (${roles.join(', ')}).`;
 }

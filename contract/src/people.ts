@@ -54,6 +54,7 @@ export const CallerIdentity = z
     session_expires_at: Timestamp.nullable(),
   })
   .describe('Who the caller is and what they may do');
+export type CallerIdentity = z.infer<typeof CallerIdentity>;
 
 /** What `POST /auth/logout` answers: where to send the browser to sign out at the provider too. */
 export const SignedOut = z

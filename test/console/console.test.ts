@@ -858,6 +858,15 @@ describe.skipIf(!hasBrowser)('the console signed in with an OpenID provider', ()
       }),
     });
     expect(put.status).toBe(200);
+    const draft = await fetch(`http://127.0.0.1:${port}/api/v1/agents/acme-support?activate=false`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: 'Support',
+        capabilities: [{ name: 'orders', examples: ['where is my order', 'track my order', 'order status'], phases: [{ id: 'a', say: 'Which order?' }] }],
+      }),
+    });
+    expect(draft.status).toBe(200);
     browser = await launch();
     browser.context.setDefaultTimeout(10_000);
   });
@@ -890,6 +899,15 @@ describe.skipIf(!hasBrowser)('the console signed in with an OpenID provider', ()
       return { status: res.status, body: await res.json() };
     })()`);
     expect(activate).toMatchObject({ status: 403, body: { detail: expect.stringContaining('"releases.write" permission') } });
+    // The console follows the roles: activating and splitting are off, and it says why.
+    await page.goto(`http://127.0.0.1:${port}/console/agents/acme-support/versions`);
+    const activateButton = page.getByRole('button', { name: 'Activate v2' });
+    await activateButton.waitFor();
+    expect(await activateButton.isDisabled()).toBe(true);
+    expect(await activateButton.getAttribute('title')).toContain('“releases.write” permission (owner, releaser)');
+    await page.getByText('Your roles do not allow this: it needs the “releases.write” permission (owner, releaser).').waitFor();
+    expect(await page.getByRole('button', { name: 'Start split' }).isDisabled()).toBe(true);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Sign out' }).click();
     // The provider's own sign-out page, and the session is gone here.
     await page.waitForURL((u) => u.href.startsWith(`${provider.issuer}/session/end`));

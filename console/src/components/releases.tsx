@@ -4,7 +4,7 @@
 import { useState } from 'preact/hooks';
 import type { Agent, Release, ReleaseGate } from '@switchboard/client';
 import { ApiError, ok, useAction, useLoad } from '../api';
-import { useSession } from '../session';
+import { needs, useCan, useSession } from '../session';
 import { ErrorBox, Field, Head, Loading, TableWrap, Time } from './ui';
 import type { useVersions } from './versions';
 
@@ -85,6 +85,7 @@ export function SplitPanel({
   onChanged: () => void;
 }) {
   const { client } = useSession();
+  const mayRelease = useCan()('releases.write', agent.slug);
   const { busy, error, run } = useAction();
   const split = agent.split;
   const candidates = versions.filter((v) => v.version !== agent.version);
@@ -163,19 +164,20 @@ export function SplitPanel({
           <Field label="Percent of new conversations">
             {(id) => <input id={id} type="number" min={0} max={100} step={0.01} value={percent} onInput={(e) => setPercent(e.currentTarget.value)} />}
           </Field>
-          <button type="submit" class="primary" disabled={busy || version === null}>
+          <button type="submit" class="primary" disabled={busy || version === null || !mayRelease}>
             {split && split.version === version ? 'Change share' : 'Start split'}
           </button>
           {split && (
             <>
-              <button type="button" disabled={busy} onClick={() => void promote()}>
+              <button type="button" disabled={busy || !mayRelease} onClick={() => void promote()}>
                 Promote v{split.version}
               </button>
-              <button type="button" disabled={busy} onClick={() => void end()}>
+              <button type="button" disabled={busy || !mayRelease} onClick={() => void end()}>
                 End split
               </button>
             </>
           )}
+          {!mayRelease && <p class="hint">{needs('releases.write')}</p>}
         </form>
       )}
       {busy && <Loading what="the release gates (an evaluation may run first)" />}

@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import { citationName, type Agent, type AuditEntry, type ConversationDetail, type SwitchboardClient } from '@switchboard/client';
 import { allPages, ok, useAction, useLoad } from '../api';
-import { useSession } from '../session';
+import { needs, useCan, useSession } from '../session';
 import { Timeline } from '../components/audit';
 import { CHANNEL_NAMES, ConfirmDialog, ErrorBox, Json, Loading, StatusBadge, Time } from '../components/ui';
 
@@ -214,6 +214,7 @@ function Verify({ agent, id, entries }: { agent: Agent; id: string; entries: num
 
 function OperatorBox({ agent, detail, onDone }: { agent: Agent; detail: ConversationDetail; onDone: () => void }) {
   const { client } = useSession();
+  const mayReply = useCan()('conversations.reply', agent.slug);
   const [message, setMessage] = useState('');
   const [author, setAuthor] = useState('operator');
   const [outcome, setOutcome] = useState('resolved');
@@ -246,7 +247,7 @@ function OperatorBox({ agent, detail, onDone }: { agent: Agent; detail: Conversa
           <input name="author" value={author} maxLength={200} required onInput={(e) => setAuthor(e.currentTarget.value)} />
         </label>
         <div class="row">
-          <button type="submit" class="primary" disabled={busy}>
+          <button type="submit" class="primary" disabled={busy || !mayReply}>
             Send reply
           </button>
           <label class="inline">
@@ -255,12 +256,13 @@ function OperatorBox({ agent, detail, onDone }: { agent: Agent; detail: Conversa
           </label>
           <button
             type="button"
-            disabled={busy}
+            disabled={busy || !mayReply}
             onClick={() => void run(async () => void ok(await client.api.setStatus({ params, body: { status: 'completed', outcome } })))}
           >
             Close the conversation
           </button>
         </div>
+        {!mayReply && <p class="hint">{needs('conversations.reply')}</p>}
       </form>
       {error && <ErrorBox error={error} />}
     </section>
@@ -271,7 +273,8 @@ function Erase({ agent, detail, onDone }: { agent: Agent; detail: ConversationDe
   const { client } = useSession();
   const [open, setOpen] = useState(false);
   const { error, run } = useAction();
-  if (detail.erased_at) return null;
+  const mayErase = useCan()('conversations.erase', agent.slug);
+  if (detail.erased_at || !mayErase) return null;
   return (
     <section class="danger-zone" aria-labelledby="erase-h">
       <h3 id="erase-h">Erase personal data</h3>

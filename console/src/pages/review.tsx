@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Link } from 'wouter-preact';
 import type { Agent, ReviewActionResult, ReviewItem, ReviewReason } from '@switchboard/client';
 import { ok, useAction, useLoad } from '../api';
-import { useSession } from '../session';
+import { needs, useCan, useSession } from '../session';
 import { Empty, ErrorBox, Field, Loading, Time } from '../components/ui';
 
 /** Every reason's label: the compiler asks for one for each reason the contract names. */
@@ -26,6 +26,7 @@ type Action = 'add_example' | 'add_out_of_scope' | 'dismiss';
 
 export function Review({ agent }: { agent: Agent }) {
   const { client } = useSession();
+  const mayAct = useCan()('review.act', agent.slug);
   const [reason, setReason] = useState<ReviewReason | ''>('');
   const names = agent.capabilities.map((c) => c.name);
   const [target, setTarget] = useState(names[0] ?? '');
@@ -117,16 +118,17 @@ export function Review({ agent }: { agent: Agent }) {
           )}
         </Field>
         <div class="row">
-          <button type="button" class="primary" disabled={busy || !current} onClick={() => act('add_example')}>
+          <button type="button" class="primary" disabled={busy || !current || !mayAct} onClick={() => act('add_example')}>
             Add as example (a)
           </button>
-          <button type="button" disabled={busy || !current} onClick={() => act('add_out_of_scope')}>
+          <button type="button" disabled={busy || !current || !mayAct} onClick={() => act('add_out_of_scope')}>
             Out of scope (o)
           </button>
-          <button type="button" disabled={busy || !current} onClick={() => act('dismiss')}>
+          <button type="button" disabled={busy || !current || !mayAct} onClick={() => act('dismiss')}>
             Dismiss (d)
           </button>
         </div>
+        {!mayAct && <p class="hint">{needs('review.act')}</p>}
       </form>
       <p class="muted small" id="review-keys">
         Keys in the list: j / k or ↓ / ↑ move, x selects, a adds as an example of the chosen capability (1–9 choose it), o adds as out of scope, d dismisses. An

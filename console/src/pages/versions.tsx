@@ -7,7 +7,7 @@ import { stringify } from 'yaml';
 import type { Agent, ReleaseGate } from '@switchboard/client';
 import { ApiError, ok, useAction, useLoad } from '../api';
 import { Gates, ReleaseRecord, Refusal, refusedGates, SplitPanel } from '../components/releases';
-import { useSession } from '../session';
+import { needs, useCan, useSession } from '../session';
 import { ConfirmDialog, ErrorBox, Field, Head, Loading, TableWrap, Time } from '../components/ui';
 import { useVersions, VersionSelect, VERSION_STATE } from '../components/versions';
 
@@ -48,6 +48,7 @@ function sideBySide(a: string, b: string): Row[] {
 
 export function Versions({ agent, onActivated }: { agent: Agent; onActivated: () => void }) {
   const { client } = useSession();
+  const mayRelease = useCan()('releases.write', agent.slug);
   const versions = useVersions(agent.slug, agent.version);
   const [left, setLeft] = useState<number | null>(null);
   const [right, setRight] = useState<number | null>(null);
@@ -132,7 +133,7 @@ export function Versions({ agent, onActivated }: { agent: Agent; onActivated: ()
                 </td>
                 <td>
                   {!v.current && (
-                    <button type="button" onClick={() => setConfirm(v.version)}>
+                    <button type="button" disabled={!mayRelease} title={mayRelease ? undefined : needs('releases.write')} onClick={() => setConfirm(v.version)}>
                       {v.state === 'released_before' ? 'Roll back to' : 'Activate'} v{v.version}
                     </button>
                   )}
