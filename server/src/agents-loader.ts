@@ -101,7 +101,7 @@ export async function applyAgentFile(
     slug,
     definition,
     { activate: opts.activate ?? true, note: opts.note ?? `agents apply ${file}`, ...(opts.forceReason ? { forceReason: opts.forceReason } : {}) },
-    { keyId: null, by: null, requestId: opts.requestId ?? `apply:${basename(file)}` },
+    { by: null, requestId: opts.requestId ?? `apply:${basename(file)}` },
   );
   return {
     slug,

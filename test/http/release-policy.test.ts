@@ -85,7 +85,7 @@ eachDatabase('a release policy that cannot fall away ($name)', (database) => {
     agents.put = async (...args: Parameters<typeof original>) => {
       if (!raced && args[1] === slug && args[3]?.expectCurrent !== undefined) {
         raced = true;
-        await f.app.releases.activate('acme', slug, 2, { force: false }, { keyId: null, by: null, requestId: 'race' });
+        await f.app.releases.activate('acme', slug, 2, { force: false }, { by: null, requestId: 'race' });
       }
       return original(...args);
     };

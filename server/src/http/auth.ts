@@ -70,11 +70,12 @@ export function authorize(opts: { authMode: 'header' | 'api_key'; keys: KeyServi
   return async (req: Request, res: Response, next: NextFunction) => {
     try {
       const route = (req as Request & { tsRestRoute?: AppRoute }).tsRestRoute;
-      if (!route || publicRoutes.has(key(route))) {
+      const k = route && key(route);
+      if (!route || !k || publicRoutes.has(k)) {
         next();
         return;
       }
-      const found = routes.get(key(route));
+      const found = routes.get(k);
       if (!found?.permission) throw new ForbiddenError('This route has no permission');
       const { name, permission } = found;
       let grants = GATEWAY;

@@ -100,6 +100,12 @@ export class PeopleStore {
     return person ? { ...s, person } : undefined;
   }
 
+  /** The ID token a session began with, for the provider's sign-out (its hint). */
+  async idToken(tenantId: string, id: string): Promise<string | null> {
+    const row = await this.knex<SessionRow>('person_sessions').where({ tenant_id: tenantId, id }).first('id_token');
+    return row?.id_token ?? null;
+  }
+
   /** Marks the session seen now, unless it was seen after `since` (bounded writes). */
   async touch(idHash: string, now: string, since: string): Promise<void> {
     await this.knex('person_sessions').where({ id_hash: idHash }).where('seen_at', '<', since).update({ seen_at: now });

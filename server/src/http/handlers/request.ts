@@ -6,8 +6,8 @@ import type { WidgetRequest } from '../../service/widget.js';
 
 export const requestId = (res: { getHeader(n: string): unknown }) => String(res.getHeader('x-request-id'));
 
-/** Who makes a release: the API key (AUTH_MODE=api_key), the person or key or gateway (auth.ts), and the request. */
-export const actor = (res: Response) => ({ keyId: res.locals.keyId ?? null, by: res.locals.actor ?? null, requestId: requestId(res) });
+/** Who makes a release: the person, key or gateway (auth.ts), and the request. */
+export const actor = (res: Response) => ({ by: res.locals.actor ?? null, requestId: requestId(res) });
 
 /** Whether a request's authorization header carries the metrics token (compared in constant time). */
 export function carriesToken(header: string | undefined, token: string): boolean {

@@ -185,9 +185,9 @@ export class PeopleService {
 
   /** Ends the session, and says where the browser signs out at the provider too. */
   async signOut(p: PersonPrincipal, returnTo: string): Promise<{ end_session_url: string | null }> {
-    const row = (await this.store.sessions(p.tenantId, p.personId, iso(this.clock.now()))).find((s) => s.id === p.sessionId);
+    const idToken = await this.store.idToken(p.tenantId, p.sessionId);
     await this.store.revokeSession(p.tenantId, { id: p.sessionId }, iso(this.clock.now()));
-    return { end_session_url: this.client ? await this.client.endSessionUrl(row?.id_token ?? null, returnTo) : null };
+    return { end_session_url: this.client ? await this.client.endSessionUrl(idToken, returnTo) : null };
   }
 
   async list(tenantId: string): Promise<Person[]> {

@@ -21,9 +21,8 @@ import type { AgentService } from '../agents/agent-service.js';
 import type { EvaluationService } from '../evaluations/evaluations.js';
 import { judgeGates, policyGate, policyWeakenings, replayNeeded } from './gates/index.js';
 
-/** Who releases: the API key (null without api_key auth), who made the request, and the request. */
+/** Who releases (a person, a key, the gateway; null for the service's own files) and the request. */
 export interface Actor {
-  keyId: string | null;
   by: ContractActor | null;
   requestId: string;
 }
@@ -317,7 +316,7 @@ export class ReleaseService {
       forced: false,
       reason: null,
       ...s,
-      keyId: actor.keyId,
+      keyId: actor.by?.kind === 'key' ? actor.by.id : null,
       actor: actor.by,
       requestId: actor.requestId,
       createdAt: iso(this.deps.clock.now()),
